@@ -1,0 +1,308 @@
+//! EIP-3009 `transferWithAuthorization` as the x402 `exact` scheme on EVM
+//! chains (`assetTransferMethod` absent). Standard and salted token domains.
+
+use adapter_kit::amount::{parse_units, to_base_units};
+use adapter_kit::evm::{self, parse_address, parse_b256, same_address, token_domain};
+use adapter_kit::types::{
+    AdapterError, AssetContext, Description, DomainKind, Family, PaymentRequirements, ProofError,
+    ReceiptStatus, SchemeRef, SettleStep, SigningRequest, Submission, Terms, Transfer,
+    VerifiedPayment, EvmCall,
+};
+use adapter_kit::x402::{decode_payload, PaymentPayload, Requirements, SCHEME_EXACT, X402_VERSION};
+use adapter_kit::{host, Guest};
+use alloy_primitives::{hex, Address, Bytes, B256, U256};
+use alloy_sol_types::{sol, SolCall, SolStruct};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+sol! {
+    struct TransferWithAuthorization {
+        address from;
+        address to;
+        uint256 value;
+        uint256 validAfter;
+        uint256 validBefore;
+        bytes32 nonce;
+    }
+
+    function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external;
+    function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature) external;
+    function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
+}
+
+/// x402 requires at least this many seconds left on `validBefore`, so the
+/// settlement transaction has time to land.
+const VALIDITY_MARGIN_SECS: u64 = 6;
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Exact3009 {
+    signature: String,
+    authorization: Authorization,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Authorization {
+    from: String,
+    to: String,
+    value: String,
+    valid_after: String,
+    valid_before: String,
+    nonce: String,
+}
+
+/// A proof that passed every offline check.
+struct Checked {
+    payment: VerifiedPayment,
+    auth: TransferWithAuthorization,
+    signature: Vec<u8>,
+}
+
+struct Eip3009;
+
+impl Guest for Eip3009 {
+    fn describe() -> Description {
+        Description {
+            name: "eip3009".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            serves: vec![SchemeRef { family: Family::Evm, scheme: "eip3009".into() }],
+            config_keys: vec![],
+        }
+    }
+
+    fn normalize_address(family: Family, address: String) -> Result<String, AdapterError> {
+        if family != Family::Evm {
+            return Err(AdapterError::Unsupported("eip3009 handles EVM addresses only".into()));
+        }
+        parse_address(&address)
+            .map(|a| a.to_checksum(None))
+            .map_err(AdapterError::InvalidAddress)
+    }
+
+    fn to_base_units(amount: String, decimals: u8) -> Result<String, AdapterError> {
+        to_base_units(&amount, decimals).map(|u| u.to_string()).map_err(AdapterError::InvalidAmount)
+    }
+
+    fn requirements(ctx: AssetContext, terms: Terms) -> Result<PaymentRequirements, AdapterError> {
+        let domain = token_domain(&ctx)?;
+        let pay_to = parse_address(&terms.pay_to).map_err(AdapterError::InvalidAddress)?;
+        parse_units(&terms.amount).map_err(AdapterError::InvalidAmount)?;
+        let token = domain.verifying_contract.expect("token_domain sets it").to_checksum(None);
+        let mut extra = json!({
+            "name": ctx.eip712_name,
+            "version": ctx.eip712_version,
+            "decimals": ctx.decimals,
+            "asset": token,
+            "amount": terms.amount,
+        });
+        if ctx.domain == DomainKind::Salted {
+            extra["domainType"] = json!("salted");
+        }
+        Ok(PaymentRequirements {
+            scheme: SCHEME_EXACT.into(),
+            network: ctx.network,
+            amount: terms.amount,
+            asset: token,
+            pay_to: pay_to.to_checksum(None),
+            max_timeout_seconds: terms.max_timeout_seconds,
+            extra: extra.to_string(),
+        })
+    }
+
+    fn verify(
+        ctx: AssetContext,
+        requirements: PaymentRequirements,
+        proof: String,
+    ) -> Result<VerifiedPayment, ProofError> {
+        check(&ctx, &requirements, &proof).map(|c| c.payment)
+    }
+
+    fn preflight(ctx: AssetContext, payment: VerifiedPayment) -> Result<(), ProofError> {
+        let token = parse_address(&ctx.token).map_err(ProofError::Unsupported)?;
+        let from = parse_address(&payment.payer).map_err(ProofError::Malformed)?;
+        let nonce = nonce_of(&payment.replay_key)?;
+        let out = evm::eth_call(&token, authorizationStateCall { authorizer: from, nonce }.abi_encode())?;
+        let used = authorizationStateCall::abi_decode_returns(&out)
+            .map_err(|e| ProofError::ChainUnavailable(format!("authorizationState answer: {e}")))?;
+        if used {
+            return Err(ProofError::AlreadyUsed);
+        }
+        let amount = parse_units(&payment.amount).map_err(ProofError::Malformed)?;
+        let balance = evm::balance_of(&token, from)?;
+        if balance < amount {
+            return Err(ProofError::InsufficientFunds(format!("balance {balance} < {amount}")));
+        }
+        Ok(())
+    }
+
+    fn settle(
+        ctx: AssetContext,
+        requirements: PaymentRequirements,
+        proof: String,
+    ) -> Result<Vec<SettleStep>, ProofError> {
+        let c = check(&ctx, &requirements, &proof)?;
+        let a = c.auth;
+        let data = if c.signature.len() == 65 {
+            let (v, r, s) = evm::split_signature(&c.signature);
+            transferWithAuthorization_0Call {
+                from: a.from, to: a.to, value: a.value, validAfter: a.validAfter,
+                validBefore: a.validBefore, nonce: a.nonce, v, r, s,
+            }
+            .abi_encode()
+        } else {
+            transferWithAuthorization_1Call {
+                from: a.from, to: a.to, value: a.value, validAfter: a.validAfter,
+                validBefore: a.validBefore, nonce: a.nonce, signature: Bytes::from(c.signature),
+            }
+            .abi_encode()
+        };
+        Ok(vec![SettleStep {
+            label: "transferWithAuthorization".into(),
+            submission: Submission::EvmCall(EvmCall {
+                to: requirements.asset,
+                data,
+                value: "0".into(),
+                gas_limit: None,
+            }),
+        }])
+    }
+
+    fn read_receipt(
+        ctx: AssetContext,
+        payment: VerifiedPayment,
+        receipt: String,
+    ) -> Result<ReceiptStatus, AdapterError> {
+        let token = parse_address(&ctx.token).map_err(AdapterError::Config)?;
+        let from = parse_address(&payment.payer).map_err(AdapterError::Malformed)?;
+        let to = parse_address(&payment.pay_to).map_err(AdapterError::Malformed)?;
+        let amount = parse_units(&payment.amount).map_err(AdapterError::Malformed)?;
+        evm::read_transfer_receipt(&receipt, &token, &from, &to, amount)
+    }
+
+    fn authorize(ctx: AssetContext, transfer: Transfer) -> Result<SigningRequest, AdapterError> {
+        let domain = token_domain(&ctx)?;
+        let auth = authorization_of(&transfer)?;
+        Ok(SigningRequest::Eip712Digest(auth.eip712_signing_hash(&domain).to_vec()))
+    }
+
+    fn assemble(
+        _ctx: AssetContext,
+        requirements: PaymentRequirements,
+        transfer: Transfer,
+        signature: Vec<u8>,
+    ) -> Result<String, AdapterError> {
+        let a = authorization_of(&transfer)?;
+        let payload = PaymentPayload {
+            x402_version: X402_VERSION,
+            resource: None,
+            accepted: Requirements::from_wit(&requirements),
+            payload: Exact3009 {
+                signature: hex::encode_prefixed(signature),
+                authorization: Authorization {
+                    from: a.from.to_checksum(None),
+                    to: a.to.to_checksum(None),
+                    value: a.value.to_string(),
+                    valid_after: a.validAfter.to_string(),
+                    valid_before: a.validBefore.to_string(),
+                    nonce: a.nonce.to_string(),
+                },
+            },
+            extensions: None,
+        };
+        serde_json::to_string(&payload).map_err(|e| AdapterError::Malformed(e.to_string()))
+    }
+}
+
+/// Every offline check of an EIP-3009 proof, in the order x402 lists them.
+fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<Checked, ProofError> {
+    let p: PaymentPayload<Exact3009> = decode_payload(proof, req, same_address)?;
+    let a = &p.payload.authorization;
+    let malformed = |e: String| ProofError::Malformed(e);
+    let auth = TransferWithAuthorization {
+        from: parse_address(&a.from).map_err(malformed)?,
+        to: parse_address(&a.to).map_err(malformed)?,
+        value: parse_units(&a.value).map_err(malformed)?,
+        validAfter: parse_units(&a.valid_after).map_err(malformed)?,
+        validBefore: parse_units(&a.valid_before).map_err(malformed)?,
+        nonce: parse_b256(&a.nonce, "nonce").map_err(malformed)?,
+    };
+    let signature = hex::decode(&p.payload.signature)
+        .map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
+
+    if !same_address(&a.to, &req.pay_to) {
+        return Err(ProofError::WrongRecipient(format!("authorization pays {}, not {}", a.to, req.pay_to)));
+    }
+    let required = parse_units(&req.amount).map_err(malformed)?;
+    if auth.value != required {
+        return Err(ProofError::WrongAmount(format!("authorization value {} != {}", auth.value, required)));
+    }
+    let now = U256::from(host::now());
+    if auth.validAfter > now {
+        return Err(ProofError::NotYetValid);
+    }
+    if auth.validBefore < now + U256::from(VALIDITY_MARGIN_SECS) {
+        return Err(ProofError::Expired);
+    }
+
+    let domain = token_domain(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
+    let digest = auth.eip712_signing_hash(&domain);
+    if signature.len() == 65 {
+        let signer = evm::recover(&digest, &signature).map_err(ProofError::InvalidSignature)?;
+        if signer != auth.from {
+            return Err(ProofError::SignerMismatch(format!("signed by {signer}, not {}", auth.from)));
+        }
+    } else {
+        // Not an EOA signature: the payer must be a contract wallet (ERC-1271).
+        erc1271_check(&auth.from, &digest, &signature)?;
+    }
+
+    let window = |v: U256| u64::try_from(v).unwrap_or(u64::MAX);
+    let payment = VerifiedPayment {
+        payer: auth.from.to_checksum(None),
+        pay_to: auth.to.to_checksum(None),
+        amount: auth.value.to_string(),
+        valid_after: window(auth.validAfter),
+        valid_before: window(auth.validBefore),
+        replay_key: format!("eip3009:{}:{}:{:#x}:{}", ctx.network, ctx.token.to_lowercase(), auth.from, auth.nonce),
+    };
+    Ok(Checked { payment, auth, signature })
+}
+
+sol! {
+    function isValidSignature(bytes32 hash, bytes signature) external view returns (bytes4);
+}
+
+fn erc1271_check(wallet: &Address, digest: &B256, signature: &[u8]) -> Result<(), ProofError> {
+    const MAGIC: [u8; 4] = [0x16, 0x26, 0xba, 0x7e];
+    let call = isValidSignatureCall { hash: *digest, signature: Bytes::copy_from_slice(signature) };
+    let out = evm::eth_call(wallet, call.abi_encode())?;
+    match isValidSignatureCall::abi_decode_returns(&out) {
+        Ok(m) if m.0 == MAGIC => Ok(()),
+        _ => Err(ProofError::InvalidSignature(format!(
+            "{}-byte signature is not a valid ERC-1271 signature of {wallet}",
+            signature.len()
+        ))),
+    }
+}
+
+fn nonce_of(replay_key: &str) -> Result<B256, ProofError> {
+    let nonce = replay_key.rsplit(':').next().unwrap_or_default();
+    parse_b256(nonce, "nonce").map_err(ProofError::Malformed)
+}
+
+fn authorization_of(t: &Transfer) -> Result<TransferWithAuthorization, AdapterError> {
+    if t.nonce.len() != 32 {
+        return Err(AdapterError::Malformed("transfer nonce must be 32 bytes".into()));
+    }
+    Ok(TransferWithAuthorization {
+        from: parse_address(&t.sender).map_err(AdapterError::InvalidAddress)?,
+        to: parse_address(&t.recipient).map_err(AdapterError::InvalidAddress)?,
+        value: parse_units(&t.amount).map_err(AdapterError::InvalidAmount)?,
+        validAfter: U256::from(t.valid_after),
+        validBefore: U256::from(t.valid_before),
+        nonce: B256::from_slice(&t.nonce),
+    })
+}
+
+adapter_kit::export!(Eip3009 with_types_in adapter_kit::bindings);

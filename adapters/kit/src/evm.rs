@@ -1,0 +1,170 @@
+//! EVM helpers: addresses, EIP-712 domains, signatures, eth_call and receipts.
+
+use std::borrow::Cow;
+
+use alloy_primitives::{hex, Address, B256, U256};
+use alloy_sol_types::{sol, Eip712Domain, SolCall, SolEvent};
+use serde_json::{json, Value};
+
+use crate::host;
+use crate::types::{AdapterError, AssetContext, DomainKind, ProofError, ReceiptStatus, SettledTransfer};
+
+sol! {
+    function balanceOf(address owner) external view returns (uint256);
+    event Transfer(address indexed from, address indexed to, uint256 value);
+}
+
+/// secp256k1 group order / 2: signatures with a larger `s` are malleable
+/// copies, and token contracts refuse them.
+const HALF_ORDER: U256 = U256::from_be_bytes(hex!(
+    "7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0"
+));
+
+/// Parse an EVM address. Mixed case must be a valid EIP-55 checksum.
+pub fn parse_address(s: &str) -> Result<Address, String> {
+    let body = s
+        .strip_prefix("0x")
+        .ok_or_else(|| format!("`{s}` is not 0x-prefixed"))?;
+    if body.len() != 40 || !body.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("`{s}` is not 20 bytes of hex"));
+    }
+    let addr: Address = s.parse().map_err(|_| format!("`{s}` is not an address"))?;
+    let mixed = body.bytes().any(|b| b.is_ascii_lowercase()) && body.bytes().any(|b| b.is_ascii_uppercase());
+    if mixed && addr.to_checksum(None) != s {
+        return Err(format!("`{s}` has a wrong EIP-55 checksum"));
+    }
+    Ok(addr)
+}
+
+pub fn parse_b256(s: &str, what: &str) -> Result<B256, String> {
+    let bytes = hex::decode(s).map_err(|_| format!("{what} is not hex"))?;
+    if bytes.len() != 32 {
+        return Err(format!("{what} must be 32 bytes"));
+    }
+    Ok(B256::from_slice(&bytes))
+}
+
+pub fn same_address(a: &str, b: &str) -> bool {
+    a.eq_ignore_ascii_case(b)
+}
+
+/// The token's own EIP-712 domain, as configured for this (chain, asset).
+pub fn token_domain(ctx: &AssetContext) -> Result<Eip712Domain, AdapterError> {
+    let cfg = |m: &str| AdapterError::Config(format!("{}/{}: {m}", ctx.chain, ctx.asset));
+    let name = ctx.eip712_name.clone().ok_or_else(|| cfg("eip712 name is not set"))?;
+    let version = ctx.eip712_version.clone().ok_or_else(|| cfg("eip712 version is not set"))?;
+    let chain_id = U256::from(ctx.chain_id.ok_or_else(|| cfg("chain id is not set"))?);
+    let token = parse_address(&ctx.token).map_err(|e| cfg(&e))?;
+    let (chain_id, salt) = match ctx.domain {
+        DomainKind::Standard => (Some(chain_id), None),
+        DomainKind::Salted => (None, Some(B256::from(chain_id))),
+        DomainKind::None => return Err(cfg("this scheme needs a token EIP-712 domain")),
+    };
+    Ok(Eip712Domain::new(
+        Some(Cow::Owned(name)),
+        Some(Cow::Owned(version)),
+        chain_id,
+        Some(token),
+        salt,
+    ))
+}
+
+/// Recover the address that made a 65-byte r||s||v signature over `digest`.
+pub fn recover(digest: &B256, signature: &[u8]) -> Result<Address, String> {
+    if signature.len() != 65 {
+        return Err(format!("signature must be 65 bytes, got {}", signature.len()));
+    }
+    let s = U256::from_be_slice(&signature[32..64]);
+    if s > HALF_ORDER {
+        return Err("signature s value is in the upper half of the curve order".into());
+    }
+    let public = host::secp256k1_recover(&digest.0, signature)?;
+    if public.len() != 65 {
+        return Err("host returned a malformed public key".into());
+    }
+    let hash = host::keccak256(&public[1..]);
+    Ok(Address::from_slice(&hash[12..]))
+}
+
+/// Split a 65-byte signature into (v, r, s) with v in {27, 28}.
+pub fn split_signature(sig: &[u8]) -> (u8, B256, B256) {
+    let v = match sig[64] {
+        0 | 1 => sig[64] + 27,
+        v => v,
+    };
+    (v, B256::from_slice(&sig[..32]), B256::from_slice(&sig[32..64]))
+}
+
+/// `eth_call` against `to` at the latest block; returns the raw return data.
+pub fn eth_call(to: &Address, data: Vec<u8>) -> Result<Vec<u8>, ProofError> {
+    let params = json!([{ "to": to.to_string(), "data": hex::encode_prefixed(data) }, "latest"]);
+    let answer = host::query("eth_call", &params)?;
+    let text = answer
+        .as_str()
+        .ok_or_else(|| ProofError::ChainUnavailable("eth_call answer is not a string".into()))?;
+    hex::decode(text).map_err(|_| ProofError::ChainUnavailable("eth_call answer is not hex".into()))
+}
+
+pub fn balance_of(token: &Address, owner: Address) -> Result<U256, ProofError> {
+    let out = eth_call(token, balanceOfCall { owner }.abi_encode())?;
+    balanceOfCall::abi_decode_returns(&out)
+        .map_err(|e| ProofError::ChainUnavailable(format!("balanceOf answer: {e}")))
+}
+
+/// Read an `eth_getTransactionReceipt` result: did it move `amount` of
+/// `token` from `from` to `to`?
+pub fn read_transfer_receipt(
+    receipt: &str,
+    token: &Address,
+    from: &Address,
+    to: &Address,
+    amount: U256,
+) -> Result<ReceiptStatus, AdapterError> {
+    let bad = |m: &str| AdapterError::Malformed(format!("receipt: {m}"));
+    let r: Value = serde_json::from_str(receipt).map_err(|e| bad(&e.to_string()))?;
+    if r.is_null() {
+        return Ok(ReceiptStatus::Pending);
+    }
+    let hexnum = |key: &str| -> Result<u64, AdapterError> {
+        let s = r.get(key).and_then(Value::as_str).ok_or_else(|| bad(&format!("no {key}")))?;
+        u64::from_str_radix(s.trim_start_matches("0x"), 16).map_err(|_| bad(&format!("bad {key}")))
+    };
+    let tx_hash = r
+        .get("transactionHash")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("no transactionHash"))?
+        .to_string();
+    if hexnum("status")? != 1 {
+        return Ok(ReceiptStatus::Failed(format!("transaction {tx_hash} reverted")));
+    }
+    let block = hexnum("blockNumber")?;
+    let logs = r.get("logs").and_then(Value::as_array).ok_or_else(|| bad("no logs"))?;
+    for log in logs {
+        let Some(addr) = log.get("address").and_then(Value::as_str) else { continue };
+        if !same_address(addr, &token.to_string()) {
+            continue;
+        }
+        let topics: Vec<B256> = log
+            .get("topics")
+            .and_then(Value::as_array)
+            .map(|t| t.iter().filter_map(|x| x.as_str()?.parse().ok()).collect())
+            .unwrap_or_default();
+        let data = log
+            .get("data")
+            .and_then(Value::as_str)
+            .and_then(|d| hex::decode(d).ok())
+            .unwrap_or_default();
+        let Ok(ev) = Transfer::decode_raw_log(topics.iter().copied(), &data) else { continue };
+        if ev.from == *from && ev.to == *to && ev.value == amount {
+            return Ok(ReceiptStatus::Settled(SettledTransfer {
+                tx_hash,
+                to: to.to_checksum(None),
+                amount: amount.to_string(),
+                block,
+            }));
+        }
+    }
+    Ok(ReceiptStatus::Failed(format!(
+        "transaction {tx_hash} succeeded but moved no {amount} from {from} to {to}"
+    )))
+}

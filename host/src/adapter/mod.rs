@@ -1,0 +1,155 @@
+//! The sandboxed adapter runtime.
+//!
+//! Each adapter is compiled once (or loaded precompiled from the cache) and
+//! pre-linked into an `InstancePre`. Every call then gets a fresh `Store` with
+//! a fuel budget and a memory cap, so a call that traps, loops or hoards
+//! memory fails alone and leaves nothing behind.
+
+pub mod bindings;
+mod engine;
+mod registry;
+pub(crate) mod state;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Engine, Store, Trap};
+
+use bindings::scheme::Guest;
+use bindings::types as wit;
+use bindings::{Adapter as AdapterWorld, AdapterPre};
+use crate::chain::ChainClient;
+
+pub use registry::{family_name, AssetAdapter, Registry, StartupError};
+pub use state::{system_clock, Clock};
+pub(crate) use state::HostState;
+
+/// Per-call limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub fuel: u64,
+    pub memory_bytes: usize,
+}
+
+impl Limits {
+    pub fn new(fuel: u64, memory_mib: u64) -> Self {
+        Limits { fuel, memory_bytes: (memory_mib as usize) << 20 }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("adapter file {0} not found")]
+    NotFound(PathBuf),
+    #[error("adapter file {file}: {reason}")]
+    Invalid { file: PathBuf, reason: String },
+}
+
+/// A call that did not come back with an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("adapter `{0}` exceeded its CPU budget")]
+    OutOfFuel(Arc<str>),
+    #[error("adapter `{0}` exceeded its memory limit of {1} MiB")]
+    MemoryLimit(Arc<str>, usize),
+    #[error("adapter `{0}` trapped: {1}")]
+    Trap(Arc<str>, String),
+}
+
+/// Shared engine, linker and limits.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<HostState>,
+    limits: Limits,
+    cache_dir: PathBuf,
+    clock: Clock,
+    pub allocator: &'static str,
+}
+
+impl Runtime {
+    pub fn new(limits: Limits, cache_dir: PathBuf, clock: Clock) -> anyhow::Result<Arc<Runtime>> {
+        let (engine, allocator) = engine::build(limits.memory_bytes);
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        AdapterWorld::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+        Ok(Arc::new(Runtime { engine, linker, limits, cache_dir, clock, allocator }))
+    }
+
+    /// Load, compile (or fetch from cache), link and describe one adapter file.
+    pub fn load(self: &Arc<Self>, file: &Path) -> Result<Adapter, LoadError> {
+        let invalid = |reason: String| LoadError::Invalid { file: file.to_path_buf(), reason };
+        let wasm = match std::fs::read(file) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::NotFound(file.into())),
+            Err(e) => return Err(invalid(e.to_string())),
+        };
+        let (component, cached) = engine::load_component(&self.engine, &wasm, &self.cache_dir)
+            .map_err(|e| invalid(format!("not a loadable WebAssembly component: {e:#}")))?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| invalid(format!("does not fit the stablerail:adapter@0.1.0 world: {e:#}")))?;
+        let pre = AdapterPre::new(pre)
+            .map_err(|e| invalid(format!("does not export stablerail:adapter/scheme@0.1.0: {e:#}")))?;
+        let name: Arc<str> = file.file_name().map(|n| n.to_string_lossy().into()).unwrap_or_else(|| "adapter".into());
+        let mut adapter = Adapter {
+            runtime: self.clone(),
+            pre,
+            file: file.to_path_buf(),
+            name,
+            description: wit::Description { name: String::new(), version: String::new(), serves: vec![], config_keys: vec![] },
+        };
+        adapter.description = adapter
+            .call(None, |g, s| g.call_describe(s))
+            .map_err(|e| invalid(format!("describe failed: {e}")))?;
+        adapter.name = adapter.description.name.as_str().into();
+        tracing::debug!(file = %file.display(), cached, "adapter loaded");
+        Ok(adapter)
+    }
+}
+
+/// One loaded adapter, ready to be instantiated per call.
+pub struct Adapter {
+    runtime: Arc<Runtime>,
+    pre: AdapterPre<HostState>,
+    pub file: PathBuf,
+    pub name: Arc<str>,
+    pub description: wit::Description,
+}
+
+impl Adapter {
+    /// Run `f` against a fresh instance in a fresh store. Blocking: async
+    /// callers run it on a blocking thread.
+    pub fn call<R>(
+        &self,
+        chain: Option<Arc<ChainClient>>,
+        f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let rt = &self.runtime;
+        let state = HostState::new(self.name.clone(), rt.limits.memory_bytes, chain, rt.clock.clone());
+        let mut store = Store::new(&rt.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        let outcome = store
+            .set_fuel(rt.limits.fuel)
+            .and_then(|_| self.pre.instantiate(&mut store))
+            .and_then(|instance| f(instance.stablerail_adapter_scheme(), &mut store));
+        outcome.map_err(|e| self.classify(e, &store))
+    }
+
+    fn classify(&self, e: wasmtime::Error, store: &Store<HostState>) -> CallError {
+        if store.data().limiter.refused {
+            return CallError::MemoryLimit(self.name.clone(), self.runtime.limits.memory_bytes >> 20);
+        }
+        if e.downcast_ref::<Trap>() == Some(&Trap::OutOfFuel) {
+            return CallError::OutOfFuel(self.name.clone());
+        }
+        let msg = format!("{e:#}");
+        CallError::Trap(self.name.clone(), msg.lines().next().unwrap_or("").to_string())
+    }
+
+    /// Does this adapter say it serves `scheme` for `family`?
+    pub fn serves(&self, family: wit::Family, scheme: &str) -> bool {
+        self.description.serves.iter().any(|s| s.family == family && s.scheme == scheme)
+    }
+}

@@ -1,0 +1,131 @@
+//! Per-call store state and the host imports an adapter may use.
+
+use std::sync::Arc;
+
+use alloy_primitives::keccak256;
+use sha2::{Digest, Sha256};
+use wasmtime::component::ResourceTable;
+use wasmtime::ResourceLimiter;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::stablerail::adapter::{chain, clock, crypto, log, types};
+use crate::chain::ChainClient;
+
+/// The host's idea of "now", in Unix seconds. Swappable so tests can move time.
+pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+pub fn system_clock() -> Clock {
+    Arc::new(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    })
+}
+
+pub struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(super) limiter: MemoryLimiter,
+    /// The chain of the call's asset-context; `None` when the call has none.
+    chain: Option<Arc<ChainClient>>,
+    clock: Clock,
+    adapter: Arc<str>,
+}
+
+impl HostState {
+    pub fn new(adapter: Arc<str>, max_memory: usize, chain: Option<Arc<ChainClient>>, clock: Clock) -> Self {
+        // A WASI context with nothing in it: no preopened directories, no
+        // environment, no arguments, no sockets, no name lookup. Guests built
+        // for wasm32-wasip2 import these interfaces; they get nothing from them.
+        let mut wasi = WasiCtx::builder();
+        wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        HostState {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter { max: max_memory, refused: false },
+            chain,
+            clock,
+            adapter,
+        }
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// Caps linear memory per call and remembers a refusal, so the host can say
+/// "memory limit" instead of whatever trap the guest's allocator raises.
+pub struct MemoryLimiter {
+    max: usize,
+    pub refused: bool,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.max {
+            self.refused = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+impl types::Host for HostState {}
+
+impl crypto::Host for HostState {
+    fn keccak256(&mut self, data: Vec<u8>) -> Vec<u8> {
+        keccak256(&data).to_vec()
+    }
+
+    fn sha256(&mut self, data: Vec<u8>) -> Vec<u8> {
+        Sha256::digest(&data).to_vec()
+    }
+
+    fn secp256k1_recover(&mut self, prehash: Vec<u8>, signature: Vec<u8>) -> Result<Vec<u8>, String> {
+        crate::crypto::secp256k1_recover(&prehash, &signature)
+    }
+
+    fn ed25519_verify(&mut self, public_key: Vec<u8>, message: Vec<u8>, signature: Vec<u8>) -> bool {
+        crate::crypto::ed25519_verify(&public_key, &message, &signature)
+    }
+}
+
+impl chain::Host for HostState {
+    fn query(&mut self, method: String, params: String) -> Result<String, chain::QueryError> {
+        match &self.chain {
+            None => Err(chain::QueryError::Denied("this call has no chain".into())),
+            Some(client) => client.query_blocking(&method, &params),
+        }
+    }
+}
+
+impl clock::Host for HostState {
+    fn now(&mut self) -> u64 {
+        (self.clock)()
+    }
+}
+
+impl log::Host for HostState {
+    fn log(&mut self, level: log::Level, message: String, fields: Vec<(String, String)>) {
+        let adapter = &*self.adapter;
+        let fields = fields
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        match level {
+            log::Level::Debug => tracing::debug!(adapter, %fields, "{message}"),
+            log::Level::Info => tracing::info!(adapter, %fields, "{message}"),
+            log::Level::Warn => tracing::warn!(adapter, %fields, "{message}"),
+            log::Level::Error => tracing::error!(adapter, %fields, "{message}"),
+        }
+    }
+}

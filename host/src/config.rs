@@ -1,0 +1,323 @@
+//! `chains.toml`: chains, assets, schemes, adapters, flags and fees.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Deployment flags a chain or asset may be gated by. Each can be overridden
+/// by an environment variable of the same name (`true`/`false`/`1`/`0`).
+pub const FLAGS: [&str; 2] = ["TRON_ENABLED", "USDT_ENABLED"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {source}")]
+    Parse { path: PathBuf, source: toml::de::Error },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub service: Service,
+    #[serde(default)]
+    pub flags: BTreeMap<String, bool>,
+    #[serde(default)]
+    pub fees: Fees,
+    /// Scheme name → adapter file name inside `service.adapters_dir`.
+    #[serde(default)]
+    pub adapters: BTreeMap<String, String>,
+    #[serde(default)]
+    pub chains: BTreeMap<String, Chain>,
+    /// Directory of the config file; relative paths resolve against it.
+    #[serde(skip)]
+    pub base_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Service {
+    pub adapters_dir: PathBuf,
+    /// Where precompiled adapters are cached.
+    pub cache_dir: PathBuf,
+    pub default_target_chain: String,
+    /// Per-call adapter budget.
+    pub adapter_fuel: u64,
+    pub adapter_memory_mib: u64,
+}
+
+impl Default for Service {
+    fn default() -> Self {
+        Service {
+            adapters_dir: "adapters".into(),
+            cache_dir: ".stablerail/cache".into(),
+            default_target_chain: "base".into(),
+            adapter_fuel: 2_000_000_000,
+            adapter_memory_mib: 64,
+        }
+    }
+}
+
+/// Fees are exact decimal strings in USD (the asset's unit).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Fees {
+    /// Percentage of the amount, e.g. `"0.5"` for 0.5 %.
+    pub platform_fee_percentage: String,
+}
+
+impl Default for Fees {
+    fn default() -> Self {
+        Fees { platform_fee_percentage: "0".into() }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    Evm,
+    Solana,
+    Tron,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Payer,
+    Target,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Chain {
+    /// CAIP-2 network id. EVM chains derive `eip155:<chain_id>` when absent.
+    pub caip2: Option<String>,
+    pub family: Family,
+    /// Numeric chain id (EVM, TRON). Absent means "operator must fill in".
+    pub chain_id: Option<u64>,
+    pub roles: Vec<Role>,
+    #[serde(default)]
+    pub rpc_urls: Vec<String>,
+    /// Explorer link for a transaction; `{tx}` is replaced by its hash.
+    #[serde(default)]
+    pub explorer_tx_url: String,
+    /// Flag that must be on for the chain to be exposed at all.
+    pub gate: Option<String>,
+    /// An operator switch: a disabled chain is not exposed.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Network fee charged when this chain is a leg, in USD.
+    #[serde(default = "zero")]
+    pub fee: String,
+    #[serde(default)]
+    pub assets: BTreeMap<String, Asset>,
+}
+
+impl Chain {
+    /// CAIP-2 network id.
+    pub fn network(&self) -> Option<String> {
+        match (&self.caip2, self.family, self.chain_id) {
+            (Some(n), _, _) => Some(n.clone()),
+            (None, Family::Evm, Some(id)) => Some(format!("eip155:{id}")),
+            _ => None,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+fn zero() -> String {
+    "0".into()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AssetState {
+    /// Serves payments.
+    Live,
+    /// Serves payments while its `flag` is on.
+    Gated,
+    /// Described but not served.
+    Unwired,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DomainKind {
+    #[default]
+    Standard,
+    Salted,
+    None,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Asset {
+    pub state: AssetState,
+    /// For `state = "gated"`: the flag that opens it.
+    pub flag: Option<String>,
+    /// Token address in the family's own form; empty means "operator must fill in".
+    #[serde(default)]
+    pub token: String,
+    pub decimals: u8,
+    pub eip712_name: Option<String>,
+    pub eip712_version: Option<String>,
+    #[serde(default)]
+    pub domain: DomainKind,
+    /// Transfer scheme; names an entry of `[adapters]`.
+    pub scheme: String,
+    /// Scheme-specific settings passed to the adapter.
+    #[serde(default)]
+    pub params: BTreeMap<String, String>,
+}
+
+/// Whether a (chain, asset) request can be served, and if not, why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Availability {
+    Available,
+    /// Gated by a flag that is off (spec: 400 `invalid payer_asset`).
+    GatedOff,
+    /// Not wired on this chain (spec: 400 `payer_asset not configured on chain`).
+    Unwired,
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        let mut cfg = Config::parse(&text).map_err(|source| match source {
+            ConfigError::Parse { source, .. } => ConfigError::Parse { path: path.into(), source },
+            other => other,
+        })?;
+        cfg.base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Ok(cfg)
+    }
+
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let mut cfg: Config = toml::from_str(text)
+            .map_err(|source| ConfigError::Parse { path: "<config>".into(), source })?;
+        cfg.apply_env_flags()?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    fn apply_env_flags(&mut self) -> Result<(), ConfigError> {
+        for name in FLAGS {
+            if let Ok(v) = std::env::var(name) {
+                let on = match v.trim().to_ascii_lowercase().as_str() {
+                    "1" | "true" | "yes" | "on" => true,
+                    "0" | "false" | "no" | "off" | "" => false,
+                    other => {
+                        return Err(ConfigError::Invalid(format!("environment {name}={other} is not a boolean")))
+                    }
+                };
+                self.flags.insert(name.to_string(), on);
+            }
+        }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        let known_flag = |f: &str| FLAGS.contains(&f) || self.flags.contains_key(f);
+        for (id, chain) in &self.chains {
+            if let Some(g) = &chain.gate {
+                if !known_flag(g) {
+                    return bad(format!("chains.{id}.gate names unknown flag `{g}`"));
+                }
+            }
+            let exposed = self.chain_exposed(chain);
+            if exposed && chain.network().is_none() {
+                return bad(format!("chains.{id} is enabled but has neither caip2 nor chain_id"));
+            }
+            if exposed && chain.family == Family::Evm && chain.chain_id.is_none() {
+                return bad(format!("chains.{id} is an enabled EVM chain without chain_id"));
+            }
+            for (key, asset) in &chain.assets {
+                let at = format!("chains.{id}.assets.{key}");
+                match (asset.state, &asset.flag) {
+                    (AssetState::Gated, None) => return bad(format!("{at} is gated but names no flag")),
+                    (AssetState::Gated, Some(f)) if !known_flag(f) => {
+                        return bad(format!("{at}.flag names unknown flag `{f}`"))
+                    }
+                    _ => {}
+                }
+                // Only what is served now must be complete; a gated-off pair
+                // may wait for the operator to fill it in.
+                if exposed && self.availability(asset) == Availability::Available {
+                    if asset.token.is_empty() {
+                        return bad(format!("{at} is served but has no token address"));
+                    }
+                    if !self.adapters.contains_key(&asset.scheme) {
+                        return bad(format!("{at}.scheme `{}` has no entry in [adapters]", asset.scheme));
+                    }
+                }
+            }
+        }
+        if !self.chains.contains_key(&self.service.default_target_chain) {
+            return bad(format!(
+                "service.default_target_chain `{}` is not a configured chain",
+                self.service.default_target_chain
+            ));
+        }
+        crate::decimal::parse(&self.fees.platform_fee_percentage)
+            .map_err(|e| ConfigError::Invalid(format!("fees.platform_fee_percentage: {e}")))?;
+        for (id, chain) in &self.chains {
+            crate::decimal::parse(&chain.fee)
+                .map_err(|e| ConfigError::Invalid(format!("chains.{id}.fee: {e}")))?;
+        }
+        Ok(())
+    }
+
+    pub fn flag(&self, name: &str) -> bool {
+        self.flags.get(name).copied().unwrap_or(false)
+    }
+
+    /// A chain is exposed when the operator enabled it and its gate is on.
+    pub fn chain_exposed(&self, chain: &Chain) -> bool {
+        chain.enabled && chain.gate.as_deref().is_none_or(|g| self.flag(g))
+    }
+
+    /// Chains exposed in `role`, in the config's (sorted) order.
+    pub fn chains_with_role(&self, role: Role) -> Vec<String> {
+        self.chains
+            .iter()
+            .filter(|(_, c)| c.roles.contains(&role) && self.chain_exposed(c))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    pub fn availability(&self, asset: &Asset) -> Availability {
+        match asset.state {
+            AssetState::Live => Availability::Available,
+            AssetState::Unwired => Availability::Unwired,
+            AssetState::Gated => match &asset.flag {
+                Some(f) if self.flag(f) => Availability::Available,
+                _ => Availability::GatedOff,
+            },
+        }
+    }
+
+    /// Every (chain, asset) that can serve payments now, which is what needs
+    /// an adapter at start-up.
+    pub fn served_assets(&self) -> impl Iterator<Item = (&str, &Chain, &str, &Asset)> {
+        self.chains
+            .iter()
+            .filter(|(_, c)| self.chain_exposed(c))
+            .flat_map(|(id, c)| c.assets.iter().map(move |(k, a)| (id.as_str(), c, k.as_str(), a)))
+            .filter(|(_, _, _, a)| self.availability(a) == Availability::Available)
+    }
+
+    pub fn resolve(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.base_dir.join(p)
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! stablerail: moves stablecoin value from a payer on one chain to a merchant
+//! on another. Chains and schemes are WebAssembly adapters; this crate is the
+//! host that owns HTTP, storage, keys and transport.
+
+pub mod adapter;
+pub mod api;
+pub mod chain;
+pub mod config;
+pub mod crypto;
+pub mod db;
+pub mod decimal;
+pub mod server;

@@ -1,0 +1,73 @@
+//! Wiring: config → adapters → database → HTTP, and graceful shutdown.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::adapter::{system_clock, Clock, Limits, Registry, Runtime};
+use crate::api::{self, AppState, Shared};
+use crate::config::Config;
+use crate::db::Db;
+
+/// Build the application state: everything but the listener.
+pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> anyhow::Result<Shared> {
+    let config = Config::load(config_path).with_context(|| format!("loading {}", config_path.display()))?;
+    let runtime = runtime_for(&config, clock)?;
+    let registry = Registry::from_config(&config, runtime).context("adapters")?;
+    let db = Db::connect(database).await.with_context(|| format!("database {database}"))?;
+    Ok(Arc::new(AppState { config: Arc::new(config), registry: Arc::new(registry), db }))
+}
+
+pub fn runtime_for(config: &Config, clock: Clock) -> anyhow::Result<Arc<Runtime>> {
+    let limits = Limits::new(config.service.adapter_fuel, config.service.adapter_memory_mib);
+    Runtime::new(limits, config.resolve(&config.service.cache_dir), clock)
+}
+
+pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -> anyhow::Result<()> {
+    if let Some(dir) = sqlite_parent_dir(&database) {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let state = build_state(&config_path, &database, system_clock()).await?;
+    tracing::info!(
+        allocator = state.registry.runtime.allocator,
+        adapters = state.registry.adapters.len(),
+        "stablerail ready"
+    );
+    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
+    tracing::info!(address = %listener.local_addr()?, "listening");
+    axum::serve(listener, api::router(state).into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn sqlite_parent_dir(url: &str) -> Option<PathBuf> {
+    let path = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = path.split('?').next()?;
+    if path.is_empty() || path.contains(":memory:") {
+        return None;
+    }
+    Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}
