@@ -1,0 +1,188 @@
+//! `GET /api/chains` from config and flags, the error envelope, and the
+//! binary's start-up behaviour.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use stablerail::adapter::system_clock;
+use tower::ServiceExt;
+
+/// Payer-and-target base, a payer-only chain, a disabled chain, and TRON
+/// behind its flag (with its asset unwired, so no TRON adapter is needed).
+fn body(tron_enabled: bool) -> String {
+    format!(
+        r#"{base}
+[flags]
+TRON_ENABLED = {tron_enabled}
+
+[chains.skale-base]
+family = "evm"
+chain_id = 1187947933
+roles = ["payer"]
+
+[chains.monad]
+enabled = false
+family = "evm"
+roles = ["payer", "target"]
+
+[chains.tron]
+gate = "TRON_ENABLED"
+family = "tron"
+chain_id = 728126428
+caip2 = "tron:0x2b6653dc"
+roles = ["payer", "target"]
+[chains.tron.assets.usdt]
+state = "unwired"
+scheme = "tron-permit2"
+decimals = 6
+"#,
+        base = common::BASE_USDC
+    )
+}
+
+async fn get(tron_enabled: bool, uri: &str) -> (StatusCode, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::write_config(dir.path(), &body(tron_enabled));
+    let state = stablerail::server::build_state(&path, "sqlite::memory:", system_clock()).await.unwrap();
+    let resp = stablerail::api::router(state)
+        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap())
+}
+
+#[tokio::test]
+async fn chains_follow_roles_and_the_tron_flag() {
+    let (status, off) = get(false, "/api/chains").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(off, json!({ "chains": ["base", "skale-base"], "target_chains": ["base"] }));
+
+    let (_, on) = get(true, "/api/chains").await;
+    assert_eq!(on, json!({ "chains": ["base", "skale-base", "tron"], "target_chains": ["base", "tron"] }));
+}
+
+#[tokio::test]
+async fn unknown_routes_use_the_error_envelope() {
+    let (status, body) = get(false, "/api/nope").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["statusCode"], 404);
+    assert_eq!(body["error"], "Not Found");
+    assert!(body["message"].as_str().unwrap().len() > 3);
+}
+
+fn binary() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stablerail"));
+    c.env_remove("TRON_ENABLED").env_remove("USDT_ENABLED").env("RUST_LOG", "warn");
+    c
+}
+
+/// Run `serve` on a free port and return its /api/chains answer.
+fn serve_and_list(config: &std::path::Path, env: &[(&str, &str)]) -> Value {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = binary()
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--database", "sqlite::memory:", "--config"])
+        .arg(config)
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/api/chains");
+    let mut answer = None;
+    for _ in 0..200 {
+        if let Ok(r) = reqwest::blocking_get(&url) {
+            answer = Some(r);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "graceful shutdown on SIGTERM exits 0, got {status:?}");
+    answer.expect("the server answered")
+}
+
+mod reqwest {
+    /// Tiny blocking GET over std, so this test needs no extra client features.
+    pub fn blocking_get(url: &str) -> std::io::Result<serde_json::Value> {
+        use std::io::{Read, Write};
+        let rest = url.strip_prefix("http://").unwrap();
+        let (host, path) = rest.split_once('/').unwrap();
+        let mut s = std::net::TcpStream::connect(host)?;
+        write!(s, "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")?;
+        let mut text = String::new();
+        s.read_to_string(&mut text)?;
+        let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
+        serde_json::from_str(body).map_err(|e| std::io::Error::other(e.to_string()))
+    }
+}
+
+#[test]
+fn environment_overrides_the_config_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::write_config(dir.path(), &body(false));
+    let on = serve_and_list(&path, &[("TRON_ENABLED", "true")]);
+    assert!(on["target_chains"].as_array().unwrap().iter().any(|c| c == "tron"), "{on}");
+    let path = common::write_config(dir.path(), &body(true));
+    let off = serve_and_list(&path, &[("TRON_ENABLED", "0")]);
+    assert!(!off["chains"].as_array().unwrap().iter().any(|c| c == "tron"), "{off}");
+}
+
+#[test]
+fn shipped_config_serves_and_refuses_tron_without_its_adapter() {
+    common::adapters_dir();
+    let shipped = common::repo_root().join("chains.toml");
+    let dir = tempfile::tempdir().unwrap();
+    // The shipped file with its cache redirected into the temp dir.
+    let text = std::fs::read_to_string(&shipped)
+        .unwrap()
+        .replace("adapters_dir = \"adapters/target/wasm32-wasip2/release\"", &format!("adapters_dir = {:?}", common::adapters_dir().display().to_string()))
+        .replace("cache_dir = \".stablerail/cache\"", &format!("cache_dir = {:?}", dir.path().join("cache").display().to_string()));
+    let path = dir.path().join("chains.toml");
+    std::fs::write(&path, text).unwrap();
+
+    let listed = serve_and_list(&path, &[]);
+    assert_eq!(listed, json!({
+        "chains": ["arbitrum", "base", "ethereum", "polygon"],
+        "target_chains": ["arbitrum", "base", "ethereum", "polygon"],
+    }));
+
+    // Turning TRON on asks for the TRON adapter, which this build does not ship.
+    let out = binary()
+        .args(["serve", "--listen", "127.0.0.1:0", "--database", "sqlite::memory:", "--config"])
+        .arg(&path)
+        .env("TRON_ENABLED", "true")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tron_permit2.wasm") && err.contains("not found"), "{err}");
+}
+
+#[test]
+fn inspect_prints_the_description() {
+    let out = binary()
+        .args(["adapter", "inspect"])
+        .arg(common::adapters_dir().join("eip3009.wasm"))
+        .args(["--config", "/nonexistent.toml"])
+        .current_dir(tempfile::tempdir().unwrap().path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["name"], "eip3009");
+    assert_eq!(d["interface"], "stablerail:adapter@0.1.0");
+    assert_eq!(d["serves"], json!([{ "family": "evm", "scheme": "eip3009" }]));
+
+    let bad = binary().args(["adapter", "inspect", "/nonexistent.wasm"]).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("/nonexistent.wasm not found"));
+}

@@ -1,0 +1,91 @@
+//! Shared test harness: builds the real adapters once, writes configs,
+//! builds registries with a controllable clock.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use stablerail::adapter::{Clock, Registry};
+use stablerail::config::Config;
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Build every adapter (and the test fixtures) for wasm32-wasip2, once per
+/// test process, and return the folder holding the `.wasm` files.
+pub fn adapters_dir() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = repo_root();
+            let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                // Cargo reads .cargo/config.toml from the working directory.
+                .current_dir(root.join("adapters"))
+                .args(["build", "--release", "--target", "wasm32-wasip2"])
+                .env_remove("RUSTFLAGS")
+                .env_remove("CARGO_TARGET_DIR")
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "building the adapters failed");
+            root.join("adapters/target/wasm32-wasip2/release")
+        })
+        .clone()
+}
+
+/// A clock the test moves by hand. Starts at the real time.
+pub struct TestClock(Arc<AtomicU64>);
+
+impl TestClock {
+    pub fn new() -> Self {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        TestClock(Arc::new(AtomicU64::new(now)))
+    }
+    pub fn now(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+    pub fn set(&self, t: u64) {
+        self.0.store(t, Ordering::SeqCst)
+    }
+    pub fn clock(&self) -> Clock {
+        let t = self.0.clone();
+        Arc::new(move || t.load(Ordering::SeqCst))
+    }
+}
+
+/// base (8453) with live EIP-3009 USDC, mainnet values.
+pub const BASE_USDC: &str = r#"
+[chains.base]
+family = "evm"
+chain_id = 8453
+roles = ["payer", "target"]
+
+[chains.base.assets.usdc]
+state = "live"
+scheme = "eip3009"
+token = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+decimals = 6
+eip712_name = "USD Coin"
+eip712_version = "2"
+"#;
+
+/// Write a config into `dir` whose adapters come from the real build and
+/// whose cache lives in `dir`.
+pub fn write_config(dir: &Path, body: &str) -> PathBuf {
+    let text = format!(
+        "[service]\nadapters_dir = {:?}\ncache_dir = {:?}\nadapter_fuel = 200000000\nadapter_memory_mib = 32\n\n[adapters]\neip3009 = \"eip3009.wasm\"\nmisbehave = \"misbehave.wasm\"\n{body}",
+        adapters_dir().display().to_string(),
+        dir.join("cache").display().to_string(),
+    );
+    let path = dir.join("chains.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+pub fn registry(dir: &Path, body: &str, clock: Clock) -> Result<Registry, anyhow::Error> {
+    let cfg = Config::load(&write_config(dir, body))?;
+    let runtime = stablerail::server::runtime_for(&cfg, clock)?;
+    Ok(Registry::from_config(&cfg, runtime)?)
+}

@@ -1,0 +1,193 @@
+//! A misbehaving adapter fails its own call and nothing else.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use stablerail::adapter::bindings::types::{PaymentRequirements, ProofError};
+use stablerail::adapter::{system_clock, CallError, Registry};
+use stablerail::config::Config;
+
+fn lab() -> String {
+    let mut s = String::from(common::BASE_USDC);
+    s.push_str("\n[chains.lab]\nfamily = \"evm\"\nchain_id = 31337\nroles = [\"payer\"]\n");
+    for mode in ["loop", "hog", "trap", "ok"] {
+        s.push_str(&format!(
+            "[chains.lab.assets.{mode}]\nstate = \"live\"\nscheme = \"misbehave\"\ntoken = \"0x0000000000000000000000000000000000000001\"\ndecimals = 6\nparams = {{ mode = \"{mode}\" }}\n"
+        ));
+    }
+    s
+}
+
+fn registry(dir: &std::path::Path, fuel: u64) -> Registry {
+    let path = common::write_config(dir, &lab());
+    let text = std::fs::read_to_string(&path).unwrap().replace("adapter_fuel = 200000000", &format!("adapter_fuel = {fuel}"));
+    std::fs::write(&path, text).unwrap();
+    let cfg = Config::load(&path).unwrap();
+    Registry::from_config(&cfg, stablerail::server::runtime_for(&cfg, system_clock()).unwrap()).unwrap()
+}
+
+fn req() -> PaymentRequirements {
+    PaymentRequirements {
+        scheme: "exact".into(),
+        network: "eip155:31337".into(),
+        amount: "1".into(),
+        asset: "0x0000000000000000000000000000000000000001".into(),
+        pay_to: "0x0000000000000000000000000000000000000002".into(),
+        max_timeout_seconds: 60,
+        extra: "{}".into(),
+    }
+}
+
+fn verify(reg: &Registry, mode: &str) -> Result<Result<stablerail::adapter::bindings::types::VerifiedPayment, ProofError>, CallError> {
+    reg.asset("lab", mode).unwrap().verify(&req(), "{}")
+}
+
+#[test]
+fn each_misbehaviour_fails_only_its_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(dir.path(), 200_000_000);
+
+    let started = Instant::now();
+    assert!(matches!(verify(&reg, "loop"), Err(CallError::OutOfFuel(_))));
+    assert!(started.elapsed() < Duration::from_secs(60), "the fuel budget ends the loop");
+
+    match verify(&reg, "hog") {
+        Err(CallError::MemoryLimit(name, mib)) => {
+            assert_eq!(&*name, "misbehave");
+            assert_eq!(mib, 32);
+        }
+        other => panic!("expected a memory-limit failure, got {other:?}"),
+    }
+    match verify(&reg, "trap") {
+        Err(CallError::Trap(name, why)) => {
+            assert_eq!(&*name, "misbehave");
+            assert!(!why.is_empty());
+        }
+        other => panic!("expected a trap, got {other:?}"),
+    }
+    // The same adapter answers normally right after, and so do others.
+    assert!(matches!(verify(&reg, "ok").unwrap(), Err(ProofError::Malformed(_))));
+    let usdc = reg.asset("base", "usdc").unwrap();
+    assert_eq!(usdc.to_base_units("1.5").unwrap().unwrap(), "1500000");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_answers_while_adapters_spin() {
+    let dir = tempfile::tempdir().unwrap();
+    // A budget that keeps a spinning call busy for a while.
+    let path = common::write_config(dir.path(), &lab());
+    let text = std::fs::read_to_string(&path).unwrap().replace("adapter_fuel = 200000000", "adapter_fuel = 4000000000");
+    std::fs::write(&path, text).unwrap();
+    let state = stablerail::server::build_state(&path, "sqlite::memory:", system_clock()).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = stablerail::api::router(state.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let finished = Arc::new(AtomicUsize::new(0));
+    let mut spinners = Vec::new();
+    for mode in ["loop", "loop", "hog"] {
+        let asset = state.registry.asset("lab", mode).unwrap();
+        let finished = finished.clone();
+        spinners.push(tokio::task::spawn_blocking(move || {
+            let r = asset.verify(&req(), "{}");
+            finished.fetch_add(1, Ordering::SeqCst);
+            r
+        }));
+    }
+
+    let client = reqwest::Client::new();
+    let mut answered_while_busy = 0;
+    for _ in 0..20 {
+        let resp = tokio::time::timeout(Duration::from_secs(10), client.get(format!("http://{addr}/api/chains")).send())
+            .await
+            .expect("answered in time")
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let body: serde_json::Value = resp.json().await.unwrap();
+        assert!(body["chains"].as_array().unwrap().iter().any(|c| c == "lab"));
+        if finished.load(Ordering::SeqCst) < 2 {
+            answered_while_busy += 1;
+        }
+    }
+    assert!(answered_while_busy > 0, "requests were served while the loops were still running");
+
+    let outcomes: Vec<_> = futures_join(spinners).await;
+    assert!(matches!(outcomes[0], Err(CallError::OutOfFuel(_))));
+    assert!(matches!(outcomes[1], Err(CallError::OutOfFuel(_))));
+    assert!(matches!(outcomes[2], Err(CallError::MemoryLimit(..))));
+}
+
+async fn futures_join<T>(handles: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
+
+/// Start-up refuses a config that names an adapter it cannot use, and says
+/// which file and why.
+#[test]
+fn startup_names_the_file_and_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let adapters = dir.path().join("adapters");
+    std::fs::create_dir_all(&adapters).unwrap();
+    std::fs::copy(common::adapters_dir().join("misbehave.wasm"), adapters.join("misbehave.wasm")).unwrap();
+    std::fs::write(adapters.join("garbage.wasm"), b"\0asm but not really").unwrap();
+
+    let attempt = |adapter_file: &str| -> String {
+        let text = format!(
+            "[service]\nadapters_dir = {:?}\ncache_dir = {:?}\n[adapters]\neip3009 = \"{adapter_file}\"\n{}",
+            adapters.display().to_string(),
+            dir.path().join("cache").display().to_string(),
+            common::BASE_USDC
+        );
+        let cfg = Config::parse(&text).unwrap();
+        let rt = stablerail::server::runtime_for(&cfg, system_clock()).unwrap();
+        match Registry::from_config(&cfg, rt) {
+            Ok(_) => panic!("{adapter_file} should not be accepted"),
+            Err(e) => e.to_string(),
+        }
+    };
+
+    let missing = attempt("eip3009.wasm");
+    assert!(missing.contains("eip3009.wasm") && missing.contains("not found"), "{missing}");
+    assert!(missing.contains("chains.base.assets.usdc"), "{missing}");
+
+    let garbage = attempt("garbage.wasm");
+    assert!(garbage.contains("garbage.wasm") && garbage.contains("not a loadable WebAssembly component"), "{garbage}");
+
+    let wrong = attempt("misbehave.wasm");
+    assert!(wrong.contains("misbehave.wasm") && wrong.contains("does not serve scheme `eip3009`"), "{wrong}");
+}
+
+#[test]
+fn precompiled_artifacts_are_cached_and_stale_ones_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let cached = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&cache).map(|d| d.map(|e| e.unwrap().path()).collect()).unwrap_or_default()
+    };
+    let load = || common::registry(dir.path(), common::BASE_USDC, system_clock()).unwrap();
+
+    drop(load());
+    let files = cached();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let name = files[0].file_name().unwrap().to_string_lossy().to_string();
+    assert!(name.ends_with(".cwasm") && name.contains("wasmtime48."), "{name}");
+    let written = std::fs::metadata(&files[0]).unwrap().modified().unwrap();
+
+    drop(load());
+    assert_eq!(cached(), files, "a second start reuses the artifact");
+    assert_eq!(std::fs::metadata(&files[0]).unwrap().modified().unwrap(), written);
+
+    // A corrupt artifact is detected, recompiled and replaced.
+    std::fs::write(&files[0], b"corrupt").unwrap();
+    let reg = load();
+    assert_eq!(reg.asset("base", "usdc").unwrap().to_base_units("2").unwrap().unwrap(), "2000000");
+    assert!(std::fs::metadata(&files[0]).unwrap().len() > 1000);
+}
