@@ -84,6 +84,7 @@ fn inspect(file: &std::path::Path, config: &std::path::Path) -> anyhow::Result<(
             "scheme": s.scheme,
         })).collect::<Vec<_>>(),
         "config_keys": d.config_keys,
+        "imports": adapter.imports,
     });
     println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())

@@ -86,6 +86,11 @@ impl Runtime {
         };
         let (component, cached) = engine::load_component(&self.engine, &wasm, &self.cache_dir)
             .map_err(|e| invalid(format!("not a loadable WebAssembly component: {e:#}")))?;
+        let imports = component
+            .component_type()
+            .imports(&self.engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
         let pre = self
             .linker
             .instantiate_pre(&component)
@@ -98,6 +103,7 @@ impl Runtime {
             pre,
             file: file.to_path_buf(),
             name,
+            imports,
             description: wit::Description { name: String::new(), version: String::new(), serves: vec![], config_keys: vec![] },
         };
         adapter.description = adapter
@@ -115,6 +121,8 @@ pub struct Adapter {
     pre: AdapterPre<HostState>,
     pub file: PathBuf,
     pub name: Arc<str>,
+    /// Interfaces the component imports (host imports and WASI).
+    pub imports: Vec<String>,
     pub description: wit::Description,
 }
 

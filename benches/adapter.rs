@@ -1,0 +1,156 @@
+//! Adapter overhead, measured against native baselines in the same run.
+//!
+//! - `call/describe`: fresh store + instantiate from `InstancePre` + one call.
+//! - `verify/adapter` vs `verify/native`: the EIP-3009 proof check through the
+//!   sandboxed adapter, and the same check written natively with alloy.
+//!
+//! Run: `cargo bench --bench adapter` (after the adapters are built).
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use alloy_primitives::{address, hex, Address, Signature, B256, U256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use alloy_sol_types::{sol, Eip712Domain, SolStruct};
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde::Deserialize;
+use serde_json::json;
+use stablerail::adapter::bindings::types::{PaymentRequirements, Terms};
+use stablerail::adapter::{system_clock, Registry};
+use stablerail::config::Config;
+
+sol! {
+    struct TransferWithAuthorization {
+        address from;
+        address to;
+        uint256 value;
+        uint256 validAfter;
+        uint256 validBefore;
+        bytes32 nonce;
+    }
+}
+
+const USDC: Address = address!("833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+const COLLECTOR: Address = address!("00000000000000000000000000000000c011ec70");
+
+fn adapters_dir() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let status = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(root.join("adapters"))
+        .args(["build", "--release", "--target", "wasm32-wasip2"])
+        .status()
+        .expect("cargo runs");
+    assert!(status.success());
+    root.join("adapters/target/wasm32-wasip2/release")
+}
+
+fn domain() -> Eip712Domain {
+    Eip712Domain::new(Some(Cow::Borrowed("USD Coin")), Some(Cow::Borrowed("2")), Some(U256::from(8453)), Some(USDC), None)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Payload {
+    accepted: Accepted,
+    payload: Inner,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Accepted {
+    network: String,
+    amount: String,
+    asset: String,
+    pay_to: String,
+}
+#[derive(Deserialize)]
+struct Inner {
+    signature: String,
+    authorization: Auth,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Auth {
+    from: Address,
+    to: Address,
+    value: U256,
+    valid_after: U256,
+    valid_before: U256,
+    nonce: B256,
+}
+
+/// The adapter's checks, natively: decode, compare with the requirements,
+/// window, EIP-712 digest, recover, compare signer.
+fn verify_native(req: &PaymentRequirements, proof: &str, now: u64) -> Result<Address, String> {
+    let p: Payload = serde_json::from_str(proof).map_err(|e| e.to_string())?;
+    let a = &p.payload.authorization;
+    if p.accepted.network != req.network || p.accepted.amount != req.amount
+        || !p.accepted.asset.eq_ignore_ascii_case(&req.asset) || !p.accepted.pay_to.eq_ignore_ascii_case(&req.pay_to) {
+        return Err("mismatch".into());
+    }
+    if a.to != req.pay_to.parse::<Address>().unwrap() || a.value != req.amount.parse::<U256>().unwrap() {
+        return Err("terms".into());
+    }
+    if a.valid_after > U256::from(now) || a.valid_before < U256::from(now + 6) {
+        return Err("window".into());
+    }
+    let digest = TransferWithAuthorization {
+        from: a.from, to: a.to, value: a.value, validAfter: a.valid_after, validBefore: a.valid_before, nonce: a.nonce,
+    }
+    .eip712_signing_hash(&domain());
+    let sig = hex::decode(&p.payload.signature).map_err(|e| e.to_string())?;
+    let sig = Signature::from_raw(&sig).map_err(|e| e.to_string())?;
+    let signer = sig.recover_address_from_prehash(&digest).map_err(|e| e.to_string())?;
+    if signer != a.from {
+        return Err("signer".into());
+    }
+    Ok(signer)
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[service]\nadapters_dir = {:?}\ncache_dir = {:?}\n[adapters]\neip3009 = \"eip3009.wasm\"\n[chains.base]\nfamily = \"evm\"\nchain_id = 8453\nroles = [\"payer\", \"target\"]\n[chains.base.assets.usdc]\nstate = \"live\"\nscheme = \"eip3009\"\ntoken = \"{USDC}\"\ndecimals = 6\neip712_name = \"USD Coin\"\neip712_version = \"2\"\n",
+        adapters_dir().display().to_string(),
+        dir.path().join("cache").display().to_string(),
+    );
+    let cfg = Config::parse(&config).unwrap();
+    let reg = Registry::from_config(&cfg, stablerail::server::runtime_for(&cfg, system_clock()).unwrap()).unwrap();
+    let usdc = reg.asset("base", "usdc").unwrap();
+    eprintln!("allocator: {}", reg.runtime.allocator);
+
+    let req = usdc
+        .requirements(&Terms { amount: "1000000".into(), pay_to: COLLECTOR.to_string(), max_timeout_seconds: 600 })
+        .unwrap()
+        .unwrap();
+    let payer = PrivateKeySigner::random();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let auth = TransferWithAuthorization {
+        from: payer.address(), to: COLLECTOR, value: U256::from(1_000_000), validAfter: U256::from(now - 60),
+        validBefore: U256::from(now + 3600), nonce: B256::repeat_byte(9),
+    };
+    let sig = payer.sign_hash_sync(&auth.eip712_signing_hash(&domain())).unwrap();
+    let proof = json!({
+        "x402Version": 2,
+        "accepted": { "scheme": "exact", "network": req.network, "amount": req.amount, "asset": req.asset,
+                      "payTo": req.pay_to, "maxTimeoutSeconds": 600, "extra": serde_json::from_str::<serde_json::Value>(&req.extra).unwrap() },
+        "payload": { "signature": hex::encode_prefixed(sig.as_bytes()), "authorization": {
+            "from": auth.from.to_string(), "to": auth.to.to_string(), "value": "1000000",
+            "validAfter": auth.validAfter.to_string(), "validBefore": auth.validBefore.to_string(), "nonce": auth.nonce.to_string() } }
+    })
+    .to_string();
+    assert!(usdc.verify(&req, &proof).unwrap().is_ok());
+    assert_eq!(verify_native(&req, &proof, now).unwrap(), payer.address());
+
+    let adapter = usdc.adapter.clone();
+    c.bench_function("call/describe (instantiate + call)", |b| {
+        b.iter(|| adapter.call(None, |g, s| g.call_describe(s)).unwrap())
+    });
+    let mut g = c.benchmark_group("verify");
+    g.bench_function("native", |b| b.iter(|| verify_native(&req, &proof, now).unwrap()));
+    g.bench_function("adapter", |b| b.iter(|| usdc.verify(&req, &proof).unwrap().unwrap()));
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
