@@ -25,6 +25,13 @@ static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 impl Db {
     /// Connect and bring the schema up to date.
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
+        let db = Db::connect_unmigrated(url).await?;
+        MIGRATIONS.run(&db.pool).await?;
+        Ok(db)
+    }
+
+    /// Connect without touching the schema (administration, tests).
+    pub async fn connect_unmigrated(url: &str) -> anyhow::Result<Db> {
         sqlx::any::install_default_drivers();
         let (backend, url) = if url.starts_with("sqlite:") {
             let url = if url.contains("mode=") || url.contains(":memory:") {
@@ -54,7 +61,6 @@ impl Db {
             })
             .connect_with(opts)
             .await?;
-        MIGRATIONS.run(&pool).await?;
         Ok(Db { pool, backend })
     }
 
