@@ -6,33 +6,24 @@
 //!
 //! Run: `cargo bench --bench adapter` (after the adapters are built).
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use alloy_primitives::{address, hex, Address, Signature, B256, U256};
-use alloy_signer::SignerSync;
+use alloy_primitives::{hex, Address, Signature, B256, U256};
 use alloy_signer_local::PrivateKeySigner;
-use alloy_sol_types::{sol, Eip712Domain, SolStruct};
+use alloy_sol_types::SolStruct;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde::Deserialize;
-use serde_json::json;
 use stablerail::adapter::bindings::types::{PaymentRequirements, Terms};
 use stablerail::adapter::{system_clock, Registry};
 use stablerail::config::Config;
 
-sol! {
-    struct TransferWithAuthorization {
-        address from;
-        address to;
-        uint256 value;
-        uint256 validAfter;
-        uint256 validBefore;
-        bytes32 nonce;
-    }
-}
+#[path = "../tests/common/eip3009.rs"]
+mod eip3009;
+use eip3009::{usdc_domain, TransferWithAuthorization, COLLECTOR, USDC};
 
-const USDC: Address = address!("833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
-const COLLECTOR: Address = address!("00000000000000000000000000000000c011ec70");
+fn domain() -> alloy_sol_types::Eip712Domain {
+    usdc_domain(Some(8453), None)
+}
 
 fn adapters_dir() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
@@ -43,10 +34,6 @@ fn adapters_dir() -> PathBuf {
         .expect("cargo runs");
     assert!(status.success());
     root.join("adapters/target/wasm32-wasip2/release")
-}
-
-fn domain() -> Eip712Domain {
-    Eip712Domain::new(Some(Cow::Borrowed("USD Coin")), Some(Cow::Borrowed("2")), Some(U256::from(8453)), Some(USDC), None)
 }
 
 #[derive(Deserialize)]
@@ -129,15 +116,7 @@ fn bench(c: &mut Criterion) {
         from: payer.address(), to: COLLECTOR, value: U256::from(1_000_000), validAfter: U256::from(now - 60),
         validBefore: U256::from(now + 3600), nonce: B256::repeat_byte(9),
     };
-    let sig = payer.sign_hash_sync(&auth.eip712_signing_hash(&domain())).unwrap();
-    let proof = json!({
-        "x402Version": 2,
-        "accepted": { "scheme": "exact", "network": req.network, "amount": req.amount, "asset": req.asset,
-                      "payTo": req.pay_to, "maxTimeoutSeconds": 600, "extra": serde_json::from_str::<serde_json::Value>(&req.extra).unwrap() },
-        "payload": { "signature": hex::encode_prefixed(sig.as_bytes()), "authorization": {
-            "from": auth.from.to_string(), "to": auth.to.to_string(), "value": "1000000",
-            "validAfter": auth.validAfter.to_string(), "validBefore": auth.validBefore.to_string(), "nonce": auth.nonce.to_string() } }
-    })
+    let proof = eip3009::proof(&req, &auth, &eip3009::sign(&payer, &auth, &domain()))
     .to_string();
     assert!(usdc.verify(&req, &proof).unwrap().is_ok());
     assert_eq!(verify_native(&req, &proof, now).unwrap(), payer.address());

@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use alloy_primitives::{address, hex, Address, B256, U256};
@@ -16,22 +15,12 @@ use stablerail::adapter::bindings::types::{
 };
 use stablerail::adapter::AssetAdapter;
 
+use common::eip3009::{usdc_domain as domain, TransferWithAuthorization, COLLECTOR, USDC};
 use common::{TestClock, BASE_USDC};
 
 sol! {
-    struct TransferWithAuthorization {
-        address from;
-        address to;
-        uint256 value;
-        uint256 validAfter;
-        uint256 validBefore;
-        bytes32 nonce;
-    }
     function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external;
 }
-
-const USDC: Address = address!("833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
-const COLLECTOR: Address = address!("00000000000000000000000000000000c011ec70");
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -50,16 +39,6 @@ fn fixture_with(body: &str, chain: &str, asset: &str) -> Fixture {
 
 fn fixture() -> Fixture {
     fixture_with(BASE_USDC, "base", "usdc")
-}
-
-fn domain(chain_id: Option<u64>, salt: Option<B256>) -> Eip712Domain {
-    Eip712Domain::new(
-        Some(Cow::Borrowed("USD Coin")),
-        Some(Cow::Borrowed("2")),
-        chain_id.map(U256::from),
-        Some(USDC),
-        salt,
-    )
 }
 
 impl Fixture {
@@ -81,28 +60,11 @@ impl Fixture {
     }
 
     fn sign(&self, auth: &TransferWithAuthorization, domain: &Eip712Domain) -> String {
-        let sig = self.payer.sign_hash_sync(&auth.eip712_signing_hash(domain)).unwrap();
-        hex::encode_prefixed(sig.as_bytes())
+        common::eip3009::sign(&self.payer, auth, domain)
     }
 
-    /// A PaymentPayload as an x402 client would send it, built here by hand.
     fn proof(&self, req: &PaymentRequirements, auth: &TransferWithAuthorization, signature: &str) -> Value {
-        json!({
-            "x402Version": 2,
-            "accepted": {
-                "scheme": req.scheme, "network": req.network, "amount": req.amount,
-                "asset": req.asset, "payTo": req.pay_to, "maxTimeoutSeconds": req.max_timeout_seconds,
-                "extra": serde_json::from_str::<Value>(&req.extra).unwrap(),
-            },
-            "payload": {
-                "signature": signature,
-                "authorization": {
-                    "from": auth.from.to_string(), "to": auth.to.to_string(),
-                    "value": auth.value.to_string(), "validAfter": auth.validAfter.to_string(),
-                    "validBefore": auth.validBefore.to_string(), "nonce": auth.nonce.to_string(),
-                }
-            }
-        })
+        common::eip3009::proof(req, auth, signature)
     }
 
     fn verify(&self, req: &PaymentRequirements, proof: &Value) -> Result<stablerail::adapter::bindings::types::VerifiedPayment, ProofError> {
@@ -367,20 +329,11 @@ fn amounts_and_addresses() {
 
 #[test]
 fn bsc_eighteen_decimals_scale_exactly() {
-    let body = r#"
-[chains.base]
-family = "evm"
-chain_id = 56
-roles = ["payer", "target"]
-[chains.base.assets.usdc]
-state = "live"
-scheme = "eip3009"
-token = "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d"
-decimals = 18
-eip712_name = "USD Coin"
-eip712_version = "2"
-"#;
-    let f = fixture_with(body, "base", "usdc");
+    let body = BASE_USDC
+        .replace("chain_id = 8453", "chain_id = 56")
+        .replace("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d")
+        .replace("decimals = 6", "decimals = 18");
+    let f = fixture_with(&body, "base", "usdc");
     assert_eq!(f.usdc.to_base_units("0.02").unwrap().unwrap(), "20000000000000000");
     assert_eq!(f.usdc.to_base_units("1000000").unwrap().unwrap(), "1000000000000000000000000");
     let req = f.requirements("20000000000000000");

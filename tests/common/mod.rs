@@ -2,6 +2,8 @@
 //! builds registries with a controllable clock.
 #![allow(dead_code)]
 
+pub mod eip3009;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
