@@ -2,9 +2,11 @@
 -- Times are Unix milliseconds (BIGINT); amounts are exact decimal TEXT.
 
 CREATE TABLE accounts (
-    id          TEXT PRIMARY KEY,
-    name        TEXT NOT NULL,
-    created_at  BIGINT NOT NULL
+    id           TEXT PRIMARY KEY,
+    name         TEXT NOT NULL,
+    -- Bumped by compare-and-set when an agent is added (at most 10).
+    agent_count  INTEGER NOT NULL DEFAULT 0,
+    created_at   BIGINT NOT NULL
 );
 
 CREATE TABLE agents (

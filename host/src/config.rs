@@ -28,6 +28,10 @@ pub struct Config {
     pub flags: BTreeMap<String, bool>,
     #[serde(default)]
     pub fees: Fees,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub compliance: Compliance,
     /// Scheme name → adapter file name inside `service.adapters_dir`.
     #[serde(default)]
     pub adapters: BTreeMap<String, String>,
@@ -48,6 +52,11 @@ pub struct Service {
     /// Per-call adapter budget.
     pub adapter_fuel: u64,
     pub adapter_memory_mib: u64,
+    /// Server-side secret that API secrets are HMAC'd under. Created (32
+    /// random bytes) on first use; `STABLERAIL_PEPPER` overrides it.
+    pub pepper_file: PathBuf,
+    /// How often expired intents are swept, in seconds.
+    pub sweep_interval_seconds: u64,
 }
 
 impl Default for Service {
@@ -58,6 +67,8 @@ impl Default for Service {
             default_target_chain: "base".into(),
             adapter_fuel: 2_000_000_000,
             adapter_memory_mib: 64,
+            pepper_file: ".stablerail/pepper".into(),
+            sweep_interval_seconds: 5,
         }
     }
 }
@@ -74,6 +85,27 @@ impl Default for Fees {
     fn default() -> Self {
         Fees { platform_fee_percentage: "0".into() }
     }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Requests per minute per client IP on `/api` and per agent on `/v2`.
+    pub requests_per_minute: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { requests_per_minute: 60 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Compliance {
+    /// Sanctions lists: one address per line (`#` comments allowed) or a
+    /// JSON array of strings. Relative to the config file.
+    pub sanctions_files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -113,6 +145,9 @@ pub struct Chain {
     /// Network fee charged when this chain is a leg, in USD.
     #[serde(default = "zero")]
     pub fee: String,
+    /// The service's collection wallet here: x402 `payTo` for payers on
+    /// this chain. Intents from a chain without one are refused (503).
+    pub collection_address: Option<String>,
     #[serde(default)]
     pub assets: BTreeMap<String, Asset>,
 }
@@ -258,6 +293,9 @@ impl Config {
                     }
                 }
             }
+        }
+        if self.limits.requests_per_minute == 0 {
+            return bad("limits.requests_per_minute must be at least 1".into());
         }
         if !self.chains.contains_key(&self.service.default_target_chain) {
             return bad(format!(

@@ -4,9 +4,14 @@
 
 pub mod adapter;
 pub mod api;
+pub mod auth;
 pub mod chain;
 pub mod config;
 pub mod crypto;
 pub mod db;
 pub mod decimal;
+pub mod intent;
+pub mod sanctions;
 pub mod server;
+pub mod store;
+pub mod sweeper;

@@ -28,6 +28,73 @@ enum Command {
         #[command(subcommand)]
         command: AdapterCommand,
     },
+    /// Accounts own agents.
+    Account {
+        #[command(subcommand)]
+        command: AccountCommand,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Agents and their API keys.
+    Agent {
+        #[command(subcommand)]
+        command: AgentCommand,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// The email → wallet directory used for email recipients.
+    Recipient {
+        #[command(subcommand)]
+        command: RecipientCommand,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+#[derive(clap::Args)]
+struct StoreArgs {
+    #[arg(long, global = true, default_value = "chains.toml", env = "STABLERAIL_CONFIG")]
+    config: PathBuf,
+    #[arg(long, global = true, default_value = "sqlite://.stablerail/stablerail.db", env = "STABLERAIL_DATABASE")]
+    database: String,
+}
+
+#[derive(Subcommand)]
+enum AccountCommand {
+    /// Create an account; prints its id.
+    Create {
+        #[arg(long)]
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum AgentCommand {
+    /// Create an agent (at most 10 per account) and issue its keys.
+    Create {
+        #[arg(long)]
+        name: String,
+        /// Owning account id. Without one, the agent has no owner.
+        #[arg(long)]
+        account: Option<String>,
+    },
+    /// Issue a new key pair for an agent, revoking its previous keys.
+    Keys {
+        #[arg(long)]
+        agent: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum RecipientCommand {
+    /// Map EMAIL to a wallet address on a chain.
+    Add {
+        email: String,
+        #[arg(long)]
+        chain: String,
+        #[arg(long)]
+        address: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -62,7 +129,77 @@ async fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Serve { config, listen, database } => stablerail::server::serve(config, listen, database).await,
         Command::Adapter { command: AdapterCommand::Inspect { file, config } } => inspect(&file, &config),
+        Command::Account { command, store } => account(command, store).await,
+        Command::Agent { command, store } => agent(command, store).await,
+        Command::Recipient { command, store } => recipient(command, store).await,
     }
+}
+
+async fn open(store: &StoreArgs) -> anyhow::Result<(Config, stablerail::db::Db)> {
+    let cfg = stablerail::server::load_config(&store.config)?;
+    let db = stablerail::server::connect(&store.database).await?;
+    Ok((cfg, db))
+}
+
+async fn account(cmd: AccountCommand, store: StoreArgs) -> anyhow::Result<()> {
+    let (_, db) = open(&store).await?;
+    let AccountCommand::Create { name } = cmd;
+    let id = stablerail::store::agents::create_account(&db, &name, now_ms()).await?;
+    println!("{}", serde_json::json!({ "account_id": id, "name": name }));
+    Ok(())
+}
+
+/// Keys are printed once, here, and never again.
+fn print_keys(agent_id: &str, c: &stablerail::auth::Credentials) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::json!({
+            "agent_id": agent_id,
+            "api_key": c.api_key,
+            "secret_key": c.secret_key,
+            "bearer_token": c.bearer(),
+            "note": "the secret key is shown only now; store it securely",
+        }))
+        .expect("json")
+    );
+}
+
+async fn agent(cmd: AgentCommand, store: StoreArgs) -> anyhow::Result<()> {
+    let (cfg, db) = open(&store).await?;
+    let pepper = stablerail::auth::Pepper::load(&cfg.resolve(&cfg.service.pepper_file))?;
+    let agent_id = match cmd {
+        AgentCommand::Create { name, account } => {
+            let a = stablerail::store::agents::create_agent(&db, account.as_deref(), &name, now_ms()).await?;
+            eprintln!("created agent {} (number {})", a.id, a.agent_number);
+            a.id
+        }
+        AgentCommand::Keys { agent } => agent,
+    };
+    let creds = stablerail::auth::issue_keys(&db, &pepper, &agent_id, now_ms()).await?;
+    print_keys(&agent_id, &creds);
+    Ok(())
+}
+
+async fn recipient(cmd: RecipientCommand, store: StoreArgs) -> anyhow::Result<()> {
+    let RecipientCommand::Add { email, chain, address } = cmd;
+    anyhow::ensure!(email.contains('@'), "`{email}` is not an email address");
+    let state = stablerail::server::build_state(&store.config, &store.database, system_clock()).await?;
+    let chain_cfg = state.config.chains.get(&chain).ok_or_else(|| anyhow::anyhow!("unknown chain `{chain}`"))?;
+    let family = stablerail::adapter::wit_family(chain_cfg.family);
+    let adapter = state
+        .registry
+        .any_for_family(family)
+        .ok_or_else(|| anyhow::anyhow!("no adapter serves {chain}'s address family"))?;
+    let address = tokio::task::spawn_blocking(move || adapter.normalize_address(family, &address))
+        .await??
+        .map_err(|e| anyhow::anyhow!("invalid address for {chain}: {e:?}"))?;
+    stablerail::store::agents::set_recipient(&state.db, &email, &chain, &address).await?;
+    println!("{}", serde_json::json!({ "email": email.trim().to_lowercase(), "chain": chain, "address": address }));
+    Ok(())
+}
+
+fn now_ms() -> i64 {
+    stablerail::intent::now_ms()
 }
 
 fn inspect(file: &std::path::Path, config: &std::path::Path) -> anyhow::Result<()> {

@@ -7,17 +7,38 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::adapter::{system_clock, Clock, Limits, Registry, Runtime};
-use crate::api::{self, AppState, Shared};
+use crate::api::{self, guard::Limiter, AppState, Shared};
+use crate::auth::Pepper;
 use crate::config::Config;
 use crate::db::Db;
+use crate::sanctions::SanctionsList;
 
 /// Build the application state: everything but the listener.
 pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> anyhow::Result<Shared> {
-    let config = Config::load(config_path).with_context(|| format!("loading {}", config_path.display()))?;
+    let config = load_config(config_path)?;
     let runtime = runtime_for(&config, clock)?;
     let registry = Registry::from_config(&config, runtime).context("adapters")?;
-    let db = Db::connect(database).await.with_context(|| format!("database {database}"))?;
-    Ok(Arc::new(AppState { config: Arc::new(config), registry: Arc::new(registry), db }))
+    let db = connect(database).await?;
+    let pepper = Pepper::load(&config.resolve(&config.service.pepper_file))?;
+    let files: Vec<PathBuf> = config.compliance.sanctions_files.iter().map(|f| config.resolve(f)).collect();
+    let sanctions = SanctionsList::load(&files)?;
+    if !sanctions.is_empty() {
+        tracing::info!(entries = sanctions.len(), "sanctions lists loaded");
+    }
+    let limiter = Limiter::per_minute(config.limits.requests_per_minute);
+    Ok(Arc::new(AppState { config: Arc::new(config), registry: Arc::new(registry), db, pepper, sanctions, limiter }))
+}
+
+pub fn load_config(path: &Path) -> anyhow::Result<Config> {
+    Config::load(path).with_context(|| format!("loading {}", path.display()))
+}
+
+/// Connect to the database (creating a SQLite file's folder) and migrate.
+pub async fn connect(database: &str) -> anyhow::Result<Db> {
+    if let Some(dir) = sqlite_parent_dir(database) {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    Db::connect(database).await.with_context(|| format!("database {database}"))
 }
 
 pub fn runtime_for(config: &Config, clock: Clock) -> anyhow::Result<Arc<Runtime>> {
@@ -26,10 +47,9 @@ pub fn runtime_for(config: &Config, clock: Clock) -> anyhow::Result<Arc<Runtime>
 }
 
 pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -> anyhow::Result<()> {
-    if let Some(dir) = sqlite_parent_dir(&database) {
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
     let state = build_state(&config_path, &database, system_clock()).await?;
+    let every = std::time::Duration::from_secs(state.config.service.sweep_interval_seconds.max(1));
+    tokio::spawn(crate::sweeper::run(state.db.clone(), every));
     tracing::info!(
         allocator = state.registry.runtime.allocator,
         adapters = state.registry.adapters.len(),

@@ -2,6 +2,7 @@
 //! builds registries with a controllable clock.
 #![allow(dead_code)]
 
+pub mod app;
 pub mod eip3009;
 
 use std::path::{Path, PathBuf};

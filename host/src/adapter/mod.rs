@@ -21,7 +21,7 @@ use bindings::types as wit;
 use bindings::{Adapter as AdapterWorld, AdapterPre};
 use crate::chain::ChainClient;
 
-pub use registry::{family_name, AssetAdapter, Registry, StartupError};
+pub use registry::{family_name, wit_family, AssetAdapter, Registry, StartupError};
 pub use state::{system_clock, Clock};
 pub(crate) use state::HostState;
 

@@ -81,6 +81,11 @@ impl Registry {
         Ok(Registry { runtime, adapters, assets })
     }
 
+    /// Some served asset of a chain of this family (for address checks).
+    pub fn any_for_family(&self, family: wit::Family) -> Option<Arc<AssetAdapter>> {
+        self.assets.values().find(|a| a.ctx.family == family).cloned()
+    }
+
     /// The adapter serving (chain, asset), if that pair is served.
     pub fn asset(&self, chain: &str, asset: &str) -> Option<Arc<AssetAdapter>> {
         self.assets.get(&(chain.to_string(), asset.to_string())).cloned()

@@ -21,6 +21,8 @@ pub enum ApiError {
     #[error("{0}")]
     MethodNotAllowed(String),
     #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
     PayloadTooLarge(String),
     #[error("{0}")]
     Unprocessable(String),
@@ -43,6 +45,7 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -53,18 +56,25 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The spec's envelope: `{error, message, statusCode}`.
+    pub fn envelope(&self) -> serde_json::Value {
+        let status = self.status();
+        json!({
+            "error": status.canonical_reason().unwrap_or("Error"),
+            "message": self.to_string(),
+            "statusCode": status.as_u16(),
+        })
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         if status.is_server_error() {
             tracing::error!(status = status.as_u16(), error = %self, "request failed");
         }
-        let body = json!({
-            "error": status.canonical_reason().unwrap_or("Error"),
-            "message": self.to_string(),
-            "statusCode": status.as_u16(),
-        });
-        let mut resp = (status, Json(body)).into_response();
+        let mut resp = (status, Json(self.envelope())).into_response();
         if let ApiError::RateLimited(secs) = self {
             resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
@@ -90,5 +100,55 @@ impl From<axum::extract::rejection::JsonRejection> for ApiError {
 impl From<axum::extract::rejection::QueryRejection> for ApiError {
     fn from(r: axum::extract::rejection::QueryRejection) -> Self {
         ApiError::BadRequest(format!("invalid query: {}", r.body_text()))
+    }
+}
+
+use crate::adapter::bindings::types::{AdapterError, ProofError};
+use crate::adapter::CallError;
+
+/// An adapter call that did not answer is the service's failure.
+impl From<CallError> for ApiError {
+    fn from(e: CallError) -> Self {
+        ApiError::Internal(e.to_string())
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        ApiError::Internal(format!("database error: {e}"))
+    }
+}
+
+impl From<AdapterError> for ApiError {
+    fn from(e: AdapterError) -> Self {
+        match e {
+            AdapterError::InvalidAddress(m) => ApiError::BadRequest(format!("invalid address: {m}")),
+            AdapterError::InvalidAmount(m) => ApiError::BadRequest(format!("invalid amount: {m}")),
+            AdapterError::Unsupported(m) | AdapterError::Malformed(m) => ApiError::BadRequest(m),
+            AdapterError::Config(m) => ApiError::Internal(format!("adapter configuration: {m}")),
+            AdapterError::ChainUnavailable(m) => ApiError::Unavailable(format!("chain unavailable: {m}")),
+        }
+    }
+}
+
+impl From<ProofError> for ApiError {
+    fn from(e: ProofError) -> Self {
+        let detail = match e {
+            ProofError::ChainUnavailable(m) => {
+                return ApiError::Unavailable(format!("service temporarily unavailable: {m}"))
+            }
+            ProofError::Malformed(m) => format!("malformed payment payload: {m}"),
+            ProofError::Unsupported(m) => format!("unsupported payment: {m}"),
+            ProofError::RequirementsMismatch(m) => format!("payment does not match the intent: {m}"),
+            ProofError::WrongRecipient(m) => format!("wrong recipient: {m}"),
+            ProofError::WrongAmount(m) => format!("wrong amount: {m}"),
+            ProofError::NotYetValid => "authorization is not valid yet".into(),
+            ProofError::Expired => "authorization has expired".into(),
+            ProofError::InvalidSignature(m) => format!("invalid signature: {m}"),
+            ProofError::SignerMismatch(m) => format!("signature is not the payer's: {m}"),
+            ProofError::AlreadyUsed => "authorization was already used".into(),
+            ProofError::InsufficientFunds(m) => format!("insufficient funds: {m}"),
+        };
+        ApiError::BadRequest(format!("proof validation failed: {detail}"))
     }
 }

@@ -1,0 +1,278 @@
+//! Create intent: `POST /v2/intents` (agent-owned) and `POST /api/intents`.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use rust_decimal::Decimal;
+use serde::Deserialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::{blocking, views, ApiError, Shared};
+use crate::adapter::bindings::types::Terms;
+use crate::adapter::wit_family;
+use crate::config::{Availability, Family, Role};
+use crate::intent::fees::{self, AmountError};
+use crate::intent::{self, AmountMode, Intent, Status};
+use crate::store::agents::Agent;
+use crate::store::{idempotency, intents};
+
+/// Assets the spec knows. Anything else is `invalid payer_asset`.
+const ASSETS: [&str; 3] = ["usdc", "usdt", "usdt0"];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRequest {
+    email: Option<String>,
+    recipient: Option<String>,
+    amount: Option<String>,
+    to_amount: Option<String>,
+    payer_chain: Option<String>,
+    target_chain: Option<String>,
+    payer_asset: Option<String>,
+    target_asset: Option<String>,
+    payer_address: Option<String>,
+}
+
+pub async fn create_public(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    idempotent(&s, None, &headers, &body).await
+}
+
+pub async fn create_agent(State(s): State<Shared>, Extension(agent): Extension<Agent>, headers: HeaderMap, body: Bytes) -> Response {
+    idempotent(&s, Some(&agent), &headers, &body).await
+}
+
+/// Run `create` under the request's `Idempotency-Key`, if it has one.
+async fn idempotent(s: &Shared, agent: Option<&Agent>, headers: &HeaderMap, body: &[u8]) -> Response {
+    let key = match headers.get("idempotency-key").map(|v| v.to_str().map(str::trim)) {
+        None => return respond(create(s, agent, body).await),
+        Some(Ok(k)) if !k.is_empty() && k.len() <= 255 => k.to_string(),
+        Some(_) => return ApiError::BadRequest("Idempotency-Key must be 1 to 255 visible characters".into()).into_response(),
+    };
+    let scope = match agent {
+        Some(a) => format!("v2:{}", a.id),
+        None => "api".to_string(),
+    };
+    let hash = hex::encode(Sha256::digest(body));
+    let claim = match idempotency::claim(&s.db, &scope, &key, &hash, intent::now_ms()).await {
+        Ok(c) => c,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    match claim {
+        idempotency::Claim::Replay { status, body } => stored(status, body),
+        idempotency::Claim::Mismatch => {
+            ApiError::Unprocessable("Idempotency-Key was already used with a different request body".into()).into_response()
+        }
+        idempotency::Claim::InProgress => {
+            ApiError::Conflict("a request with this Idempotency-Key is still in progress".into()).into_response()
+        }
+        idempotency::Claim::Claimed => {
+            let outcome = create(s, agent, body).await;
+            let (status, text) = match &outcome {
+                Ok(v) => (StatusCode::CREATED, v.to_string()),
+                Err(e) => (e.status(), e.envelope().to_string()),
+            };
+            // Server errors are not final answers: free the key for a retry.
+            let saved = if status.is_server_error() {
+                idempotency::release(&s.db, &scope, &key).await
+            } else {
+                idempotency::finish(&s.db, &scope, &key, status.as_u16(), &text).await
+            };
+            if let Err(e) = saved {
+                tracing::error!(error = %e, "could not record idempotent response");
+            }
+            respond(outcome)
+        }
+    }
+}
+
+fn respond(outcome: Result<serde_json::Value, ApiError>) -> Response {
+    match outcome {
+        Ok(v) => (StatusCode::CREATED, axum::Json(v)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+fn stored(status: u16, body: String) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn bad(m: impl Into<String>) -> ApiError {
+    ApiError::BadRequest(m.into())
+}
+
+/// Every rule of the create request, then the quote, the requirements, and
+/// one insert.
+async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<serde_json::Value, ApiError> {
+    let req: CreateRequest =
+        serde_json::from_slice(body).map_err(|e| bad(format!("invalid JSON body: {e}")))?;
+    let cfg = &s.config;
+    let given = |o: &Option<String>| o.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+
+    let (email, recipient) = match (given(&req.email), given(&req.recipient)) {
+        (Some(_), Some(_)) => return Err(bad("cannot provide both email and recipient")),
+        (None, None) => return Err(bad("either email or recipient is required")),
+        pair => pair,
+    };
+    let (mode, amount_text) = match (given(&req.amount), given(&req.to_amount)) {
+        (Some(_), Some(_)) => return Err(bad("cannot provide both amount and to_amount")),
+        (None, None) => return Err(bad("either amount or to_amount is required")),
+        (Some(a), None) => (AmountMode::ExactOut, a),
+        (None, Some(a)) => (AmountMode::ExactIn, a),
+    };
+    let amount = fees::parse_amount(&amount_text).map_err(|e| match e {
+        AmountError::Range => bad("amount out of range: must be between 0.02 and 1000000"),
+        _ => bad("invalid amount: must be a positive number with up to 6 decimal places"),
+    })?;
+
+    let payer_chain = given(&req.payer_chain).ok_or_else(|| bad("payer_chain is required"))?;
+    check_chain(s, &payer_chain, Role::Payer)?;
+    let target_chain = given(&req.target_chain).unwrap_or_else(|| cfg.service.default_target_chain.clone());
+    check_chain(s, &target_chain, Role::Target)?;
+
+    let payer_asset = given(&req.payer_asset).unwrap_or_else(|| "usdc".into()).to_lowercase();
+    let payer = served_asset(s, &payer_chain, &payer_asset, "payer_asset")?;
+    let target_asset = given(&req.target_asset).unwrap_or_else(|| "usdc".into()).to_lowercase();
+    let target = served_asset(s, &target_chain, &target_asset, "target_asset")?;
+
+    let target_family = wit_family(cfg.chains[&target_chain].family);
+    let merchant = match (recipient, email) {
+        (Some(addr), _) => {
+            let t = target.clone();
+            blocking(move || t.normalize_address(target_family, &addr))
+                .await??
+                .map_err(|_| bad("invalid recipient address format"))?
+        }
+        (None, Some(email)) => {
+            if !email.contains('@') || email.len() > 254 {
+                return Err(bad("invalid email"));
+            }
+            crate::store::agents::recipient(&s.db, &email, &target_chain)
+                .await?
+                .ok_or_else(|| bad(format!("no wallet on {target_chain} is registered for this email")))?
+        }
+        (None, None) => unreachable!("checked above"),
+    };
+
+    let payer_address = match given(&req.payer_address) {
+        None => None,
+        Some(addr) => {
+            let p = payer.clone();
+            let family = wit_family(cfg.chains[&payer_chain].family);
+            let addr = blocking(move || p.normalize_address(family, &addr))
+                .await??
+                .map_err(|_| bad("invalid payer_address"))?;
+            if s.sanctions.is_listed(&addr) {
+                tracing::warn!(payer = %addr, "create refused by the sanctions screen");
+                return Err(ApiError::Forbidden("payment declined".into()));
+            }
+            Some(addr)
+        }
+    };
+
+    let collection = cfg.chains[&payer_chain].collection_address.clone().ok_or_else(|| {
+        ApiError::Unavailable(format!("service temporarily unavailable: no collection wallet on {payer_chain}"))
+    })?;
+
+    let fee_of = |c: &str| crate::decimal::parse(&cfg.chains[c].fee).unwrap_or(Decimal::ZERO);
+    let pct = crate::decimal::parse(&cfg.fees.platform_fee_percentage).unwrap_or(Decimal::ZERO);
+    let q = fees::quote(mode, amount, fee_of(&payer_chain), fee_of(&target_chain), pct).map_err(|_| {
+        bad(format!("amount does not cover the fees ({} on {payer_chain} and {target_chain})", fees::show(fee_of(&payer_chain) + fee_of(&target_chain))))
+    })?;
+
+    let now = intent::now_ms();
+    let expires_at = now + intent::LIFETIME_MS;
+    let sending = fees::show(q.sending);
+    let p = payer.clone();
+    let requirements = blocking(move || -> Result<_, ApiError> {
+        let units = p.to_base_units(&sending)??;
+        let terms = Terms { amount: units, pay_to: collection, max_timeout_seconds: (intent::LIFETIME_MS / 1000) as u64 };
+        Ok(p.requirements(&terms)??)
+    })
+    .await??;
+
+    let breakdown = json!({
+        "source_chain": payer_chain,
+        "source_chain_fee": fees::show(q.source_fee),
+        "target_chain": target_chain,
+        "target_chain_fee": fees::show(q.target_fee),
+        "platform_fee": fees::show(q.platform_fee),
+        "platform_fee_percentage": fees::show(q.platform_pct),
+        "total_fee": fees::show(q.total_fee),
+    });
+    let record = Intent {
+        id: intent::new_id(),
+        agent_id: agent.map(|a| a.id.clone()),
+        status: Status::AwaitingPayment,
+        payer_chain,
+        target_chain,
+        payer_asset,
+        target_asset,
+        merchant_recipient: merchant,
+        recipient_email: given(&req.email).map(|e| e.to_lowercase()),
+        payer_address,
+        amount_mode: mode.as_str().into(),
+        sending_amount: fees::show(q.sending),
+        receiving_amount: fees::show(q.receiving),
+        estimated_fee: fees::show(q.total_fee),
+        fee_breakdown: breakdown.to_string(),
+        payment_requirements: intent::requirements::to_json(&requirements).to_string(),
+        settle_proof: None,
+        replay_key: None,
+        payer: None,
+        source_tx_hash: None,
+        source_settled_at: None,
+        target_tx_hash: None,
+        target_settle_proof: None,
+        target_settled_at: None,
+        error_message: None,
+        created_at: now,
+        expires_at,
+        updated_at: now,
+    };
+    intents::insert(&s.db, &record).await?;
+    Ok(views::created(&record, now))
+}
+
+/// Is `chain` exposed in `role`? TRON chains behind an off flag get their own message.
+fn check_chain(s: &Shared, chain: &str, role: Role) -> Result<(), ApiError> {
+    let cfg = &s.config;
+    if cfg.chains_with_role(role).iter().any(|c| c == chain) {
+        return Ok(());
+    }
+    if let Some(c) = cfg.chains.get(chain) {
+        if c.family == Family::Tron && c.enabled && c.roles.contains(&role) {
+            return Err(bad("TRON is not enabled on this deployment"));
+        }
+    }
+    Err(match role {
+        Role::Payer => bad("invalid payer_chain"),
+        Role::Target => bad(format!(
+            "invalid target_chain: accepted target chains are {}",
+            cfg.chains_with_role(Role::Target).join(", ")
+        )),
+    })
+}
+
+/// The adapter serving (chain, asset), or the spec's 400 for why not.
+fn served_asset(
+    s: &Shared,
+    chain: &str,
+    asset: &str,
+    field: &str,
+) -> Result<std::sync::Arc<crate::adapter::AssetAdapter>, ApiError> {
+    if !ASSETS.contains(&asset) {
+        return Err(bad(format!("invalid {field}")));
+    }
+    match s.config.chains[chain].assets.get(asset).map(|a| s.config.availability(a)) {
+        Some(Availability::Available) => {}
+        Some(Availability::GatedOff) => return Err(bad(format!("invalid {field}"))),
+        Some(Availability::Unwired) | None => return Err(bad(format!("{field} not configured on chain"))),
+    }
+    s.registry
+        .asset(chain, asset)
+        .ok_or_else(|| ApiError::Internal(format!("{chain}/{asset} is served but has no adapter")))
+}

@@ -1,0 +1,187 @@
+//! Intent reads, the list, proof submission and execute.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
+use axum::Extension;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{blocking, views, ApiError, Shared};
+use crate::intent::{self, requirements, Intent, Status};
+use crate::store::agents::Agent;
+use crate::store::intents::{self as repo, Acceptance};
+use crate::store::is_unique_violation;
+
+const NOT_FOUND: &str = "payment intent not found";
+
+async fn load(s: &Shared, id: &str) -> Result<Intent, ApiError> {
+    repo::get(&s.db, id).await?.ok_or_else(|| ApiError::NotFound(NOT_FOUND.into()))
+}
+
+/// `/v2` sees only the caller's own intents; anything else is "not found".
+async fn load_owned(s: &Shared, id: &str, agent: &Agent) -> Result<Intent, ApiError> {
+    let i = load(s, id).await?;
+    if i.agent_id.as_deref() != Some(agent.id.as_str()) {
+        return Err(ApiError::NotFound(NOT_FOUND.into()));
+    }
+    Ok(i)
+}
+
+fn id_from_query(q: &HashMap<String, String>) -> Result<String, ApiError> {
+    q.get("intent_id")
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| ApiError::BadRequest("intent_id is required".into()))
+}
+
+pub async fn get_public(State(s): State<Shared>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let i = load(&s, &id).await?;
+    Ok(Json(views::intent(&s.config, &i, intent::now_ms())))
+}
+
+pub async fn get_public_query(State(s): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Result<Json<Value>, ApiError> {
+    get_public(State(s), Path(id_from_query(&q)?)).await
+}
+
+pub async fn get_agent(State(s): State<Shared>, Extension(agent): Extension<Agent>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let i = load_owned(&s, &id, &agent).await?;
+    Ok(Json(views::intent(&s.config, &i, intent::now_ms())))
+}
+
+pub async fn get_agent_query(
+    State(s): State<Shared>,
+    ext: Extension<Agent>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    get_agent(State(s), ext, Path(id_from_query(&q)?)).await
+}
+
+pub const MAX_PAGE: i64 = 1_000_000;
+pub const DEFAULT_PAGE_SIZE: i64 = 20;
+pub const MAX_PAGE_SIZE: i64 = 100;
+
+/// Strict positive integer; anything else is the caller's error.
+fn positive(q: &HashMap<String, String>, key: &str, default: i64) -> Result<i64, ApiError> {
+    match q.get(key) {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 1 && v.bytes().all(|b| b.is_ascii_digit()))
+            .ok_or_else(|| ApiError::BadRequest(format!("invalid {key}: must be a positive integer"))),
+    }
+}
+
+pub async fn list(
+    State(s): State<Shared>,
+    Extension(agent): Extension<Agent>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let page = positive(&q, "page", 1)?;
+    if page > MAX_PAGE {
+        return Err(ApiError::BadRequest(format!("invalid page: must be at most {MAX_PAGE}")));
+    }
+    let page_size = positive(&q, "page_size", DEFAULT_PAGE_SIZE)?.min(MAX_PAGE_SIZE);
+    let (rows, total) = repo::list_for_agent(&s.db, &agent.id, page_size, (page - 1) * page_size).await?;
+    let now = intent::now_ms();
+    Ok(Json(json!({
+        "intents": rows.iter().map(|i| views::row(i, now)).collect::<Vec<_>>(),
+        "total": total,
+        "page": page,
+        "page_size": page_size,
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProofBody {
+    settle_proof: Option<String>,
+}
+
+/// Why an intent cannot take a proof or an execute now.
+fn not_payable(i: &Intent, now_ms: i64) -> Option<ApiError> {
+    match i.effective_status(now_ms) {
+        Status::AwaitingPayment => None,
+        Status::Expired => Some(ApiError::BadRequest("payment intent has expired".into())),
+        _ => Some(ApiError::Conflict("invalid intent status for this operation".into())),
+    }
+}
+
+/// After a lost compare-and-set: say why, from the intent as it is now.
+async fn lost_race(s: &Shared, id: &str) -> ApiError {
+    match repo::get(&s.db, id).await {
+        Ok(Some(i)) => not_payable(&i, intent::now_ms())
+            .unwrap_or_else(|| ApiError::Conflict("invalid intent status for this operation".into())),
+        Ok(None) => ApiError::NotFound(NOT_FOUND.into()),
+        Err(e) => e.into(),
+    }
+}
+
+fn accepted(i: &Intent, message: &str) -> Json<Value> {
+    let mut v = json!({
+        "intent_id": i.id,
+        "status": Status::Pending.as_str(),
+        "message": message,
+        "sending_amount": i.sending_amount,
+        "receiving_amount": i.receiving_amount,
+        "estimated_fee": i.estimated_fee,
+    });
+    if let Some(a) = &i.agent_id {
+        v["agent_id"] = json!(a);
+    }
+    Json(v)
+}
+
+/// `POST /api/intents/{id}`: the payer's settle_proof.
+pub async fn submit_proof(
+    State(s): State<Shared>,
+    Path(id): Path<String>,
+    body: Result<Json<ProofBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(body) = body?;
+    let proof = body
+        .settle_proof
+        .filter(|p| !p.trim().is_empty())
+        .ok_or_else(|| ApiError::BadRequest("settle_proof is required".into()))?;
+    let i = load(&s, &id).await?;
+    if let Some(e) = not_payable(&i, intent::now_ms()) {
+        return Err(e);
+    }
+    let proof = requirements::decode_proof(&proof).ok_or_else(|| {
+        ApiError::BadRequest("proof validation failed: settle_proof is neither base64 of a JSON object nor a JSON object".into())
+    })?;
+    let req_json: Value = serde_json::from_str(&i.payment_requirements)
+        .map_err(|e| ApiError::Internal(format!("stored requirements: {e}")))?;
+    let req = requirements::from_json(&req_json).ok_or_else(|| ApiError::Internal("stored requirements are incomplete".into()))?;
+    let adapter = s
+        .registry
+        .asset(&i.payer_chain, &i.payer_asset)
+        .ok_or_else(|| ApiError::Unavailable(format!("{}/{} is no longer served", i.payer_chain, i.payer_asset)))?;
+    let proof_for_adapter = proof.clone();
+    let paid = blocking(move || adapter.verify(&req, &proof_for_adapter)).await???;
+
+    let acceptance = Acceptance { settle_proof: Some(&proof), replay_key: Some(&paid.replay_key), payer: Some(&paid.payer) };
+    match repo::accept(&s.db, &i.id, &acceptance, intent::now_ms()).await {
+        Ok(true) => Ok(accepted(&i, "proof accepted; settlement in progress")),
+        Ok(false) => Err(lost_race(&s, &i.id).await),
+        Err(e) if is_unique_violation(&e) => {
+            Err(ApiError::Conflict("proof validation failed: this payment authorization was already used".into()))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `POST /v2/intents/{id}/execute`: the agent's own intent goes to settlement.
+pub async fn execute(State(s): State<Shared>, Extension(agent): Extension<Agent>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let i = load_owned(&s, &id, &agent).await?;
+    if let Some(e) = not_payable(&i, intent::now_ms()) {
+        return Err(e);
+    }
+    let none = Acceptance { settle_proof: None, replay_key: None, payer: None };
+    if !repo::accept(&s.db, &i.id, &none, intent::now_ms()).await? {
+        return Err(lost_race(&s, &i.id).await);
+    }
+    Ok(accepted(&i, "execution started; settlement in progress"))
+}

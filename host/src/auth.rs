@@ -1,0 +1,126 @@
+//! Agent credentials: key generation, secret hashing under a server-side
+//! pepper, and the Bearer check for `/v2`.
+//!
+//! Bearer token = base64(`API_KEY:SECRET_KEY`). Only HMAC-SHA256(pepper,
+//! secret) is stored; checks compare MACs in constant time.
+
+use std::path::Path;
+
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use rand::distributions::Alphanumeric;
+use rand::Rng;
+use sha2::Sha256;
+
+use crate::db::Db;
+use crate::store::agents::{self, Agent};
+
+type HmacSha256 = Hmac<Sha256>;
+
+#[derive(Clone)]
+pub struct Pepper(Vec<u8>);
+
+impl Pepper {
+    /// `STABLERAIL_PEPPER` if set, else the pepper file (created with 32
+    /// random bytes, owner-only, on first use).
+    pub fn load(file: &Path) -> anyhow::Result<Pepper> {
+        if let Ok(p) = std::env::var("STABLERAIL_PEPPER") {
+            anyhow::ensure!(p.len() >= 16, "STABLERAIL_PEPPER must be at least 16 characters");
+            return Ok(Pepper(p.into_bytes()));
+        }
+        match std::fs::read_to_string(file) {
+            Ok(text) => Ok(Pepper(hex::decode(text.trim())?)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(dir) = file.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                let bytes: [u8; 32] = rand::thread_rng().gen();
+                write_private(file, &hex::encode(bytes))?;
+                tracing::info!(file = %file.display(), "created a new pepper for API secrets");
+                Ok(Pepper(bytes.to_vec()))
+            }
+            Err(e) => Err(anyhow::anyhow!("reading {}: {e}", file.display())),
+        }
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Pepper {
+        Pepper(bytes.to_vec())
+    }
+
+    fn mac(&self) -> HmacSha256 {
+        HmacSha256::new_from_slice(&self.0).expect("HMAC takes keys of any length")
+    }
+
+    pub fn hash(&self, secret: &str) -> String {
+        let mut m = self.mac();
+        m.update(secret.as_bytes());
+        hex::encode(m.finalize().into_bytes())
+    }
+
+    /// Constant-time comparison of `secret` against a stored MAC.
+    pub fn verify(&self, secret: &str, stored_hex: &str) -> bool {
+        let Ok(stored) = hex::decode(stored_hex) else { return false };
+        let mut m = self.mac();
+        m.update(secret.as_bytes());
+        m.verify_slice(&stored).is_ok()
+    }
+}
+
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    f.write_all(text.as_bytes())
+}
+
+fn random(n: usize) -> String {
+    rand::thread_rng().sample_iter(&Alphanumeric).take(n).map(char::from).collect()
+}
+
+/// A fresh key pair. The secret is returned once and never stored.
+pub struct Credentials {
+    pub api_key: String,
+    pub secret_key: String,
+}
+
+impl Credentials {
+    pub fn generate() -> Self {
+        Credentials { api_key: format!("sr_{}", random(24)), secret_key: format!("srsk_{}", random(40)) }
+    }
+
+    pub fn bearer(&self) -> String {
+        base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", self.api_key, self.secret_key))
+    }
+}
+
+/// Issue (or rotate) an agent's key pair.
+pub async fn issue_keys(db: &Db, pepper: &Pepper, agent_id: &str, now_ms: i64) -> Result<Credentials, agents::AgentError> {
+    let c = Credentials::generate();
+    agents::replace_key(db, agent_id, &c.api_key, &pepper.hash(&c.secret_key), now_ms).await?;
+    Ok(c)
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum AuthFailure {
+    /// No Authorization header.
+    Missing,
+    /// A header that is not a valid, live credential.
+    Invalid,
+}
+
+/// Resolve an `Authorization` header value to its agent.
+pub async fn authenticate(db: &Db, pepper: &Pepper, header: Option<&str>) -> Result<Result<Agent, AuthFailure>, sqlx::Error> {
+    let Some(header) = header else { return Ok(Err(AuthFailure::Missing)) };
+    let Some(token) = header.strip_prefix("Bearer ").map(str::trim) else { return Ok(Err(AuthFailure::Invalid)) };
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(token)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok());
+    let Some((api_key, secret)) = decoded.as_deref().and_then(|d| d.split_once(':')) else {
+        return Ok(Err(AuthFailure::Invalid));
+    };
+    match agents::by_api_key(db, api_key).await? {
+        Some((agent, stored)) if pepper.verify(secret, &stored) && agent.status == "active" => Ok(Ok(agent)),
+        _ => Ok(Err(AuthFailure::Invalid)),
+    }
+}

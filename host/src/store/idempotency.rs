@@ -1,0 +1,91 @@
+//! Stored responses for `Idempotency-Key`.
+//!
+//! A key is claimed before the work starts (a row with status 0), so two
+//! concurrent requests with one key never both do the work; the response is
+//! stored when the work ends. Keys older than [`TTL_MS`] are forgotten.
+
+use sqlx::Row;
+
+use super::{is_unique_violation, DbError};
+use crate::db::Db;
+
+pub const TTL_MS: i64 = 24 * 60 * 60 * 1000;
+
+pub enum Claim {
+    /// The key is ours: do the work, then `finish`.
+    Claimed,
+    /// Seen before with this request hash: here is what was answered.
+    Replay { status: u16, body: String },
+    /// Seen before with another request.
+    Mismatch,
+    /// Seen before and still being worked on.
+    InProgress,
+}
+
+pub async fn claim(db: &Db, scope: &str, key: &str, request_hash: &str, now_ms: i64) -> Result<Claim, DbError> {
+    sqlx::query("DELETE FROM idempotency_keys WHERE scope = $1 AND idem_key = $2 AND created_at < $3")
+        .bind(scope)
+        .bind(key)
+        .bind(now_ms - TTL_MS)
+        .execute(&db.pool)
+        .await?;
+    let inserted = sqlx::query(
+        "INSERT INTO idempotency_keys (scope, idem_key, request_hash, response_status, response_body, created_at) \
+         VALUES ($1, $2, $3, 0, '', $4)",
+    )
+    .bind(scope)
+    .bind(key)
+    .bind(request_hash)
+    .bind(now_ms)
+    .execute(&db.pool)
+    .await;
+    match inserted {
+        Ok(_) => return Ok(Claim::Claimed),
+        Err(e) if is_unique_violation(&e) => {}
+        Err(e) => return Err(e),
+    }
+    let row = sqlx::query("SELECT request_hash, response_status, response_body FROM idempotency_keys WHERE scope = $1 AND idem_key = $2")
+        .bind(scope)
+        .bind(key)
+        .fetch_one(&db.pool)
+        .await?;
+    let hash: String = row.try_get("request_hash")?;
+    let status: i32 = row.try_get("response_status")?;
+    Ok(if hash != request_hash {
+        Claim::Mismatch
+    } else if status == 0 {
+        Claim::InProgress
+    } else {
+        Claim::Replay { status: status as u16, body: row.try_get("response_body")? }
+    })
+}
+
+pub async fn finish(db: &Db, scope: &str, key: &str, status: u16, body: &str) -> Result<(), DbError> {
+    sqlx::query("UPDATE idempotency_keys SET response_status = $1, response_body = $2 WHERE scope = $3 AND idem_key = $4")
+        .bind(status as i32)
+        .bind(body)
+        .bind(scope)
+        .bind(key)
+        .execute(&db.pool)
+        .await
+        .map(|_| ())
+}
+
+/// Forget a claim whose work failed before producing an answer (e.g. a
+/// server error), so that a retry with the same key can run.
+pub async fn release(db: &Db, scope: &str, key: &str) -> Result<(), DbError> {
+    sqlx::query("DELETE FROM idempotency_keys WHERE scope = $1 AND idem_key = $2 AND response_status = 0")
+        .bind(scope)
+        .bind(key)
+        .execute(&db.pool)
+        .await
+        .map(|_| ())
+}
+
+pub async fn purge_expired(db: &Db, now_ms: i64) -> Result<u64, DbError> {
+    Ok(sqlx::query("DELETE FROM idempotency_keys WHERE created_at < $1")
+        .bind(now_ms - TTL_MS)
+        .execute(&db.pool)
+        .await?
+        .rows_affected())
+}

@@ -1,0 +1,176 @@
+//! Intents and the settlement hand-off queue.
+
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::DbError;
+use crate::db::Db;
+use crate::intent::{Intent, Status};
+
+const COLUMNS: &str = "id, agent_id, status, payer_chain, target_chain, payer_asset, target_asset, \
+    merchant_recipient, recipient_email, payer_address, amount_mode, sending_amount, receiving_amount, \
+    estimated_fee, fee_breakdown, payment_requirements, settle_proof, replay_key, payer, source_tx_hash, \
+    source_settled_at, target_tx_hash, target_settle_proof, target_settled_at, error_message, created_at, \
+    expires_at, updated_at";
+
+fn from_row(r: &AnyRow) -> Result<Intent, DbError> {
+    let status: String = r.try_get("status")?;
+    Ok(Intent {
+        id: r.try_get("id")?,
+        agent_id: r.try_get("agent_id")?,
+        status: Status::parse(&status)
+            .ok_or_else(|| DbError::Decode(format!("unknown intent status {status}").into()))?,
+        payer_chain: r.try_get("payer_chain")?,
+        target_chain: r.try_get("target_chain")?,
+        payer_asset: r.try_get("payer_asset")?,
+        target_asset: r.try_get("target_asset")?,
+        merchant_recipient: r.try_get("merchant_recipient")?,
+        recipient_email: r.try_get("recipient_email")?,
+        payer_address: r.try_get("payer_address")?,
+        amount_mode: r.try_get("amount_mode")?,
+        sending_amount: r.try_get("sending_amount")?,
+        receiving_amount: r.try_get("receiving_amount")?,
+        estimated_fee: r.try_get("estimated_fee")?,
+        fee_breakdown: r.try_get("fee_breakdown")?,
+        payment_requirements: r.try_get("payment_requirements")?,
+        settle_proof: r.try_get("settle_proof")?,
+        replay_key: r.try_get("replay_key")?,
+        payer: r.try_get("payer")?,
+        source_tx_hash: r.try_get("source_tx_hash")?,
+        source_settled_at: r.try_get("source_settled_at")?,
+        target_tx_hash: r.try_get("target_tx_hash")?,
+        target_settle_proof: r.try_get("target_settle_proof")?,
+        target_settled_at: r.try_get("target_settled_at")?,
+        error_message: r.try_get("error_message")?,
+        created_at: r.try_get("created_at")?,
+        expires_at: r.try_get("expires_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+pub async fn insert(db: &Db, i: &Intent) -> Result<(), DbError> {
+    sqlx::query(&format!(
+        "INSERT INTO intents ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)"
+    ))
+    .bind(&i.id)
+    .bind(&i.agent_id)
+    .bind(i.status.as_str())
+    .bind(&i.payer_chain)
+    .bind(&i.target_chain)
+    .bind(&i.payer_asset)
+    .bind(&i.target_asset)
+    .bind(&i.merchant_recipient)
+    .bind(&i.recipient_email)
+    .bind(&i.payer_address)
+    .bind(&i.amount_mode)
+    .bind(&i.sending_amount)
+    .bind(&i.receiving_amount)
+    .bind(&i.estimated_fee)
+    .bind(&i.fee_breakdown)
+    .bind(&i.payment_requirements)
+    .bind(&i.settle_proof)
+    .bind(&i.replay_key)
+    .bind(&i.payer)
+    .bind(&i.source_tx_hash)
+    .bind(i.source_settled_at)
+    .bind(&i.target_tx_hash)
+    .bind(&i.target_settle_proof)
+    .bind(i.target_settled_at)
+    .bind(&i.error_message)
+    .bind(i.created_at)
+    .bind(i.expires_at)
+    .bind(i.updated_at)
+    .execute(&db.pool)
+    .await
+    .map(|_| ())
+}
+
+pub async fn get(db: &Db, id: &str) -> Result<Option<Intent>, DbError> {
+    sqlx::query(&format!("SELECT {COLUMNS} FROM intents WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(&db.pool)
+        .await?
+        .as_ref()
+        .map(from_row)
+        .transpose()
+}
+
+/// One page of an agent's intents, newest first, and the agent's total.
+pub async fn list_for_agent(db: &Db, agent_id: &str, limit: i64, offset: i64) -> Result<(Vec<Intent>, i64), DbError> {
+    let rows = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM intents WHERE agent_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
+    ))
+    .bind(agent_id)
+    .bind(limit)
+    .bind(offset)
+    .fetch_all(&db.pool)
+    .await?;
+    let total: i64 = sqlx::query("SELECT COUNT(*) AS n FROM intents WHERE agent_id = $1")
+        .bind(agent_id)
+        .fetch_one(&db.pool)
+        .await?
+        .try_get("n")?;
+    Ok((rows.iter().map(from_row).collect::<Result<_, _>>()?, total))
+}
+
+/// What a payer's proof (public flow) or an execute (`/v2`) records.
+pub struct Acceptance<'a> {
+    pub settle_proof: Option<&'a str>,
+    pub replay_key: Option<&'a str>,
+    pub payer: Option<&'a str>,
+}
+
+/// AWAITING_PAYMENT → PENDING, and the hand-off to settlement, atomically.
+/// `false` when the intent was not awaiting payment or had expired: another
+/// request won, or it is too late. A reused replay key fails the whole
+/// transaction with a unique violation.
+pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, now_ms: i64) -> Result<bool, DbError> {
+    let mut tx = db.pool.begin().await?;
+    let moved = sqlx::query(
+        "UPDATE intents SET status = $1, settle_proof = $2, replay_key = $3, payer = $4, updated_at = $5, \
+         version = version + 1 WHERE id = $6 AND status = $7 AND expires_at > $5",
+    )
+    .bind(Status::Pending.as_str())
+    .bind(a.settle_proof)
+    .bind(a.replay_key)
+    .bind(a.payer)
+    .bind(now_ms)
+    .bind(id)
+    .bind(Status::AwaitingPayment.as_str())
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if moved != 1 {
+        tx.rollback().await?;
+        return Ok(false);
+    }
+    sqlx::query("INSERT INTO settlement_queue (intent_id, enqueued_at, available_at, attempts) VALUES ($1, $2, $2, 0)")
+        .bind(id)
+        .bind(now_ms)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Record AWAITING_PAYMENT intents past their expiry as EXPIRED.
+pub async fn expire_due(db: &Db, now_ms: i64) -> Result<u64, DbError> {
+    Ok(sqlx::query(
+        "UPDATE intents SET status = $1, updated_at = $2, version = version + 1 WHERE status = $3 AND expires_at <= $2",
+    )
+    .bind(Status::Expired.as_str())
+    .bind(now_ms)
+    .bind(Status::AwaitingPayment.as_str())
+    .execute(&db.pool)
+    .await?
+    .rows_affected())
+}
+
+pub async fn queued(db: &Db, id: &str) -> Result<bool, DbError> {
+    Ok(sqlx::query("SELECT 1 AS one FROM settlement_queue WHERE intent_id = $1")
+        .bind(id)
+        .fetch_optional(&db.pool)
+        .await?
+        .is_some())
+}
