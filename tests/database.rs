@@ -66,3 +66,23 @@ async fn postgres_migrates_into_a_fresh_schema() {
     db.pool.close().await;
     sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin.pool).await.unwrap();
 }
+
+#[tokio::test]
+async fn in_memory_sqlite_is_one_database() {
+    // Every pooled connection must see the migrated schema and each other's rows.
+    let db = Db::connect("sqlite::memory:").await.unwrap();
+    let inserts = (0..10).map(|n| {
+        let db = db.clone();
+        tokio::spawn(async move {
+            sqlx::query("INSERT INTO recipients (email, chain, address) VALUES ($1, 'base', '0x')")
+                .bind(format!("{n}@example.com"))
+                .execute(&db.pool)
+                .await
+        })
+    });
+    for r in futures::future::join_all(inserts).await {
+        r.unwrap().unwrap();
+    }
+    let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM recipients").fetch_one(&db.pool).await.unwrap().get("n");
+    assert_eq!(n, 10);
+}

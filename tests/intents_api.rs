@@ -566,6 +566,7 @@ async fn rate_limit_answers_429_with_retry_after() {
     let text = std::fs::read_to_string(app.dir.path().join("chains.toml")).unwrap().replace("requests_per_minute = 100000", "requests_per_minute = 3");
     std::fs::write(app.dir.path().join("chains.toml"), text).unwrap();
     let state = stablerail::server::build_state(&app.dir.path().join("chains.toml"), "sqlite::memory:", stablerail::adapter::system_clock()).await.unwrap();
+    let state2 = state.clone();
     let router = stablerail::api::router(state);
     use tower::ServiceExt;
     let mut last = None;
@@ -577,5 +578,24 @@ async fn rate_limit_answers_429_with_retry_after() {
     assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
     let retry: u64 = resp.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry), "{retry}");
+    let body: Value = serde_json::from_slice(&http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes()).unwrap();
+    assert_eq!(body["statusCode"], 429);
+
+    // On /v2 the budget is per agent: one agent's burst leaves another's intact.
+    let now = stablerail::intent::now_ms();
+    let mut tokens = Vec::new();
+    for name in ["a", "b"] {
+        let a = stablerail::store::agents::create_agent(&state2.db, None, name, now).await.unwrap();
+        let c = stablerail::auth::issue_keys(&state2.db, &state2.pepper, &a.id, now).await.unwrap();
+        tokens.push(format!("Bearer {}", c.bearer()));
+    }
+    let me = |t: &str| axum::http::Request::get("/v2/me").header("authorization", t).body(axum::body::Body::empty()).unwrap();
+    let mut codes = Vec::new();
+    for _ in 0..4 {
+        codes.push(router.clone().oneshot(me(&tokens[0])).await.unwrap().status());
+    }
+    assert_eq!(codes[..3], [StatusCode::OK; 3]);
+    assert_eq!(codes[3], StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(router.clone().oneshot(me(&tokens[1])).await.unwrap().status(), StatusCode::OK);
     app.close().await;
 }

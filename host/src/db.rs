@@ -48,8 +48,18 @@ impl Db {
             anyhow::bail!("unsupported database URL `{url}`: use sqlite://FILE or postgres://…");
         };
         let opts = AnyConnectOptions::from_str(&url)?;
+        // Each connection to `sqlite::memory:` is a database of its own: keep
+        // exactly one, for the life of the pool.
+        let in_memory = backend == Backend::Sqlite && url.contains(":memory:");
         let pool = AnyPoolOptions::new()
-            .max_connections(if backend == Backend::Sqlite { 8 } else { 16 })
+            .max_connections(match backend {
+                Backend::Sqlite if in_memory => 1,
+                Backend::Sqlite => 8,
+                Backend::Postgres => 16,
+            })
+            .min_connections(u32::from(in_memory))
+            .idle_timeout((!in_memory).then_some(std::time::Duration::from_secs(600)))
+            .max_lifetime((!in_memory).then_some(std::time::Duration::from_secs(1800)))
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
