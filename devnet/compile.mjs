@@ -1,0 +1,35 @@
+// Compile contracts/*.sol with the npm solc, caching artifacts by source hash.
+import fs from "node:fs";
+import path from "node:path";
+import crypto from "node:crypto";
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+const here = path.dirname(new URL(import.meta.url).pathname);
+
+export function compile(name) {
+  const file = path.join(here, "contracts", `${name}.sol`);
+  const source = fs.readFileSync(file, "utf8");
+  const hash = crypto.createHash("sha256").update(source).digest("hex").slice(0, 16);
+  const cache = path.join(here, "build", `${name}-${hash}.json`);
+  if (fs.existsSync(cache)) return JSON.parse(fs.readFileSync(cache, "utf8"));
+  const solc = require("solc");
+  const input = {
+    language: "Solidity",
+    sources: { [`${name}.sol`]: { content: source } },
+    settings: { optimizer: { enabled: true, runs: 200 }, outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } } },
+  };
+  const out = JSON.parse(solc.compile(JSON.stringify(input)));
+  const errors = (out.errors || []).filter((e) => e.severity === "error");
+  if (errors.length) throw new Error(errors.map((e) => e.formattedMessage).join("\n"));
+  const c = out.contracts[`${name}.sol`][name];
+  const artifact = { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` };
+  fs.mkdirSync(path.dirname(cache), { recursive: true });
+  fs.writeFileSync(cache, JSON.stringify(artifact));
+  return artifact;
+}
+
+if (process.argv[1] === new URL(import.meta.url).pathname) {
+  const a = compile(process.argv[2] || "DevUSD");
+  console.log(`compiled: ${a.bytecode.length / 2 - 1} bytes`);
+}
