@@ -7,3 +7,13 @@ if ! rustup target list --installed | grep -qx wasm32-wasip2; then
     echo "==> installing the wasm32-wasip2 target"
     rustup target add wasm32-wasip2
 fi
+
+# The devnet's tools and the real x402 client, from npm (pinned by the lock file).
+if ! command -v node >/dev/null; then
+    echo "==> installing Node.js"
+    apt-get update -qq && apt-get install -y -qq nodejs npm
+fi
+if [ ! -d devnet/node_modules ] || [ devnet/package-lock.json -nt devnet/node_modules/.package-lock.json ]; then
+    echo "==> installing devnet npm packages"
+    (cd devnet && npm ci --no-audit --no-fund)
+fi

@@ -106,6 +106,24 @@ impl ChainClient {
         Err(QueryError::Unavailable(last))
     }
 
+    /// The host's own JSON-RPC call (EVM, Solana): any method, no allow-list.
+    /// Returns the `result`, or the node's or transport's error as text.
+    pub async fn rpc(&self, method: &str, params: Value) -> Result<Value, String> {
+        if self.urls.is_empty() {
+            return Err(format!("{} has no rpc_urls", self.chain));
+        }
+        let mut last = String::new();
+        for url in &self.urls {
+            match self.send(url, method, &params).await {
+                Ok(Ok(text)) => return serde_json::from_str(&text).map_err(|e| e.to_string()),
+                Ok(Err(QueryError::Rpc(m))) => return Err(m),
+                Ok(Err(other)) => last = format!("{other:?}"),
+                Err(e) => last = format!("{url}: {e}"),
+            }
+        }
+        Err(last)
+    }
+
     /// `query` from a blocking thread (adapter calls run on one).
     pub fn query_blocking(&self, method: &str, params: &str) -> Result<String, QueryError> {
         let handle = tokio::runtime::Handle::try_current()

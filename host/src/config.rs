@@ -57,6 +57,14 @@ pub struct Service {
     pub pepper_file: PathBuf,
     /// How often expired intents are swept, in seconds.
     pub sweep_interval_seconds: u64,
+    /// Keystore master key (created on first use; `STABLERAIL_MASTER_KEY` overrides).
+    pub master_key_file: PathBuf,
+    /// Concurrent settlement workers per replica.
+    pub settlement_workers: usize,
+    /// Failed payout dispatches before an intent is `PARTIAL_SETTLEMENT`.
+    pub payout_retry_budget: u32,
+    /// How long a worker waits for a receipt before retrying later, in seconds.
+    pub receipt_timeout_seconds: u64,
 }
 
 impl Default for Service {
@@ -69,6 +77,10 @@ impl Default for Service {
             adapter_memory_mib: 64,
             pepper_file: ".stablerail/pepper".into(),
             sweep_interval_seconds: 5,
+            master_key_file: ".stablerail/master.key".into(),
+            settlement_workers: 4,
+            payout_retry_budget: 8,
+            receipt_timeout_seconds: 30,
         }
     }
 }

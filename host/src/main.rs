@@ -170,7 +170,9 @@ async fn agent(cmd: AgentCommand, store: StoreArgs) -> anyhow::Result<()> {
     let agent_id = match cmd {
         AgentCommand::Create { name, account } => {
             let a = stablerail::store::agents::create_agent(&db, account.as_deref(), &name, now_ms()).await?;
-            eprintln!("created agent {} (number {})", a.id, a.agent_number);
+            let keys = stablerail::keys::Keystore::open(db.clone(), &cfg.resolve(&cfg.service.master_key_file))?;
+            let wallet = keys.address(&stablerail::keys::agent_key(&a.id)).await?;
+            eprintln!("created agent {} (number {}), hosted wallet {wallet}", a.id, a.agent_number);
             a.id
         }
         AgentCommand::Keys { agent } => agent,

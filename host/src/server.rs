@@ -11,7 +11,9 @@ use crate::api::{self, guard::Limiter, AppState, Shared};
 use crate::auth::Pepper;
 use crate::config::Config;
 use crate::db::Db;
+use crate::keys::Keystore;
 use crate::sanctions::SanctionsList;
+use crate::settle::Engine;
 
 /// Build the application state: everything but the listener.
 pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> anyhow::Result<Shared> {
@@ -26,7 +28,8 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         tracing::info!(entries = sanctions.len(), "sanctions lists loaded");
     }
     let limiter = Limiter::per_minute(config.limits.requests_per_minute);
-    Ok(Arc::new(AppState { config: Arc::new(config), registry: Arc::new(registry), db, pepper, sanctions, limiter }))
+    let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
+    Ok(Arc::new(AppState { config: Arc::new(config), registry: Arc::new(registry), db, pepper, sanctions, limiter, keys }))
 }
 
 pub fn load_config(path: &Path) -> anyhow::Result<Config> {
@@ -50,6 +53,10 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     let state = build_state(&config_path, &database, system_clock()).await?;
     let every = std::time::Duration::from_secs(state.config.service.sweep_interval_seconds.max(1));
     tokio::spawn(crate::sweeper::run(state.db.clone(), every));
+    Engine::new(state.clone(), state.keys.clone()).spawn(state.config.service.settlement_workers);
+    for name in [crate::keys::RELAYER, crate::keys::COLLECTION, crate::keys::PROXY] {
+        tracing::info!(wallet = name, address = %state.keys.address(name).await?, "service wallet");
+    }
     tracing::info!(
         allocator = state.registry.runtime.allocator,
         adapters = state.registry.adapters.len(),

@@ -8,10 +8,14 @@ use crate::store::agents::Agent;
 
 /// Wallet fields are omitted while the agent has no hosted wallet of that family.
 pub async fn me(Extension(agent): Extension<Agent>) -> Json<Value> {
-    Json(json!({
+    let mut me = json!({
         "agent_id": agent.id,
         "agent_number": agent.agent_number,
         "name": agent.name,
         "status": agent.status,
-    }))
+    });
+    if let Some(w) = agent.wallet_address {
+        me["wallet_address"] = json!(w);
+    }
+    Json(me)
 }

@@ -173,9 +173,15 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<serde_
         }
     };
 
-    let collection = cfg.chains[&payer_chain].collection_address.clone().ok_or_else(|| {
-        ApiError::Unavailable(format!("service temporarily unavailable: no collection wallet on {payer_chain}"))
-    })?;
+    // The configured treasury, or else the service's own collection wallet.
+    let collection = match cfg.chains[&payer_chain].collection_address.clone() {
+        Some(a) => a,
+        None => s
+            .keys
+            .address(crate::keys::COLLECTION)
+            .await
+            .map_err(|e| ApiError::Unavailable(format!("service temporarily unavailable: collection wallet: {e}")))?,
+    };
 
     let fee_of = |c: &str| crate::decimal::parse(&cfg.chains[c].fee).unwrap_or(Decimal::ZERO);
     let pct = crate::decimal::parse(&cfg.fees.platform_fee_percentage).unwrap_or(Decimal::ZERO);

@@ -36,6 +36,7 @@ pub struct AppState {
     pub pepper: Pepper,
     pub sanctions: SanctionsList,
     pub limiter: guard::Limiter,
+    pub keys: Arc<crate::keys::Keystore>,
 }
 
 pub type Shared = Arc<AppState>;

@@ -15,6 +15,8 @@ pub struct Agent {
     pub name: String,
     pub status: String,
     pub account_id: Option<String>,
+    /// The hosted EVM wallet, when the agent has one.
+    pub wallet_address: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +71,7 @@ pub async fn create_agent(db: &Db, account: Option<&str>, name: &str, now_ms: i6
             name: name.into(),
             status: "active".into(),
             account_id: account.map(str::to_string),
+            wallet_address: None,
         };
         let inserted = sqlx::query(
             "INSERT INTO agents (id, agent_number, account_id, name, status, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
@@ -119,8 +122,10 @@ pub async fn replace_key(db: &Db, agent_id: &str, api_key: &str, secret_hmac: &s
 /// The agent holding a live API key, and the stored HMAC of its secret.
 pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String)>, DbError> {
     let row = sqlx::query(
-        "SELECT a.id, a.agent_number, a.name, a.status, a.account_id, k.secret_hmac \
-         FROM api_keys k JOIN agents a ON a.id = k.agent_id WHERE k.api_key = $1 AND k.revoked_at IS NULL",
+        "SELECT a.id, a.agent_number, a.name, a.status, a.account_id, k.secret_hmac, w.address AS wallet_address \
+         FROM api_keys k JOIN agents a ON a.id = k.agent_id \
+         LEFT JOIN wallet_keys w ON w.name = 'agent:' || a.id || ':evm' \
+         WHERE k.api_key = $1 AND k.revoked_at IS NULL",
     )
     .bind(api_key)
     .fetch_optional(&db.pool)
@@ -133,6 +138,7 @@ pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String)
                 name: r.try_get("name")?,
                 status: r.try_get("status")?,
                 account_id: r.try_get("account_id")?,
+                wallet_address: r.try_get("wallet_address")?,
             },
             r.try_get("secret_hmac")?,
         ))

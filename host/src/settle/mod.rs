@@ -1,0 +1,446 @@
+//! The settlement engine: takes intents from `settlement_queue` and moves
+//! them PENDING → SOURCE_SETTLED → TARGET_SETTLING → TARGET_SETTLED.
+//!
+//! Exactly once: every signed transaction is stored before it is broadcast
+//! and a retry re-sends the stored bytes; `(intent, leg, step)` is a primary
+//! key; and each payout is an EIP-3009 authorization whose nonce is derived
+//! from the intent id, so the token itself refuses a second payout.
+
+pub mod evm;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy_primitives::{keccak256, Address, B256, U256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use serde_json::Value;
+
+use crate::adapter::bindings::types::{
+    PaymentRequirements, ProofError, ReceiptStatus, SettleStep, SigningRequest, Submission, Terms, Transfer,
+    VerifiedPayment,
+};
+use crate::adapter::AssetAdapter;
+use crate::api::Shared;
+use crate::chain::ChainClient;
+use crate::intent::{now_ms, requirements, Intent, Status};
+use crate::keys::{self, Keystore};
+use crate::store::{intents, settlement as repo};
+use evm::{Nonces, SendError};
+
+const LEASE_MS: i64 = 60_000;
+/// How long a payout authorization stays valid.
+const PAYOUT_VALIDITY_SECS: u64 = 24 * 60 * 60;
+
+pub struct Engine {
+    state: Shared,
+    keys: Arc<Keystore>,
+    nonces: Nonces,
+}
+
+/// What to do with a queue entry after one pass.
+enum Next {
+    /// Terminal: drop it from the queue.
+    Done,
+    /// Come back after this long; `failed` counts against the retry budget.
+    Later(Duration, bool),
+}
+
+#[derive(Debug)]
+enum StepError {
+    Unavailable(String),
+    WouldRevert(String),
+    Reverted(String),
+}
+
+impl From<SendError> for StepError {
+    fn from(e: SendError) -> Self {
+        match e {
+            SendError::Unavailable(m) => StepError::Unavailable(m),
+            SendError::WouldRevert(m) => StepError::WouldRevert(m),
+        }
+    }
+}
+
+/// The transfer a receipt must show: `amount` of the requirements' asset
+/// from `payer` to `payTo`.
+fn expected(payer: &str, req: &PaymentRequirements) -> VerifiedPayment {
+    VerifiedPayment {
+        payer: payer.to_string(),
+        pay_to: req.pay_to.clone(),
+        amount: req.amount.clone(),
+        valid_after: 0,
+        valid_before: 0,
+        replay_key: String::new(),
+    }
+}
+
+/// The same words the API uses for this refusal.
+fn proof_message(e: ProofError) -> String {
+    crate::api::ApiError::from(e).to_string()
+}
+
+fn backoff(attempts: i64) -> Duration {
+    Duration::from_millis((250u64 << attempts.clamp(0, 8) as u64).min(30_000))
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> anyhow::Result<T> {
+    Ok(tokio::task::spawn_blocking(f).await?)
+}
+
+impl Engine {
+    pub fn new(state: Shared, keys: Arc<Keystore>) -> Arc<Engine> {
+        Arc::new(Engine { state, keys, nonces: Nonces::default() })
+    }
+
+    /// Run `workers` loops until the process ends.
+    pub fn spawn(self: &Arc<Self>, workers: usize) {
+        for n in 0..workers.max(1) {
+            let me = self.clone();
+            let name = format!("{}-{n}", ulid::Ulid::new());
+            tokio::spawn(async move { me.work(name).await });
+        }
+    }
+
+    async fn work(self: Arc<Self>, worker: String) {
+        loop {
+            match repo::claim(&self.state.db, &worker, now_ms(), LEASE_MS).await {
+                Ok(Some(id)) => self.step(&id).await,
+                Ok(None) => tokio::time::sleep(Duration::from_millis(100)).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "claiming settlement work failed");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+
+    /// One pass over one claimed intent.
+    pub async fn step(&self, id: &str) {
+        let next = match self.process(id).await {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(intent = id, error = %format!("{e:#}"), "settlement pass failed; will retry");
+                Next::Later(Duration::from_secs(1), false)
+            }
+        };
+        let db = &self.state.db;
+        let res = match next {
+            Next::Done => repo::dequeue(db, id).await,
+            Next::Later(after, failed) => repo::reschedule(db, id, now_ms() + after.as_millis() as i64, failed).await.map(|_| ()),
+        };
+        if let Err(e) = res {
+            tracing::warn!(intent = id, error = %e, "could not update the settlement queue");
+        }
+    }
+
+    async fn process(&self, id: &str) -> anyhow::Result<Next> {
+        let Some(i) = intents::get(&self.state.db, id).await? else { return Ok(Next::Done) };
+        match i.status {
+            Status::Pending => self.source_leg(i).await,
+            Status::SourceSettled | Status::TargetSettling => self.target_leg(i).await,
+            _ => Ok(Next::Done),
+        }
+    }
+
+    fn adapter(&self, chain: &str, asset: &str) -> anyhow::Result<Arc<AssetAdapter>> {
+        self.state.registry.asset(chain, asset).ok_or_else(|| anyhow::anyhow!("{chain}/{asset} is not served"))
+    }
+
+    async fn fail(&self, i: &Intent, to: Status, message: &str) -> anyhow::Result<Next> {
+        tracing::info!(intent = %i.id, status = %to, message, "settlement ended");
+        repo::transition(&self.state.db, &i.id, i.status, to, Some(message), now_ms()).await?;
+        Ok(Next::Done)
+    }
+
+    /// Sign an authorization from a host-held wallet and return its proof.
+    async fn authorize(
+        &self,
+        adapter: &Arc<AssetAdapter>,
+        signer: &PrivateKeySigner,
+        req: &PaymentRequirements,
+        transfer: Transfer,
+    ) -> anyhow::Result<String> {
+        let a = adapter.clone();
+        let t = transfer.clone();
+        let request = blocking(move || a.authorize(&t)).await??.map_err(|e| anyhow::anyhow!("authorize: {e:?}"))?;
+        let SigningRequest::Eip712Digest(digest) = request else {
+            anyhow::bail!("this engine signs EIP-712 digests only so far");
+        };
+        let sig = signer.sign_hash_sync(&B256::from_slice(&digest))?;
+        let (a, r) = (adapter.clone(), req.clone());
+        let bytes = sig.as_bytes().to_vec();
+        blocking(move || a.assemble(&r, &transfer, &bytes)).await??.map_err(|e| anyhow::anyhow!("assemble: {e:?}"))
+    }
+
+    async fn source_leg(&self, mut i: Intent) -> anyhow::Result<Next> {
+        let db = &self.state.db;
+        let adapter = self.adapter(&i.payer_chain, &i.payer_asset)?;
+        let req = requirements::from_json(&serde_json::from_str(&i.payment_requirements)?)
+            .ok_or_else(|| anyhow::anyhow!("stored requirements are incomplete"))?;
+        if i.settle_proof.is_none() {
+            // `/v2` execute: the agent's hosted wallet authorizes the payment.
+            let Some(agent) = i.agent_id.clone() else { return self.fail(&i, Status::VerificationFailed, "no proof").await };
+            let signer = self.keys.signer(&keys::agent_key(&agent)).await?;
+            let now = (now_ms() / 1000) as u64;
+            let transfer = Transfer {
+                sender: signer.address().to_checksum(None),
+                recipient: req.pay_to.clone(),
+                amount: req.amount.clone(),
+                valid_after: now.saturating_sub(60),
+                valid_before: now + 600,
+                nonce: keccak256(format!("{}:source", i.id)).to_vec(),
+            };
+            let proof = self.authorize(&adapter, &signer, &req, transfer).await?;
+            let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
+            let paid = blocking(move || a.verify(&r, &p)).await??.map_err(|e| anyhow::anyhow!("own proof: {e:?}"))?;
+            repo::set_source_proof(db, &i.id, &proof, &paid.replay_key, &paid.payer).await?;
+            i = intents::get(db, &i.id).await?.ok_or_else(|| anyhow::anyhow!("intent vanished"))?;
+        }
+        let proof = i.settle_proof.clone().unwrap_or_default();
+        let sent_before = repo::get_tx(db, &i.id, "source", 0).await?.is_some();
+
+        let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
+        let payment = match blocking(move || a.verify(&r, &p)).await?? {
+            Ok(p) => p,
+            Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
+            // A transaction already went out for it: its receipt decides.
+            Err(_) if sent_before => return self.resume_source(i, adapter, req, proof).await,
+            Err(e) => return self.fail(&i, Status::VerificationFailed, &proof_message(e)).await,
+        };
+        if self.state.sanctions.is_listed(&payment.payer) {
+            return self.fail(&i, Status::Blocked, "payment declined by the compliance screen").await;
+        }
+        if !sent_before {
+            let (a, p) = (adapter.clone(), payment.clone());
+            match blocking(move || a.preflight(&p)).await?? {
+                Ok(()) => {}
+                Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
+                Err(ProofError::InsufficientFunds(m)) if i.agent_id.is_some() => {
+                    return self.fail(&i, Status::VerificationFailed, &format!("agent wallet has insufficient balance on payer chain ({m})")).await
+                }
+                Err(e) => return self.fail(&i, Status::VerificationFailed, &proof_message(e)).await,
+            }
+        }
+        self.resume_source(i, adapter, req, proof).await
+    }
+
+    async fn resume_source(&self, i: Intent, adapter: Arc<AssetAdapter>, req: PaymentRequirements, proof: String) -> anyhow::Result<Next> {
+        let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
+        let steps = match blocking(move || a.settle(&r, &p)).await?? {
+            Ok(s) => s,
+            Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
+            Err(e) if repo::get_tx(&self.state.db, &i.id, "source", 0).await?.is_none() => {
+                return self.fail(&i, Status::VerificationFailed, &proof_message(e)).await
+            }
+            Err(_) => vec![], // signed before: only its receipt is left to read
+        };
+        let chain = adapter.chain.clone();
+        let relayer = self.keys.signer(keys::RELAYER).await?;
+        match self.run_steps(&i, "source", &chain, &relayer, &steps).await {
+            Ok((hash, receipt)) => {
+                let payer = i.payer.clone().unwrap_or_default();
+                let outcome = self.read_receipt(&adapter, expected(&payer, &req), receipt).await?;
+                let _ = proof;
+                match outcome {
+                    ReceiptStatus::Settled(_) => {
+                        repo::source_settled(&self.state.db, &i.id, &hash, now_ms()).await?;
+                        Ok(Next::Later(Duration::ZERO, false))
+                    }
+                    ReceiptStatus::Failed(m) => self.fail(&i, Status::VerificationFailed, &format!("source settlement failed: {m}")).await,
+                    ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
+                }
+            }
+            Err(StepError::Unavailable(m)) => Ok(self.later_unavailable(&i, &m)),
+            Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) => {
+                self.fail(&i, Status::VerificationFailed, &format!("source settlement failed: {m}")).await
+            }
+        }
+    }
+
+    async fn read_receipt(&self, adapter: &Arc<AssetAdapter>, payment: VerifiedPayment, receipt: Value) -> anyhow::Result<ReceiptStatus> {
+        let a = adapter.clone();
+        let rec = receipt.to_string();
+        blocking(move || a.read_receipt(&payment, &rec)).await??.map_err(|e| anyhow::anyhow!("receipt: {e:?}"))
+    }
+
+    fn later_unavailable(&self, i: &Intent, why: &str) -> Next {
+        tracing::info!(intent = %i.id, why, "chain unavailable; retrying");
+        Next::Later(Duration::from_secs(1), false)
+    }
+
+    async fn target_leg(&self, i: Intent) -> anyhow::Result<Next> {
+        let db = &self.state.db;
+        let adapter = self.adapter(&i.target_chain, &i.target_asset)?;
+        let signer = match &i.agent_id {
+            Some(agent) => self.keys.signer(&keys::agent_key(agent)).await?,
+            None => self.keys.signer(keys::PROXY).await?,
+        };
+        let a = adapter.clone();
+        let amount = i.receiving_amount.clone();
+        let units = blocking(move || a.to_base_units(&amount)).await??.map_err(|e| anyhow::anyhow!("amount: {e:?}"))?;
+        let terms = Terms { amount: units.clone(), pay_to: i.merchant_recipient.clone(), max_timeout_seconds: PAYOUT_VALIDITY_SECS };
+        let a = adapter.clone();
+        let req = blocking(move || a.requirements(&terms)).await??.map_err(|e| anyhow::anyhow!("requirements: {e:?}"))?;
+
+        let proof = match &i.target_settle_proof {
+            Some(p) => p.clone(),
+            None => {
+                let transfer = Transfer {
+                    sender: signer.address().to_checksum(None),
+                    recipient: i.merchant_recipient.clone(),
+                    amount: units,
+                    valid_after: 0,
+                    valid_before: (now_ms() / 1000) as u64 + PAYOUT_VALIDITY_SECS,
+                    nonce: keccak256(format!("{}:target", i.id)).to_vec(),
+                };
+                let proof = self.authorize(&adapter, &signer, &req, transfer).await?;
+                repo::set_target_proof(db, &i.id, &proof).await?;
+                intents::get(db, &i.id).await?.and_then(|x| x.target_settle_proof).unwrap_or(proof)
+            }
+        };
+        if i.status == Status::SourceSettled
+            && !repo::transition(db, &i.id, Status::SourceSettled, Status::TargetSettling, None, now_ms()).await?
+        {
+            return Ok(Next::Later(Duration::ZERO, false));
+        }
+        let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
+        let steps = match blocking(move || a.settle(&r, &p)).await?? {
+            Ok(s) => s,
+            Err(e) if repo::get_tx(db, &i.id, "target", 0).await?.is_none() => {
+                return self.payout_failed(&i, &format!("payout not dispatchable: {e:?}")).await
+            }
+            Err(_) => vec![],
+        };
+        let relayer = self.keys.signer(keys::RELAYER).await?;
+        match self.run_steps(&i, "target", &adapter.chain, &relayer, &steps).await {
+            Ok((hash, receipt)) => {
+                let payer = signer.address().to_checksum(None);
+                match self.read_receipt(&adapter, expected(&payer, &req), receipt).await? {
+                    ReceiptStatus::Settled(_) => {
+                        repo::target_settled(db, &i.id, &hash, now_ms()).await?;
+                        tracing::info!(intent = %i.id, tx = %hash, "payment settled");
+                        Ok(Next::Done)
+                    }
+                    ReceiptStatus::Failed(m) => self.payout_failed(&i, &m).await,
+                    ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
+                }
+            }
+            Err(StepError::Unavailable(m)) | Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) => {
+                self.payout_failed(&i, &m).await
+            }
+        }
+    }
+
+    /// The payout could not be dispatched: back to SOURCE_SETTLED and retry
+    /// with backoff, or PARTIAL_SETTLEMENT once the budget is spent.
+    async fn payout_failed(&self, i: &Intent, why: &str) -> anyhow::Result<Next> {
+        let db = &self.state.db;
+        let attempts = repo::attempts(db, &i.id).await? + 1;
+        if attempts >= i64::from(self.state.config.service.payout_retry_budget) {
+            let msg = format!("payout failed {attempts} times; payer funds were collected and need reconciliation: {why}");
+            repo::transition(db, &i.id, Status::TargetSettling, Status::PartialSettlement, Some(&msg), now_ms()).await?;
+            repo::transition(db, &i.id, Status::SourceSettled, Status::PartialSettlement, Some(&msg), now_ms()).await?;
+            tracing::error!(intent = %i.id, "{msg}");
+            return Ok(Next::Done);
+        }
+        repo::transition(db, &i.id, Status::TargetSettling, Status::SourceSettled, Some(why), now_ms()).await?;
+        tracing::warn!(intent = %i.id, attempts, why, "payout not dispatched; will retry");
+        Ok(Next::Later(backoff(attempts), true))
+    }
+
+    /// Get every step on chain, in order: re-send what was stored, sign and
+    /// store (then send) what was not. Returns the last step's hash and receipt.
+    async fn run_steps(
+        &self,
+        i: &Intent,
+        leg: &str,
+        chain: &Arc<ChainClient>,
+        relayer: &PrivateKeySigner,
+        steps: &[SettleStep],
+    ) -> Result<(String, Value), StepError> {
+        let db = &self.state.db;
+        let unavailable = |e: sqlx::Error| StepError::Unavailable(format!("database: {e}"));
+        let count = steps.len().max(1);
+        let mut last = None;
+        for n in 0..count {
+            let stored = repo::get_tx(db, &i.id, leg, n as i32).await.map_err(unavailable)?;
+            let tx = match stored {
+                Some(t) => {
+                    if t.status != "confirmed" {
+                        evm::broadcast(chain, &t.raw).await?;
+                    }
+                    t.tx_hash
+                }
+                None => {
+                    let Some(step) = steps.get(n) else { return Err(StepError::Unavailable("no step to send".into())) };
+                    self.send_step(i, leg, n as i32, chain, relayer, step).await?
+                }
+            };
+            let receipt = self.wait_receipt(chain, &tx).await?;
+            let ok = receipt.get("status").and_then(Value::as_str) == Some("0x1");
+            if !ok {
+                repo::drop_tx(db, &i.id, leg, n as i32).await.map_err(unavailable)?;
+                return Err(StepError::Reverted(format!("transaction {tx} reverted")));
+            }
+            repo::set_tx_status(db, &i.id, leg, n as i32, "confirmed", now_ms()).await.map_err(unavailable)?;
+            last = Some((tx, receipt));
+        }
+        last.ok_or_else(|| StepError::Unavailable("nothing was sent".into()))
+    }
+
+    async fn send_step(
+        &self,
+        i: &Intent,
+        leg: &str,
+        n: i32,
+        chain: &Arc<ChainClient>,
+        relayer: &PrivateKeySigner,
+        step: &SettleStep,
+    ) -> Result<String, StepError> {
+        let db = &self.state.db;
+        let chain_id = self.state.config.chains.get(&chain.chain).and_then(|c| c.chain_id).unwrap_or(0);
+        let sender = relayer.address().to_checksum(None);
+        match &step.submission {
+            Submission::EvmCall(call) => {
+                let to: Address = call.to.parse().map_err(|_| StepError::WouldRevert(format!("bad address {}", call.to)))?;
+                let value = U256::from_str_radix(&call.value, 10).unwrap_or_default();
+                let label = step.label.clone();
+                let signed = evm::sign_store_send(chain, chain_id, &self.nonces, relayer, to, call.data.clone(), value, |s| async move {
+                    let row = repo::NewTx {
+                        intent_id: &i.id, leg, step: n, label: &label, chain: &chain.chain, sender: &sender,
+                        nonce: s.nonce as i64, raw: &s.raw, tx_hash: &s.hash,
+                    };
+                    repo::insert_tx(db, &row, now_ms()).await.map_err(|e| SendError::Unavailable(format!("storing the signed transaction: {e}")))?;
+                    Ok(s)
+                })
+                .await?;
+                Ok(signed.hash)
+            }
+            Submission::EvmRaw(raw) => {
+                let hash = format!("{:#x}", keccak256(raw));
+                let row = repo::NewTx {
+                    intent_id: &i.id, leg, step: n, label: &step.label, chain: &chain.chain, sender: "external",
+                    nonce: -1, raw, tx_hash: &hash,
+                };
+                repo::insert_tx(db, &row, now_ms()).await.map_err(|e| StepError::Unavailable(e.to_string()))?;
+                evm::broadcast(chain, raw).await?;
+                Ok(hash)
+            }
+            other => Err(StepError::WouldRevert(format!("this engine cannot submit {other:?} yet"))),
+        }
+    }
+
+    async fn wait_receipt(&self, chain: &ChainClient, hash: &str) -> Result<Value, StepError> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(self.state.config.service.receipt_timeout_seconds);
+        loop {
+            if let Some(r) = evm::receipt(chain, hash).await? {
+                return Ok(r);
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(StepError::Unavailable(format!("no receipt for {hash} yet")));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}

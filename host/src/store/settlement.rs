@@ -1,0 +1,215 @@
+//! The settlement engine's queries: claiming work, compare-and-set
+//! transitions, and the signed transactions of each leg.
+
+use sqlx::Row;
+
+use super::DbError;
+use crate::db::Db;
+use crate::intent::Status;
+
+/// Take the next due queue entry: a lease written by compare-and-set, so two
+/// workers (or replicas) never hold the same intent; an expired lease (a
+/// crashed worker) can be taken over.
+pub async fn claim(db: &Db, worker: &str, now_ms: i64, lease_ms: i64) -> Result<Option<String>, DbError> {
+    let row = sqlx::query(
+        "UPDATE settlement_queue SET locked_by = $1, locked_until = $2 \
+         WHERE intent_id = (SELECT intent_id FROM settlement_queue WHERE available_at <= $3 \
+                            AND (locked_until IS NULL OR locked_until < $3) ORDER BY available_at LIMIT 1) \
+           AND (locked_until IS NULL OR locked_until < $3) \
+         RETURNING intent_id",
+    )
+    .bind(worker)
+    .bind(now_ms + lease_ms)
+    .bind(now_ms)
+    .fetch_optional(&db.pool)
+    .await?;
+    row.map(|r| r.try_get("intent_id")).transpose()
+}
+
+/// Release the lease and come back at `available_at`; a failure bumps the
+/// attempt count, which is returned.
+pub async fn reschedule(db: &Db, id: &str, available_at: i64, failed: bool) -> Result<i64, DbError> {
+    let row = sqlx::query(
+        "UPDATE settlement_queue SET locked_by = NULL, locked_until = NULL, available_at = $1, \
+         attempts = attempts + $2 WHERE intent_id = $3 RETURNING attempts",
+    )
+    .bind(available_at)
+    .bind(i32::from(failed))
+    .bind(id)
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(row.map(|r| r.try_get::<i32, _>("attempts")).transpose()?.unwrap_or(0) as i64)
+}
+
+pub async fn attempts(db: &Db, id: &str) -> Result<i64, DbError> {
+    let row = sqlx::query("SELECT attempts FROM settlement_queue WHERE intent_id = $1").bind(id).fetch_optional(&db.pool).await?;
+    Ok(row.map(|r| r.try_get::<i32, _>("attempts")).transpose()?.unwrap_or(0) as i64)
+}
+
+pub async fn dequeue(db: &Db, id: &str) -> Result<(), DbError> {
+    sqlx::query("DELETE FROM settlement_queue WHERE intent_id = $1").bind(id).execute(&db.pool).await.map(|_| ())
+}
+
+/// `from → to`, setting `error_message` when given. `false` if the intent
+/// was not in `from` (someone else moved it).
+pub async fn transition(db: &Db, id: &str, from: Status, to: Status, error: Option<&str>, now_ms: i64) -> Result<bool, DbError> {
+    Ok(sqlx::query(
+        "UPDATE intents SET status = $1, error_message = COALESCE($2, error_message), updated_at = $3, \
+         version = version + 1 WHERE id = $4 AND status = $5",
+    )
+    .bind(to.as_str())
+    .bind(error)
+    .bind(now_ms)
+    .bind(id)
+    .bind(from.as_str())
+    .execute(&db.pool)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// The `/v2` source authorization, made once by the agent's wallet.
+pub async fn set_source_proof(db: &Db, id: &str, proof: &str, replay_key: &str, payer: &str) -> Result<bool, DbError> {
+    Ok(sqlx::query(
+        "UPDATE intents SET settle_proof = $1, replay_key = $2, payer = $3, version = version + 1 \
+         WHERE id = $4 AND status = $5 AND settle_proof IS NULL",
+    )
+    .bind(proof)
+    .bind(replay_key)
+    .bind(payer)
+    .bind(id)
+    .bind(Status::Pending.as_str())
+    .execute(&db.pool)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// The payout authorization, made once: later attempts reuse it.
+pub async fn set_target_proof(db: &Db, id: &str, proof: &str) -> Result<bool, DbError> {
+    Ok(sqlx::query("UPDATE intents SET target_settle_proof = $1, version = version + 1 WHERE id = $2 AND target_settle_proof IS NULL")
+        .bind(proof)
+        .bind(id)
+        .execute(&db.pool)
+        .await?
+        .rows_affected()
+        == 1)
+}
+
+pub async fn source_settled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Result<bool, DbError> {
+    Ok(sqlx::query(
+        "UPDATE intents SET status = $1, source_tx_hash = $2, source_settled_at = $3, updated_at = $3, \
+         version = version + 1 WHERE id = $4 AND status = $5",
+    )
+    .bind(Status::SourceSettled.as_str())
+    .bind(tx_hash)
+    .bind(now_ms)
+    .bind(id)
+    .bind(Status::Pending.as_str())
+    .execute(&db.pool)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+pub async fn target_settled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Result<bool, DbError> {
+    Ok(sqlx::query(
+        "UPDATE intents SET status = $1, target_tx_hash = $2, target_settled_at = $3, updated_at = $3, \
+         error_message = NULL, version = version + 1 WHERE id = $4 AND status = $5",
+    )
+    .bind(Status::TargetSettled.as_str())
+    .bind(tx_hash)
+    .bind(now_ms)
+    .bind(id)
+    .bind(Status::TargetSettling.as_str())
+    .execute(&db.pool)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// A signed transaction as stored before broadcast.
+#[derive(Debug, Clone)]
+pub struct StoredTx {
+    pub raw: Vec<u8>,
+    pub tx_hash: String,
+    pub nonce: i64,
+    pub status: String,
+}
+
+pub async fn get_tx(db: &Db, id: &str, leg: &str, step: i32) -> Result<Option<StoredTx>, DbError> {
+    let row = sqlx::query("SELECT raw, tx_hash, nonce, status FROM chain_transactions WHERE intent_id = $1 AND leg = $2 AND step = $3")
+        .bind(id)
+        .bind(leg)
+        .bind(step)
+        .fetch_optional(&db.pool)
+        .await?;
+    row.map(|r| {
+        Ok(StoredTx {
+            raw: hex::decode(r.try_get::<String, _>("raw")?).map_err(|e| DbError::Decode(e.into()))?,
+            tx_hash: r.try_get("tx_hash")?,
+            nonce: r.try_get("nonce")?,
+            status: r.try_get("status")?,
+        })
+    })
+    .transpose()
+}
+
+pub struct NewTx<'a> {
+    pub intent_id: &'a str,
+    pub leg: &'a str,
+    pub step: i32,
+    pub label: &'a str,
+    pub chain: &'a str,
+    pub sender: &'a str,
+    pub nonce: i64,
+    pub raw: &'a [u8],
+    pub tx_hash: &'a str,
+}
+
+/// Store a signed transaction. Fails with a unique violation if this
+/// (intent, leg, step) already has one.
+pub async fn insert_tx(db: &Db, t: &NewTx<'_>, now_ms: i64) -> Result<(), DbError> {
+    sqlx::query(
+        "INSERT INTO chain_transactions (intent_id, leg, step, label, chain, sender, nonce, raw, tx_hash, status, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'signed', $10, $10)",
+    )
+    .bind(t.intent_id)
+    .bind(t.leg)
+    .bind(t.step)
+    .bind(t.label)
+    .bind(t.chain)
+    .bind(t.sender)
+    .bind(t.nonce)
+    .bind(hex::encode(t.raw))
+    .bind(t.tx_hash)
+    .bind(now_ms)
+    .execute(&db.pool)
+    .await
+    .map(|_| ())
+}
+
+pub async fn set_tx_status(db: &Db, id: &str, leg: &str, step: i32, status: &str, now_ms: i64) -> Result<(), DbError> {
+    sqlx::query("UPDATE chain_transactions SET status = $1, updated_at = $2 WHERE intent_id = $3 AND leg = $4 AND step = $5")
+        .bind(status)
+        .bind(now_ms)
+        .bind(id)
+        .bind(leg)
+        .bind(step)
+        .execute(&db.pool)
+        .await
+        .map(|_| ())
+}
+
+/// Forget a reverted transaction so the step can be signed again. Safe for
+/// payouts: the authorization inside carries a fixed nonce, so the token
+/// contract accepts at most one of them.
+pub async fn drop_tx(db: &Db, id: &str, leg: &str, step: i32) -> Result<(), DbError> {
+    sqlx::query("DELETE FROM chain_transactions WHERE intent_id = $1 AND leg = $2 AND step = $3")
+        .bind(id)
+        .bind(leg)
+        .bind(step)
+        .execute(&db.pool)
+        .await
+        .map(|_| ())
+}

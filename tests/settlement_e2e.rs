@@ -1,0 +1,296 @@
+//! End to end on local anvil chains: real payer signatures from the x402
+//! client (@x402/evm), the engine settling both legs, balances checked on chain.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy_primitives::U256;
+use alloy_sol_types::{sol, SolCall};
+use serde_json::{json, Value};
+use stablerail::adapter::system_clock;
+use stablerail::api::Shared;
+use stablerail::keys::{self, Keystore};
+use stablerail::settle::Engine;
+
+use common::app::MERCHANT;
+
+sol! {
+    function balanceOf(address owner) external view returns (uint256);
+    function mint(address to, uint256 value) external;
+}
+
+fn devnet_dir() -> PathBuf {
+    common::repo_root().join("devnet")
+}
+
+struct Devnet {
+    dir: tempfile::TempDir,
+    info: Value,
+    state: Shared,
+}
+
+impl Drop for Devnet {
+    fn drop(&mut self) {
+        let _ = Command::new("node").arg(devnet_dir().join("down.mjs")).arg("--dir").arg(self.dir.path()).output();
+    }
+}
+
+async fn rpc(url: &str, method: &str, params: Value) -> Value {
+    let v: Value = reqwest::Client::new()
+        .post(url)
+        .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(v.get("error").is_none(), "{method}: {v}");
+    v["result"].clone()
+}
+
+impl Devnet {
+    /// Keys first (so the devnet can fund them), then chains, then the service.
+    async fn start(port: u16, chains: &str, extra_config: &str) -> Devnet {
+        common::adapters_dir();
+        let dir = tempfile::tempdir().unwrap();
+        let db_url = format!("sqlite://{}", dir.path().join("sr.db").display());
+        let db = stablerail::db::Db::connect(&db_url).await.unwrap();
+        let ks = Keystore::open(db.clone(), &dir.path().join("master.key")).unwrap();
+        let relayer = ks.address(keys::RELAYER).await.unwrap();
+        let proxy = ks.address(keys::PROXY).await.unwrap();
+        db.pool.close().await;
+        let out = Command::new("node")
+            .arg(devnet_dir().join("up.mjs"))
+            .args(["--dir", &dir.path().display().to_string(), "--port", &port.to_string(), "--chains", chains])
+            .args(["--gas", &relayer, "--tokens", &proxy])
+            .args(["--adapters-dir", &common::adapters_dir().display().to_string()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "devnet up: {}", String::from_utf8_lossy(&out.stderr));
+        let info: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let cfg = dir.path().join("chains.toml");
+        let mut text = std::fs::read_to_string(&cfg).unwrap();
+        text.push_str(extra_config);
+        std::fs::write(&cfg, text).unwrap();
+        let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
+        Engine::new(state.clone(), state.keys.clone()).spawn(4);
+        Devnet { dir, info, state }
+    }
+
+    fn chain(&self, name: &str) -> &Value {
+        &self.info["chains"][name]
+    }
+
+    fn payer(&self, n: usize) -> (String, String) {
+        let p = &self.info["payers"][n];
+        (p["address"].as_str().unwrap().into(), p["private_key"].as_str().unwrap().into())
+    }
+
+    async fn balance(&self, chain: &str, who: &str) -> U256 {
+        let c = self.chain(chain);
+        let data = balanceOfCall { owner: who.parse().unwrap() }.abi_encode();
+        let out = rpc(c["rpc"].as_str().unwrap(), "eth_call", json!([{ "to": c["usdc"]["address"], "data": alloy_primitives::hex::encode_prefixed(data) }, "latest"])).await;
+        U256::from_str_radix(out.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    }
+
+    /// Mint devnet USDC to `who` (the deployer is an unlocked anvil account).
+    async fn mint(&self, chain: &str, who: &str, units: U256) {
+        let c = self.chain(chain);
+        let url = c["rpc"].as_str().unwrap();
+        let data = mintCall { to: who.parse().unwrap(), value: units }.abi_encode();
+        let hash = rpc(url, "eth_sendTransaction", json!([{ "from": self.info["deployer"], "to": c["usdc"]["address"], "data": alloy_primitives::hex::encode_prefixed(data) }])).await;
+        let receipt = rpc(url, "eth_getTransactionReceipt", json!([hash])).await;
+        assert_eq!(receipt["status"], "0x1");
+    }
+
+    async fn call(&self, method: &str, uri: &str, body: Option<Value>, headers: &[(&str, &str)]) -> (u16, Value) {
+        use tower::ServiceExt;
+        let mut req = axum::http::Request::builder().method(method).uri(uri).header("content-type", "application/json");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req.body(axum::body::Body::from(body.map(|b| b.to_string()).unwrap_or_default())).unwrap();
+        let resp = stablerail::api::router(self.state.clone()).oneshot(req).await.unwrap();
+        let status = resp.status().as_u16();
+        let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
+        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    async fn wait_status(&self, id: &str, want: &str) -> Value {
+        for _ in 0..600 {
+            let (_, v) = self.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
+            let s = v["status"].as_str().unwrap_or("");
+            if s == want {
+                return v;
+            }
+            if ["TARGET_SETTLED", "VERIFICATION_FAILED", "BLOCKED", "PARTIAL_SETTLEMENT", "EXPIRED"].contains(&s) {
+                panic!("intent ended {s}, wanted {want}: {v}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("intent {id} never reached {want}");
+    }
+}
+
+/// The real x402 client signs the requirements; returns the settle_proof.
+fn x402_pay(requirements: &Value, private_key: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("node")
+        .arg(devnet_dir().join("pay.mjs"))
+        .arg(private_key)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(requirements.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "pay.mjs: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn units(v: &Value) -> U256 {
+    U256::from_str_radix(v.as_str().unwrap(), 10).unwrap()
+}
+
+fn scaled(amount: &str, decimals: u32) -> U256 {
+    let d: rust_decimal::Decimal = amount.parse().unwrap();
+    let scaled = d * rust_decimal::Decimal::from(10u64.pow(decimals.min(18)));
+    U256::from_str_radix(&scaled.trunc().to_string(), 10).unwrap()
+}
+
+async fn public_payment(dn: &Devnet, from: &str, to: &str, amount: &str, payer: usize) {
+    let (payer_addr, payer_key) = dn.payer(payer);
+    let collection = dn.state.keys.address(keys::COLLECTION).await.unwrap();
+    let proxy = dn.state.keys.address(keys::PROXY).await.unwrap();
+    let (s, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": amount, "payer_chain": from, "target_chain": to })), &[]).await;
+    assert_eq!(s, 201, "{intent}");
+    let id = intent["intent_id"].as_str().unwrap().to_string();
+    let sending = units(&intent["payment_requirements"]["amount"]);
+    let target_decimals = dn.chain(to)["usdc"]["decimals"].as_u64().unwrap() as u32;
+    let receiving = scaled(intent["receiving_amount"].as_str().unwrap(), target_decimals);
+
+    let before = (
+        dn.balance(from, &payer_addr).await,
+        dn.balance(from, &collection).await,
+        dn.balance(to, MERCHANT).await,
+        dn.balance(to, &proxy).await,
+    );
+    let proof = x402_pay(&intent["payment_requirements"], &payer_key);
+    let (s, ok) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200, "{ok}");
+    let done = dn.wait_status(&id, "TARGET_SETTLED").await;
+    assert!(done["source_payment"]["tx_hash"].as_str().unwrap().starts_with("0x"));
+    assert!(done["target_payment"]["tx_hash"].as_str().unwrap().starts_with("0x"));
+    assert!(done["target_payment"]["explorer_url"].as_str().unwrap().contains(done["target_payment"]["tx_hash"].as_str().unwrap()));
+
+    assert_eq!(dn.balance(from, &payer_addr).await, before.0 - sending, "payer lost exactly sending_amount");
+    assert_eq!(dn.balance(from, &collection).await, before.1 + sending, "the service collected it");
+    assert_eq!(dn.balance(to, MERCHANT).await, before.2 + receiving, "merchant gained exactly receiving_amount");
+    assert_eq!(dn.balance(to, &proxy).await, before.3 - receiving, "paid from the proxy wallet");
+
+    // The same proof again moves nothing more.
+    let (s, _) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 409);
+    assert_eq!(dn.balance(to, MERCHANT).await, before.2 + receiving);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn public_flow_settles_across_chains() {
+    let dn = Devnet::start(38545, "base,arbitrum,polygon,bsc", "").await;
+    public_payment(&dn, "base", "arbitrum", "10", 0).await;
+    public_payment(&dn, "base", "base", "2.5", 1).await;
+    public_payment(&dn, "polygon", "bsc", "7.123456", 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn agent_execute_settles_from_its_hosted_wallet() {
+    let dn = Devnet::start(38645, "base,arbitrum", "").await;
+    let now = stablerail::intent::now_ms();
+    let agent = stablerail::store::agents::create_agent(&dn.state.db, None, "bot", now).await.unwrap();
+    let creds = stablerail::auth::issue_keys(&dn.state.db, &dn.state.pepper, &agent.id, now).await.unwrap();
+    let auth = format!("Bearer {}", creds.bearer());
+    let wallet = dn.state.keys.address(&keys::agent_key(&agent.id)).await.unwrap();
+    dn.mint("base", &wallet, U256::from(100_000_000u64)).await;
+    dn.mint("arbitrum", &wallet, U256::from(100_000_000u64)).await;
+    let (_, me) = dn.call("GET", "/v2/me", None, &[("authorization", &auth)]).await;
+    assert_eq!(me["wallet_address"], wallet.as_str());
+
+    let (s, intent) = dn.call("POST", "/v2/intents", Some(json!({ "recipient": MERCHANT, "amount": "5", "payer_chain": "base", "target_chain": "arbitrum" })), &[("authorization", &auth)]).await;
+    assert_eq!(s, 201, "{intent}");
+    let id = intent["intent_id"].as_str().unwrap();
+    let merchant_before = dn.balance("arbitrum", MERCHANT).await;
+    let (s, r) = dn.call("POST", &format!("/v2/intents/{id}/execute"), None, &[("authorization", &auth)]).await;
+    assert_eq!(s, 200, "{r}");
+    dn.wait_status(id, "TARGET_SETTLED").await;
+    let sending = units(&intent["payment_requirements"]["amount"]);
+    assert_eq!(dn.balance("base", &wallet).await, U256::from(100_000_000u64) - sending);
+    assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(5_000_000u64));
+    assert_eq!(dn.balance("arbitrum", &wallet).await, U256::from(95_000_000u64), "payout from the agent's own wallet");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn twenty_concurrent_intents_share_one_relayer() {
+    let dn = Arc::new(Devnet::start(38745, "base,arbitrum", "").await);
+    let merchant_before = dn.balance("arbitrum", MERCHANT).await;
+    let mut ids = Vec::new();
+    for n in 0..20 {
+        let (s, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "arbitrum" })), &[]).await;
+        assert_eq!(s, 201);
+        let (_, key) = dn.payer(n % 8);
+        let proof = x402_pay(&intent["payment_requirements"], &key);
+        let id = intent["intent_id"].as_str().unwrap().to_string();
+        let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+        assert_eq!(s, 200, "{r}");
+        ids.push(id);
+    }
+    for id in &ids {
+        dn.wait_status(id, "TARGET_SETTLED").await;
+    }
+    assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(20_000_000u64));
+    // 40 transactions from one relayer, none lost to a nonce collision.
+    let relayer = dn.state.keys.address(keys::RELAYER).await.unwrap();
+    let count = |chain: &str| {
+        let url = dn.chain(chain)["rpc"].as_str().unwrap().to_string();
+        let relayer = relayer.clone();
+        async move { rpc(&url, "eth_getTransactionCount", json!([relayer, "latest"])).await }
+    };
+    assert_eq!(count("base").await, "0x14");
+    assert_eq!(count("arbitrum").await, "0x14");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unfunded_payer_fails_verification_and_sanctioned_payer_is_blocked() {
+    let list_dir = tempfile::tempdir().unwrap();
+    let list = list_dir.path().join("sdn.txt");
+    // the devnet payer at mnemonic index 7 (payers[6])
+    std::fs::write(&list, "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955\n").unwrap();
+    let dn = Devnet::start(38845, "base", &format!("\n[compliance]\nsanctions_files = [{:?}]\n", list.display().to_string())).await;
+
+    let broke = alloy_signer_local::PrivateKeySigner::random();
+    let (_, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })), &[]).await;
+    let id = intent["intent_id"].as_str().unwrap();
+    let key = alloy_primitives::hex::encode_prefixed(broke.credential().to_bytes());
+    let proof = x402_pay(&intent["payment_requirements"], &key);
+    let (s, _) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200, "offline checks pass; the chain says no");
+    let failed = dn.wait_status(id, "VERIFICATION_FAILED").await;
+    assert!(failed["error_message"].as_str().unwrap().contains("insufficient"), "{failed}");
+
+    let (addr, key) = dn.payer(6);
+    assert_eq!(addr, "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955");
+    let before = dn.balance("base", &addr).await;
+    let (_, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })), &[]).await;
+    let id = intent["intent_id"].as_str().unwrap();
+    let proof = x402_pay(&intent["payment_requirements"], &key);
+    let (s, _) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200);
+    dn.wait_status(id, "BLOCKED").await;
+    assert_eq!(dn.balance("base", &addr).await, before, "no funds moved");
+}
+
