@@ -227,11 +227,21 @@ async fn agent_execute_settles_from_its_hosted_wallet() {
     let merchant_before = dn.balance("arbitrum", MERCHANT).await;
     let (s, r) = dn.call("POST", &format!("/v2/intents/{id}/execute"), None, &[("authorization", &auth)]).await;
     assert_eq!(s, 200, "{r}");
+    assert_eq!(r["status"], "TARGET_SETTLED", "execute waits for the settlement: {r}");
     dn.wait_status(id, "TARGET_SETTLED").await;
     let sending = units(&intent["payment_requirements"]["amount"]);
     assert_eq!(dn.balance("base", &wallet).await, U256::from(100_000_000u64) - sending);
     assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(5_000_000u64));
     assert_eq!(dn.balance("arbitrum", &wallet).await, U256::from(95_000_000u64), "payout from the agent's own wallet");
+
+    // An agent without the funds gets 402, and no money moves.
+    let (s, big) = dn.call("POST", "/v2/intents", Some(json!({ "recipient": MERCHANT, "amount": "500", "payer_chain": "base", "target_chain": "arbitrum" })), &[("authorization", &auth)]).await;
+    assert_eq!(s, 201);
+    let before = dn.balance("base", &wallet).await;
+    let (s, e) = dn.call("POST", &format!("/v2/intents/{}/execute", big["intent_id"].as_str().unwrap()), None, &[("authorization", &auth)]).await;
+    assert_eq!(s, 402, "{e}");
+    assert_eq!(e["message"], "agent wallet has insufficient balance on payer chain");
+    assert_eq!(dn.balance("base", &wallet).await, before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -65,6 +65,9 @@ pub struct Service {
     pub payout_retry_budget: u32,
     /// How long a worker waits for a receipt before retrying later, in seconds.
     pub receipt_timeout_seconds: u64,
+    /// How long `POST /v2/intents/{id}/execute` waits for settlement before
+    /// answering with the status at that moment (0: answer at once).
+    pub execute_wait_seconds: u64,
 }
 
 impl Default for Service {
@@ -81,6 +84,7 @@ impl Default for Service {
             settlement_workers: 4,
             payout_retry_budget: 8,
             receipt_timeout_seconds: 30,
+            execute_wait_seconds: 30,
         }
     }
 }

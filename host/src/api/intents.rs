@@ -120,6 +120,10 @@ async fn lost_race(s: &Shared, id: &str) -> ApiError {
 }
 
 fn accepted(i: &Intent, message: &str) -> Json<Value> {
+    Json(accepted_body(i, message))
+}
+
+fn accepted_body(i: &Intent, message: &str) -> Value {
     let mut v = json!({
         "intent_id": i.id,
         "status": Status::Pending.as_str(),
@@ -131,7 +135,7 @@ fn accepted(i: &Intent, message: &str) -> Json<Value> {
     if let Some(a) = &i.agent_id {
         v["agent_id"] = json!(a);
     }
-    Json(v)
+    v
 }
 
 /// `POST /api/intents/{id}`: the payer's settle_proof.
@@ -183,5 +187,26 @@ pub async fn execute(State(s): State<Shared>, Extension(agent): Extension<Agent>
     if !repo::accept(&s.db, &i.id, &none, intent::now_ms()).await? {
         return Err(lost_race(&s, &i.id).await);
     }
-    Ok(accepted(&i, "execution started; settlement in progress"))
+    // Wait (bounded) for the engine, so an agent usually gets the outcome.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(s.config.service.execute_wait_seconds);
+    let mut status = Status::Pending;
+    while tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let now = repo::get(&s.db, &i.id).await?.ok_or_else(|| ApiError::NotFound(NOT_FOUND.into()))?;
+        status = now.status;
+        if status == Status::VerificationFailed
+            && now.error_message.as_deref().is_some_and(|m| m.contains("insufficient balance"))
+        {
+            return Err(ApiError::PaymentRequired("agent wallet has insufficient balance on payer chain".into()));
+        }
+        if matches!(status, Status::TargetSettled | Status::VerificationFailed | Status::Blocked | Status::PartialSettlement) {
+            break;
+        }
+    }
+    let mut body = accepted_body(&i, "execution started; settlement in progress");
+    body["status"] = json!(status.as_str());
+    if status == Status::TargetSettled {
+        body["message"] = json!("payment settled");
+    }
+    Ok(Json(body))
 }
