@@ -56,6 +56,10 @@ async fn rpc(url: &str, method: &str, params: Value) -> Value {
 impl Devnet {
     /// Keys first (so the devnet can fund them), then chains, then the service.
     async fn start(port: u16, chains: &str, extra_config: &str) -> Devnet {
+        Devnet::start_with(port, chains, extra_config, true).await
+    }
+
+    async fn start_with(port: u16, chains: &str, extra_config: &str, engine: bool) -> Devnet {
         common::adapters_dir();
         let dir = tempfile::tempdir().unwrap();
         let db_url = format!("sqlite://{}", dir.path().join("sr.db").display());
@@ -78,7 +82,9 @@ impl Devnet {
         text.push_str(extra_config);
         std::fs::write(&cfg, text).unwrap();
         let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
-        Engine::new(state.clone(), state.keys.clone()).spawn(4);
+        if engine {
+            Engine::new(state.clone(), state.keys.clone()).spawn(4);
+        }
         Devnet { dir, info, state }
     }
 
@@ -304,3 +310,119 @@ async fn unfunded_payer_fails_verification_and_sanctioned_payer_is_blocked() {
     assert_eq!(dn.balance("base", &addr).await, before, "no funds moved");
 }
 
+
+fn http(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    (text[9..12].parse().unwrap(), serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap_or("")).unwrap_or(Value::Null))
+}
+
+fn serve(dn: &Devnet, port: u16) -> std::process::Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--config"])
+        .arg(dn.dir.path().join("chains.toml"))
+        .arg("--database")
+        .arg(format!("sqlite://{}", dn.dir.path().join("sr.db").display()))
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+fn anvil(dn: &Devnet, chain: &str) -> std::process::Child {
+    let c = dn.chain(chain);
+    let child = Command::new(devnet_dir().join("node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil"))
+        .args(["--chain-id", &c["chain_id"].to_string(), "--port", &c["port"].to_string(), "--host", "127.0.0.1", "--silent"])
+        .args(["--mnemonic", "test test test test test test test test test test test junk", "--state"])
+        .arg(dn.dir.path().join(format!("{chain}.state.json")))
+        .spawn()
+        .unwrap();
+    std::fs::write(dn.dir.path().join(format!("{chain}.pid")), child.id().to_string()).unwrap();
+    child
+}
+
+fn kill(pid: u32, signal: &str) {
+    let _ = Command::new("kill").args([signal, &pid.to_string()]).status();
+}
+
+/// The target chain goes down after the source leg, the server is killed
+/// with SIGKILL while the payout is pending, both come back: the merchant is
+/// paid exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn payout_survives_a_chain_outage_and_a_crash() {
+    let dn = Devnet::start_with(38945, "base,arbitrum", "", false).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    // Take arbitrum down (SIGTERM: anvil writes its state file and exits).
+    let arb_pid = dn.chain("arbitrum")["pid"].as_u64().unwrap() as u32;
+    kill(arb_pid, "-TERM");
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", dn.chain("arbitrum")["port"].as_u64().unwrap() as u16)).is_err() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut server = serve(&dn, port);
+    let (s, intent) = http(port, "POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "3", "payer_chain": "base", "target_chain": "arbitrum" })));
+    assert_eq!(s, 201, "{intent}");
+    let id = intent["intent_id"].as_str().unwrap().to_string();
+    let (_, key) = dn.payer(3);
+    let proof = x402_pay(&intent["payment_requirements"], &key);
+    let (s, r) = http(port, "POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })));
+    assert_eq!(s, 200, "{r}");
+
+    // The source leg settles; the payout cannot be dispatched, so the intent
+    // is rolled back TARGET_SETTLING → SOURCE_SETTLED (with the reason) and
+    // retried. The rollback is the only writer of error_message here.
+    let mut rolled_back = Value::Null;
+    for _ in 0..200 {
+        let (_, v) = http(port, "GET", &format!("/api/intents/{id}"), None);
+        if v["status"] == "SOURCE_SETTLED" && v["error_message"].is_string() {
+            rolled_back = v;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(rolled_back["source_payment"]["tx_hash"].is_string(), "{rolled_back}");
+    assert!(rolled_back.get("target_payment").is_none());
+
+    kill(server.id(), "-KILL");
+    let _ = server.wait();
+    let mut arb = anvil(&dn, "arbitrum");
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", dn.chain("arbitrum")["port"].as_u64().unwrap() as u16)).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let merchant_before = dn.balance("arbitrum", MERCHANT).await;
+    let mut server = serve(&dn, port);
+    let mut done = Value::Null;
+    for _ in 0..600 {
+        let (_, v) = http(port, "GET", &format!("/api/intents/{id}"), None);
+        if v["status"] == "TARGET_SETTLED" {
+            done = v;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(done["status"], "TARGET_SETTLED", "{done}");
+    assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(3_000_000u64), "paid exactly once");
+    let relayer = dn.state.keys.address(keys::RELAYER).await.unwrap();
+    let sent = rpc(dn.chain("arbitrum")["rpc"].as_str().unwrap(), "eth_getTransactionCount", json!([relayer, "latest"])).await;
+    assert_eq!(sent, "0x1", "one payout transaction on the target chain");
+    kill(server.id(), "-TERM");
+    let _ = server.wait();
+    let _ = arb.kill();
+}
