@@ -27,3 +27,12 @@ CREATE TABLE chain_transactions (
     PRIMARY KEY (intent_id, leg, step)
 );
 CREATE INDEX chain_transactions_by_hash ON chain_transactions(tx_hash);
+
+-- Next nonce per (chain, sender), allocated by compare-and-set so that any
+-- number of workers and replicas sharing one relayer never collide.
+CREATE TABLE relayer_nonces (
+    chain       TEXT NOT NULL,
+    sender      TEXT NOT NULL,
+    next_nonce  BIGINT NOT NULL,
+    PRIMARY KEY (chain, sender)
+);

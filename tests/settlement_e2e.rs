@@ -56,13 +56,14 @@ async fn rpc(url: &str, method: &str, params: Value) -> Value {
 impl Devnet {
     /// Keys first (so the devnet can fund them), then chains, then the service.
     async fn start(port: u16, chains: &str, extra_config: &str) -> Devnet {
-        Devnet::start_with(port, chains, extra_config, true).await
+        Devnet::start_with(port, chains, extra_config, 1, None).await
     }
 
-    async fn start_with(port: u16, chains: &str, extra_config: &str, engine: bool) -> Devnet {
+    /// `replicas` service instances, each with its own engine, on one database.
+    async fn start_with(port: u16, chains: &str, extra_config: &str, replicas: usize, db_url: Option<String>) -> Devnet {
         common::adapters_dir();
         let dir = tempfile::tempdir().unwrap();
-        let db_url = format!("sqlite://{}", dir.path().join("sr.db").display());
+        let db_url = db_url.unwrap_or_else(|| format!("sqlite://{}", dir.path().join("sr.db").display()));
         let db = stablerail::db::Db::connect(&db_url).await.unwrap();
         let ks = Keystore::open(db.clone(), &dir.path().join("master.key")).unwrap();
         let relayer = ks.address(keys::RELAYER).await.unwrap();
@@ -82,8 +83,9 @@ impl Devnet {
         text.push_str(extra_config);
         std::fs::write(&cfg, text).unwrap();
         let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
-        if engine {
-            Engine::new(state.clone(), state.keys.clone()).spawn(4);
+        for n in 0..replicas {
+            let replica = if n == 0 { state.clone() } else { stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap() };
+            Engine::new(replica.clone(), replica.keys.clone()).spawn(4);
         }
         Devnet { dir, info, state }
     }
@@ -362,7 +364,7 @@ fn kill(pid: u32, signal: &str) {
 /// paid exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn payout_survives_a_chain_outage_and_a_crash() {
-    let dn = Devnet::start_with(38945, "base,arbitrum", "", false).await;
+    let dn = Devnet::start_with(38945, "base,arbitrum", "", 0, None).await;
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     // Take arbitrum down (SIGTERM: anvil writes its state file and exits).
     let arb_pid = dn.chain("arbitrum")["pid"].as_u64().unwrap() as u32;
@@ -425,4 +427,41 @@ async fn payout_survives_a_chain_outage_and_a_crash() {
     kill(server.id(), "-TERM");
     let _ = server.wait();
     let _ = arb.kill();
+}
+
+/// Three replicas (three engines, four workers each) on one Postgres: every
+/// intent is settled once, and the shared relayer's nonces never collide.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn replicas_on_one_postgres_settle_each_intent_once() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (url, schema) = common::app::database(common::app::Backend::Postgres, scratch.path()).await;
+    let dn = Devnet::start_with(39045, "base,arbitrum", "", 3, Some(url)).await;
+    let merchant_before = dn.balance("arbitrum", MERCHANT).await;
+    let mut ids = Vec::new();
+    for n in 0..12 {
+        let (s, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "arbitrum" })), &[]).await;
+        assert_eq!(s, 201);
+        let (_, key) = dn.payer(n % 8);
+        let proof = x402_pay(&intent["payment_requirements"], &key);
+        let id = intent["intent_id"].as_str().unwrap().to_string();
+        let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+        assert_eq!(s, 200, "{r}");
+        ids.push(id);
+    }
+    for id in &ids {
+        dn.wait_status(id, "TARGET_SETTLED").await;
+    }
+    assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(12_000_000u64));
+    let relayer = dn.state.keys.address(keys::RELAYER).await.unwrap();
+    for chain in ["base", "arbitrum"] {
+        let sent = rpc(dn.chain(chain)["rpc"].as_str().unwrap(), "eth_getTransactionCount", json!([relayer, "latest"])).await;
+        assert_eq!(sent, "0xc", "{chain}: one transaction per intent and leg");
+    }
+    let rows: i64 = sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM chain_transactions").fetch_one(&dn.state.db.pool).await.unwrap(), "n");
+    assert_eq!(rows, 24);
+    drop(dn);
+    if let Some((base, schema)) = schema {
+        let admin = stablerail::db::Db::connect_unmigrated(&base).await.unwrap();
+        let _ = sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin.pool).await;
+    }
 }

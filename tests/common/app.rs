@@ -119,7 +119,8 @@ pub struct App {
     pg_schema: Option<(String, String)>,
 }
 
-async fn database(backend: Backend, dir: &std::path::Path) -> (String, Option<(String, String)>) {
+/// A database URL for `backend` (Postgres: a fresh schema, returned for cleanup).
+pub async fn database(backend: Backend, dir: &std::path::Path) -> (String, Option<(String, String)>) {
     match backend {
         Backend::Sqlite => (format!("sqlite://{}", dir.join("sr.db").display()), None),
         Backend::Postgres => {

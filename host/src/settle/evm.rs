@@ -1,16 +1,12 @@
 //! EVM transactions the service signs: EIP-1559, built and signed with
 //! alloy, one nonce sequence per (chain, signer).
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{keccak256, Address, Bytes, TxKind, U256};
 use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
-use tokio::sync::Mutex;
 
 use crate::chain::ChainClient;
 
@@ -30,16 +26,61 @@ pub struct Signed {
     pub nonce: u64,
 }
 
-/// Next nonce per (chain, sender), read from the node once and then counted
-/// locally; forgotten after a failed broadcast so the next use re-reads it.
-#[derive(Default)]
+/// Nonces per (chain, sender), allocated from the database so workers and
+/// replicas sharing a relayer never collide. The counter never goes below
+/// the node's pending count, so it recovers from transactions sent elsewhere
+/// and from sends that never reached the node.
 pub struct Nonces {
-    next: Mutex<HashMap<(String, Address), Arc<Mutex<Option<u64>>>>>,
+    db: crate::db::Db,
 }
 
 impl Nonces {
-    async fn slot(&self, chain: &str, who: Address) -> Arc<Mutex<Option<u64>>> {
-        self.next.lock().await.entry((chain.to_string(), who)).or_default().clone()
+    pub fn new(db: crate::db::Db) -> Nonces {
+        Nonces { db }
+    }
+
+    async fn allocate(&self, chain: &ChainClient, from: Address) -> Result<u64, SendError> {
+        let on_chain = hex_u64(&rpc(chain, "eth_getTransactionCount", json!([from, "pending"])).await?)
+            .ok_or_else(|| SendError::Unavailable("bad eth_getTransactionCount answer".into()))? as i64;
+        let sender = from.to_checksum(None);
+        let db_err = |e: sqlx::Error| SendError::Unavailable(format!("nonce store: {e}"));
+        for _ in 0..16 {
+            let current: Option<i64> = sqlx::query("SELECT next_nonce FROM relayer_nonces WHERE chain = $1 AND sender = $2")
+                .bind(&chain.chain)
+                .bind(&sender)
+                .fetch_optional(&self.db.pool)
+                .await
+                .map_err(db_err)?
+                .map(|r| sqlx::Row::get(&r, "next_nonce"));
+            let won = match current {
+                None => sqlx::query("INSERT INTO relayer_nonces (chain, sender, next_nonce) VALUES ($1, $2, $3)")
+                    .bind(&chain.chain)
+                    .bind(&sender)
+                    .bind(on_chain + 1)
+                    .execute(&self.db.pool)
+                    .await
+                    .map(|_| Some(on_chain))
+                    .or_else(|e| if crate::store::is_unique_violation(&e) { Ok(None) } else { Err(e) })
+                    .map_err(db_err)?,
+                Some(next) => {
+                    let take = next.max(on_chain);
+                    let moved = sqlx::query("UPDATE relayer_nonces SET next_nonce = $1 WHERE chain = $2 AND sender = $3 AND next_nonce = $4")
+                        .bind(take + 1)
+                        .bind(&chain.chain)
+                        .bind(&sender)
+                        .bind(next)
+                        .execute(&self.db.pool)
+                        .await
+                        .map_err(db_err)?
+                        .rows_affected();
+                    (moved == 1).then_some(take)
+                }
+            };
+            if let Some(n) = won {
+                return Ok(n as u64);
+            }
+        }
+        Err(SendError::Unavailable("nonce allocation kept losing races".into()))
     }
 }
 
@@ -82,13 +123,7 @@ where
     let gas_price = hex_u128(&rpc(chain, "eth_gasPrice", json!([])).await?).unwrap_or(1_000_000_000);
     let tip = hex_u128(&rpc(chain, "eth_maxPriorityFeePerGas", json!([])).await.unwrap_or(json!("0x0"))).unwrap_or(0);
 
-    let slot = nonces.slot(&chain.chain, from).await;
-    let mut next = slot.lock().await;
-    let nonce = match *next {
-        Some(n) => n,
-        None => hex_u64(&rpc(chain, "eth_getTransactionCount", json!([from, "pending"])).await?)
-            .ok_or_else(|| SendError::Unavailable("bad eth_getTransactionCount answer".into()))?,
-    };
+    let nonce = nonces.allocate(chain, from).await?;
     let tx = TxEip1559 {
         chain_id,
         nonce,
@@ -106,21 +141,26 @@ where
     let raw = TxEnvelope::from(tx.into_signed(sig)).encoded_2718();
     let hash = format!("{:#x}", keccak256(&raw));
     let stored = store(Signed { raw, hash, nonce }).await?;
-    *next = Some(stored.nonce.max(nonce) + 1);
-    match broadcast(chain, &stored.raw).await {
-        Ok(()) => Ok(stored),
-        Err(e) => {
-            *next = None;
-            Err(e)
-        }
+    match broadcast(chain, &stored.raw).await? {
+        Broadcast::Accepted => Ok(stored),
+        Broadcast::NonceTaken => Err(SendError::Unavailable(format!("nonce {nonce} was taken; will re-sign"))),
     }
 }
 
+pub enum Broadcast {
+    /// The node has it (now or from an earlier send).
+    Accepted,
+    /// Its nonce is used by another transaction: unless this one was mined,
+    /// it never will be.
+    NonceTaken,
+}
+
 /// Send signed bytes. "Already known" means an earlier send got through.
-pub async fn broadcast(chain: &ChainClient, raw: &[u8]) -> Result<(), SendError> {
+pub async fn broadcast(chain: &ChainClient, raw: &[u8]) -> Result<Broadcast, SendError> {
     match chain.rpc("eth_sendRawTransaction", json!([Bytes::copy_from_slice(raw)])).await {
-        Ok(_) => Ok(()),
-        Err(e) if e.contains("already known") || e.contains("nonce too low") || e.contains("AlreadyKnown") => Ok(()),
+        Ok(_) => Ok(Broadcast::Accepted),
+        Err(e) if e.contains("already known") || e.contains("AlreadyKnown") => Ok(Broadcast::Accepted),
+        Err(e) if e.to_lowercase().contains("nonce too low") => Ok(Broadcast::NonceTaken),
         Err(e) => Err(SendError::Unavailable(e)),
     }
 }

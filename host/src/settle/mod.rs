@@ -90,7 +90,8 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 
 impl Engine {
     pub fn new(state: Shared, keys: Arc<Keystore>) -> Arc<Engine> {
-        Arc::new(Engine { state, keys, nonces: Nonces::default() })
+        let nonces = Nonces::new(state.db.clone());
+        Arc::new(Engine { state, keys, nonces })
     }
 
     /// Run `workers` loops until the process ends.
@@ -367,10 +368,19 @@ impl Engine {
             let stored = repo::get_tx(db, &i.id, leg, n as i32).await.map_err(unavailable)?;
             let tx = match stored {
                 Some(t) => {
-                    if t.status != "confirmed" {
-                        evm::broadcast(chain, &t.raw).await?;
+                    let taken = t.status != "confirmed"
+                        && matches!(evm::broadcast(chain, &t.raw).await?, evm::Broadcast::NonceTaken)
+                        && evm::receipt(chain, &t.tx_hash).await?.is_none();
+                    if taken {
+                        // Its nonce went to another transaction: this one can
+                        // never be mined. Re-sign the step; the authorization
+                        // inside is the same, so it still moves money once.
+                        repo::drop_tx(db, &i.id, leg, n as i32).await.map_err(unavailable)?;
+                        let Some(step) = steps.get(n) else { return Err(StepError::Unavailable("stale transaction".into())) };
+                        self.send_step(i, leg, n as i32, chain, relayer, step).await?
+                    } else {
+                        t.tx_hash
                     }
-                    t.tx_hash
                 }
                 None => {
                     let Some(step) = steps.get(n) else { return Err(StepError::Unavailable("no step to send".into())) };
@@ -424,8 +434,10 @@ impl Engine {
                     nonce: -1, raw, tx_hash: &hash,
                 };
                 repo::insert_tx(db, &row, now_ms()).await.map_err(|e| StepError::Unavailable(e.to_string()))?;
-                evm::broadcast(chain, raw).await?;
-                Ok(hash)
+                match evm::broadcast(chain, raw).await? {
+                    evm::Broadcast::Accepted => Ok(hash),
+                    evm::Broadcast::NonceTaken => Err(StepError::Reverted(format!("{} was superseded", step.label))),
+                }
             }
             other => Err(StepError::WouldRevert(format!("this engine cannot submit {other:?} yet"))),
         }
