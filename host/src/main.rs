@@ -42,6 +42,12 @@ enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// Local chains for trying stablerail: one anvil per EVM chain, with
+    /// devnet USDC deployed and the service's wallets funded.
+    Devnet {
+        #[command(subcommand)]
+        command: DevnetCommand,
+    },
     /// The email → wallet directory used for email recipients.
     Recipient {
         #[command(subcommand)]
@@ -82,6 +88,29 @@ enum AgentCommand {
     Keys {
         #[arg(long)]
         agent: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum DevnetCommand {
+    /// Start the devnet and write DIR/chains.toml for `serve`.
+    Up {
+        #[arg(long, default_value = ".stablerail/devnet")]
+        dir: PathBuf,
+        #[arg(long, default_value_t = 18545)]
+        port: u16,
+        #[arg(long, default_value = "base,arbitrum,polygon,bsc")]
+        chains: String,
+        /// Where the devnet scripts (and their node_modules) are.
+        #[arg(long, default_value = "devnet")]
+        scripts: PathBuf,
+    },
+    /// Stop the devnet's chains.
+    Down {
+        #[arg(long, default_value = ".stablerail/devnet")]
+        dir: PathBuf,
+        #[arg(long, default_value = "devnet")]
+        scripts: PathBuf,
     },
 }
 
@@ -132,7 +161,48 @@ async fn run() -> anyhow::Result<()> {
         Command::Account { command, store } => account(command, store).await,
         Command::Agent { command, store } => agent(command, store).await,
         Command::Recipient { command, store } => recipient(command, store).await,
+        Command::Devnet { command } => devnet(command).await,
     }
+}
+
+async fn devnet(cmd: DevnetCommand) -> anyhow::Result<()> {
+    let node = |script: PathBuf, args: Vec<String>| -> anyhow::Result<String> {
+        let out = std::process::Command::new("node").arg(&script).args(&args).output()?;
+        anyhow::ensure!(out.status.success(), "{}: {}", script.display(), String::from_utf8_lossy(&out.stderr));
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    match cmd {
+        DevnetCommand::Down { dir, scripts } => {
+            print!("{}", node(scripts.join("down.mjs"), vec!["--dir".into(), dir.display().to_string()])?);
+        }
+        DevnetCommand::Up { dir, port, chains, scripts } => {
+            // Start from clean chains each time.
+            node(scripts.join("down.mjs"), vec!["--dir".into(), dir.display().to_string()])?;
+            std::fs::create_dir_all(&dir)?;
+            let dir = std::fs::canonicalize(&dir)?;
+            let database = format!("sqlite://{}", dir.join("stablerail.db").display());
+            let db = stablerail::server::connect(&database).await?;
+            let keys = stablerail::keys::Keystore::open(db, &dir.join("master.key"))?;
+            let relayer = keys.address(stablerail::keys::RELAYER).await?;
+            let proxy = keys.address(stablerail::keys::PROXY).await?;
+            let adapters = std::fs::canonicalize("adapters/target/wasm32-wasip2/release").unwrap_or_else(|_| "adapters".into());
+            let out = node(scripts.join("up.mjs"), vec![
+                "--dir".into(), dir.display().to_string(), "--port".into(), port.to_string(), "--chains".into(), chains,
+                "--gas".into(), relayer.clone(), "--tokens".into(), proxy.clone(),
+                "--adapters-dir".into(), adapters.display().to_string(),
+            ])?;
+            let info: serde_json::Value = serde_json::from_str(out.trim())?;
+            println!("devnet is up in {}", dir.display());
+            for (name, c) in info["chains"].as_object().into_iter().flatten() {
+                println!("  {name:<9} chain id {:<6} {}  USDC {}", c["chain_id"], c["rpc"].as_str().unwrap_or(""), c["usdc"]["address"].as_str().unwrap_or(""));
+            }
+            println!("  relayer {relayer} (gas), proxy {proxy} (1,000,000 USDC per chain)");
+            println!("  payer   {} key {}", info["payers"][0]["address"].as_str().unwrap_or(""), info["payers"][0]["private_key"].as_str().unwrap_or(""));
+            println!("\nRun the service on it:\n  stablerail serve --config {0}/chains.toml --database {database}", dir.display());
+            println!("Make a payment (base -> arbitrum, signed by the x402 client):\n  node {}/demo.mjs --dir {}", scripts.display(), dir.display());
+        }
+    }
+    Ok(())
 }
 
 async fn open(store: &StoreArgs) -> anyhow::Result<(Config, stablerail::db::Db)> {
