@@ -81,7 +81,7 @@ impl Default for Service {
             pepper_file: ".stablerail/pepper".into(),
             sweep_interval_seconds: 5,
             master_key_file: ".stablerail/master.key".into(),
-            settlement_workers: 4,
+            settlement_workers: 16,
             payout_retry_budget: 8,
             receipt_timeout_seconds: 30,
             execute_wait_seconds: 30,

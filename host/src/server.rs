@@ -29,7 +29,16 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     }
     let limiter = Limiter::per_minute(config.limits.requests_per_minute);
     let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
-    Ok(Arc::new(AppState { config: Arc::new(config), registry: Arc::new(registry), db, pepper, sanctions, limiter, keys }))
+    Ok(Arc::new(AppState {
+        config: Arc::new(config),
+        registry: Arc::new(registry),
+        db,
+        pepper,
+        sanctions,
+        limiter,
+        keys,
+        work: tokio::sync::Notify::new(),
+    }))
 }
 
 pub fn load_config(path: &Path) -> anyhow::Result<Config> {

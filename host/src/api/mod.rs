@@ -37,6 +37,8 @@ pub struct AppState {
     pub sanctions: SanctionsList,
     pub limiter: guard::Limiter,
     pub keys: Arc<crate::keys::Keystore>,
+    /// Wakes this replica's settlement workers when work is queued.
+    pub work: tokio::sync::Notify,
 }
 
 pub type Shared = Arc<AppState>;

@@ -107,7 +107,11 @@ impl Engine {
         loop {
             match repo::claim(&self.state.db, &worker, now_ms(), LEASE_MS).await {
                 Ok(Some(id)) => self.step(&id).await,
-                Ok(None) => tokio::time::sleep(Duration::from_millis(100)).await,
+                // Idle: wake on new work from this replica's API, or poll
+                // now and then for work other replicas queued.
+                Ok(None) => {
+                    let _ = tokio::time::timeout(Duration::from_millis(250), self.state.work.notified()).await;
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "claiming settlement work failed");
                     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -246,7 +250,11 @@ impl Engine {
                 match outcome {
                     ReceiptStatus::Settled(_) => {
                         repo::source_settled(&self.state.db, &i.id, &hash, now_ms()).await?;
-                        Ok(Next::Later(Duration::ZERO, false))
+                        // Still holding the lease: go straight on to the payout.
+                        match intents::get(&self.state.db, &i.id).await? {
+                            Some(next) if next.status == Status::SourceSettled => Box::pin(self.target_leg(next)).await,
+                            _ => Ok(Next::Later(Duration::ZERO, false)),
+                        }
                     }
                     ReceiptStatus::Failed(m) => self.fail(&i, Status::VerificationFailed, &format!("source settlement failed: {m}")).await,
                     ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
@@ -445,6 +453,7 @@ impl Engine {
 
     async fn wait_receipt(&self, chain: &ChainClient, hash: &str) -> Result<Value, StepError> {
         let deadline = std::time::Instant::now() + Duration::from_secs(self.state.config.service.receipt_timeout_seconds);
+        let mut pause = Duration::from_millis(5);
         loop {
             if let Some(r) = evm::receipt(chain, hash).await? {
                 return Ok(r);
@@ -452,7 +461,9 @@ impl Engine {
             if std::time::Instant::now() > deadline {
                 return Err(StepError::Unavailable(format!("no receipt for {hash} yet")));
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            // Fast chains answer within milliseconds; slow ones get polled gently.
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(500));
         }
     }
 }

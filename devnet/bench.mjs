@@ -1,0 +1,106 @@
+// Settlement throughput on the devnet, in one run:
+//   A. the x402 reference facilitator (@x402/evm ExactEvmScheme.settle),
+//      settling N EIP-3009 payloads one after another on `base`;
+//   B. a running stablerail settling N intents submitted at once:
+//      proof → source leg settled, and proof → TARGET_SETTLED;
+//   C. one stablerail intent alone, for its latency.
+// Signing happens before any clock starts. Prints one JSON report.
+//
+//   node devnet/bench.mjs --dir DIR --url http://127.0.0.1:PORT [--n 40]
+import fs from "node:fs";
+import path from "node:path";
+import { createWalletClient, http, publicActions } from "viem";
+import { privateKeyToAccount, mnemonicToAccount } from "viem/accounts";
+import { ExactEvmScheme as Client } from "@x402/evm/exact/client";
+import { ExactEvmScheme as Facilitator } from "@x402/evm/exact/facilitator";
+import { toFacilitatorEvmSigner } from "@x402/evm";
+
+const arg = (n, d) => {
+  const i = process.argv.indexOf(`--${n}`);
+  return i > 0 ? process.argv[i + 1] : d;
+};
+const dir = path.resolve(arg("dir", ".stablerail/bench"));
+const url = arg("url", "http://127.0.0.1:8402");
+const N = Number(arg("n", "40"));
+const devnet = JSON.parse(fs.readFileSync(path.join(dir, "devnet.json"), "utf8"));
+const base = devnet.chains.base;
+const chain = { id: base.chain_id, name: "base", nativeCurrency: { name: "ETH", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [base.rpc] } } };
+const payers = devnet.payers.map((p) => new Client(privateKeyToAccount(p.private_key)));
+const now = () => performance.now();
+
+async function api(method, p, body) {
+  const r = await fetch(`${url}${p}`, { method, headers: { "content-type": "application/json" }, body: body && JSON.stringify(body) });
+  const j = await r.json();
+  if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(j)}`);
+  return j;
+}
+
+// A. Reference facilitator, sequential. Its own wallet (anvil account 9) pays gas.
+const facilitatorAccount = mnemonicToAccount("test test test test test test test test test test test junk", { addressIndex: 9 });
+const wallet = createWalletClient({ chain, account: facilitatorAccount, transport: http(base.rpc) }).extend(publicActions);
+const facilitator = new Facilitator(toFacilitatorEvmSigner(wallet));
+const requirements = {
+  scheme: "exact", network: `eip155:${base.chain_id}`, amount: "1000000", asset: base.usdc.address,
+  payTo: "0x00000000000000000000000000000000000FEE00", maxTimeoutSeconds: 600,
+  extra: { name: "USD Coin", version: "2", decimals: 6 },
+};
+const refPayloads = [];
+for (let i = 0; i < N; i++) {
+  const made = await payers[i % payers.length].createPaymentPayload(2, requirements);
+  refPayloads.push({ x402Version: 2, accepted: requirements, payload: made.payload });
+}
+let t0 = now();
+for (const p of refPayloads) {
+  const r = await facilitator.settle(p, requirements);
+  if (!r.success) throw new Error(`reference settle failed: ${JSON.stringify(r)}`);
+}
+const refSeconds = (now() - t0) / 1000;
+
+// B. stablerail, N intents at once.
+async function prepare(n) {
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    const intent = await api("POST", "/api/intents", { recipient: "0x000000000000000000000000000000000000bEEF", amount: "1", payer_chain: "base", target_chain: "arbitrum" });
+    const made = await payers[i % payers.length].createPaymentPayload(2, intent.payment_requirements);
+    const proof = Buffer.from(JSON.stringify({ x402Version: 2, accepted: intent.payment_requirements, payload: made.payload })).toString("base64");
+    out.push({ id: intent.intent_id, proof });
+  }
+  return out;
+}
+async function run(batch) {
+  const start = now();
+  await Promise.all(batch.map((b) => api("POST", `/api/intents/${b.id}`, { settle_proof: b.proof })));
+  const sourceDone = new Map();
+  const targetDone = new Map();
+  while (targetDone.size < batch.length) {
+    for (const b of batch) {
+      if (targetDone.has(b.id)) continue;
+      const s = (await api("GET", `/api/intents/${b.id}`)).status;
+      if (["SOURCE_SETTLED", "TARGET_SETTLING", "TARGET_SETTLED"].includes(s) && !sourceDone.has(b.id)) sourceDone.set(b.id, now());
+      if (s === "TARGET_SETTLED") targetDone.set(b.id, now());
+      if (["VERIFICATION_FAILED", "BLOCKED", "PARTIAL_SETTLEMENT", "EXPIRED"].includes(s)) throw new Error(`${b.id} ended ${s}`);
+    }
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return { source: (Math.max(...sourceDone.values()) - start) / 1000, target: (Math.max(...targetDone.values()) - start) / 1000 };
+}
+const one = await prepare(1);
+const batch = await prepare(N);
+const single = await run(one);
+const many = await run(batch);
+
+// Chain time: what one EIP-3009 settlement costs on this anvil (send + receipt).
+const chainPerTx = refSeconds / N;
+const report = {
+  n: N,
+  reference_facilitator: { seconds: +refSeconds.toFixed(3), per_second: +(N / refSeconds).toFixed(2), ms_per_settlement: +(chainPerTx * 1000).toFixed(1) },
+  stablerail: {
+    source_leg: { seconds: +many.source.toFixed(3), per_second: +(N / many.source).toFixed(2) },
+    proof_to_target_settled: { seconds: +many.target.toFixed(3), per_second: +(N / many.target).toFixed(2) },
+    single_intent_ms: +(single.target * 1000).toFixed(1),
+  },
+  ratio_source_leg_vs_reference: +((N / many.source) / (N / refSeconds)).toFixed(2),
+  // One intent is two settlements (source + payout): what stablerail adds beyond them.
+  overhead_ms_per_intent: +((single.target - 2 * chainPerTx) * 1000).toFixed(1),
+};
+console.log(JSON.stringify(report, null, 2));
