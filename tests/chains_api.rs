@@ -4,7 +4,6 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -95,34 +94,13 @@ fn serve_and_list(config: &std::path::Path, env: &[(&str, &str)]) -> Value {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let url = format!("http://127.0.0.1:{port}/api/chains");
-    let mut answer = None;
-    for _ in 0..200 {
-        if let Ok(r) = reqwest::blocking_get(&url) {
-            answer = Some(r);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_for_port(port);
+    let (status, answer) = common::http(port, "GET", "/api/chains", None, None);
+    assert_eq!(status, 200);
     let _ = Command::new("kill").arg(child.id().to_string()).status();
     let status = child.wait().unwrap();
     assert!(status.success(), "graceful shutdown on SIGTERM exits 0, got {status:?}");
-    answer.expect("the server answered")
-}
-
-mod reqwest {
-    /// Tiny blocking GET over std, so this test needs no extra client features.
-    pub fn blocking_get(url: &str) -> std::io::Result<serde_json::Value> {
-        use std::io::{Read, Write};
-        let rest = url.strip_prefix("http://").unwrap();
-        let (host, path) = rest.split_once('/').unwrap();
-        let mut s = std::net::TcpStream::connect(host)?;
-        write!(s, "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")?;
-        let mut text = String::new();
-        s.read_to_string(&mut text)?;
-        let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
-        serde_json::from_str(body).map_err(|e| std::io::Error::other(e.to_string()))
-    }
+    answer
 }
 
 #[test]

@@ -4,7 +4,6 @@
 mod common;
 
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -41,23 +40,7 @@ impl Env {
     }
 }
 
-fn http(port: u16, method: &str, path: &str, auth: Option<&str>, body: Option<Value>) -> (u16, Value) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let auth = auth.map(|a| format!("Authorization: {a}\r\n")).unwrap_or_default();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let status = text[9..12].parse().unwrap();
-    let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
-}
+use common::http;
 
 #[test]
 fn operator_cli_end_to_end() {
@@ -93,12 +76,7 @@ fn operator_cli_end_to_end() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_for_port(port);
     let (status, me) = http(port, "GET", "/v2/me", Some(&bearer), None);
     assert_eq!(status, 200, "{me}");
     assert_eq!(me["agent_id"], agent_id.as_str());

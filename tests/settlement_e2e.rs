@@ -129,6 +129,25 @@ impl Devnet {
         (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
     }
 
+    /// `n` intents of 1 USDC base → arbitrum, paid through the x402 client by
+    /// the devnet payers in turn, all proofs submitted before any is awaited.
+    async fn pay_and_settle(&self, n: usize) {
+        let mut ids = Vec::new();
+        for k in 0..n {
+            let (s, intent) = self.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "arbitrum" })), &[]).await;
+            assert_eq!(s, 201);
+            let (_, key) = self.payer(k % 8);
+            let proof = x402_pay(&intent["payment_requirements"], &key);
+            let id = intent["intent_id"].as_str().unwrap().to_string();
+            let (s, r) = self.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+            assert_eq!(s, 200, "{r}");
+            ids.push(id);
+        }
+        for id in &ids {
+            self.wait_status(id, "TARGET_SETTLED").await;
+        }
+    }
+
     async fn wait_status(&self, id: &str, want: &str) -> Value {
         for _ in 0..600 {
             let (_, v) = self.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
@@ -256,20 +275,7 @@ async fn agent_execute_settles_from_its_hosted_wallet() {
 async fn twenty_concurrent_intents_share_one_relayer() {
     let dn = Arc::new(Devnet::start(38745, "base,arbitrum", "").await);
     let merchant_before = dn.balance("arbitrum", MERCHANT).await;
-    let mut ids = Vec::new();
-    for n in 0..20 {
-        let (s, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "arbitrum" })), &[]).await;
-        assert_eq!(s, 201);
-        let (_, key) = dn.payer(n % 8);
-        let proof = x402_pay(&intent["payment_requirements"], &key);
-        let id = intent["intent_id"].as_str().unwrap().to_string();
-        let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
-        assert_eq!(s, 200, "{r}");
-        ids.push(id);
-    }
-    for id in &ids {
-        dn.wait_status(id, "TARGET_SETTLED").await;
-    }
+    dn.pay_and_settle(20).await;
     assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(20_000_000u64));
     // 40 transactions from one relayer, none lost to a nonce collision.
     let relayer = dn.state.keys.address(keys::RELAYER).await.unwrap();
@@ -314,13 +320,7 @@ async fn unfunded_payer_fails_verification_and_sanctioned_payer_is_blocked() {
 
 
 fn http(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    write!(s, "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    (text[9..12].parse().unwrap(), serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap_or("")).unwrap_or(Value::Null))
+    common::http(port, method, path, None, body)
 }
 
 fn serve(dn: &Devnet, port: u16) -> std::process::Child {
@@ -334,12 +334,7 @@ fn serve(dn: &Devnet, port: u16) -> std::process::Child {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_for_port(port);
     child
 }
 
@@ -402,12 +397,7 @@ async fn payout_survives_a_chain_outage_and_a_crash() {
     kill(server.id(), "-KILL");
     let _ = server.wait();
     let mut arb = anvil(&dn, "arbitrum");
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", dn.chain("arbitrum")["port"].as_u64().unwrap() as u16)).is_ok() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_for_port(dn.chain("arbitrum")["port"].as_u64().unwrap() as u16);
     let merchant_before = dn.balance("arbitrum", MERCHANT).await;
     let mut server = serve(&dn, port);
     let mut done = Value::Null;
@@ -437,20 +427,7 @@ async fn replicas_on_one_postgres_settle_each_intent_once() {
     let (url, schema) = common::app::database(common::app::Backend::Postgres, scratch.path()).await;
     let dn = Devnet::start_with(39045, "base,arbitrum", "", 3, Some(url)).await;
     let merchant_before = dn.balance("arbitrum", MERCHANT).await;
-    let mut ids = Vec::new();
-    for n in 0..12 {
-        let (s, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "arbitrum" })), &[]).await;
-        assert_eq!(s, 201);
-        let (_, key) = dn.payer(n % 8);
-        let proof = x402_pay(&intent["payment_requirements"], &key);
-        let id = intent["intent_id"].as_str().unwrap().to_string();
-        let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
-        assert_eq!(s, 200, "{r}");
-        ids.push(id);
-    }
-    for id in &ids {
-        dn.wait_status(id, "TARGET_SETTLED").await;
-    }
+    dn.pay_and_settle(12).await;
     assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(12_000_000u64));
     let relayer = dn.state.keys.address(keys::RELAYER).await.unwrap();
     for chain in ["base", "arbitrum"] {

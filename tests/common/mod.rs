@@ -92,3 +92,34 @@ pub fn registry(dir: &Path, body: &str, clock: Clock) -> Result<Registry, anyhow
     let runtime = stablerail::server::runtime_for(&cfg, clock)?;
     Ok(Registry::from_config(&cfg, runtime)?)
 }
+
+/// A minimal HTTP/1.1 client over std, for tests that talk to a `serve`
+/// subprocess: `(status, JSON body)`.
+pub fn http(port: u16, method: &str, path: &str, auth: Option<&str>, body: Option<serde_json::Value>) -> (u16, serde_json::Value) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let auth = auth.map(|a| format!("Authorization: {a}\r\n")).unwrap_or_default();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let status = text[9..12].parse().unwrap();
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
+    (status, serde_json::from_str(body).unwrap_or(serde_json::Value::Null))
+}
+
+/// Wait until something accepts connections on the port.
+pub fn wait_for_port(port: u16) {
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("nothing listens on {port}");
+}

@@ -35,8 +35,8 @@ fn requirements(i: &Intent, now_ms: i64) -> Value {
     r
 }
 
-/// Create response (201).
-pub fn created(i: &Intent, now_ms: i64) -> Value {
+/// Fields every intent body shares.
+fn base(i: &Intent, now_ms: i64) -> Map<String, Value> {
     let mut m = Map::new();
     put(&mut m, "intent_id", i.id.clone());
     put_opt(&mut m, "agent_id", &i.agent_id);
@@ -49,8 +49,14 @@ pub fn created(i: &Intent, now_ms: i64) -> Value {
     put(&mut m, "sending_amount", i.sending_amount.clone());
     put(&mut m, "receiving_amount", i.receiving_amount.clone());
     put(&mut m, "estimated_fee", i.estimated_fee.clone());
-    put(&mut m, "expires_at", rfc3339(i.expires_at));
     put(&mut m, "fee_breakdown", fee_breakdown(i));
+    put(&mut m, "expires_at", rfc3339(i.expires_at));
+    m
+}
+
+/// Create response (201).
+pub fn created(i: &Intent, now_ms: i64) -> Value {
+    let mut m = base(i, now_ms);
     put(&mut m, "payment_requirements", requirements(i, now_ms));
     Value::Object(m)
 }
@@ -58,21 +64,8 @@ pub fn created(i: &Intent, now_ms: i64) -> Value {
 /// Read form (GET intent).
 pub fn intent(cfg: &Config, i: &Intent, now_ms: i64) -> Value {
     let status = i.effective_status(now_ms);
-    let mut m = Map::new();
-    put(&mut m, "intent_id", i.id.clone());
-    put_opt(&mut m, "agent_id", &i.agent_id);
-    put(&mut m, "status", status.as_str());
-    put(&mut m, "payer_chain", i.payer_chain.clone());
-    put(&mut m, "target_chain", i.target_chain.clone());
-    put(&mut m, "payer_asset", i.payer_asset.clone());
-    put(&mut m, "target_asset", i.target_asset.clone());
-    put(&mut m, "merchant_recipient", i.merchant_recipient.clone());
-    put(&mut m, "sending_amount", i.sending_amount.clone());
-    put(&mut m, "receiving_amount", i.receiving_amount.clone());
-    put(&mut m, "estimated_fee", i.estimated_fee.clone());
-    put(&mut m, "fee_breakdown", fee_breakdown(i));
+    let mut m = base(i, now_ms);
     put(&mut m, "created_at", rfc3339(i.created_at));
-    put(&mut m, "expires_at", rfc3339(i.expires_at));
     if status == Status::AwaitingPayment {
         put(&mut m, "payment_requirements", requirements(i, now_ms));
     }
