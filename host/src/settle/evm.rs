@@ -39,10 +39,23 @@ impl Nonces {
         Nonces { db }
     }
 
-    async fn allocate(&self, chain: &ChainClient, from: Address) -> Result<u64, SendError> {
-        let on_chain = hex_u64(&rpc(chain, "eth_getTransactionCount", json!([from, "pending"])).await?)
-            .ok_or_else(|| SendError::Unavailable("bad eth_getTransactionCount answer".into()))? as i64;
+    /// The next nonce. `resync` also consults the node (first use, or after a
+    /// nonce turned out to be taken); otherwise the database alone decides.
+    async fn allocate(&self, chain: &ChainClient, from: Address, resync: bool) -> Result<u64, SendError> {
         let sender = from.to_checksum(None);
+        let known = sqlx::query("SELECT 1 AS one FROM relayer_nonces WHERE chain = $1 AND sender = $2")
+            .bind(&chain.chain)
+            .bind(&sender)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(|e| SendError::Unavailable(format!("nonce store: {e}")))?
+            .is_some();
+        let on_chain = if resync || !known {
+            hex_u64(&rpc(chain, "eth_getTransactionCount", json!([from, "pending"])).await?)
+                .ok_or_else(|| SendError::Unavailable("bad eth_getTransactionCount answer".into()))? as i64
+        } else {
+            0
+        };
         let db_err = |e: sqlx::Error| SendError::Unavailable(format!("nonce store: {e}"));
         for _ in 0..16 {
             let current: Option<i64> = sqlx::query("SELECT next_nonce FROM relayer_nonces WHERE chain = $1 AND sender = $2")
@@ -84,6 +97,26 @@ impl Nonces {
     }
 }
 
+/// Gas price and priority fee per chain, re-read at most once a second.
+#[derive(Default)]
+pub struct FeeCache {
+    seen: tokio::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, u128, u128)>>,
+}
+
+impl FeeCache {
+    async fn get(&self, chain: &ChainClient) -> Result<(u128, u128), SendError> {
+        if let Some((at, price, tip)) = self.seen.lock().await.get(&chain.chain) {
+            if at.elapsed() < std::time::Duration::from_secs(1) {
+                return Ok((*price, *tip));
+            }
+        }
+        let price = hex_u128(&rpc(chain, "eth_gasPrice", json!([])).await?).unwrap_or(1_000_000_000);
+        let tip = hex_u128(&rpc(chain, "eth_maxPriorityFeePerGas", json!([])).await.unwrap_or(json!("0x0"))).unwrap_or(0);
+        self.seen.lock().await.insert(chain.chain.clone(), (std::time::Instant::now(), price, tip));
+        Ok((price, tip))
+    }
+}
+
 pub async fn rpc(chain: &ChainClient, method: &str, params: Value) -> Result<Value, SendError> {
     chain.rpc(method, params).await.map_err(SendError::Unavailable)
 }
@@ -99,10 +132,13 @@ fn hex_u128(v: &Value) -> Option<u128> {
 /// Sign a call from `signer` and hand it to `store` (which must persist it)
 /// before anything is broadcast; then broadcast. Holding the sender's nonce
 /// lock across sign → store → send keeps its transactions in nonce order.
+#[allow(clippy::too_many_arguments)]
 pub async fn sign_store_send<F, Fut>(
     chain: &ChainClient,
     chain_id: u64,
     nonces: &Nonces,
+    fees: &FeeCache,
+    resync: bool,
     signer: &PrivateKeySigner,
     to: Address,
     data: Vec<u8>,
@@ -120,10 +156,9 @@ where
         Err(e) if e.contains("revert") || e.contains("execution") => return Err(SendError::WouldRevert(e)),
         Err(e) => return Err(SendError::Unavailable(e)),
     };
-    let gas_price = hex_u128(&rpc(chain, "eth_gasPrice", json!([])).await?).unwrap_or(1_000_000_000);
-    let tip = hex_u128(&rpc(chain, "eth_maxPriorityFeePerGas", json!([])).await.unwrap_or(json!("0x0"))).unwrap_or(0);
+    let (gas_price, tip) = fees.get(chain).await?;
 
-    let nonce = nonces.allocate(chain, from).await?;
+    let nonce = nonces.allocate(chain, from, resync).await?;
     let tx = TxEip1559 {
         chain_id,
         nonce,

@@ -26,7 +26,7 @@ use crate::chain::ChainClient;
 use crate::intent::{now_ms, requirements, Intent, Status};
 use crate::keys::{self, Keystore};
 use crate::store::{intents, settlement as repo};
-use evm::{Nonces, SendError};
+use evm::{FeeCache, Nonces, SendError};
 
 const LEASE_MS: i64 = 60_000;
 /// How long a payout authorization stays valid.
@@ -36,6 +36,7 @@ pub struct Engine {
     state: Shared,
     keys: Arc<Keystore>,
     nonces: Nonces,
+    fees: FeeCache,
 }
 
 /// What to do with a queue entry after one pass.
@@ -91,7 +92,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 impl Engine {
     pub fn new(state: Shared, keys: Arc<Keystore>) -> Arc<Engine> {
         let nonces = Nonces::new(state.db.clone());
-        Arc::new(Engine { state, keys, nonces })
+        Arc::new(Engine { state, keys, nonces, fees: FeeCache::default() })
     }
 
     /// Run `workers` loops until the process ends.
@@ -385,14 +386,14 @@ impl Engine {
                         // inside is the same, so it still moves money once.
                         repo::drop_tx(db, &i.id, leg, n as i32).await.map_err(unavailable)?;
                         let Some(step) = steps.get(n) else { return Err(StepError::Unavailable("stale transaction".into())) };
-                        self.send_step(i, leg, n as i32, chain, relayer, step).await?
+                        self.send_step(i, leg, n as i32, chain, relayer, step, true).await?
                     } else {
                         t.tx_hash
                     }
                 }
                 None => {
                     let Some(step) = steps.get(n) else { return Err(StepError::Unavailable("no step to send".into())) };
-                    self.send_step(i, leg, n as i32, chain, relayer, step).await?
+                    self.send_step(i, leg, n as i32, chain, relayer, step, false).await?
                 }
             };
             let receipt = self.wait_receipt(chain, &tx).await?;
@@ -415,6 +416,7 @@ impl Engine {
         chain: &Arc<ChainClient>,
         relayer: &PrivateKeySigner,
         step: &SettleStep,
+        resync: bool,
     ) -> Result<String, StepError> {
         let db = &self.state.db;
         let chain_id = self.state.config.chains.get(&chain.chain).and_then(|c| c.chain_id).unwrap_or(0);
@@ -424,7 +426,7 @@ impl Engine {
                 let to: Address = call.to.parse().map_err(|_| StepError::WouldRevert(format!("bad address {}", call.to)))?;
                 let value = U256::from_str_radix(&call.value, 10).unwrap_or_default();
                 let label = step.label.clone();
-                let signed = evm::sign_store_send(chain, chain_id, &self.nonces, relayer, to, call.data.clone(), value, |s| async move {
+                let signed = evm::sign_store_send(chain, chain_id, &self.nonces, &self.fees, resync, relayer, to, call.data.clone(), value, |s| async move {
                     let row = repo::NewTx {
                         intent_id: &i.id, leg, step: n, label: &label, chain: &chain.chain, sender: &sender,
                         nonce: s.nonce as i64, raw: &s.raw, tx_hash: &s.hash,
