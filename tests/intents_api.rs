@@ -258,6 +258,9 @@ async fn authentication(b: Backend) {
         let (s, e) = app.call("GET", "/v2/me", None, &[("authorization", bad)]).await;
         assert_error(s, &e, StatusCode::UNAUTHORIZED, "invalid credentials");
     }
+    let (_, ownerless) = app.agent("stray", None).await;
+    let (s, e) = app.call("GET", "/v2/agents/balances", None, &[("authorization", &ownerless)]).await;
+    assert_error(s, &e, StatusCode::FORBIDDEN, "agent owner not set");
     let account = stablerail::store::agents::create_account(&app.state.db, "acme", 0).await.unwrap();
     let (id, auth) = app.agent("shopper", Some(&account)).await;
     let (s, me) = app.call("GET", "/v2/me", None, &[("authorization", &auth)]).await;

@@ -239,7 +239,8 @@ async fn public_flow_settles_across_chains() {
 async fn agent_execute_settles_from_its_hosted_wallet() {
     let dn = Devnet::start(38645, "base,arbitrum", "").await;
     let now = stablerail::intent::now_ms();
-    let agent = stablerail::store::agents::create_agent(&dn.state.db, None, "bot", now).await.unwrap();
+    let account = stablerail::store::agents::create_account(&dn.state.db, "acme", now).await.unwrap();
+    let agent = stablerail::store::agents::create_agent(&dn.state.db, Some(&account), "bot", now).await.unwrap();
     let creds = stablerail::auth::issue_keys(&dn.state.db, &dn.state.pepper, &agent.id, now).await.unwrap();
     let auth = format!("Bearer {}", creds.bearer());
     let wallet = dn.state.keys.address(&keys::agent_key(&agent.id)).await.unwrap();
@@ -247,6 +248,17 @@ async fn agent_execute_settles_from_its_hosted_wallet() {
     dn.mint("arbitrum", &wallet, U256::from(100_000_000u64)).await;
     let (_, me) = dn.call("GET", "/v2/me", None, &[("authorization", &auth)]).await;
     assert_eq!(me["wallet_address"], wallet.as_str());
+    let (s, b) = dn.call("GET", "/v2/agents/balances", None, &[("authorization", &auth)]).await;
+    assert_eq!(s, 200, "{b}");
+    let w = &b["wallets"][0];
+    assert_eq!(w["address"], wallet.as_str());
+    assert_eq!(w["chain_type"], "ethereum");
+    let rows = w["balances"].as_array().unwrap();
+    let usdc = rows.iter().find(|r| r["chain"] == "base" && r["asset"] == "usdc").unwrap();
+    assert_eq!(usdc["raw_value"], "100000000");
+    assert_eq!(usdc["raw_value_decimals"], 6);
+    assert_eq!(usdc["display_values"]["usdc"], "100");
+    assert!(rows.iter().any(|r| r["chain"] == "arbitrum" && r["asset"] == "eth" && r["raw_value"] == "0"), "native rows too: {rows:?}");
 
     let (s, intent) = dn.call("POST", "/v2/intents", Some(json!({ "recipient": MERCHANT, "amount": "5", "payer_chain": "base", "target_chain": "arbitrum" })), &[("authorization", &auth)]).await;
     assert_eq!(s, 201, "{intent}");

@@ -161,6 +161,9 @@ pub struct Chain {
     /// Network fee charged when this chain is a leg, in USD.
     #[serde(default = "zero")]
     pub fee: String,
+    /// Asset key of the native coin in balance listings (18 decimals).
+    #[serde(default = "eth")]
+    pub native_asset: String,
     /// The service's collection wallet here: x402 `payTo` for payers on
     /// this chain. Intents from a chain without one are refused (503).
     pub collection_address: Option<String>,
@@ -182,6 +185,10 @@ impl Chain {
 fn yes() -> bool {
     true
 }
+fn eth() -> String {
+    "eth".into()
+}
+
 fn zero() -> String {
     "0".into()
 }

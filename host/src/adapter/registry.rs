@@ -31,6 +31,7 @@ pub struct Registry {
     /// Loaded adapters by scheme.
     pub adapters: BTreeMap<String, Arc<Adapter>>,
     assets: BTreeMap<(String, String), Arc<AssetAdapter>>,
+    chains: BTreeMap<String, Arc<ChainClient>>,
 }
 
 impl Registry {
@@ -78,7 +79,12 @@ impl Registry {
                 Arc::new(AssetAdapter { adapter, ctx, chain: client }),
             );
         }
-        Ok(Registry { runtime, adapters, assets })
+        Ok(Registry { runtime, adapters, assets, chains })
+    }
+
+    /// The transport of a chain with a served asset.
+    pub fn chain(&self, chain: &str) -> Option<Arc<ChainClient>> {
+        self.chains.get(chain).cloned()
     }
 
     /// Some served asset of a chain of this family (for address checks).

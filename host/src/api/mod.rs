@@ -1,6 +1,7 @@
 //! HTTP surface: `/api` (public) and `/v2` (Bearer).
 
 mod agents;
+mod balances;
 mod chains;
 mod create;
 pub mod error;
@@ -52,6 +53,7 @@ pub fn router(state: Shared) -> Router {
         .layer(from_fn_with_state(state.clone(), guard::public_limit));
     let agent = Router::new()
         .route("/v2/me", get(agents::me))
+        .route("/v2/agents/balances", get(balances::balances))
         .route("/v2/intents", post(create::create_agent).get(intents::get_agent_query))
         .route("/v2/intents/list", get(intents::list))
         .route("/v2/intents/{id}", get(intents::get_agent))
