@@ -454,3 +454,37 @@ async fn replicas_on_one_postgres_settle_each_intent_once() {
         let _ = sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin.pool).await;
     }
 }
+
+/// With `confirmations = 3` the engine waits for two more blocks on each leg
+/// before it records the leg as settled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn legs_wait_for_their_confirmations() {
+    let dn = Devnet::start_with(39145, "base", "", 0, None).await;
+    let cfg = dn.dir.path().join("chains.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap().replace("fee = \"0.01\"\n", "fee = \"0.01\"\nconfirmations = 3\n");
+    std::fs::write(&cfg, text).unwrap();
+    let db_url = format!("sqlite://{}", dn.dir.path().join("sr.db").display());
+    let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
+    Engine::new(state.clone(), state.keys.clone()).spawn(2);
+
+    let (s, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })), &[]).await;
+    assert_eq!(s, 201);
+    let id = intent["intent_id"].as_str().unwrap().to_string();
+    let (_, key) = dn.payer(0);
+    let proof = x402_pay(&intent["payment_requirements"], &key);
+    let (s, _) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200);
+    // Automine gives the settlement its own block; no more come by themselves.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let (_, v) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
+    assert_eq!(v["status"], "PENDING", "one confirmation is not three: {v}");
+    let rpc_url = dn.chain("base")["rpc"].as_str().unwrap().to_string();
+    let miner = tokio::spawn(async move {
+        for _ in 0..100 {
+            rpc(&rpc_url, "evm_mine", json!([])).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    dn.wait_status(&id, "TARGET_SETTLED").await;
+    miner.abort();
+}

@@ -161,6 +161,10 @@ pub struct Chain {
     /// Network fee charged when this chain is a leg, in USD.
     #[serde(default = "zero")]
     pub fee: String,
+    /// Blocks a settlement transaction must have on top of it (itself
+    /// included) before the engine moves on.
+    #[serde(default = "one")]
+    pub confirmations: u64,
     /// Asset key of the native coin in balance listings (18 decimals).
     #[serde(default = "eth")]
     pub native_asset: String,
@@ -185,6 +189,10 @@ impl Chain {
 fn yes() -> bool {
     true
 }
+fn one() -> u64 {
+    1
+}
+
 fn eth() -> String {
     "eth".into()
 }

@@ -456,9 +456,22 @@ impl Engine {
     async fn wait_receipt(&self, chain: &ChainClient, hash: &str) -> Result<Value, StepError> {
         let deadline = std::time::Instant::now() + Duration::from_secs(self.state.config.service.receipt_timeout_seconds);
         let mut pause = Duration::from_millis(5);
+        let confirmations = self.state.config.chains.get(&chain.chain).map_or(1, |c| c.confirmations.max(1));
         loop {
             if let Some(r) = evm::receipt(chain, hash).await? {
-                return Ok(r);
+                let mined = r.get("blockNumber").and_then(|b| u64::from_str_radix(b.as_str()?.trim_start_matches("0x"), 16).ok());
+                let head = match confirmations {
+                    1 => mined,
+                    _ => evm::rpc(chain, "eth_blockNumber", serde_json::json!([]))
+                        .await?
+                        .as_str()
+                        .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok()),
+                };
+                if let (Some(mined), Some(head)) = (mined, head) {
+                    if head + 1 >= mined + confirmations {
+                        return Ok(r);
+                    }
+                }
             }
             if std::time::Instant::now() > deadline {
                 return Err(StepError::Unavailable(format!("no receipt for {hash} yet")));
