@@ -36,8 +36,11 @@ const tokens = list(arg("tokens", ""));
 const adaptersDir = path.resolve(arg("adapters-dir", path.join(here, "..", "adapters/target/wasm32-wasip2/release")));
 fs.mkdirSync(dir, { recursive: true });
 
-async function waitFor(rpc) {
-  for (let i = 0; i < 200; i++) {
+async function waitFor(rpc, child) {
+  let exited = null;
+  child.on("exit", (code) => (exited = code));
+  for (let i = 0; i < 600; i++) {
+    if (exited !== null) throw new Error(`anvil for ${rpc} exited with ${exited} (port taken?)`);
     try {
       const r = await fetch(rpc, { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' });
       if (r.ok) return;
@@ -66,7 +69,15 @@ for (const name of chains) {
   });
   child.unref();
   fs.writeFileSync(path.join(dir, `${name}.pid`), String(child.pid));
-  await waitFor(rpc);
+  try {
+    await waitFor(rpc, child);
+  } catch (e) {
+    // Leave nothing running behind a failed start.
+    for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".pid"))) {
+      try { process.kill(Number(fs.readFileSync(path.join(dir, f), "utf8"))); } catch {}
+    }
+    throw e;
+  }
   const chain = { id: c.id, name, nativeCurrency: { name: "ETH", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [rpc] } } };
   const pub = createPublicClient({ chain, transport: http(rpc) });
   const wallet = createWalletClient({ chain, account: deployer, transport: http(rpc) });

@@ -53,6 +53,8 @@ async fn rpc(url: &str, method: &str, params: Value) -> Value {
     v["result"].clone()
 }
 
+// Devnet ports sit below Linux's ephemeral range (32768–60999), so no
+// outgoing connection can hold one when anvil wants it.
 impl Devnet {
     /// Keys first (so the devnet can fund them), then chains, then the service.
     async fn start(port: u16, chains: &str, extra_config: &str) -> Devnet {
@@ -229,7 +231,7 @@ async fn public_payment(dn: &Devnet, from: &str, to: &str, amount: &str, payer: 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn public_flow_settles_across_chains() {
-    let dn = Devnet::start(38545, "base,arbitrum,polygon,bsc", "").await;
+    let dn = Devnet::start(21545, "base,arbitrum,polygon,bsc", "").await;
     public_payment(&dn, "base", "arbitrum", "10", 0).await;
     public_payment(&dn, "base", "base", "2.5", 1).await;
     public_payment(&dn, "polygon", "bsc", "7.123456", 2).await;
@@ -237,7 +239,7 @@ async fn public_flow_settles_across_chains() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn agent_execute_settles_from_its_hosted_wallet() {
-    let dn = Devnet::start(38645, "base,arbitrum", "").await;
+    let dn = Devnet::start(21645, "base,arbitrum", "").await;
     let now = stablerail::intent::now_ms();
     let account = stablerail::store::agents::create_account(&dn.state.db, "acme", now).await.unwrap();
     let agent = stablerail::store::agents::create_agent(&dn.state.db, Some(&account), "bot", now).await.unwrap();
@@ -285,7 +287,7 @@ async fn agent_execute_settles_from_its_hosted_wallet() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn twenty_concurrent_intents_share_one_relayer() {
-    let dn = Arc::new(Devnet::start(38745, "base,arbitrum", "").await);
+    let dn = Arc::new(Devnet::start(21745, "base,arbitrum", "").await);
     let merchant_before = dn.balance("arbitrum", MERCHANT).await;
     dn.pay_and_settle(20).await;
     assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(20_000_000u64));
@@ -306,7 +308,7 @@ async fn unfunded_payer_fails_verification_and_sanctioned_payer_is_blocked() {
     let list = list_dir.path().join("sdn.txt");
     // the devnet payer at mnemonic index 7 (payers[6])
     std::fs::write(&list, "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955\n").unwrap();
-    let dn = Devnet::start(38845, "base", &format!("\n[compliance]\nsanctions_files = [{:?}]\n", list.display().to_string())).await;
+    let dn = Devnet::start(21845, "base", &format!("\n[compliance]\nsanctions_files = [{:?}]\n", list.display().to_string())).await;
 
     let broke = alloy_signer_local::PrivateKeySigner::random();
     let (_, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })), &[]).await;
@@ -371,7 +373,7 @@ fn kill(pid: u32, signal: &str) {
 /// paid exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn payout_survives_a_chain_outage_and_a_crash() {
-    let dn = Devnet::start_with(38945, "base,arbitrum", "", 0, None).await;
+    let dn = Devnet::start_with(21945, "base,arbitrum", "", 0, None).await;
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     // Take arbitrum down (SIGTERM: anvil writes its state file and exits).
     let arb_pid = dn.chain("arbitrum")["pid"].as_u64().unwrap() as u32;
@@ -437,7 +439,7 @@ async fn payout_survives_a_chain_outage_and_a_crash() {
 async fn replicas_on_one_postgres_settle_each_intent_once() {
     let scratch = tempfile::tempdir().unwrap();
     let (url, schema) = common::app::database(common::app::Backend::Postgres, scratch.path()).await;
-    let dn = Devnet::start_with(39045, "base,arbitrum", "", 3, Some(url)).await;
+    let dn = Devnet::start_with(22045, "base,arbitrum", "", 3, Some(url)).await;
     let merchant_before = dn.balance("arbitrum", MERCHANT).await;
     dn.pay_and_settle(12).await;
     assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(12_000_000u64));
@@ -459,7 +461,7 @@ async fn replicas_on_one_postgres_settle_each_intent_once() {
 /// before it records the leg as settled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn legs_wait_for_their_confirmations() {
-    let dn = Devnet::start_with(39145, "base", "", 0, None).await;
+    let dn = Devnet::start_with(22145, "base", "", 0, None).await;
     let cfg = dn.dir.path().join("chains.toml");
     let text = std::fs::read_to_string(&cfg).unwrap().replace("fee = \"0.01\"\n", "fee = \"0.01\"\nconfirmations = 3\n");
     std::fs::write(&cfg, text).unwrap();
