@@ -1,6 +1,6 @@
 //! Database access: SQLite (embedded default, WAL) or Postgres (several
 //! replicas on one database), through one pool type and one set of queries.
-//! Queries use `$N` placeholders, which both engines accept.
+//! Queries bind `$N` parameters, which both engines accept.
 
 use std::str::FromStr;
 
