@@ -337,7 +337,17 @@ fn http(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, Value
     common::http(port, method, path, None, body)
 }
 
-fn serve(dn: &Devnet, port: u16) -> std::process::Child {
+/// A child process that is killed when the test ends, passed or not.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(dn: &Devnet, port: u16) -> Reaped {
     let child = Command::new(env!("CARGO_BIN_EXE_stablerail"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--config"])
         .arg(dn.dir.path().join("chains.toml"))
@@ -349,10 +359,10 @@ fn serve(dn: &Devnet, port: u16) -> std::process::Child {
         .spawn()
         .unwrap();
     common::wait_for_port(port);
-    child
+    Reaped(child)
 }
 
-fn anvil(dn: &Devnet, chain: &str) -> std::process::Child {
+fn anvil(dn: &Devnet, chain: &str) -> Reaped {
     let c = dn.chain(chain);
     let child = Command::new(devnet_dir().join("node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil"))
         .args(["--chain-id", &c["chain_id"].to_string(), "--port", &c["port"].to_string(), "--host", "127.0.0.1", "--silent"])
@@ -361,7 +371,7 @@ fn anvil(dn: &Devnet, chain: &str) -> std::process::Child {
         .spawn()
         .unwrap();
     std::fs::write(dn.dir.path().join(format!("{chain}.pid")), child.id().to_string()).unwrap();
-    child
+    Reaped(child)
 }
 
 fn kill(pid: u32, signal: &str) {
@@ -408,9 +418,9 @@ async fn payout_survives_a_chain_outage_and_a_crash() {
     assert!(rolled_back["source_payment"]["tx_hash"].is_string(), "{rolled_back}");
     assert!(rolled_back.get("target_payment").is_none());
 
-    kill(server.id(), "-KILL");
-    let _ = server.wait();
-    let mut arb = anvil(&dn, "arbitrum");
+    kill(server.0.id(), "-KILL");
+    let _ = server.0.wait();
+    let arb = anvil(&dn, "arbitrum");
     common::wait_for_port(dn.chain("arbitrum")["port"].as_u64().unwrap() as u16);
     let merchant_before = dn.balance("arbitrum", MERCHANT).await;
     let mut server = serve(&dn, port);
@@ -428,9 +438,9 @@ async fn payout_survives_a_chain_outage_and_a_crash() {
     let relayer = dn.state.keys.address(keys::RELAYER).await.unwrap();
     let sent = rpc(dn.chain("arbitrum")["rpc"].as_str().unwrap(), "eth_getTransactionCount", json!([relayer, "latest"])).await;
     assert_eq!(sent, "0x1", "one payout transaction on the target chain");
-    kill(server.id(), "-TERM");
-    let _ = server.wait();
-    let _ = arb.kill();
+    kill(server.0.id(), "-TERM");
+    assert!(server.0.wait().unwrap().success(), "graceful shutdown");
+    drop(arb);
 }
 
 /// Three replicas (three engines, four workers each) on one Postgres: every
