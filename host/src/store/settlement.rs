@@ -96,32 +96,27 @@ pub async fn set_target_proof(db: &Db, id: &str, proof: &str) -> Result<bool, Db
         == 1)
 }
 
+/// PENDING → SOURCE_SETTLED with the source transaction.
 pub async fn source_settled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Result<bool, DbError> {
-    Ok(sqlx::query(
-        "UPDATE intents SET status = $1, source_tx_hash = $2, source_settled_at = $3, updated_at = $3, \
-         version = version + 1 WHERE id = $4 AND status = $5",
-    )
-    .bind(Status::SourceSettled.as_str())
-    .bind(tx_hash)
-    .bind(now_ms)
-    .bind(id)
-    .bind(Status::Pending.as_str())
-    .execute(&db.pool)
-    .await?
-    .rows_affected()
-        == 1)
+    leg_settled(db, id, "source", Status::Pending, Status::SourceSettled, tx_hash, now_ms).await
 }
 
+/// TARGET_SETTLING → TARGET_SETTLED with the payout transaction.
 pub async fn target_settled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Result<bool, DbError> {
-    Ok(sqlx::query(
-        "UPDATE intents SET status = $1, target_tx_hash = $2, target_settled_at = $3, updated_at = $3, \
-         error_message = NULL, version = version + 1 WHERE id = $4 AND status = $5",
-    )
-    .bind(Status::TargetSettled.as_str())
+    leg_settled(db, id, "target", Status::TargetSettling, Status::TargetSettled, tx_hash, now_ms).await
+}
+
+/// Record a leg's transaction and move `from → to`, clearing any retry reason.
+async fn leg_settled(db: &Db, id: &str, leg: &str, from: Status, to: Status, tx_hash: &str, now_ms: i64) -> Result<bool, DbError> {
+    Ok(sqlx::query(&format!(
+        "UPDATE intents SET status = $1, {leg}_tx_hash = $2, {leg}_settled_at = $3, updated_at = $3, \
+         error_message = NULL, version = version + 1 WHERE id = $4 AND status = $5"
+    ))
+    .bind(to.as_str())
     .bind(tx_hash)
     .bind(now_ms)
     .bind(id)
-    .bind(Status::TargetSettling.as_str())
+    .bind(from.as_str())
     .execute(&db.pool)
     .await?
     .rows_affected()
