@@ -40,7 +40,7 @@ const facilitatorAccount = mnemonicToAccount("test test test test test test test
 const wallet = createWalletClient({ chain, account: facilitatorAccount, transport: http(base.rpc) }).extend(publicActions);
 const facilitator = new Facilitator(toFacilitatorEvmSigner(wallet));
 const requirements = {
-  scheme: "exact", network: `eip155:${base.chain_id}`, amount: "1000000", asset: base.usdc.address,
+  scheme: "exact", network: `eip155:${base.chain_id}`, amount: "1000000", asset: base.assets.usdc.address,
   payTo: "0x00000000000000000000000000000000000FEE00", maxTimeoutSeconds: 600,
   extra: { name: "USD Coin", version: "2", decimals: 6 },
 };

@@ -1,4 +1,4 @@
-// Compile contracts/*.sol with the npm solc, caching artifacts by source hash.
+// Compile a contract of contracts/ with the npm solc, caching artifacts by the sources' hash.
 import fs from "node:fs";
 import path from "node:path";
 import crypto from "node:crypto";
@@ -8,16 +8,23 @@ const require = createRequire(import.meta.url);
 const here = path.dirname(new URL(import.meta.url).pathname);
 
 export function compile(name) {
-  const file = path.join(here, "contracts", `${name}.sol`);
-  const source = fs.readFileSync(file, "utf8");
-  const hash = crypto.createHash("sha256").update(source).digest("hex").slice(0, 16);
+  // Every contract source goes in, so imports between them resolve.
+  const dir = path.join(here, "contracts");
+  const sources = {};
+  const hasher = crypto.createHash("sha256");
+  for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".sol")).sort()) {
+    const content = fs.readFileSync(path.join(dir, f), "utf8");
+    sources[f] = { content };
+    hasher.update(f).update(content);
+  }
+  const hash = hasher.digest("hex").slice(0, 16);
   const cache = path.join(here, "build", `${name}-${hash}.json`);
   if (fs.existsSync(cache)) return JSON.parse(fs.readFileSync(cache, "utf8"));
   const solc = require("solc");
   const input = {
     language: "Solidity",
-    sources: { [`${name}.sol`]: { content: source } },
-    settings: { optimizer: { enabled: true, runs: 200 }, outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } } },
+    sources,
+    settings: { optimizer: { enabled: true, runs: 200 }, outputSelection: { [`${name}.sol`]: { [name]: ["abi", "evm.bytecode.object"] } } },
   };
   const out = JSON.parse(solc.compile(JSON.stringify(input)));
   const errors = (out.errors || []).filter((e) => e.severity === "error");

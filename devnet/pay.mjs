@@ -2,14 +2,27 @@
 // on stdin, sign with @x402/evm's ExactEvmScheme, print the settle_proof
 // (base64 of the x402 v2 PaymentPayload).
 //
-//   echo '<requirements>' | node pay.mjs 0x<payer private key>
+//   echo '<requirements>' | node pay.mjs 0x<payer private key> [rpc url]
+//
+// With an RPC URL the signer can read chain state, which Permit2 payments
+// need: the client checks the payer's Permit2 allowance and, when it falls
+// short, signs whichever gas-sponsoring extension `extra.extensions` offers.
+import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { toClientEvmSigner } from "@x402/evm";
 
 const chunks = [];
 for await (const c of process.stdin) chunks.push(c);
 const requirements = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-const scheme = new ExactEvmScheme(privateKeyToAccount(process.argv[2]));
-const made = await scheme.createPaymentPayload(2, requirements);
+const account = privateKeyToAccount(process.argv[2]);
+const rpc = process.argv[3];
+const signer = rpc ? toClientEvmSigner(account, createPublicClient({ transport: http(rpc) })) : account;
+const scheme = new ExactEvmScheme(signer);
+// The service lists accepted extensions in `extra`; the client takes them as
+// the PaymentRequired's `extensions` object.
+const context = { extensions: Object.fromEntries((requirements.extra?.extensions ?? []).map((n) => [n, {}])) };
+const made = await scheme.createPaymentPayload(2, requirements, context);
 const payload = { x402Version: 2, accepted: requirements, payload: made.payload };
+if (made.extensions) payload.extensions = made.extensions;
 process.stdout.write(Buffer.from(JSON.stringify(payload)).toString("base64"));

@@ -1,24 +1,43 @@
-// Start one anvil per EVM chain with its real chain id, deploy DevUSD,
-// fund wallets, and describe it all in DIR/devnet.json and DIR/chains.toml.
+// Start one anvil per EVM chain, place canonical Permit2 and our x402 Permit2
+// proxy, deploy the token fixtures each (chain, asset) needs, fund wallets, and
+// describe it all in DIR/devnet.json and DIR/chains.toml.
 //
 //   node up.mjs --dir DIR [--port 18545] [--chains base,arbitrum,polygon,bsc]
 //               [--gas 0xA,0xB] [--tokens 0xC,0xD] [--adapters-dir PATH]
 import fs from "node:fs";
 import path from "node:path";
 import { spawn } from "node:child_process";
-import { createPublicClient, createWalletClient, http, parseEther } from "viem";
+import { createPublicClient, createWalletClient, http, parseEther, toFunctionSelector } from "viem";
+import { x402ExactPermit2ProxyABI } from "@x402/evm";
 import { privateKeyToAccount, mnemonicToAccount } from "viem/accounts";
 import { compile } from "./compile.mjs";
+import { permit2Runtime, PERMIT2_ADDRESS } from "./permit2.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const ANVIL = path.join(here, "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
-// Chain id and USDC decimals as on mainnet (REFERENCE.md); fees are devnet values.
+const PROXY_ADDRESS = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
+
+// Token fixtures, one per kind of contract the spec's (chain, asset) table needs.
+// fiat: DevUSD (EIP-3009 + EIP-2612, standard or salted domain);
+// tether: TetherLike (no permit, no domain; `reset` = ethereum USDT's approve rule).
+const usdc = (decimals = 6) => ({ kind: "fiat", scheme: "eip3009", name: "USD Coin", version: "2", decimals });
+const usdt0 = (name) => ({ kind: "fiat", scheme: "eip3009", name, version: "1", decimals: 6 });
+const tether = (decimals, reset = false) => ({ kind: "tether", scheme: "permit2", decimals, reset });
+
+// Chain ids as on mainnet (REFERENCE.md) where known; monad's is not in our
+// reference, so its devnet uses a devnet-only id. Fees are devnet values.
+// The assets and schemes mirror the shipped chains.toml.
 const CHAINS = {
-  base: { id: 8453, decimals: 6, fee: "0.01" },
-  arbitrum: { id: 42161, decimals: 6, fee: "0.01" },
-  polygon: { id: 137, decimals: 6, fee: "0.01" },
-  bsc: { id: 56, decimals: 18, fee: "0.02" },
-  ethereum: { id: 1, decimals: 6, fee: "0.05" },
+  base: { id: 8453, fee: "0.01", assets: { usdc: usdc(), usdt: tether(6) } },
+  arbitrum: { id: 42161, fee: "0.01", assets: { usdc: usdc(), usdt0: usdt0("USD\u20ae0") }, aliases: { usdt: "usdt0" } },
+  polygon: {
+    id: 137, fee: "0.01",
+    assets: { usdc: usdc(), usdt0: { ...usdt0("USDT0"), scheme: "permit2", salted: true } },
+    aliases: { usdt: "usdt0" },
+  },
+  bsc: { id: 56, fee: "0.02", assets: { usdc: tether(18), usdt: tether(18) } },
+  ethereum: { id: 1, fee: "0.05", assets: { usdc: usdc(), usdt: tether(6, true) } },
+  monad: { id: 31143, fee: "0.01", assets: { usdc: { ...usdc(), scheme: "permit2" }, usdt0: usdt0("USDT0") } },
 };
 const MNEMONIC = "test test test test test test test test test test test junk";
 
@@ -50,14 +69,43 @@ async function waitFor(rpc, child) {
   throw new Error(`anvil at ${rpc} did not start`);
 }
 
-const artifact = compile("DevUSD");
+const artifacts = { fiat: compile("DevUSD"), tether: compile("TetherLike"), proxy: compile("X402Permit2Proxy") };
+const permit2Code = permit2Runtime();
 const deployer = mnemonicToAccount(MNEMONIC, { addressIndex: 0 });
 const payers = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => {
   const acct = mnemonicToAccount(MNEMONIC, { addressIndex: i });
   return { address: acct.address, private_key: `0x${Buffer.from(acct.getHdKey().privateKey).toString("hex")}` };
 });
 
-const out = { chains: {}, payers, deployer: deployer.address };
+async function deploy(pub, wallet, artifact, args) {
+  const hash = await wallet.deployContract({ abi: artifact.abi, bytecode: artifact.bytecode, args });
+  return (await pub.waitForTransactionReceipt({ hash })).contractAddress;
+}
+
+// Our proxy must answer to the published interface: same selectors as the ABI
+// the real x402 client ships.
+{
+  const selectors = (abi) => abi.filter((f) => f.type === "function").map((f) => toFunctionSelector(f)).sort().join();
+  if (selectors(artifacts.proxy.abi) !== selectors(x402ExactPermit2ProxyABI)) {
+    throw new Error("X402Permit2Proxy.sol does not match @x402/evm's x402ExactPermit2ProxyABI");
+  }
+}
+
+// Canonical Permit2 and our x402 exact-Permit2 proxy at their canonical addresses.
+async function placePermit2(pub, wallet) {
+  await pub.request({ method: "anvil_setCode", params: [PERMIT2_ADDRESS, permit2Code] });
+  const built = await deploy(pub, wallet, artifacts.proxy, []);
+  const code = await pub.getCode({ address: built });
+  await pub.request({ method: "anvil_setCode", params: [PROXY_ADDRESS, code] });
+}
+
+async function deployAsset(pub, wallet, a) {
+  return a.kind === "fiat"
+    ? deploy(pub, wallet, artifacts.fiat, [a.name, a.version, "USD", a.decimals, Boolean(a.salted)])
+    : deploy(pub, wallet, artifacts.tether, ["Tether USD", "USDT", a.decimals, Boolean(a.reset)]);
+}
+
+const out = { chains: {}, payers, deployer: deployer.address, permit2: PERMIT2_ADDRESS, permit2_proxy: PROXY_ADDRESS };
 let port = basePort;
 for (const name of chains) {
   const c = CHAINS[name];
@@ -81,22 +129,28 @@ for (const name of chains) {
   const chain = { id: c.id, name, nativeCurrency: { name: "ETH", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [rpc] } } };
   const pub = createPublicClient({ chain, transport: http(rpc) });
   const wallet = createWalletClient({ chain, account: deployer, transport: http(rpc) });
-  const hash = await wallet.deployContract({ abi: artifact.abi, bytecode: artifact.bytecode, args: ["USD Coin", "2", "USDC", c.decimals] });
-  const usdc = (await pub.waitForTransactionReceipt({ hash })).contractAddress;
-  const million = 1_000_000n * 10n ** BigInt(c.decimals);
-  for (const to of [...payers.map((p) => p.address), ...tokens]) {
-    const h = await wallet.writeContract({ address: usdc, abi: artifact.abi, functionName: "mint", args: [to, million] });
-    await pub.waitForTransactionReceipt({ hash: h });
+  await placePermit2(pub, wallet);
+  const assets = {};
+  for (const [key, a] of Object.entries(c.assets)) {
+    const address = await deployAsset(pub, wallet, a);
+    const million = 1_000_000n * 10n ** BigInt(a.decimals);
+    for (const to of [...payers.map((p) => p.address), ...tokens]) {
+      const h = await wallet.writeContract({ address, abi: artifacts[a.kind].abi, functionName: "mint", args: [to, million] });
+      await pub.waitForTransactionReceipt({ hash: h });
+    }
+    assets[key] = { address, kind: a.kind, scheme: a.scheme, decimals: a.decimals, name: a.name, version: a.version, salted: Boolean(a.salted), reset: Boolean(a.reset) };
   }
+  for (const [alias, of] of Object.entries(c.aliases ?? {})) assets[alias] = { ...assets[of], alias_of: of };
   for (const a of gas) {
     await pub.request({ method: "anvil_setBalance", params: [a, `0x${parseEther("1000").toString(16)}`] });
   }
-  out.chains[name] = { chain_id: c.id, rpc, port, pid: child.pid, fee: c.fee, usdc: { address: usdc, decimals: c.decimals, name: "USD Coin", version: "2" } };
+  out.chains[name] = { chain_id: c.id, rpc, port, pid: child.pid, fee: c.fee, assets };
   port += 1;
 }
 fs.writeFileSync(path.join(dir, "devnet.json"), JSON.stringify(out, null, 2));
 
-// A stablerail config for this devnet: every chain payer and target, live EIP-3009 USDC.
+// A stablerail config for this devnet: every chain payer and target, every
+// asset of the devnet live (USDT's gate is on).
 let toml = `# Generated by devnet/up.mjs for the local devnet. Do not edit.
 [service]
 adapters_dir = ${JSON.stringify(adaptersDir)}
@@ -104,6 +158,9 @@ cache_dir = ${JSON.stringify(path.join(dir, "cache"))}
 pepper_file = ${JSON.stringify(path.join(dir, "pepper"))}
 master_key_file = ${JSON.stringify(path.join(dir, "master.key"))}
 default_target_chain = ${JSON.stringify(chains.includes("base") ? "base" : chains[0])}
+
+[flags]
+USDT_ENABLED = true
 
 [fees]
 platform_fee_percentage = "0.3"
@@ -113,6 +170,7 @@ requests_per_minute = 100000
 
 [adapters]
 eip3009 = "eip3009.wasm"
+permit2 = "permit2.wasm"
 `;
 for (const [name, c] of Object.entries(out.chains)) {
   toml += `
@@ -123,15 +181,19 @@ roles = ["payer", "target"]
 rpc_urls = [${JSON.stringify(c.rpc)}]
 explorer_tx_url = "${c.rpc}/tx/{tx}"
 fee = "${c.fee}"
-
-[chains.${name}.assets.usdc]
-state = "live"
-scheme = "eip3009"
-token = "${c.usdc.address}"
-decimals = ${c.usdc.decimals}
-eip712_name = "USD Coin"
-eip712_version = "2"
 `;
+  for (const [key, a] of Object.entries(c.assets)) {
+    toml += `
+[chains.${name}.assets.${key}]
+state = "live"
+scheme = "${a.scheme}"
+token = "${a.address}"
+decimals = ${a.decimals}
+`;
+    if (a.kind === "fiat") toml += `eip712_name = ${JSON.stringify(a.name)}\neip712_version = "${a.version}"\n`;
+    toml += `domain = "${a.kind === "tether" ? "none" : a.salted ? "salted" : "standard"}"\n`;
+    if (a.reset) toml += `params = { reset-allowance-first = "true" }\n`;
+  }
 }
 fs.writeFileSync(path.join(dir, "chains.toml"), toml);
 console.log(JSON.stringify(out));

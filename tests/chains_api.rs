@@ -129,8 +129,8 @@ fn shipped_config_serves_and_refuses_tron_without_its_adapter() {
 
     let listed = serve_and_list(&path, &[]);
     assert_eq!(listed, json!({
-        "chains": ["arbitrum", "base", "ethereum", "polygon"],
-        "target_chains": ["arbitrum", "base", "ethereum", "polygon"],
+        "chains": ["arbitrum", "base", "bsc", "ethereum", "polygon"],
+        "target_chains": ["arbitrum", "base", "bsc", "ethereum", "polygon"],
     }));
 
     // Turning TRON on asks for the TRON adapter, which this build does not ship.

@@ -1,19 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity 0.8.26;
 
+import "DevERC20.sol";
+
 /// A FiatToken-like stablecoin for the devnet: ERC-20, EIP-3009
 /// (`transferWithAuthorization`, both signature forms, `authorizationState`)
-/// and EIP-2612 `permit`, over a standard EIP-712 domain. Test fixture only.
-contract DevUSD {
-    string public name;
+/// and EIP-2612 `permit`, over a standard EIP-712 domain or the salted one
+/// (polygon USDT0: no chainId, salt = bytes32(chainId)). Test fixture only.
+contract DevUSD is DevERC20 {
     string public version;
-    string public symbol;
-    uint8 public immutable decimals;
-    address public immutable minter;
-    uint256 public totalSupply;
-
-    mapping(address => uint256) public balanceOf;
-    mapping(address => mapping(address => uint256)) public allowance;
     mapping(address => uint256) public nonces;
     mapping(address => mapping(bytes32 => bool)) public authorizationState;
 
@@ -25,53 +20,31 @@ contract DevUSD {
         keccak256("Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)");
     uint256 private constant HALF_ORDER = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0;
 
-    event Transfer(address indexed from, address indexed to, uint256 value);
-    event Approval(address indexed owner, address indexed spender, uint256 value);
     event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
 
-    constructor(string memory name_, string memory version_, string memory symbol_, uint8 decimals_) {
-        name = name_;
+    constructor(string memory name_, string memory version_, string memory symbol_, uint8 decimals_, bool salted)
+        DevERC20(name_, symbol_, decimals_)
+    {
         version = version_;
-        symbol = symbol_;
-        decimals = decimals_;
-        minter = msg.sender;
-        DOMAIN_SEPARATOR = keccak256(
-            abi.encode(
-                keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"),
-                keccak256(bytes(name_)),
-                keccak256(bytes(version_)),
-                block.chainid,
-                address(this)
+        DOMAIN_SEPARATOR = salted
+            ? keccak256(
+                abi.encode(
+                    keccak256("EIP712Domain(string name,string version,address verifyingContract,bytes32 salt)"),
+                    keccak256(bytes(name_)),
+                    keccak256(bytes(version_)),
+                    address(this),
+                    bytes32(block.chainid)
+                )
             )
-        );
-    }
-
-    function mint(address to, uint256 value) external {
-        require(msg.sender == minter, "not minter");
-        totalSupply += value;
-        balanceOf[to] += value;
-        emit Transfer(address(0), to, value);
-    }
-
-    function transfer(address to, uint256 value) external returns (bool) {
-        _transfer(msg.sender, to, value);
-        return true;
-    }
-
-    function approve(address spender, uint256 value) external returns (bool) {
-        allowance[msg.sender][spender] = value;
-        emit Approval(msg.sender, spender, value);
-        return true;
-    }
-
-    function transferFrom(address from, address to, uint256 value) external returns (bool) {
-        uint256 allowed = allowance[from][msg.sender];
-        if (allowed != type(uint256).max) {
-            require(allowed >= value, "allowance");
-            allowance[from][msg.sender] = allowed - value;
-        }
-        _transfer(from, to, value);
-        return true;
+            : keccak256(
+                abi.encode(
+                    keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"),
+                    keccak256(bytes(name_)),
+                    keccak256(bytes(version_)),
+                    block.chainid,
+                    address(this)
+                )
+            );
     }
 
     function transferWithAuthorization(
@@ -94,8 +67,7 @@ contract DevUSD {
         require(block.timestamp <= deadline, "permit expired");
         bytes32 digest = _digest(keccak256(abi.encode(PERMIT_TYPEHASH, owner, spender, value, nonces[owner]++, deadline)));
         require(_recover(digest, abi.encodePacked(r, s, v)) == owner, "invalid signature");
-        allowance[owner][spender] = value;
-        emit Approval(owner, spender, value);
+        _approve(owner, spender, value);
     }
 
     function _transferWithAuthorization(
@@ -132,12 +104,5 @@ contract DevUSD {
         address signer = ecrecover(digest, v, r, s);
         require(signer != address(0), "invalid signature");
         return signer;
-    }
-
-    function _transfer(address from, address to, uint256 value) private {
-        require(balanceOf[from] >= value, "balance");
-        balanceOf[from] -= value;
-        balanceOf[to] += value;
-        emit Transfer(from, to, value);
     }
 }

@@ -252,6 +252,33 @@ pub enum Availability {
     Unwired,
 }
 
+/// `alias_of = "usdt0"` makes an asset a second name for another asset of
+/// the same chain: same contract and settings, its own `state` and `flag`.
+fn expand_aliases(raw: &mut toml::Table) -> Result<(), ConfigError> {
+    let Some(toml::Value::Table(chains)) = raw.get_mut("chains") else { return Ok(()) };
+    for (chain_id, chain) in chains.iter_mut() {
+        let Some(toml::Value::Table(assets)) = chain.get_mut("assets") else { continue };
+        let snapshot = assets.clone();
+        for (key, asset) in assets.iter_mut() {
+            let toml::Value::Table(own) = asset else { continue };
+            let Some(target) = own.remove("alias_of") else { continue };
+            let at = format!("chains.{chain_id}.assets.{key}.alias_of");
+            let name = target.as_str().ok_or_else(|| ConfigError::Invalid(format!("{at} must be a string")))?;
+            let Some(toml::Value::Table(base)) = snapshot.get(name) else {
+                return Err(ConfigError::Invalid(format!("{at} names `{name}`, which is not an asset of this chain")));
+            };
+            if base.contains_key("alias_of") {
+                return Err(ConfigError::Invalid(format!("{at} names `{name}`, which is itself an alias")));
+            }
+            let mut merged = base.clone();
+            merged.remove("flag");
+            merged.extend(std::mem::take(own));
+            *own = merged;
+        }
+    }
+    Ok(())
+}
+
 impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
@@ -265,8 +292,10 @@ impl Config {
     }
 
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
-        let mut cfg: Config = toml::from_str(text)
-            .map_err(|source| ConfigError::Parse { path: "<config>".into(), source })?;
+        let parse_err = |source| ConfigError::Parse { path: "<config>".into(), source };
+        let mut raw: toml::Table = toml::from_str(text).map_err(parse_err)?;
+        expand_aliases(&mut raw)?;
+        let mut cfg: Config = toml::Value::Table(raw).try_into().map_err(parse_err)?;
         cfg.apply_env_flags()?;
         cfg.validate()?;
         Ok(cfg)

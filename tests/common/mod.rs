@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod app;
+pub mod devnet;
 pub mod eip3009;
 
 use std::path::{Path, PathBuf};

@@ -1,16 +1,16 @@
 //! EIP-3009 `transferWithAuthorization` as the x402 `exact` scheme on EVM
 //! chains (`assetTransferMethod` absent). Standard and salted token domains.
 
-use adapter_kit::amount::{parse_units, to_base_units};
+use adapter_kit::amount::{base_units, parse_units};
 use adapter_kit::evm::{self, parse_address, parse_b256, same_address, token_domain};
 use adapter_kit::types::{
-    AdapterError, AssetContext, Description, DomainKind, Family, PaymentRequirements, ProofError,
+    AdapterError, AssetContext, Description, Family, PaymentRequirements, ProofError,
     ReceiptStatus, SchemeRef, SettleStep, SigningRequest, Submission, Terms, Transfer,
     VerifiedPayment, EvmCall,
 };
-use adapter_kit::x402::{decode_payload, PaymentPayload, Requirements, SCHEME_EXACT, X402_VERSION};
+use adapter_kit::x402::{decode_payload, PaymentPayload, Requirements, VALIDITY_MARGIN_SECS, X402_VERSION};
 use adapter_kit::{host, Guest};
-use alloy_primitives::{hex, Address, Bytes, B256, U256};
+use alloy_primitives::{hex, Bytes, B256, U256};
 use alloy_sol_types::{sol, SolCall, SolStruct};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -29,10 +29,6 @@ sol! {
     function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature) external;
     function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
 }
-
-/// x402 requires at least this many seconds left on `validBefore`, so the
-/// settlement transaction has time to land.
-const VALIDITY_MARGIN_SECS: u64 = 6;
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -72,42 +68,16 @@ impl Guest for Eip3009 {
     }
 
     fn normalize_address(family: Family, address: String) -> Result<String, AdapterError> {
-        if family != Family::Evm {
-            return Err(AdapterError::Unsupported("eip3009 handles EVM addresses only".into()));
-        }
-        parse_address(&address)
-            .map(|a| a.to_checksum(None))
-            .map_err(AdapterError::InvalidAddress)
+        evm::normalize(family, &address)
     }
 
     fn to_base_units(amount: String, decimals: u8) -> Result<String, AdapterError> {
-        to_base_units(&amount, decimals).map(|u| u.to_string()).map_err(AdapterError::InvalidAmount)
+        base_units(&amount, decimals)
     }
 
     fn requirements(ctx: AssetContext, terms: Terms) -> Result<PaymentRequirements, AdapterError> {
-        let domain = token_domain(&ctx)?;
-        let pay_to = parse_address(&terms.pay_to).map_err(AdapterError::InvalidAddress)?;
-        parse_units(&terms.amount).map_err(AdapterError::InvalidAmount)?;
-        let token = domain.verifying_contract.expect("token_domain sets it").to_checksum(None);
-        let mut extra = json!({
-            "name": ctx.eip712_name,
-            "version": ctx.eip712_version,
-            "decimals": ctx.decimals,
-            "asset": token,
-            "amount": terms.amount,
-        });
-        if ctx.domain == DomainKind::Salted {
-            extra["domainType"] = json!("salted");
-        }
-        Ok(PaymentRequirements {
-            scheme: SCHEME_EXACT.into(),
-            network: ctx.network,
-            amount: terms.amount,
-            asset: token,
-            pay_to: pay_to.to_checksum(None),
-            max_timeout_seconds: terms.max_timeout_seconds,
-            extra: extra.to_string(),
-        })
+        token_domain(&ctx)?;
+        evm::exact_requirements(&ctx, terms, json!({}))
     }
 
     fn verify(
@@ -168,22 +138,19 @@ impl Guest for Eip3009 {
         }])
     }
 
-    fn read_receipt(
-        ctx: AssetContext,
-        payment: VerifiedPayment,
-        receipt: String,
-    ) -> Result<ReceiptStatus, AdapterError> {
-        let token = parse_address(&ctx.token).map_err(AdapterError::Config)?;
-        let from = parse_address(&payment.payer).map_err(AdapterError::Malformed)?;
-        let to = parse_address(&payment.pay_to).map_err(AdapterError::Malformed)?;
-        let amount = parse_units(&payment.amount).map_err(AdapterError::Malformed)?;
-        evm::read_transfer_receipt(&receipt, &token, &from, &to, amount)
+    fn read_receipt(ctx: AssetContext, payment: VerifiedPayment, receipt: String) -> Result<ReceiptStatus, AdapterError> {
+        evm::read_payment_receipt(&ctx, &payment, &receipt)
     }
 
     fn authorize(ctx: AssetContext, transfer: Transfer) -> Result<SigningRequest, AdapterError> {
         let domain = token_domain(&ctx)?;
         let auth = authorization_of(&transfer)?;
         Ok(SigningRequest::Eip712Digest(auth.eip712_signing_hash(&domain).to_vec()))
+    }
+
+    /// EIP-3009 needs no allowance: nothing to prepare.
+    fn prepare_sender(_ctx: AssetContext, _sender: String, _amount: String) -> Result<Vec<EvmCall>, AdapterError> {
+        Ok(vec![])
     }
 
     fn assemble(
@@ -246,16 +213,7 @@ fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<C
     }
 
     let domain = token_domain(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
-    let digest = auth.eip712_signing_hash(&domain);
-    if signature.len() == 65 {
-        let signer = evm::recover(&digest, &signature).map_err(ProofError::InvalidSignature)?;
-        if signer != auth.from {
-            return Err(ProofError::SignerMismatch(format!("signed by {signer}, not {}", auth.from)));
-        }
-    } else {
-        // Not an EOA signature: the payer must be a contract wallet (ERC-1271).
-        erc1271_check(&auth.from, &digest, &signature)?;
-    }
+    evm::check_signer(&auth.eip712_signing_hash(&domain), &signature, &auth.from)?;
 
     let window = |v: U256| u64::try_from(v).unwrap_or(u64::MAX);
     let payment = VerifiedPayment {
@@ -267,23 +225,6 @@ fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<C
         replay_key: format!("eip3009:{}:{}:{:#x}:{}", ctx.network, ctx.token.to_lowercase(), auth.from, auth.nonce),
     };
     Ok(Checked { payment, auth, signature })
-}
-
-sol! {
-    function isValidSignature(bytes32 hash, bytes signature) external view returns (bytes4);
-}
-
-fn erc1271_check(wallet: &Address, digest: &B256, signature: &[u8]) -> Result<(), ProofError> {
-    const MAGIC: [u8; 4] = [0x16, 0x26, 0xba, 0x7e];
-    let call = isValidSignatureCall { hash: *digest, signature: Bytes::copy_from_slice(signature) };
-    let out = evm::eth_call(wallet, call.abi_encode())?;
-    match isValidSignatureCall::abi_decode_returns(&out) {
-        Ok(m) if m.0 == MAGIC => Ok(()),
-        _ => Err(ProofError::InvalidSignature(format!(
-            "{}-byte signature is not a valid ERC-1271 signature of {wallet}",
-            signature.len()
-        ))),
-    }
 }
 
 fn nonce_of(replay_key: &str) -> Result<B256, ProofError> {

@@ -39,6 +39,11 @@ pub fn to_base_units(amount: &str, decimals: u8) -> Result<U256, String> {
     int_units.checked_add(frac_units).ok_or_else(overflow)
 }
 
+/// `to-base-units` as adapters export it.
+pub fn base_units(amount: &str, decimals: u8) -> Result<String, crate::types::AdapterError> {
+    to_base_units(amount, decimals).map(|u| u.to_string()).map_err(crate::types::AdapterError::InvalidAmount)
+}
+
 /// Parse a base-unit integer string (no sign, no fraction).
 pub fn parse_units(s: &str) -> Result<U256, String> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {

@@ -7,10 +7,18 @@ use alloy_sol_types::{sol, Eip712Domain, SolCall, SolEvent};
 use serde_json::{json, Value};
 
 use crate::host;
-use crate::types::{AdapterError, AssetContext, DomainKind, ProofError, ReceiptStatus, SettledTransfer};
+use crate::amount::parse_units;
+use crate::types::{
+    AdapterError, AssetContext, DomainKind, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus,
+    SettledTransfer, Terms, VerifiedPayment,
+};
+use crate::x402::SCHEME_EXACT;
 
 sol! {
     function balanceOf(address owner) external view returns (uint256);
+    function allowance(address owner, address spender) external view returns (uint256);
+    function approve(address spender, uint256 value) external returns (bool);
+    function isValidSignature(bytes32 hash, bytes signature) external view returns (bytes4);
     event Transfer(address indexed from, address indexed to, uint256 value);
 }
 
@@ -34,6 +42,14 @@ pub fn parse_address(s: &str) -> Result<Address, String> {
         return Err(format!("`{s}` has a wrong EIP-55 checksum"));
     }
     Ok(addr)
+}
+
+/// `normalize-address` for EVM-only adapters: EIP-55 checksum form.
+pub fn normalize(family: Family, address: &str) -> Result<String, AdapterError> {
+    if family != Family::Evm {
+        return Err(AdapterError::Unsupported("this adapter handles EVM addresses only".into()));
+    }
+    parse_address(address).map(|a| a.to_checksum(None)).map_err(AdapterError::InvalidAddress)
 }
 
 pub fn parse_b256(s: &str, what: &str) -> Result<B256, String> {
@@ -105,10 +121,105 @@ pub fn eth_call(to: &Address, data: Vec<u8>) -> Result<Vec<u8>, ProofError> {
     hex::decode(text).map_err(|_| ProofError::ChainUnavailable("eth_call answer is not hex".into()))
 }
 
+pub fn allowance_of(token: &Address, owner: Address, spender: Address) -> Result<U256, ProofError> {
+    let out = eth_call(token, allowanceCall { owner, spender }.abi_encode())?;
+    allowanceCall::abi_decode_returns(&out)
+        .map_err(|e| ProofError::ChainUnavailable(format!("allowance answer: {e}")))
+}
+
+/// `token.approve(spender, value)`, sent by whoever holds the tokens.
+pub fn approve_call(token: &Address, spender: Address, value: U256) -> EvmCall {
+    EvmCall {
+        to: token.to_checksum(None),
+        data: approveCall { spender, value }.abi_encode(),
+        value: "0".into(),
+        gas_limit: None,
+    }
+}
+
+/// Decode `approve(spender, value)` calldata.
+pub fn decode_approve(data: &[u8]) -> Option<(Address, U256)> {
+    approveCall::abi_decode(data).ok().map(|c| (c.spender, c.value))
+}
+
+/// A chain read made outside proof checking: same failure, adapter wording.
+pub fn as_adapter_error(e: ProofError) -> AdapterError {
+    match e {
+        ProofError::ChainUnavailable(m) => AdapterError::ChainUnavailable(m),
+        other => AdapterError::Malformed(format!("{other:?}")),
+    }
+}
+
+/// A non-65-byte signature: the signer must be a contract wallet that
+/// accepts it under ERC-1271.
+pub fn erc1271_check(wallet: &Address, digest: &B256, signature: &[u8]) -> Result<(), ProofError> {
+    const MAGIC: [u8; 4] = [0x16, 0x26, 0xba, 0x7e];
+    let call = isValidSignatureCall { hash: *digest, signature: signature.to_vec().into() };
+    let out = eth_call(wallet, call.abi_encode())?;
+    match isValidSignatureCall::abi_decode_returns(&out) {
+        Ok(m) if m.0 == MAGIC => Ok(()),
+        _ => Err(ProofError::InvalidSignature(format!(
+            "{}-byte signature is not a valid ERC-1271 signature of {wallet}",
+            signature.len()
+        ))),
+    }
+}
+
+/// Check that `signature` over `digest` was made by `signer` (an EOA, or a
+/// contract wallet for longer signatures).
+pub fn check_signer(digest: &B256, signature: &[u8], signer: &Address) -> Result<(), ProofError> {
+    if signature.len() != 65 {
+        return erc1271_check(signer, digest, signature);
+    }
+    let got = recover(digest, signature).map_err(ProofError::InvalidSignature)?;
+    if got != *signer {
+        return Err(ProofError::SignerMismatch(format!("signed by {got}, not {signer}")));
+    }
+    Ok(())
+}
+
 pub fn balance_of(token: &Address, owner: Address) -> Result<U256, ProofError> {
     let out = eth_call(token, balanceOfCall { owner }.abi_encode())?;
     balanceOfCall::abi_decode_returns(&out)
         .map_err(|e| ProofError::ChainUnavailable(format!("balanceOf answer: {e}")))
+}
+
+/// x402 `exact` requirements for an EVM token. `extra` holds what the scheme
+/// adds; decimals, asset and amount are always there, and the token's
+/// EIP-712 name, version and domain type whenever it has a domain.
+pub fn exact_requirements(ctx: &AssetContext, terms: Terms, mut extra: Value) -> Result<PaymentRequirements, AdapterError> {
+    let token = parse_address(&ctx.token).map_err(|e| AdapterError::Config(format!("{}/{}: {e}", ctx.chain, ctx.asset)))?;
+    let pay_to = parse_address(&terms.pay_to).map_err(AdapterError::InvalidAddress)?;
+    parse_units(&terms.amount).map_err(AdapterError::InvalidAmount)?;
+    extra["decimals"] = json!(ctx.decimals);
+    extra["asset"] = json!(token.to_checksum(None));
+    extra["amount"] = json!(terms.amount);
+    if ctx.domain != DomainKind::None {
+        extra["name"] = json!(ctx.eip712_name);
+        extra["version"] = json!(ctx.eip712_version);
+    }
+    if ctx.domain == DomainKind::Salted {
+        extra["domainType"] = json!("salted");
+    }
+    Ok(PaymentRequirements {
+        scheme: SCHEME_EXACT.into(),
+        network: ctx.network.clone(),
+        amount: terms.amount,
+        asset: token.to_checksum(None),
+        pay_to: pay_to.to_checksum(None),
+        max_timeout_seconds: terms.max_timeout_seconds,
+        extra: extra.to_string(),
+    })
+}
+
+/// `read-receipt` for schemes whose settlement is one token transfer from
+/// the payer to `payTo`.
+pub fn read_payment_receipt(ctx: &AssetContext, payment: &VerifiedPayment, receipt: &str) -> Result<ReceiptStatus, AdapterError> {
+    let token = parse_address(&ctx.token).map_err(AdapterError::Config)?;
+    let from = parse_address(&payment.payer).map_err(AdapterError::Malformed)?;
+    let to = parse_address(&payment.pay_to).map_err(AdapterError::Malformed)?;
+    let amount = parse_units(&payment.amount).map_err(AdapterError::Malformed)?;
+    read_transfer_receipt(receipt, &token, &from, &to, amount)
 }
 
 /// Read an `eth_getTransactionReceipt` result: did it move `amount` of

@@ -7,6 +7,9 @@ use crate::types::{PaymentRequirements, ProofError};
 
 pub const X402_VERSION: u32 = 2;
 pub const SCHEME_EXACT: &str = "exact";
+/// x402 requires at least this many seconds left before an authorization
+/// expires, so the settlement transaction has time to land.
+pub const VALIDITY_MARGIN_SECS: u64 = 6;
 
 /// PaymentRequirements as the payer sees them (camelCase JSON).
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -180,6 +180,10 @@ impl AssetAdapter {
         self.call(|g, s| g.call_authorize(s, &self.ctx, transfer))
     }
 
+    pub fn prepare_sender(&self, sender: &str, amount: &str) -> Result<Result<Vec<wit::EvmCall>, wit::AdapterError>, CallError> {
+        self.call(|g, s| g.call_prepare_sender(s, &self.ctx, sender, amount))
+    }
+
     pub fn assemble(&self, req: &wit::PaymentRequirements, transfer: &wit::Transfer, signature: &[u8]) -> Result<Result<String, wit::AdapterError>, CallError> {
         self.call(|g, s| g.call_assemble(s, &self.ctx, req, transfer, signature))
     }

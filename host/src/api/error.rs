@@ -148,6 +148,7 @@ impl From<ProofError> for ApiError {
             ProofError::SignerMismatch(m) => format!("signature is not the payer's: {m}"),
             ProofError::AlreadyUsed => "authorization was already used".into(),
             ProofError::InsufficientFunds(m) => format!("insufficient funds: {m}"),
+            ProofError::NotApproved(m) => format!("token allowance missing: {m}"),
         };
         ApiError::BadRequest(format!("proof validation failed: {detail}"))
     }

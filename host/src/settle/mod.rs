@@ -17,7 +17,7 @@ use alloy_signer_local::PrivateKeySigner;
 use serde_json::Value;
 
 use crate::adapter::bindings::types::{
-    PaymentRequirements, ProofError, ReceiptStatus, SettleStep, SigningRequest, Submission, Terms, Transfer,
+    AdapterError, PaymentRequirements, ProofError, ReceiptStatus, SettleStep, SigningRequest, Submission, Terms, Transfer,
     VerifiedPayment,
 };
 use crate::adapter::AssetAdapter;
@@ -37,6 +37,7 @@ pub struct Engine {
     keys: Arc<Keystore>,
     nonces: Nonces,
     fees: FeeCache,
+    setup_locks: tokio::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// What to do with a queue entry after one pass.
@@ -92,7 +93,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 impl Engine {
     pub fn new(state: Shared, keys: Arc<Keystore>) -> Arc<Engine> {
         let nonces = Nonces::new(state.db.clone());
-        Arc::new(Engine { state, keys, nonces, fees: FeeCache::default() })
+        Arc::new(Engine { state, keys, nonces, fees: FeeCache::default(), setup_locks: Default::default() })
     }
 
     /// Run `workers` loops until the process ends.
@@ -197,6 +198,13 @@ impl Engine {
                 valid_before: now + 600,
                 nonce: keccak256(format!("{}:source", i.id)).to_vec(),
             };
+            match self.prepare_wallet(&i, "source", &adapter, &signer, &req.amount).await {
+                Ok(()) => {}
+                Err(StepError::Unavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
+                Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) => {
+                    return self.fail(&i, Status::VerificationFailed, &format!("agent wallet could not approve its token spender: {m}")).await
+                }
+            }
             let proof = self.authorize(&adapter, &signer, &req, transfer).await?;
             let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
             let paid = blocking(move || a.verify(&r, &p)).await??.map_err(|e| anyhow::anyhow!("own proof: {e:?}"))?;
@@ -314,6 +322,9 @@ impl Engine {
         {
             return Ok(Next::Later(Duration::ZERO, false));
         }
+        if let Err(e) = self.prepare_wallet(&i, "target", &adapter, &signer, &req.amount).await {
+            return self.payout_failed(&i, &format!("payout wallet not ready: {e:?}")).await;
+        }
         let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
         let steps = match blocking(move || a.settle(&r, &p)).await?? {
             Ok(s) => s,
@@ -360,22 +371,39 @@ impl Engine {
     }
 
     /// Get every step on chain, in order: re-send what was stored, sign and
-    /// store (then send) what was not. Returns the last step's hash and receipt.
+    /// store (then send) what was not. A step is known by its label, so a
+    /// retry whose adapter no longer needs an earlier step (an approval that
+    /// landed) still finds the steps it stored. With no steps given, the
+    /// stored ones are followed. Returns the last step's hash and receipt.
     async fn run_steps(
         &self,
         i: &Intent,
         leg: &str,
         chain: &Arc<ChainClient>,
-        relayer: &PrivateKeySigner,
+        signer: &PrivateKeySigner,
         steps: &[SettleStep],
     ) -> Result<(String, Value), StepError> {
         let db = &self.state.db;
         let unavailable = |e: sqlx::Error| StepError::Unavailable(format!("database: {e}"));
-        let count = steps.len().max(1);
+        let stored = repo::list_txs(db, &i.id, leg).await.map_err(unavailable)?;
+        let mut free = stored.iter().map(|t| t.step + 1).max().unwrap_or(0);
+        let plan: Vec<(i32, Option<&SettleStep>, Option<&repo::StoredTx>)> = if steps.is_empty() {
+            stored.iter().map(|t| (t.step, None, Some(t))).collect()
+        } else {
+            steps
+                .iter()
+                .map(|s| match stored.iter().find(|t| t.label == s.label) {
+                    Some(t) => (t.step, Some(s), Some(t)),
+                    None => {
+                        free += 1;
+                        (free - 1, Some(s), None)
+                    }
+                })
+                .collect()
+        };
         let mut last = None;
-        for n in 0..count {
-            let stored = repo::get_tx(db, &i.id, leg, n as i32).await.map_err(unavailable)?;
-            let tx = match stored {
+        for (n, step, row) in plan {
+            let tx = match row {
                 Some(t) => {
                     let taken = t.status != "confirmed"
                         && matches!(evm::broadcast(chain, &t.raw).await?, evm::Broadcast::NonceTaken)
@@ -384,28 +412,59 @@ impl Engine {
                         // Its nonce went to another transaction: this one can
                         // never be mined. Re-sign the step; the authorization
                         // inside is the same, so it still moves money once.
-                        repo::drop_tx(db, &i.id, leg, n as i32).await.map_err(unavailable)?;
-                        let Some(step) = steps.get(n) else { return Err(StepError::Unavailable("stale transaction".into())) };
-                        self.send_step(i, leg, n as i32, chain, relayer, step, true).await?
+                        repo::drop_tx(db, &i.id, leg, n).await.map_err(unavailable)?;
+                        let Some(step) = step else { return Err(StepError::Unavailable("stale transaction".into())) };
+                        self.send_step(i, leg, n, chain, signer, step, true).await?
                     } else {
-                        t.tx_hash
+                        t.tx_hash.clone()
                     }
                 }
                 None => {
-                    let Some(step) = steps.get(n) else { return Err(StepError::Unavailable("no step to send".into())) };
-                    self.send_step(i, leg, n as i32, chain, relayer, step, false).await?
+                    let Some(step) = step else { return Err(StepError::Unavailable("no step to send".into())) };
+                    self.send_step(i, leg, n, chain, signer, step, false).await?
                 }
             };
             let receipt = self.wait_receipt(chain, &tx).await?;
             let ok = receipt.get("status").and_then(Value::as_str) == Some("0x1");
             if !ok {
-                repo::drop_tx(db, &i.id, leg, n as i32).await.map_err(unavailable)?;
+                repo::drop_tx(db, &i.id, leg, n).await.map_err(unavailable)?;
                 return Err(StepError::Reverted(format!("transaction {tx} reverted")));
             }
-            repo::set_tx_status(db, &i.id, leg, n as i32, "confirmed", now_ms()).await.map_err(unavailable)?;
+            repo::set_tx_status(db, &i.id, leg, n, "confirmed", now_ms()).await.map_err(unavailable)?;
             last = Some((tx, receipt));
         }
         last.ok_or_else(|| StepError::Unavailable("nothing was sent".into()))
+    }
+
+    /// One-time calls a host-held wallet must make before its transfers can
+    /// settle (e.g. approving Permit2 on a Permit2-only chain), sent from that
+    /// wallet and recorded under `<leg>-setup`. One at a time per (chain,
+    /// asset, wallet) in this replica, so concurrent payouts approve once.
+    async fn prepare_wallet(&self, i: &Intent, leg: &str, adapter: &Arc<AssetAdapter>, wallet: &PrivateKeySigner, amount: &str) -> Result<(), StepError> {
+        let key = format!("{}/{}/{}", adapter.ctx.chain, adapter.ctx.asset, wallet.address());
+        let lock = self.setup_locks.lock().await.entry(key).or_default().clone();
+        let _held = lock.lock().await;
+        let (a, sender, amount) = (adapter.clone(), wallet.address().to_checksum(None), amount.to_string());
+        let calls = blocking(move || a.prepare_sender(&sender, &amount))
+            .await
+            .and_then(|r| Ok(r?))
+            .map_err(|e| StepError::Unavailable(format!("{e:#}")))?
+            .map_err(|e| match e {
+                AdapterError::ChainUnavailable(m) => StepError::Unavailable(m),
+                other => StepError::WouldRevert(format!("wallet preparation: {other:?}")),
+            })?;
+        if calls.is_empty() {
+            return Ok(());
+        }
+        let steps: Vec<SettleStep> = calls
+            .into_iter()
+            .map(|c| SettleStep {
+                label: format!("setup:{}", &alloy_primitives::hex::encode(keccak256(&c.data))[..16]),
+                submission: Submission::EvmCall(c),
+            })
+            .collect();
+        tracing::info!(intent = %i.id, chain = %adapter.ctx.chain, asset = %adapter.ctx.asset, wallet = %wallet.address(), calls = steps.len(), "preparing a sending wallet");
+        self.run_steps(i, &format!("{leg}-setup"), &adapter.chain, wallet, &steps).await.map(|_| ())
     }
 
     async fn send_step(
@@ -414,19 +473,19 @@ impl Engine {
         leg: &str,
         n: i32,
         chain: &Arc<ChainClient>,
-        relayer: &PrivateKeySigner,
+        signer: &PrivateKeySigner,
         step: &SettleStep,
         resync: bool,
     ) -> Result<String, StepError> {
         let db = &self.state.db;
         let chain_id = self.state.config.chains.get(&chain.chain).and_then(|c| c.chain_id).unwrap_or(0);
-        let sender = relayer.address().to_checksum(None);
+        let sender = signer.address().to_checksum(None);
         match &step.submission {
             Submission::EvmCall(call) => {
                 let to: Address = call.to.parse().map_err(|_| StepError::WouldRevert(format!("bad address {}", call.to)))?;
                 let value = U256::from_str_radix(&call.value, 10).unwrap_or_default();
                 let label = step.label.clone();
-                let signed = evm::sign_store_send(chain, chain_id, &self.nonces, &self.fees, resync, relayer, to, call.data.clone(), value, |s| async move {
+                let signed = evm::sign_store_send(chain, chain_id, &self.nonces, &self.fees, resync, signer, to, call.data.clone(), value, |s| async move {
                     let row = repo::NewTx {
                         intent_id: &i.id, leg, step: n, label: &label, chain: &chain.chain, sender: &sender,
                         nonce: s.nonce as i64, raw: &s.raw, tx_hash: &s.hash,

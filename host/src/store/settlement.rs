@@ -126,28 +126,49 @@ async fn leg_settled(db: &Db, id: &str, leg: &str, from: Status, to: Status, tx_
 /// A signed transaction as stored before broadcast.
 #[derive(Debug, Clone)]
 pub struct StoredTx {
+    pub step: i32,
+    pub label: String,
     pub raw: Vec<u8>,
     pub tx_hash: String,
     pub nonce: i64,
     pub status: String,
 }
 
+fn stored_tx(r: &sqlx::any::AnyRow) -> Result<StoredTx, DbError> {
+    Ok(StoredTx {
+        step: r.try_get("step")?,
+        label: r.try_get("label")?,
+        raw: hex::decode(r.try_get::<String, _>("raw")?).map_err(|e| DbError::Decode(e.into()))?,
+        tx_hash: r.try_get("tx_hash")?,
+        nonce: r.try_get("nonce")?,
+        status: r.try_get("status")?,
+    })
+}
+
+const TX_COLUMNS: &str = "step, label, raw, tx_hash, nonce, status";
+
 pub async fn get_tx(db: &Db, id: &str, leg: &str, step: i32) -> Result<Option<StoredTx>, DbError> {
-    let row = sqlx::query("SELECT raw, tx_hash, nonce, status FROM chain_transactions WHERE intent_id = $1 AND leg = $2 AND step = $3")
+    sqlx::query(&format!("SELECT {TX_COLUMNS} FROM chain_transactions WHERE intent_id = $1 AND leg = $2 AND step = $3"))
         .bind(id)
         .bind(leg)
         .bind(step)
         .fetch_optional(&db.pool)
-        .await?;
-    row.map(|r| {
-        Ok(StoredTx {
-            raw: hex::decode(r.try_get::<String, _>("raw")?).map_err(|e| DbError::Decode(e.into()))?,
-            tx_hash: r.try_get("tx_hash")?,
-            nonce: r.try_get("nonce")?,
-            status: r.try_get("status")?,
-        })
-    })
-    .transpose()
+        .await?
+        .as_ref()
+        .map(stored_tx)
+        .transpose()
+}
+
+/// Every stored transaction of one leg, in step order.
+pub async fn list_txs(db: &Db, id: &str, leg: &str) -> Result<Vec<StoredTx>, DbError> {
+    sqlx::query(&format!("SELECT {TX_COLUMNS} FROM chain_transactions WHERE intent_id = $1 AND leg = $2 ORDER BY step"))
+        .bind(id)
+        .bind(leg)
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(stored_tx)
+        .collect()
 }
 
 pub struct NewTx<'a> {

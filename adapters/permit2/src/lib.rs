@@ -1,0 +1,366 @@
+//! Permit2 SignatureTransfer with the x402 witness, settled through the x402
+//! exact-Permit2 proxy (`extra.assetTransferMethod == "permit2"`), with the
+//! `eip2612GasSponsoring` and `erc20ApprovalGasSponsoring` extensions.
+//!
+//! Params (chains.toml `params`): `permit2-address` and `proxy-address`
+//! (canonical addresses by default); `extensions`, a comma list of accepted
+//! extension names (by default the spec's: EIP-2612 where the token has a
+//! domain, both where it has none); `reset-allowance-first = "true"` for
+//! tokens that refuse to change a non-zero allowance (ethereum USDT).
+
+mod sponsor;
+mod wire;
+
+use std::borrow::Cow;
+
+use adapter_kit::amount::{base_units, parse_units};
+use adapter_kit::evm::{self, as_adapter_error, parse_address, same_address};
+use adapter_kit::types::{
+    AdapterError, AssetContext, Description, DomainKind, EvmCall, Family, PaymentRequirements, ProofError,
+    ReceiptStatus, SchemeRef, SettleStep, SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
+};
+use adapter_kit::x402::{decode_payload, PaymentPayload, Requirements, VALIDITY_MARGIN_SECS, X402_VERSION};
+use adapter_kit::{host, Guest};
+use alloy_primitives::{address, hex, Address, Bytes, U256};
+use alloy_sol_types::{sol, Eip712Domain, SolCall, SolStruct};
+use serde_json::json;
+
+use sponsor::{Expect, Sponsor};
+use wire::{Authorization, Extensions, Permit2Payload, Permitted, WitnessJson};
+
+const PERMIT2: Address = address!("000000000022D473030F116dDEE9F6B43aC78BA3");
+const X402_PROXY: Address = address!("402085c248EeA27D92E8b30b2C58ed07f9E20001");
+
+sol! {
+    struct TokenPermissions {
+        address token;
+        uint256 amount;
+    }
+
+    struct Witness {
+        address to;
+        uint256 validAfter;
+    }
+
+    struct PermitWitnessTransferFrom {
+        TokenPermissions permitted;
+        address spender;
+        uint256 nonce;
+        uint256 deadline;
+        Witness witness;
+    }
+
+    struct PermitTransferFrom {
+        TokenPermissions permitted;
+        uint256 nonce;
+        uint256 deadline;
+    }
+
+    struct EIP2612Permit {
+        uint256 value;
+        uint256 deadline;
+        bytes32 r;
+        bytes32 s;
+        uint8 v;
+    }
+
+    function settle(PermitTransferFrom permit, address owner, Witness witness, bytes signature) external;
+    function settleWithPermit(EIP2612Permit permit2612, PermitTransferFrom permit, address owner, Witness witness, bytes signature) external;
+    function nonceBitmap(address owner, uint256 wordPos) external view returns (uint256);
+    function nonces(address owner) external view returns (uint256);
+}
+
+/// This (chain, asset)'s Permit2 settings.
+struct Setup {
+    token: Address,
+    permit2: Address,
+    proxy: Address,
+    extensions: Vec<String>,
+    reset_first: bool,
+}
+
+impl Setup {
+    fn of(ctx: &AssetContext) -> Result<Setup, AdapterError> {
+        let cfg = |m: String| AdapterError::Config(format!("{}/{}: {m}", ctx.chain, ctx.asset));
+        let param = |k: &str| ctx.params.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+        let addr = |k: &str, default: Address| match param(k) {
+            Some(v) => parse_address(v).map_err(|e| cfg(format!("{k}: {e}"))),
+            None => Ok(default),
+        };
+        let extensions = match param("extensions") {
+            Some(list) => list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
+            None if ctx.domain == DomainKind::None => {
+                vec![wire::EIP2612_GAS_SPONSORING.into(), wire::ERC20_APPROVAL_GAS_SPONSORING.into()]
+            }
+            None => vec![wire::EIP2612_GAS_SPONSORING.into()],
+        };
+        for e in &extensions {
+            if e != wire::EIP2612_GAS_SPONSORING && e != wire::ERC20_APPROVAL_GAS_SPONSORING {
+                return Err(cfg(format!("unknown extension `{e}`")));
+            }
+        }
+        Ok(Setup {
+            token: parse_address(&ctx.token).map_err(cfg)?,
+            permit2: addr("permit2-address", PERMIT2)?,
+            proxy: addr("proxy-address", X402_PROXY)?,
+            extensions,
+            reset_first: param("reset-allowance-first") == Some("true"),
+        })
+    }
+
+    fn accepts(&self, extension: &str) -> bool {
+        self.extensions.iter().any(|e| e == extension)
+    }
+
+    fn domain(&self, ctx: &AssetContext) -> Result<Eip712Domain, AdapterError> {
+        let chain_id = ctx.chain_id.ok_or_else(|| AdapterError::Config(format!("{}: chain id is not set", ctx.chain)))?;
+        Ok(Eip712Domain::new(Some(Cow::Borrowed("Permit2")), None, Some(U256::from(chain_id)), Some(self.permit2), None))
+    }
+}
+
+/// A proof that passed every offline check.
+struct Checked {
+    payment: VerifiedPayment,
+    permit: PermitWitnessTransferFrom,
+    owner: Address,
+    signature: Vec<u8>,
+    sponsor: Option<Sponsor>,
+}
+
+struct Permit2Scheme;
+
+impl Guest for Permit2Scheme {
+    fn describe() -> Description {
+        Description {
+            name: "permit2".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            serves: vec![SchemeRef { family: Family::Evm, scheme: "permit2".into() }],
+            config_keys: ["permit2-address", "proxy-address", "extensions", "reset-allowance-first"].map(String::from).to_vec(),
+        }
+    }
+
+    fn normalize_address(family: Family, address: String) -> Result<String, AdapterError> {
+        evm::normalize(family, &address)
+    }
+
+    fn to_base_units(amount: String, decimals: u8) -> Result<String, AdapterError> {
+        base_units(&amount, decimals)
+    }
+
+    fn requirements(ctx: AssetContext, terms: Terms) -> Result<PaymentRequirements, AdapterError> {
+        let setup = Setup::of(&ctx)?;
+        evm::exact_requirements(&ctx, terms, json!({ "assetTransferMethod": "permit2", "extensions": setup.extensions }))
+    }
+
+    fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<VerifiedPayment, ProofError> {
+        check(&ctx, &requirements, &proof).map(|c| c.payment)
+    }
+
+    fn preflight(ctx: AssetContext, payment: VerifiedPayment) -> Result<(), ProofError> {
+        let setup = Setup::of(&ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
+        let owner = parse_address(&payment.payer).map_err(ProofError::Malformed)?;
+        let nonce = parse_units(payment.replay_key.rsplit(':').next().unwrap_or_default()).map_err(ProofError::Malformed)?;
+        // Permit2 nonces are bits in per-owner 256-bit words.
+        let call = nonceBitmapCall { owner, wordPos: nonce >> 8 };
+        let out = evm::eth_call(&setup.permit2, call.abi_encode())?;
+        let word = nonceBitmapCall::abi_decode_returns(&out)
+            .map_err(|e| ProofError::ChainUnavailable(format!("nonceBitmap answer: {e}")))?;
+        if word.bit((nonce & U256::from(0xff)).to::<usize>()) {
+            return Err(ProofError::AlreadyUsed);
+        }
+        let amount = parse_units(&payment.amount).map_err(ProofError::Malformed)?;
+        let balance = evm::balance_of(&setup.token, owner)?;
+        if balance < amount {
+            return Err(ProofError::InsufficientFunds(format!("balance {balance} < {amount}")));
+        }
+        Ok(())
+    }
+
+    fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<Vec<SettleStep>, ProofError> {
+        let setup = Setup::of(&ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
+        let c = check(&ctx, &requirements, &proof)?;
+        let amount = c.permit.permitted.amount;
+        let allowance = evm::allowance_of(&setup.token, c.owner, setup.permit2)?;
+        let permit = PermitTransferFrom { permitted: c.permit.permitted.clone(), nonce: c.permit.nonce, deadline: c.permit.deadline };
+        let plain = settleCall { permit: permit.clone(), owner: c.owner, witness: c.permit.witness.clone(), signature: Bytes::from(c.signature.clone()) };
+        let call = |data: Vec<u8>| Submission::EvmCall(EvmCall { to: setup.proxy.to_checksum(None), data, value: "0".into(), gas_limit: None });
+        let settle_step = |data: Vec<u8>| SettleStep { label: "settle".into(), submission: call(data) };
+        if allowance >= amount {
+            // Already approved (perhaps by an earlier payment): the extension is not needed.
+            return Ok(vec![settle_step(plain.abi_encode())]);
+        }
+        match c.sponsor {
+            None => Err(ProofError::NotApproved(format!(
+                "Permit2 allowance {allowance} < {amount}; approve Permit2 once, or attach an extension this asset accepts ({})",
+                setup.extensions.join(", ")
+            ))),
+            Some(Sponsor::Permit { value, nonce, deadline, signature }) => {
+                let out = evm::eth_call(&setup.token, noncesCall { owner: c.owner }.abi_encode())?;
+                let next = noncesCall::abi_decode_returns(&out)
+                    .map_err(|e| ProofError::ChainUnavailable(format!("nonces answer: {e}")))?;
+                if next != nonce {
+                    return Err(ProofError::NotApproved(format!("EIP-2612 permit nonce {nonce} is not the token's next nonce {next}")));
+                }
+                let (v, r, s) = evm::split_signature(&signature);
+                let with = settleWithPermitCall {
+                    permit2612: EIP2612Permit { value, deadline, r, s, v },
+                    permit,
+                    owner: c.owner,
+                    witness: c.permit.witness,
+                    signature: Bytes::from(c.signature),
+                };
+                Ok(vec![SettleStep { label: "settleWithPermit".into(), submission: call(with.abi_encode()) }])
+            }
+            Some(Sponsor::Approval { .. }) if setup.reset_first && allowance != U256::ZERO => Err(ProofError::NotApproved(format!(
+                "this token refuses to change a non-zero allowance: Permit2 allowance is {allowance}; \
+                 send approve(Permit2, 0) first, then sign the approval again"
+            ))),
+            Some(Sponsor::Approval { raw }) => Ok(vec![
+                SettleStep { label: "approve".into(), submission: Submission::EvmRaw(raw) },
+                settle_step(plain.abi_encode()),
+            ]),
+        }
+    }
+
+    fn read_receipt(ctx: AssetContext, payment: VerifiedPayment, receipt: String) -> Result<ReceiptStatus, AdapterError> {
+        evm::read_payment_receipt(&ctx, &payment, &receipt)
+    }
+
+    fn authorize(ctx: AssetContext, transfer: Transfer) -> Result<SigningRequest, AdapterError> {
+        let setup = Setup::of(&ctx)?;
+        let permit = permit_of(&setup, &transfer)?;
+        Ok(SigningRequest::Eip712Digest(permit.eip712_signing_hash(&setup.domain(&ctx)?).to_vec()))
+    }
+
+    fn prepare_sender(ctx: AssetContext, sender: String, amount: String) -> Result<Vec<EvmCall>, AdapterError> {
+        let setup = Setup::of(&ctx)?;
+        let owner = parse_address(&sender).map_err(AdapterError::InvalidAddress)?;
+        let amount = parse_units(&amount).map_err(AdapterError::InvalidAmount)?;
+        let allowance = evm::allowance_of(&setup.token, owner, setup.permit2).map_err(as_adapter_error)?;
+        if allowance >= amount {
+            return Ok(vec![]);
+        }
+        let mut calls = vec![];
+        if setup.reset_first && allowance != U256::ZERO {
+            calls.push(evm::approve_call(&setup.token, setup.permit2, U256::ZERO));
+        }
+        calls.push(evm::approve_call(&setup.token, setup.permit2, U256::MAX));
+        Ok(calls)
+    }
+
+    fn assemble(ctx: AssetContext, requirements: PaymentRequirements, transfer: Transfer, signature: Vec<u8>) -> Result<String, AdapterError> {
+        let setup = Setup::of(&ctx)?;
+        let p = permit_of(&setup, &transfer)?;
+        let payload = PaymentPayload {
+            x402_version: X402_VERSION,
+            resource: None,
+            accepted: Requirements::from_wit(&requirements),
+            payload: Permit2Payload {
+                signature: hex::encode_prefixed(signature),
+                permit2_authorization: Authorization {
+                    from: parse_address(&transfer.sender).map_err(AdapterError::InvalidAddress)?.to_checksum(None),
+                    permitted: Permitted { token: p.permitted.token.to_checksum(None), amount: p.permitted.amount.to_string() },
+                    spender: p.spender.to_checksum(None),
+                    nonce: p.nonce.to_string(),
+                    deadline: p.deadline.to_string(),
+                    witness: WitnessJson { to: p.witness.to.to_checksum(None), valid_after: p.witness.validAfter.to_string() },
+                },
+            },
+            extensions: None,
+        };
+        serde_json::to_string(&payload).map_err(|e| AdapterError::Malformed(e.to_string()))
+    }
+}
+
+/// The Permit2 authorization a host-held wallet signs for `t`.
+fn permit_of(setup: &Setup, t: &Transfer) -> Result<PermitWitnessTransferFrom, AdapterError> {
+    if t.nonce.len() != 32 {
+        return Err(AdapterError::Malformed("transfer nonce must be 32 bytes".into()));
+    }
+    Ok(PermitWitnessTransferFrom {
+        permitted: TokenPermissions { token: setup.token, amount: parse_units(&t.amount).map_err(AdapterError::InvalidAmount)? },
+        spender: setup.proxy,
+        nonce: U256::from_be_slice(&t.nonce),
+        deadline: U256::from(t.valid_before),
+        witness: Witness { to: parse_address(&t.recipient).map_err(AdapterError::InvalidAddress)?, validAfter: U256::from(t.valid_after) },
+    })
+}
+
+/// Every offline check of a Permit2 proof and its extension.
+fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<Checked, ProofError> {
+    let setup = Setup::of(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
+    let p: PaymentPayload<Permit2Payload> = decode_payload(proof, req, same_address)?;
+    let a = &p.payload.permit2_authorization;
+    let malformed = |e: String| ProofError::Malformed(e);
+    let owner = parse_address(&a.from).map_err(malformed)?;
+    let permit = PermitWitnessTransferFrom {
+        permitted: TokenPermissions {
+            token: parse_address(&a.permitted.token).map_err(malformed)?,
+            amount: parse_units(&a.permitted.amount).map_err(malformed)?,
+        },
+        spender: parse_address(&a.spender).map_err(malformed)?,
+        nonce: parse_units(&a.nonce).map_err(malformed)?,
+        deadline: parse_units(&a.deadline).map_err(malformed)?,
+        witness: Witness {
+            to: parse_address(&a.witness.to).map_err(malformed)?,
+            validAfter: parse_units(&a.witness.valid_after).map_err(malformed)?,
+        },
+    };
+    let signature = hex::decode(&p.payload.signature)
+        .map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
+
+    if permit.permitted.token != setup.token {
+        return Err(ProofError::RequirementsMismatch(format!("permitted token is {}, must be {}", permit.permitted.token, setup.token)));
+    }
+    if permit.spender != setup.proxy {
+        return Err(ProofError::RequirementsMismatch(format!(
+            "spender is {}, must be the x402 Permit2 proxy {}",
+            permit.spender, setup.proxy
+        )));
+    }
+    if !same_address(&a.witness.to, &req.pay_to) {
+        return Err(ProofError::WrongRecipient(format!("witness pays {}, not {}", a.witness.to, req.pay_to)));
+    }
+    let required = parse_units(&req.amount).map_err(malformed)?;
+    if permit.permitted.amount != required {
+        return Err(ProofError::WrongAmount(format!("permitted amount {} != {required}", permit.permitted.amount)));
+    }
+    let now = host::now();
+    if permit.witness.validAfter > U256::from(now) {
+        return Err(ProofError::NotYetValid);
+    }
+    if permit.deadline < U256::from(now + VALIDITY_MARGIN_SECS) {
+        return Err(ProofError::Expired);
+    }
+    let domain = setup.domain(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
+    evm::check_signer(&permit.eip712_signing_hash(&domain), &signature, &owner)?;
+
+    let ext: Extensions = match &p.extensions {
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| ProofError::Malformed(format!("extensions: {e}")))?,
+        None => Extensions::default(),
+    };
+    let expect = Expect { ctx, payer: owner, token: setup.token, permit2: setup.permit2, amount: required, now };
+    let refuse = |name: &str| ProofError::Unsupported(format!("extension {name} is not accepted for {}/{}", ctx.chain, ctx.asset));
+    let sponsor = match (ext.eip2612, ext.approval) {
+        (Some(_), Some(_)) => return Err(ProofError::Malformed("at most one gas-sponsoring extension per payment".into())),
+        (Some(_), None) if !setup.accepts(wire::EIP2612_GAS_SPONSORING) => return Err(refuse(wire::EIP2612_GAS_SPONSORING)),
+        (None, Some(_)) if !setup.accepts(wire::ERC20_APPROVAL_GAS_SPONSORING) => return Err(refuse(wire::ERC20_APPROVAL_GAS_SPONSORING)),
+        (Some(w), None) => Some(sponsor::check_permit(&expect, &w.info)?),
+        (None, Some(w)) => Some(sponsor::check_approval(&expect, &w.info)?),
+        (None, None) => None,
+    };
+
+    let window = |v: U256| u64::try_from(v).unwrap_or(u64::MAX);
+    let payment = VerifiedPayment {
+        payer: owner.to_checksum(None),
+        pay_to: permit.witness.to.to_checksum(None),
+        amount: required.to_string(),
+        valid_after: window(permit.witness.validAfter),
+        valid_before: window(permit.deadline),
+        // Permit2 nonces are per owner and chain, whatever the token.
+        replay_key: format!("permit2:{}:{:#x}:{:#x}:{}", ctx.network, setup.permit2, owner, permit.nonce),
+    };
+    Ok(Checked { payment, permit, owner, signature, sponsor })
+}
+
+adapter_kit::export!(Permit2Scheme with_types_in adapter_kit::bindings);
