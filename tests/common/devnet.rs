@@ -17,6 +17,8 @@ use super::app::MERCHANT;
 
 sol! {
     function balanceOf(address owner) external view returns (uint256);
+    function allowance(address owner, address spender) external view returns (uint256);
+    function approve(address spender, uint256 value) external returns (bool);
     function mint(address to, uint256 value) external;
 }
 
@@ -175,6 +177,56 @@ impl Devnet {
         }
     }
 
+    /// The payer's `spender` allowance on a devnet token.
+    pub async fn allowance(&self, chain: &str, asset: &str, owner: &str, spender: &str) -> U256 {
+        let data = allowanceCall { owner: owner.parse().unwrap(), spender: spender.parse().unwrap() }.abi_encode();
+        self.read(chain, &self.token(chain, asset), data).await
+    }
+
+    /// `owner` (an unlocked anvil account, as the payers are) approves `spender`.
+    pub async fn approve(&self, chain: &str, asset: &str, owner: &str, spender: &str, value: U256) {
+        let data = approveCall { spender: spender.parse().unwrap(), value }.abi_encode();
+        self.send_as(chain, owner, &self.token(chain, asset), data).await;
+    }
+
+    pub async fn create_public(&self, body: Value) -> (String, Value) {
+        let (s, intent) = self.call("POST", "/api/intents", Some(body), &[]).await;
+        assert_eq!(s, 201, "{intent}");
+        (intent["intent_id"].as_str().unwrap().to_string(), intent)
+    }
+
+    /// A public-flow payment of `amount` from payer `n` (`from` chain/asset)
+    /// to MERCHANT (`to` chain/asset), signed by `sign(requirements, key)`;
+    /// settles it and checks every balance it touches. Returns the settled
+    /// intent and the proof.
+    pub async fn settle_public(&self, from: (&str, &str), to: (&str, &str), amount: &str, n: usize, sign: impl Fn(&Value, &str) -> String) -> (Value, String) {
+        let (payer, key) = self.payer(n);
+        let collection = self.state.keys.address(keys::COLLECTION).await.unwrap();
+        let proxy = self.state.keys.address(keys::PROXY).await.unwrap();
+        let body = json!({ "recipient": MERCHANT, "amount": amount, "payer_chain": from.0, "payer_asset": from.1, "target_chain": to.0, "target_asset": to.1 });
+        let (id, intent) = self.create_public(body).await;
+        let sending = units(&intent["payment_requirements"]["amount"]);
+        let decimals = self.chain(to.0)["assets"][to.1]["decimals"].as_u64().unwrap() as u32;
+        let receiving = scaled(intent["receiving_amount"].as_str().unwrap(), decimals);
+        let before = (
+            self.balance_of(from.0, from.1, &payer).await,
+            self.balance_of(from.0, from.1, &collection).await,
+            self.balance_of(to.0, to.1, MERCHANT).await,
+            self.balance_of(to.0, to.1, &proxy).await,
+        );
+        let proof = sign(&intent["payment_requirements"], &key);
+        let (s, ok) = self.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+        assert_eq!(s, 200, "{ok}");
+        let done = self.wait_status(&id, "TARGET_SETTLED").await;
+        assert!(done["source_payment"]["tx_hash"].as_str().unwrap().starts_with("0x"));
+        assert!(done["target_payment"]["tx_hash"].as_str().unwrap().starts_with("0x"));
+        assert_eq!(self.balance_of(from.0, from.1, &payer).await, before.0 - sending, "payer lost exactly sending_amount");
+        assert_eq!(self.balance_of(from.0, from.1, &collection).await, before.1 + sending, "the service collected it");
+        assert_eq!(self.balance_of(to.0, to.1, MERCHANT).await, before.2 + receiving, "merchant gained exactly receiving_amount");
+        assert_eq!(self.balance_of(to.0, to.1, &proxy).await, before.3 - receiving, "paid from the proxy wallet");
+        (done, proof)
+    }
+
     pub async fn wait_status(&self, id: &str, want: &str) -> Value {
         for _ in 0..600 {
             let (_, v) = self.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
@@ -191,21 +243,45 @@ impl Devnet {
     }
 }
 
-/// The real x402 client signs the requirements; returns the settle_proof.
-pub fn x402_pay(requirements: &Value, private_key: &str) -> String {
+/// Run a devnet/ node script with `stdin`; its stdout, asserting success.
+fn node(script: &str, args: &[&str], stdin: &str) -> String {
     use std::io::Write;
     let mut child = Command::new("node")
-        .arg(devnet_dir().join("pay.mjs"))
-        .arg(private_key)
+        .arg(devnet_dir().join(script))
+        .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(requirements.to_string().as_bytes()).unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "pay.mjs: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// The real x402 client signs the requirements; returns the settle_proof.
+pub fn x402_pay(requirements: &Value, private_key: &str) -> String {
+    node("pay.mjs", &[private_key], &requirements.to_string())
+}
+
+/// The x402 client with chain access, as Permit2 payments need: it reads
+/// the payer's Permit2 allowance and signs an offered extension if short.
+pub fn x402_pay_on(requirements: &Value, private_key: &str, rpc: &str) -> String {
+    node("pay.mjs", &[private_key, rpc], &requirements.to_string())
+}
+
+/// A Permit2 payload signed with viem by hand (devnet/craft.mjs): `case`
+/// names what it carries or which fault it has.
+pub fn craft(requirements: &Value, private_key: &str, rpc: &str, case: &str) -> String {
+    let input = json!({ "requirements": requirements, "key": private_key, "rpc": rpc, "case": case });
+    node("craft.mjs", &[], &input.to_string())
+}
+
+/// The PaymentPayload inside a settle_proof.
+pub fn decode_proof(proof: &str) -> Value {
+    use base64::Engine as _;
+    serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(proof).unwrap()).unwrap()
 }
 
 pub fn units(v: &Value) -> U256 {

@@ -1,0 +1,180 @@
+//! Every EVM transfer scheme end to end on the devnet: Permit2 through the
+//! x402 proxy with both gas-sponsoring extensions (signed by the real
+//! @x402/evm client), the salted domain (signed by hand with viem), USDT's
+//! reset-before-approve rule, USDT0's names, and Permit2 payloads with one
+//! fault each, which must move no money.
+
+mod common;
+
+use alloy_primitives::U256;
+use serde_json::{json, Value};
+use stablerail::keys;
+
+use common::app::MERCHANT;
+use common::devnet::{craft, decode_proof, rpc, x402_pay, x402_pay_on, Devnet};
+
+const PERMIT2: &str = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
+
+/// Rows stored for one leg of an intent: (label, sender).
+async fn txs(dn: &Devnet, id: &str, leg: &str) -> Vec<(String, String)> {
+    sqlx::query("SELECT label, sender FROM chain_transactions WHERE intent_id = $1 AND leg = $2 ORDER BY step")
+        .bind(id)
+        .bind(leg)
+        .fetch_all(&dn.state.db.pool)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (sqlx::Row::get(r, "label"), sqlx::Row::get(r, "sender")))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn permit2_payments_signed_by_the_x402_client() {
+    let dn = Devnet::start(22245, "bsc,monad,base", "").await;
+    let proxy = dn.state.keys.address(keys::PROXY).await.unwrap();
+
+    // Plain Permit2: the payer approved Permit2 earlier, so the client signs
+    // no extension. The payout lands on bsc, a Permit2-only chain: the engine
+    // first approves Permit2 from the proxy wallet, once, and records it.
+    let on = |chain: &str| {
+        let url = dn.rpc_url(chain);
+        move |req: &Value, key: &str| x402_pay_on(req, key, &url)
+    };
+    let (payer, _) = dn.payer(0);
+    dn.approve("bsc", "usdc", &payer, PERMIT2, U256::MAX).await;
+    assert_eq!(dn.allowance("bsc", "usdc", &proxy, PERMIT2).await, U256::ZERO);
+    let (done, proof) = dn.settle_public(("bsc", "usdc"), ("bsc", "usdc"), "3.5", 0, on("bsc")).await;
+    let p = decode_proof(&proof);
+    assert_eq!(p["accepted"]["extra"]["assetTransferMethod"], "permit2");
+    assert!(p.get("extensions").is_none(), "allowance was there: no extension {p}");
+    assert_eq!(p["payload"]["permit2Authorization"]["spender"], "0x402085c248EeA27D92E8b30b2C58ed07f9E20001");
+    let id = done["intent_id"].as_str().unwrap();
+    assert_eq!(txs(&dn, id, "source").await, vec![("settle".into(), dn.state.keys.address(keys::RELAYER).await.unwrap())]);
+    let setup = txs(&dn, id, "target-setup").await;
+    assert_eq!(setup.len(), 1, "one approval from the proxy wallet: {setup:?}");
+    assert_eq!(setup[0].1, proxy);
+    assert_eq!(dn.allowance("bsc", "usdc", &proxy, PERMIT2).await, U256::MAX);
+    // A second payout there needs no new approval.
+    let (again, _) = dn.settle_public(("base", "usdc"), ("bsc", "usdc"), "1", 1, |r, k| x402_pay(r, k)).await;
+    assert!(txs(&dn, again["intent_id"].as_str().unwrap(), "target-setup").await.is_empty());
+
+    // erc20ApprovalGasSponsoring: base USDT, no allowance yet. The payer's
+    // signed approve is broadcast, then the relayer settles.
+    let (payer, _) = dn.payer(2);
+    assert_eq!(dn.allowance("base", "usdt", &payer, PERMIT2).await, U256::ZERO);
+    let (done, proof) = dn.settle_public(("base", "usdt"), ("monad", "usdc"), "2", 2, on("base")).await;
+    let p = decode_proof(&proof);
+    assert_eq!(p["accepted"]["extra"]["extensions"], json!(["eip2612GasSponsoring", "erc20ApprovalGasSponsoring"]));
+    assert!(p["extensions"]["erc20ApprovalGasSponsoring"]["info"]["signedTransaction"].is_string(), "{p}");
+    let labels: Vec<String> = txs(&dn, done["intent_id"].as_str().unwrap(), "source").await.into_iter().map(|t| t.0).collect();
+    assert_eq!(labels, ["approve", "settle"]);
+    assert_eq!(dn.allowance("base", "usdt", &payer, PERMIT2).await, U256::MAX, "the payer's own approval landed");
+
+    // eip2612GasSponsoring: monad USDC has a permit; the service submits it
+    // through settleWithPermit. The payer spends no gas.
+    let (payer, _) = dn.payer(3);
+    let nonce_before = rpc(&dn.rpc_url("monad"), "eth_getTransactionCount", json!([payer, "latest"])).await;
+    let (done, proof) = dn.settle_public(("monad", "usdc"), ("base", "usdc"), "4.25", 3, on("monad")).await;
+    let p = decode_proof(&proof);
+    let info = &p["extensions"]["eip2612GasSponsoring"]["info"];
+    assert_eq!(info["spender"], PERMIT2);
+    assert_eq!(info["amount"], p["accepted"]["amount"]);
+    let labels: Vec<String> = txs(&dn, done["intent_id"].as_str().unwrap(), "source").await.into_iter().map(|t| t.0).collect();
+    assert_eq!(labels, ["settleWithPermit"]);
+    assert_eq!(rpc(&dn.rpc_url("monad"), "eth_getTransactionCount", json!([payer, "latest"])).await, nonce_before, "payer sent nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn salted_domain_usdt0_names_and_the_usdt_reset_rule() {
+    let dn = Devnet::start(22345, "polygon,arbitrum,ethereum", "").await;
+    let polygon = dn.rpc_url("polygon");
+
+    // polygon USDT0: Permit2 + an EIP-2612 permit over the salted domain,
+    // signed with viem; paid out in arbitrum USDT0 (EIP-3009, "USD₮0").
+    let (done, proof) = dn
+        .settle_public(("polygon", "usdt0"), ("arbitrum", "usdt0"), "6", 0, |r, k| craft(r, k, &polygon, "permit"))
+        .await;
+    let extra = &decode_proof(&proof)["accepted"]["extra"];
+    assert_eq!(extra["domainType"], "salted");
+    assert_eq!(extra["name"], "USDT0");
+    assert!(done["target_payment"]["tx_hash"].is_string());
+
+    // usdt is the same contract as usdt0 there, and a chainId-in-domain
+    // permit is refused with the reason, before anything is sent.
+    let (payer, key) = dn.payer(1);
+    let before = dn.balance_of("polygon", "usdt", &payer).await;
+    assert_eq!(dn.token("polygon", "usdt"), dn.token("polygon", "usdt0"));
+    let (id, intent) = dn.create_public(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "polygon", "payer_asset": "usdt" })).await;
+    let bad = craft(&intent["payment_requirements"], &key, &polygon, "chainid-domain");
+    let (s, e) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": bad })), &[]).await;
+    assert_eq!(s, 400, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("salted"), "{e}");
+    let (_, still) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
+    assert_eq!(still["status"], "AWAITING_PAYMENT");
+    // ...and the salted one for the same intent goes through.
+    let good = craft(&intent["payment_requirements"], &key, &polygon, "permit");
+    let (s, e) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": good })), &[]).await;
+    assert_eq!(s, 200, "{e}");
+    dn.wait_status(&id, "TARGET_SETTLED").await;
+    assert_eq!(dn.balance_of("polygon", "usdt", &payer).await, before - common::devnet::units(&intent["payment_requirements"]["amount"]));
+
+    // arbitrum USDT0 / usdt as a payer: EIP-3009 under the name "USD₮0",
+    // signed by the x402 client from `extra`.
+    let (_, proof) = dn.settle_public(("arbitrum", "usdt"), ("polygon", "usdt0"), "2", 2, |r, k| x402_pay(r, k)).await;
+    assert_eq!(decode_proof(&proof)["accepted"]["extra"]["name"], "USD\u{20ae}0");
+
+    // ethereum USDT: a partial, non-zero Permit2 allowance cannot be raised
+    // in one approve. The service refuses the payment (no money moves and
+    // the payer's approve is not broadcast); after the payer resets it to 0
+    // the same kind of payment settles.
+    let ethereum = dn.rpc_url("ethereum");
+    let (payer, key) = dn.payer(3);
+    dn.approve("ethereum", "usdt", &payer, PERMIT2, U256::from(1000u64)).await;
+    let before = dn.balance_of("ethereum", "usdt", &payer).await;
+    let (id, intent) = dn.create_public(json!({ "recipient": MERCHANT, "amount": "5", "payer_chain": "ethereum", "payer_asset": "usdt" })).await;
+    let proof = x402_pay_on(&intent["payment_requirements"], &key, &ethereum);
+    assert!(decode_proof(&proof)["extensions"]["erc20ApprovalGasSponsoring"].is_object());
+    let (s, e) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200, "offline checks pass: {e}");
+    let failed = dn.wait_status(&id, "VERIFICATION_FAILED").await;
+    assert!(failed["error_message"].as_str().unwrap().contains("approve(Permit2, 0)"), "{failed}");
+    assert_eq!(dn.balance_of("ethereum", "usdt", &payer).await, before);
+    assert_eq!(dn.allowance("ethereum", "usdt", &payer, PERMIT2).await, U256::from(1000u64));
+    dn.approve("ethereum", "usdt", &payer, PERMIT2, U256::ZERO).await;
+    dn.settle_public(("ethereum", "usdt"), ("arbitrum", "usdc"), "5", 3, |r, k| x402_pay_on(r, k, &ethereum)).await;
+    assert_eq!(dn.allowance("ethereum", "usdt", &payer, PERMIT2).await, U256::MAX);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn faulty_permit2_payloads_are_refused_and_move_no_money() {
+    let dn = Devnet::start(22445, "base,monad", "").await;
+    let cases = [
+        ("base", "usdt", "wrong-spender", "must be the x402 Permit2 proxy"),
+        ("base", "usdt", "wrong-to", "wrong recipient"),
+        ("base", "usdt", "wrong-amount", "wrong amount"),
+        ("base", "usdt", "expired", "expired"),
+        ("base", "usdt", "other-signer", "signature is not the payer's"),
+        ("base", "usdt", "approval-wrong-token", "not the token"),
+        ("base", "usdt", "approval-wrong-spender", "not Permit2"),
+        ("monad", "usdc", "permit-value", "EIP-2612 permit value"),
+    ];
+    let (payer, key) = dn.payer(4);
+    for (chain, asset, case, says) in cases {
+        let before = dn.balance_of(chain, asset, &payer).await;
+        let body = json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": chain, "payer_asset": asset });
+        let (id, intent) = dn.create_public(body).await;
+        let proof = craft(&intent["payment_requirements"], &key, &dn.rpc_url(chain), case);
+        let (s, e) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+        assert_eq!(s, 400, "{case}: {e}");
+        assert_eq!(e["error"], "Bad Request");
+        let message = e["message"].as_str().unwrap();
+        assert!(message.starts_with("proof validation failed") && message.contains(says), "{case}: {message}");
+        let (_, still) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
+        assert_eq!(still["status"], "AWAITING_PAYMENT", "{case}");
+        assert_eq!(dn.balance_of(chain, asset, &payer).await, before, "{case}: no funds moved");
+        assert_eq!(dn.allowance(chain, asset, &payer, PERMIT2).await, U256::ZERO, "{case}: no approval broadcast");
+    }
+    // The same payer and intent shape, signed correctly, settles.
+    let monad = dn.rpc_url("monad");
+    dn.settle_public(("monad", "usdc"), ("base", "usdc"), "1", 4, |r, k| craft(r, k, &monad, "permit")).await;
+}
