@@ -148,6 +148,16 @@ impl App {
         App { state, dir, pg_schema }
     }
 
+    /// On SQLite with a whole config text of the caller's.
+    pub async fn on_config(text: &str) -> App {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chains.toml");
+        std::fs::write(&path, text).unwrap();
+        let (url, pg_schema) = database(Backend::Sqlite, dir.path()).await;
+        let state = stablerail::server::build_state(&path, &url, system_clock()).await.unwrap();
+        App { state, dir, pg_schema }
+    }
+
     pub async fn call(&self, method: &str, uri: &str, body: Option<Value>, headers: &[(&str, &str)]) -> (StatusCode, Value) {
         let mut req = Request::builder().method(method).uri(uri);
         for (k, v) in headers {
