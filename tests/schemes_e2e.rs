@@ -82,6 +82,37 @@ async fn permit2_payments_signed_by_the_x402_client() {
     let labels: Vec<String> = txs(&dn, done["intent_id"].as_str().unwrap(), "source").await.into_iter().map(|t| t.0).collect();
     assert_eq!(labels, ["settleWithPermit"]);
     assert_eq!(rpc(&dn.rpc_url("monad"), "eth_getTransactionCount", json!([payer, "latest"])).await, nonce_before, "payer sent nothing");
+
+    // `/v2` on Permit2 chains both ways: the agent's hosted wallet approves
+    // Permit2 itself (on bsc to pay, on monad to pay out), then signs.
+    let now = stablerail::intent::now_ms();
+    let agent = stablerail::store::agents::create_agent(&dn.state.db, None, "bot", now).await.unwrap();
+    let creds = stablerail::auth::issue_keys(&dn.state.db, &dn.state.pepper, &agent.id, now).await.unwrap();
+    let auth = format!("Bearer {}", creds.bearer());
+    let wallet = dn.state.keys.address(&keys::agent_key(&agent.id)).await.unwrap();
+    let ten = U256::from(10u64).pow(U256::from(19u64));
+    for chain in ["bsc", "monad"] {
+        rpc(&dn.rpc_url(chain), "anvil_setBalance", json!([wallet, format!("{ten:#x}")])).await;
+    }
+    dn.mint_asset("bsc", "usdc", &wallet, ten * U256::from(100u64)).await;
+    dn.mint_asset("monad", "usdc", &wallet, U256::from(50_000_000u64)).await;
+    let body = json!({ "recipient": MERCHANT, "amount": "3", "payer_chain": "bsc", "target_chain": "monad" });
+    let (s, intent) = dn.call("POST", "/v2/intents", Some(body), &[("authorization", &auth)]).await;
+    assert_eq!(s, 201, "{intent}");
+    let id = intent["intent_id"].as_str().unwrap();
+    let merchant = dn.balance_of("monad", "usdc", MERCHANT).await;
+    let (s, r) = dn.call("POST", &format!("/v2/intents/{id}/execute"), None, &[("authorization", &auth)]).await;
+    assert_eq!(s, 200, "{r}");
+    dn.wait_status(id, "TARGET_SETTLED").await;
+    assert_eq!(dn.balance_of("monad", "usdc", MERCHANT).await, merchant + U256::from(3_000_000u64));
+    assert_eq!(dn.balance_of("monad", "usdc", &wallet).await, U256::from(47_000_000u64), "payout from the agent's wallet");
+    let sending = common::devnet::units(&intent["payment_requirements"]["amount"]);
+    assert_eq!(dn.balance_of("bsc", "usdc", &wallet).await, ten * U256::from(100u64) - sending);
+    for leg in ["source-setup", "target-setup"] {
+        let rows = txs(&dn, id, leg).await;
+        assert_eq!(rows.len(), 1, "{leg}: {rows:?}");
+        assert_eq!(rows[0].1, wallet, "{leg} sent by the agent's wallet");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -140,7 +140,14 @@ impl Devnet {
     pub async fn send_as(&self, chain: &str, from: &str, to: &str, data: Vec<u8>) -> Value {
         let url = self.rpc_url(chain);
         let hash = rpc(&url, "eth_sendTransaction", json!([{ "from": from, "to": to, "data": alloy_primitives::hex::encode_prefixed(data) }])).await;
-        let receipt = rpc(&url, "eth_getTransactionReceipt", json!([hash])).await;
+        let mut receipt = Value::Null;
+        for _ in 0..100 {
+            receipt = rpc(&url, "eth_getTransactionReceipt", json!([hash])).await;
+            if !receipt.is_null() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         assert_eq!(receipt["status"], "0x1", "transaction to {to} on {chain}: {receipt}");
         receipt
     }
