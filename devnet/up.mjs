@@ -11,7 +11,7 @@ import { createPublicClient, createWalletClient, http, parseEther, toFunctionSel
 import { x402ExactPermit2ProxyABI } from "@x402/evm";
 import { privateKeyToAccount, mnemonicToAccount } from "viem/accounts";
 import { compile } from "./compile.mjs";
-import { permit2Runtime, PERMIT2_ADDRESS } from "./permit2.mjs";
+import { multicall3Creation, permit2Runtime, MULTICALL3_ADDRESS, PERMIT2_ADDRESS } from "./canonical.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const ANVIL = path.join(here, "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
@@ -91,12 +91,19 @@ async function deploy(pub, wallet, artifact, args) {
   }
 }
 
-// Canonical Permit2 and our x402 exact-Permit2 proxy at their canonical addresses.
-async function placePermit2(pub, wallet) {
-  await pub.request({ method: "anvil_setCode", params: [PERMIT2_ADDRESS, permit2Code] });
-  const built = await deploy(pub, wallet, artifacts.proxy, []);
+// Deploy creation code, then move the runtime code to `address`.
+async function place(pub, wallet, artifact, address) {
+  const built = await deploy(pub, wallet, artifact, []);
   const code = await pub.getCode({ address: built });
-  await pub.request({ method: "anvil_setCode", params: [PROXY_ADDRESS, code] });
+  await pub.request({ method: "anvil_setCode", params: [address, code] });
+}
+
+// Canonical Permit2, our x402 exact-Permit2 proxy and Multicall3, at their
+// canonical addresses.
+async function placeCanonical(pub, wallet) {
+  await pub.request({ method: "anvil_setCode", params: [PERMIT2_ADDRESS, permit2Code] });
+  await place(pub, wallet, artifacts.proxy, PROXY_ADDRESS);
+  await place(pub, wallet, { abi: [], bytecode: multicall3Creation() }, MULTICALL3_ADDRESS);
 }
 
 async function deployAsset(pub, wallet, a) {
@@ -105,7 +112,7 @@ async function deployAsset(pub, wallet, a) {
     : deploy(pub, wallet, artifacts.tether, ["Tether USD", "USDT", a.decimals, Boolean(a.reset)]);
 }
 
-const out = { chains: {}, payers, deployer: deployer.address, permit2: PERMIT2_ADDRESS, permit2_proxy: PROXY_ADDRESS };
+const out = { chains: {}, payers, deployer: deployer.address, permit2: PERMIT2_ADDRESS, permit2_proxy: PROXY_ADDRESS, multicall3: MULTICALL3_ADDRESS };
 let port = basePort;
 for (const name of chains) {
   const c = CHAINS[name];
@@ -129,7 +136,7 @@ for (const name of chains) {
   const chain = { id: c.id, name, nativeCurrency: { name: "ETH", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [rpc] } } };
   const pub = createPublicClient({ chain, transport: http(rpc) });
   const wallet = createWalletClient({ chain, account: deployer, transport: http(rpc) });
-  await placePermit2(pub, wallet);
+  await placeCanonical(pub, wallet);
   const assets = {};
   for (const [key, a] of Object.entries(c.assets)) {
     const address = await deployAsset(pub, wallet, a);

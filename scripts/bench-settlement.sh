@@ -9,7 +9,7 @@ cargo build --release --bin stablerail
 dir=.stablerail/bench
 rm -rf "$dir"
 target/release/stablerail devnet up --dir "$dir" --port 19545 --chains base,arbitrum >/dev/null
-target/release/stablerail serve --config "$dir/chains.toml" --database "sqlite://$PWD/$dir/stablerail.db" --listen 127.0.0.1:19402 >"$dir/serve.log" 2>&1 &
+RUST_LOG=${RUST_LOG:-info} target/release/stablerail serve --config "$dir/chains.toml" --database "sqlite://$PWD/$dir/stablerail.db" --listen 127.0.0.1:19402 >"$dir/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true; target/release/stablerail devnet down --dir "$dir" >/dev/null 2>&1 || true' EXIT
 for _ in $(seq 1 100); do curl -sf http://127.0.0.1:19402/api/health >/dev/null && break; sleep 0.1; done

@@ -13,6 +13,10 @@ use stablerail::keys;
 
 use common::app::MERCHANT;
 use common::devnet::{devnet_dir, rpc, units, x402_pay, Devnet};
+
+alloy_sol_types::sol! {
+    function transfer(address to, uint256 value) external returns (bool);
+}
 use stablerail::adapter::system_clock;
 use stablerail::settle::Engine;
 
@@ -87,17 +91,31 @@ async fn agent_execute_settles_from_its_hosted_wallet() {
 async fn twenty_concurrent_intents_share_one_relayer() {
     let dn = Arc::new(Devnet::start(21745, "base,arbitrum", "").await);
     let merchant_before = dn.balance("arbitrum", MERCHANT).await;
-    dn.pay_and_settle(20).await;
-    assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(20_000_000u64));
-    // 40 transactions from one relayer, none lost to a nonce collision.
-    let relayer = dn.state.keys.address(keys::RELAYER).await.unwrap();
-    let count = |chain: &str| {
-        let url = dn.chain(chain)["rpc"].as_str().unwrap().to_string();
-        let relayer = relayer.clone();
-        async move { rpc(&url, "eth_getTransactionCount", json!([relayer, "latest"])).await }
-    };
-    assert_eq!(count("base").await, "0x14");
-    assert_eq!(count("arbitrum").await, "0x14");
+    // Payer 7 signs the last intent, then spends its USDC before the proof
+    // goes in: that one call must fail on its own, whatever it is sent with.
+    let (drained, _) = dn.payer(7);
+    let signed = dn.sign_all(20, |k| if k == 19 { 7 } else { k % 7 }).await;
+    let all = dn.balance("base", &drained).await;
+    let data = alloy_sol_types::SolCall::abi_encode(&transferCall { to: MERCHANT.parse().unwrap(), value: all });
+    dn.send_as("base", &drained, &dn.token("base", "usdc"), data).await;
+    dn.submit_all(&signed).await;
+    let ids: Vec<String> = signed.into_iter().map(|(id, _)| id).collect();
+    for id in &ids[..19] {
+        dn.wait_status(id, "TARGET_SETTLED").await;
+    }
+    let failed = dn.wait_status(&ids[19], "VERIFICATION_FAILED").await;
+    assert!(failed["error_message"].as_str().unwrap().contains("insufficient"), "{failed}");
+    assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(19_000_000u64));
+    // One relayer on each chain: every mined transaction is one the service
+    // recorded, none lost to a nonce collision; calls ready together went out
+    // together (Multicall3), so there are fewer transactions than intents.
+    for chain in ["base", "arbitrum"] {
+        let (mined, recorded) = dn.relayer_txs(chain).await;
+        assert_eq!(mined, recorded, "{chain}");
+        assert!(mined < 19, "{chain}: {mined} transactions for 19 settlements: nothing was batched");
+    }
+    let rows: i64 = sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM chain_transactions").fetch_one(&dn.state.db.pool).await.unwrap(), "n");
+    assert_eq!(rows, 38, "one row per settled leg");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -251,10 +269,9 @@ async fn replicas_on_one_postgres_settle_each_intent_once() {
     let merchant_before = dn.balance("arbitrum", MERCHANT).await;
     dn.pay_and_settle(12).await;
     assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(12_000_000u64));
-    let relayer = dn.state.keys.address(keys::RELAYER).await.unwrap();
     for chain in ["base", "arbitrum"] {
-        let sent = rpc(dn.chain(chain)["rpc"].as_str().unwrap(), "eth_getTransactionCount", json!([relayer, "latest"])).await;
-        assert_eq!(sent, "0xc", "{chain}: one transaction per intent and leg");
+        let (mined, recorded) = dn.relayer_txs(chain).await;
+        assert_eq!(mined, recorded, "{chain}: every relayer transaction is one the replicas recorded");
     }
     let rows: i64 = sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM chain_transactions").fetch_one(&dn.state.db.pool).await.unwrap(), "n");
     assert_eq!(rows, 24);

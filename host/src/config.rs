@@ -61,6 +61,9 @@ pub struct Service {
     pub master_key_file: PathBuf,
     /// Concurrent settlement workers per replica.
     pub settlement_workers: usize,
+    /// Most relayer calls sent together in one Multicall3 transaction per
+    /// chain; 1 sends every call on its own.
+    pub settlement_batch_max: usize,
     /// Failed payout dispatches before an intent is `PARTIAL_SETTLEMENT`.
     pub payout_retry_budget: u32,
     /// How long a worker waits for a receipt before retrying later, in seconds.
@@ -81,7 +84,8 @@ impl Default for Service {
             pepper_file: ".stablerail/pepper".into(),
             sweep_interval_seconds: 5,
             master_key_file: ".stablerail/master.key".into(),
-            settlement_workers: 16,
+            settlement_workers: 32,
+            settlement_batch_max: 64,
             payout_retry_budget: 8,
             receipt_timeout_seconds: 30,
             execute_wait_seconds: 30,
@@ -171,6 +175,9 @@ pub struct Chain {
     /// The service's collection wallet here: x402 `payTo` for payers on
     /// this chain. Intents from a chain without one are refused (503).
     pub collection_address: Option<String>,
+    /// Multicall3, used to send several settlements in one transaction
+    /// (default: its canonical address; without one there, calls go alone).
+    pub multicall3_address: Option<String>,
     #[serde(default)]
     pub assets: BTreeMap<String, Asset>,
 }

@@ -48,16 +48,20 @@ impl Db {
             anyhow::bail!("unsupported database URL `{url}`: use sqlite://FILE or postgres://…");
         };
         let opts = AnyConnectOptions::from_str(&url)?;
-        // Each connection to `sqlite::memory:` is a database of its own: keep
-        // exactly one, for the life of the pool.
+        // SQLite: one connection. It takes one writer at a time anyway, and
+        // writers waiting in its busy handler lose the lock to busier ones
+        // for up to seconds under load; one queue in the pool is fair.
+        // (Each connection to `sqlite::memory:` is also a database of its
+        // own.)
         let in_memory = backend == Backend::Sqlite && url.contains(":memory:");
         let pool = AnyPoolOptions::new()
             .max_connections(match backend {
-                Backend::Sqlite if in_memory => 1,
-                Backend::Sqlite => 8,
+                Backend::Sqlite => 1,
                 Backend::Postgres => 16,
             })
             .min_connections(u32::from(in_memory))
+            // An embedded database cannot go stale under us: no ping per use.
+            .test_before_acquire(backend == Backend::Postgres)
             .idle_timeout((!in_memory).then_some(std::time::Duration::from_secs(600)))
             .max_lifetime((!in_memory).then_some(std::time::Duration::from_secs(1800)))
             .after_connect(move |conn, _| {

@@ -71,7 +71,7 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
         adapters = state.registry.adapters.len(),
         "stablerail ready"
     );
-    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
+    let listener = listen_on(listen).with_context(|| format!("binding {listen}"))?;
     tracing::info!(address = %listener.local_addr()?, "listening");
     axum::serve(listener, api::router(state).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown_signal())
@@ -106,4 +106,14 @@ async fn shutdown_signal() {
         _ = term => {},
     }
     tracing::info!("shutting down: finishing in-flight requests");
+}
+
+/// A listening socket with a deep accept queue. The default (128, as std and
+/// mio use) overflows when a burst of clients connects at once, and every
+/// dropped SYN costs its client a one-second retransmission timeout.
+fn listen_on(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(4096)
 }

@@ -165,23 +165,51 @@ impl Devnet {
         (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
     }
 
-    /// `n` intents of 1 USDC base → arbitrum, paid through the x402 client by
-    /// the devnet payers in turn, all proofs submitted before any is awaited.
-    pub async fn pay_and_settle(&self, n: usize) {
-        let mut ids = Vec::new();
+    /// `n` intents of 1 USDC base → arbitrum, each signed through the x402
+    /// client by payer `payer(k)`: (intent id, settle_proof).
+    pub async fn sign_all(&self, n: usize, payer: impl Fn(usize) -> usize) -> Vec<(String, String)> {
+        let mut signed = Vec::new();
         for k in 0..n {
             let (s, intent) = self.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "arbitrum" })), &[]).await;
             assert_eq!(s, 201);
-            let (_, key) = self.payer(k % 8);
-            let proof = x402_pay(&intent["payment_requirements"], &key);
-            let id = intent["intent_id"].as_str().unwrap().to_string();
-            let (s, r) = self.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
-            assert_eq!(s, 200, "{r}");
-            ids.push(id);
+            let (_, key) = self.payer(payer(k));
+            signed.push((intent["intent_id"].as_str().unwrap().to_string(), x402_pay(&intent["payment_requirements"], &key)));
         }
-        for id in &ids {
+        signed
+    }
+
+    /// Submit every proof at once, so the engine sees them together.
+    pub async fn submit_all(&self, signed: &[(String, String)]) {
+        let posts = signed.iter().map(|(id, proof)| async move {
+            self.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await
+        });
+        for (s, r) in futures::future::join_all(posts).await {
+            assert_eq!(s, 200, "{r}");
+        }
+    }
+
+    /// `n` intents signed by the payers in turn, submitted at once, settled.
+    pub async fn pay_and_settle(&self, n: usize) {
+        let signed = self.sign_all(n, |k| k % 8).await;
+        self.submit_all(&signed).await;
+        for (id, _) in &signed {
             self.wait_status(id, "TARGET_SETTLED").await;
         }
+    }
+
+    /// Relayer transactions mined on `chain`, and the distinct transactions
+    /// the service recorded there: equal when no nonce was lost or doubled.
+    pub async fn relayer_txs(&self, chain: &str) -> (u64, u64) {
+        let relayer = self.state.keys.address(keys::RELAYER).await.unwrap();
+        let count = rpc(&self.rpc_url(chain), "eth_getTransactionCount", json!([relayer, "latest"])).await;
+        let mined = u64::from_str_radix(count.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+        let row = sqlx::query("SELECT COUNT(DISTINCT tx_hash) AS n FROM chain_transactions WHERE chain = $1 AND sender = $2")
+            .bind(chain)
+            .bind(&relayer)
+            .fetch_one(&self.state.db.pool)
+            .await
+            .unwrap();
+        (mined, sqlx::Row::get::<i64, _>(&row, "n") as u64)
     }
 
     /// The payer's `spender` allowance on a devnet token.

@@ -169,7 +169,7 @@ pub async fn submit_proof(
     let acceptance = Acceptance { settle_proof: Some(&proof), replay_key: Some(&paid.replay_key), payer: Some(&paid.payer) };
     match repo::accept(&s.db, &i.id, &acceptance, intent::now_ms()).await {
         Ok(true) => {
-            s.work.notify_waiters();
+            s.work.notify_one();
             Ok(accepted(&i, "proof accepted; settlement in progress"))
         }
         Ok(false) => Err(lost_race(&s, &i.id).await),
@@ -190,7 +190,7 @@ pub async fn execute(State(s): State<Shared>, Extension(agent): Extension<Agent>
     if !repo::accept(&s.db, &i.id, &none, intent::now_ms()).await? {
         return Err(lost_race(&s, &i.id).await);
     }
-    s.work.notify_waiters();
+    s.work.notify_one();
     // Wait (bounded) for the engine, so an agent usually gets the outcome.
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(s.config.service.execute_wait_seconds);
     let mut status = Status::Pending;

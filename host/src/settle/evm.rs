@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::chain::ChainClient;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum SendError {
     /// The node is unreachable or answered with an error: try again later.
     #[error("chain unavailable: {0}")]
@@ -197,6 +197,41 @@ pub async fn broadcast(chain: &ChainClient, raw: &[u8]) -> Result<Broadcast, Sen
         Err(e) if e.contains("already known") || e.contains("AlreadyKnown") => Ok(Broadcast::Accepted),
         Err(e) if e.to_lowercase().contains("nonce too low") => Ok(Broadcast::NonceTaken),
         Err(e) => Err(SendError::Unavailable(e)),
+    }
+}
+
+/// The address a signed transaction calls.
+pub fn sent_to(raw: &[u8]) -> Option<Address> {
+    use alloy_consensus::Transaction;
+    use alloy_eips::eip2718::Decodable2718;
+    TxEnvelope::decode_2718(&mut &raw[..]).ok()?.to()
+}
+
+/// Receipts shared by the workers that wait on one transaction (a batch is
+/// many intents' one transaction): one of them asks the node at a time, and
+/// the others reuse a receipt it found.
+#[derive(Default)]
+pub struct Receipts {
+    slots: std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<Option<std::sync::Arc<Value>>>>>>,
+}
+
+impl Receipts {
+    pub async fn get(&self, chain: &ChainClient, hash: &str) -> Result<Option<std::sync::Arc<Value>>, SendError> {
+        let slot = {
+            let mut slots = self.slots.lock().unwrap();
+            if slots.len() > 4096 {
+                // Forget receipts nobody is waiting on.
+                slots.retain(|_, s| std::sync::Arc::strong_count(s) > 1);
+            }
+            slots.entry(format!("{}:{hash}", chain.chain)).or_default().clone()
+        };
+        let mut held = slot.lock().await;
+        if let Some(r) = &*held {
+            return Ok(Some(r.clone()));
+        }
+        let found = receipt(chain, hash).await?.map(std::sync::Arc::new);
+        held.clone_from(&found);
+        Ok(found)
     }
 }
 

@@ -6,6 +6,7 @@
 //! key; and each payout is an EIP-3009 authorization whose nonce is derived
 //! from the intent id, so the token itself refuses a second payout.
 
+pub mod batch;
 pub mod evm;
 
 use std::sync::Arc;
@@ -35,8 +36,10 @@ const PAYOUT_VALIDITY_SECS: u64 = 24 * 60 * 60;
 pub struct Engine {
     state: Shared,
     keys: Arc<Keystore>,
-    nonces: Nonces,
-    fees: FeeCache,
+    nonces: Arc<Nonces>,
+    fees: Arc<FeeCache>,
+    batchers: batch::Batchers,
+    receipts: evm::Receipts,
     setup_locks: tokio::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -92,8 +95,16 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 
 impl Engine {
     pub fn new(state: Shared, keys: Arc<Keystore>) -> Arc<Engine> {
-        let nonces = Nonces::new(state.db.clone());
-        Arc::new(Engine { state, keys, nonces, fees: FeeCache::default(), setup_locks: Default::default() })
+        let nonces = Arc::new(Nonces::new(state.db.clone()));
+        Arc::new(Engine {
+            state,
+            keys,
+            nonces,
+            fees: Default::default(),
+            batchers: Default::default(),
+            receipts: Default::default(),
+            setup_locks: Default::default(),
+        })
     }
 
     /// Run `workers` loops until the process ends.
@@ -212,46 +223,70 @@ impl Engine {
             i = intents::get(db, &i.id).await?.ok_or_else(|| anyhow::anyhow!("intent vanished"))?;
         }
         let proof = i.settle_proof.clone().unwrap_or_default();
-        let sent_before = repo::get_tx(db, &i.id, "source", 0).await?.is_some();
+        let stored = repo::list_txs(db, &i.id, "source").await?;
+        let sent_before = !stored.is_empty();
 
         let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
         let payment = match blocking(move || a.verify(&r, &p)).await?? {
             Ok(p) => p,
             Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
             // A transaction already went out for it: its receipt decides.
-            Err(_) if sent_before => return self.resume_source(i, adapter, req, proof).await,
+            Err(_) if sent_before => return self.resume_source(i, adapter, req, proof, None, stored).await,
             Err(e) => return self.fail(&i, Status::VerificationFailed, &proof_message(e)).await,
         };
         if self.state.sanctions.is_listed(&payment.payer) {
             return self.fail(&i, Status::Blocked, "payment declined by the compliance screen").await;
         }
-        if !sent_before {
-            let (a, p) = (adapter.clone(), payment.clone());
-            match blocking(move || a.preflight(&p)).await?? {
-                Ok(()) => {}
-                Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
-                Err(ProofError::InsufficientFunds(m)) if i.agent_id.is_some() => {
-                    return self.fail(&i, Status::VerificationFailed, &format!("agent wallet has insufficient balance on payer chain ({m})")).await
-                }
-                Err(e) => return self.fail(&i, Status::VerificationFailed, &proof_message(e)).await,
-            }
-        }
-        self.resume_source(i, adapter, req, proof).await
+        self.resume_source(i, adapter, req, proof, (!sent_before).then_some(payment), stored).await
     }
 
-    async fn resume_source(&self, i: Intent, adapter: Arc<AssetAdapter>, req: PaymentRequirements, proof: String) -> anyhow::Result<Next> {
+    /// The adapter's chain-state check of a payment not yet sent: `Some`
+    /// says how the pass ends when the payment cannot settle.
+    async fn preflight(&self, i: &Intent, adapter: &Arc<AssetAdapter>, payment: &VerifiedPayment) -> anyhow::Result<Option<Next>> {
+        let (a, p) = (adapter.clone(), payment.clone());
+        Ok(match blocking(move || a.preflight(&p)).await?? {
+            Ok(()) => None,
+            Err(ProofError::ChainUnavailable(m)) => Some(self.later_unavailable(i, &m)),
+            Err(ProofError::InsufficientFunds(m)) if i.agent_id.is_some() => {
+                let why = format!("agent wallet has insufficient balance on payer chain ({m})");
+                Some(self.fail(i, Status::VerificationFailed, &why).await?)
+            }
+            Err(e) => Some(self.fail(i, Status::VerificationFailed, &proof_message(e)).await?),
+        })
+    }
+
+    /// Settle the source leg. `fresh` is the verified payment when nothing
+    /// was sent for it yet. A settlement that is one relayer call is
+    /// simulated before it is sent, which checks what `preflight` checks, so
+    /// `preflight` then only runs to explain a failed simulation; anything
+    /// longer (a payer's approve goes first) is preflighted up front.
+    async fn resume_source(
+        &self,
+        i: Intent,
+        adapter: Arc<AssetAdapter>,
+        req: PaymentRequirements,
+        proof: String,
+        fresh: Option<VerifiedPayment>,
+        stored: Vec<repo::StoredTx>,
+    ) -> anyhow::Result<Next> {
         let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
         let steps = match blocking(move || a.settle(&r, &p)).await?? {
             Ok(s) => s,
             Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
-            Err(e) if repo::get_tx(&self.state.db, &i.id, "source", 0).await?.is_none() => {
+            Err(e) if stored.is_empty() => {
                 return self.fail(&i, Status::VerificationFailed, &proof_message(e)).await
             }
             Err(_) => vec![], // signed before: only its receipt is left to read
         };
+        let one_call = matches!(steps.as_slice(), [SettleStep { submission: Submission::EvmCall(_), .. }]);
+        if let Some(payment) = fresh.as_ref().filter(|_| !one_call) {
+            if let Some(next) = self.preflight(&i, &adapter, payment).await? {
+                return Ok(next);
+            }
+        }
         let chain = adapter.chain.clone();
         let relayer = self.keys.signer(keys::RELAYER).await?;
-        match self.run_steps(&i, "source", &chain, &relayer, &steps).await {
+        match self.run_steps(&i, "source", &chain, &relayer, &steps, stored).await {
             Ok((hash, receipt)) => {
                 let payer = i.payer.clone().unwrap_or_default();
                 let outcome = self.read_receipt(&adapter, expected(&payer, &req), receipt).await?;
@@ -259,24 +294,30 @@ impl Engine {
                 match outcome {
                     ReceiptStatus::Settled(_) => {
                         repo::source_settled(&self.state.db, &i.id, &hash, now_ms()).await?;
-                        // Still holding the lease: go straight on to the payout.
-                        match intents::get(&self.state.db, &i.id).await? {
-                            Some(next) if next.status == Status::SourceSettled => Box::pin(self.target_leg(next)).await,
-                            _ => Ok(Next::Later(Duration::ZERO, false)),
-                        }
+                        // The payout goes back in line behind source legs
+                        // already waiting: those hold payer authorizations
+                        // that expire, a payout has no deadline.
+                        Ok(Next::Later(Duration::ZERO, false))
                     }
                     ReceiptStatus::Failed(m) => self.fail(&i, Status::VerificationFailed, &format!("source settlement failed: {m}")).await,
                     ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
                 }
             }
             Err(StepError::Unavailable(m)) => Ok(self.later_unavailable(&i, &m)),
-            Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) => {
+            Err(StepError::WouldRevert(m)) => {
+                // Nothing went out. Let the adapter say why, if it can.
+                if let Some(payment) = fresh.as_ref().filter(|_| one_call) {
+                    if let Some(next) = self.preflight(&i, &adapter, payment).await? {
+                        return Ok(next);
+                    }
+                }
                 self.fail(&i, Status::VerificationFailed, &format!("source settlement failed: {m}")).await
             }
+            Err(StepError::Reverted(m)) => self.fail(&i, Status::VerificationFailed, &format!("source settlement failed: {m}")).await,
         }
     }
 
-    async fn read_receipt(&self, adapter: &Arc<AssetAdapter>, payment: VerifiedPayment, receipt: Value) -> anyhow::Result<ReceiptStatus> {
+    async fn read_receipt(&self, adapter: &Arc<AssetAdapter>, payment: VerifiedPayment, receipt: Arc<Value>) -> anyhow::Result<ReceiptStatus> {
         let a = adapter.clone();
         let rec = receipt.to_string();
         blocking(move || a.read_receipt(&payment, &rec)).await??.map_err(|e| anyhow::anyhow!("receipt: {e:?}"))
@@ -301,8 +342,8 @@ impl Engine {
         let a = adapter.clone();
         let req = blocking(move || a.requirements(&terms)).await??.map_err(|e| anyhow::anyhow!("requirements: {e:?}"))?;
 
-        let proof = match &i.target_settle_proof {
-            Some(p) => p.clone(),
+        let fresh = match &i.target_settle_proof {
+            Some(_) => None,
             None => {
                 let transfer = Transfer {
                     sender: signer.address().to_checksum(None),
@@ -312,29 +353,27 @@ impl Engine {
                     valid_before: (now_ms() / 1000) as u64 + PAYOUT_VALIDITY_SECS,
                     nonce: keccak256(format!("{}:target", i.id)).to_vec(),
                 };
-                let proof = self.authorize(&adapter, &signer, &req, transfer).await?;
-                repo::set_target_proof(db, &i.id, &proof).await?;
-                intents::get(db, &i.id).await?.and_then(|x| x.target_settle_proof).unwrap_or(proof)
+                Some(self.authorize(&adapter, &signer, &req, transfer).await?)
             }
         };
-        if i.status == Status::SourceSettled
-            && !repo::transition(db, &i.id, Status::SourceSettled, Status::TargetSettling, None, now_ms()).await?
-        {
+        // The first payout authorization ever stored is the one used.
+        let Some(proof) = repo::start_payout(db, &i.id, fresh.as_deref(), now_ms()).await? else {
             return Ok(Next::Later(Duration::ZERO, false));
-        }
+        };
+        let stored = repo::list_txs(db, &i.id, "target").await?;
         if let Err(e) = self.prepare_wallet(&i, "target", &adapter, &signer, &req.amount).await {
             return self.payout_failed(&i, &format!("payout wallet not ready: {e:?}")).await;
         }
         let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
         let steps = match blocking(move || a.settle(&r, &p)).await?? {
             Ok(s) => s,
-            Err(e) if repo::get_tx(db, &i.id, "target", 0).await?.is_none() => {
+            Err(e) if stored.is_empty() => {
                 return self.payout_failed(&i, &format!("payout not dispatchable: {e:?}")).await
             }
             Err(_) => vec![],
         };
         let relayer = self.keys.signer(keys::RELAYER).await?;
-        match self.run_steps(&i, "target", &adapter.chain, &relayer, &steps).await {
+        match self.run_steps(&i, "target", &adapter.chain, &relayer, &steps, stored).await {
             Ok((hash, receipt)) => {
                 let payer = signer.address().to_checksum(None);
                 match self.read_receipt(&adapter, expected(&payer, &req), receipt).await? {
@@ -382,10 +421,10 @@ impl Engine {
         chain: &Arc<ChainClient>,
         signer: &PrivateKeySigner,
         steps: &[SettleStep],
-    ) -> Result<(String, Value), StepError> {
+        stored: Vec<repo::StoredTx>,
+    ) -> Result<(String, Arc<Value>), StepError> {
         let db = &self.state.db;
         let unavailable = |e: sqlx::Error| StepError::Unavailable(format!("database: {e}"));
-        let stored = repo::list_txs(db, &i.id, leg).await.map_err(unavailable)?;
         let mut free = stored.iter().map(|t| t.step + 1).max().unwrap_or(0);
         let plan: Vec<(i32, Option<&SettleStep>, Option<&repo::StoredTx>)> = if steps.is_empty() {
             stored.iter().map(|t| (t.step, None, Some(t))).collect()
@@ -427,7 +466,16 @@ impl Engine {
             let receipt = self.wait_receipt(chain, &tx).await?;
             let ok = receipt.get("status").and_then(Value::as_str) == Some("0x1");
             if !ok {
+                let batched = repo::get_tx(db, &i.id, leg, n)
+                    .await
+                    .map_err(unavailable)?
+                    .is_some_and(|t| evm::sent_to(&t.raw) == Some(self.multicall(chain)));
                 repo::drop_tx(db, &i.id, leg, n).await.map_err(unavailable)?;
+                if batched {
+                    // Its simulation passed moments before: someone else's
+                    // call, or changed state, sank the batch. Try again.
+                    return Err(StepError::Unavailable(format!("batch transaction {tx} reverted")));
+                }
                 return Err(StepError::Reverted(format!("transaction {tx} reverted")));
             }
             repo::set_tx_status(db, &i.id, leg, n, "confirmed", now_ms()).await.map_err(unavailable)?;
@@ -464,7 +512,9 @@ impl Engine {
             })
             .collect();
         tracing::info!(intent = %i.id, chain = %adapter.ctx.chain, asset = %adapter.ctx.asset, wallet = %wallet.address(), calls = steps.len(), "preparing a sending wallet");
-        self.run_steps(i, &format!("{leg}-setup"), &adapter.chain, wallet, &steps).await.map(|_| ())
+        let leg = format!("{leg}-setup");
+        let stored = repo::list_txs(&self.state.db, &i.id, &leg).await.map_err(|e| StepError::Unavailable(format!("database: {e}")))?;
+        self.run_steps(i, &leg, &adapter.chain, wallet, &steps, stored).await.map(|_| ())
     }
 
     async fn send_step(
@@ -481,6 +531,21 @@ impl Engine {
         let chain_id = self.state.config.chains.get(&chain.chain).and_then(|c| c.chain_id).unwrap_or(0);
         let sender = signer.address().to_checksum(None);
         match &step.submission {
+            Submission::EvmCall(call) if self.batches(leg, call) => {
+                let to: Address = call.to.parse().map_err(|_| StepError::WouldRevert(format!("bad address {}", call.to)))?;
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                let c = batch::Call { intent_id: i.id.clone(), leg: leg.into(), step: n, label: step.label.clone(), to, data: call.data.clone(), reply };
+                let lane = || batch::Lane {
+                    chain: chain.clone(),
+                    chain_id,
+                    relayer: signer.clone(),
+                    multicall: self.multicall(chain),
+                    max: self.state.config.service.settlement_batch_max,
+                };
+                let shared = batch::Shared { db: db.clone(), nonces: self.nonces.clone(), fees: self.fees.clone() };
+                self.batchers.submit(&chain.chain, lane, &shared, c).await;
+                Ok(answer.await.map_err(|_| StepError::Unavailable("settlement batcher stopped".into()))??)
+            }
             Submission::EvmCall(call) => {
                 let to: Address = call.to.parse().map_err(|_| StepError::WouldRevert(format!("bad address {}", call.to)))?;
                 let value = U256::from_str_radix(&call.value, 10).unwrap_or_default();
@@ -512,12 +577,28 @@ impl Engine {
         }
     }
 
-    async fn wait_receipt(&self, chain: &ChainClient, hash: &str) -> Result<Value, StepError> {
+    /// Relayer calls of the settlement legs (not wallet preparation, nothing
+    /// that carries value) may share a transaction.
+    fn batches(&self, leg: &str, call: &crate::adapter::bindings::types::EvmCall) -> bool {
+        (leg == "source" || leg == "target") && call.value == "0" && self.state.config.service.settlement_batch_max > 1
+    }
+
+    fn multicall(&self, chain: &ChainClient) -> Address {
+        self.state
+            .config
+            .chains
+            .get(&chain.chain)
+            .and_then(|c| c.multicall3_address.as_deref())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(batch::MULTICALL3)
+    }
+
+    async fn wait_receipt(&self, chain: &ChainClient, hash: &str) -> Result<Arc<Value>, StepError> {
         let deadline = std::time::Instant::now() + Duration::from_secs(self.state.config.service.receipt_timeout_seconds);
         let mut pause = Duration::from_millis(5);
         let confirmations = self.state.config.chains.get(&chain.chain).map_or(1, |c| c.confirmations.max(1));
         loop {
-            if let Some(r) = evm::receipt(chain, hash).await? {
+            if let Some(r) = self.receipts.get(chain, hash).await? {
                 let mined = r.get("blockNumber").and_then(|b| u64::from_str_radix(b.as_str()?.trim_start_matches("0x"), 16).ok());
                 let head = match confirmations {
                     1 => mined,

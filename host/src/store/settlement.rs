@@ -85,15 +85,23 @@ pub async fn set_source_proof(db: &Db, id: &str, proof: &str, replay_key: &str, 
         == 1)
 }
 
-/// The payout authorization, made once: later attempts reuse it.
-pub async fn set_target_proof(db: &Db, id: &str, proof: &str) -> Result<bool, DbError> {
-    Ok(sqlx::query("UPDATE intents SET target_settle_proof = $1, version = version + 1 WHERE id = $2 AND target_settle_proof IS NULL")
-        .bind(proof)
-        .bind(id)
-        .execute(&db.pool)
-        .await?
-        .rows_affected()
-        == 1)
+/// SOURCE_SETTLED (or a TARGET_SETTLING being resumed) → TARGET_SETTLING,
+/// storing `proof` as the payout authorization unless one is stored
+/// already. Returns the stored authorization, or `None` if the intent is in
+/// neither state (someone else moved it).
+pub async fn start_payout(db: &Db, id: &str, proof: Option<&str>, now_ms: i64) -> Result<Option<String>, DbError> {
+    let row = sqlx::query(
+        "UPDATE intents SET target_settle_proof = COALESCE(target_settle_proof, $1), status = $2, updated_at = $3, \
+         version = version + 1 WHERE id = $4 AND status IN ($5, $2) RETURNING target_settle_proof",
+    )
+    .bind(proof)
+    .bind(Status::TargetSettling.as_str())
+    .bind(now_ms)
+    .bind(id)
+    .bind(Status::SourceSettled.as_str())
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(row.and_then(|r| r.try_get::<Option<String>, _>("target_settle_proof").ok().flatten()))
 }
 
 /// PENDING → SOURCE_SETTLED with the source transaction.
@@ -186,6 +194,10 @@ pub struct NewTx<'a> {
 /// Store a signed transaction. Fails with a unique violation if this
 /// (intent, leg, step) already has one.
 pub async fn insert_tx(db: &Db, t: &NewTx<'_>, now_ms: i64) -> Result<(), DbError> {
+    insert_tx_query(t, now_ms).execute(&db.pool).await.map(|_| ())
+}
+
+fn insert_tx_query<'q>(t: &'q NewTx<'q>, now_ms: i64) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
     sqlx::query(
         "INSERT INTO chain_transactions (intent_id, leg, step, label, chain, sender, nonce, raw, tx_hash, status, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'signed', $10, $10)",
@@ -200,9 +212,16 @@ pub async fn insert_tx(db: &Db, t: &NewTx<'_>, now_ms: i64) -> Result<(), DbErro
     .bind(hex::encode(t.raw))
     .bind(t.tx_hash)
     .bind(now_ms)
-    .execute(&db.pool)
-    .await
-    .map(|_| ())
+}
+
+/// Store the rows of one signed transaction that settles several intents'
+/// steps (a batch): all of them or none.
+pub async fn insert_txs(db: &Db, rows: &[NewTx<'_>], now_ms: i64) -> Result<(), DbError> {
+    let mut tx = db.pool.begin().await?;
+    for t in rows {
+        insert_tx_query(t, now_ms).execute(&mut *tx).await?;
+    }
+    tx.commit().await
 }
 
 pub async fn set_tx_status(db: &Db, id: &str, leg: &str, step: i32, status: &str, now_ms: i64) -> Result<(), DbError> {

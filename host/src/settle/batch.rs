@@ -1,0 +1,191 @@
+//! Relayer calls that are ready at the same moment go out together as one
+//! Multicall3 `aggregate3` transaction per chain.
+//!
+//! Natural batching: a batch is whatever queued while the previous one was
+//! being signed and sent, so a lone call waits for nothing. Each call is
+//! first simulated inside the batch (`allowFailure = true`, `eth_call`): one
+//! that would revert is answered on its own and left out; the rest are sent
+//! with `allowFailure = false`, so a mined batch means every call in it
+//! succeeded. Every intent in the batch gets its own `chain_transactions` row
+//! holding the same signed bytes, written in one database transaction before
+//! the broadcast: recovery is per intent, exactly as for a lone transaction.
+//! Where no Multicall3 answers (the simulation does not decode), calls go
+//! out one by one.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use alloy_primitives::{Address, Bytes, U256};
+use alloy_signer_local::PrivateKeySigner;
+use alloy_sol_types::{sol, SolCall};
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot, Mutex};
+
+use super::evm::{self, FeeCache, Nonces, SendError, Signed};
+use crate::chain::ChainClient;
+use crate::db::Db;
+use crate::intent::now_ms;
+use crate::store::settlement as repo;
+
+sol! {
+    struct Call3 {
+        address target;
+        bool allowFailure;
+        bytes callData;
+    }
+
+    struct Result3 {
+        bool success;
+        bytes returnData;
+    }
+
+    function aggregate3(Call3[] calls) external payable returns (Result3[] returnData);
+}
+
+/// Where Multicall3 lives on every chain that has it.
+pub const MULTICALL3: Address = alloy_primitives::address!("cA11bde05977b3631167028862bE2a173976CA11");
+
+/// One relayer call of one intent's leg, and where its row goes.
+pub struct Call {
+    pub intent_id: String,
+    pub leg: String,
+    pub step: i32,
+    pub label: String,
+    pub to: Address,
+    pub data: Vec<u8>,
+    pub reply: oneshot::Sender<Result<String, SendError>>,
+}
+
+/// What a batch needs to sign, store and send for one chain.
+pub struct Lane {
+    pub chain: Arc<ChainClient>,
+    pub chain_id: u64,
+    pub relayer: PrivateKeySigner,
+    pub multicall: Address,
+    pub max: usize,
+}
+
+/// One batching queue per chain, started on first use.
+#[derive(Default)]
+pub struct Batchers {
+    lanes: Mutex<HashMap<String, mpsc::UnboundedSender<Call>>>,
+}
+
+impl Batchers {
+    /// Queue `call` on `chain`'s lane, starting the lane with `lane()` if new.
+    pub async fn submit(&self, chain: &str, lane: impl FnOnce() -> Lane, shared: &Shared, call: Call) {
+        let mut lanes = self.lanes.lock().await;
+        let tx = lanes.entry(chain.to_string()).or_insert_with(|| {
+            let shared = shared.clone();
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(run(lane(), shared, rx));
+            tx
+        });
+        if let Err(mpsc::error::SendError(call)) = tx.send(call) {
+            let _ = call.reply.send(Err(SendError::Unavailable("settlement batcher stopped".into())));
+        }
+    }
+}
+
+/// The engine's parts a batch uses.
+#[derive(Clone)]
+pub struct Shared {
+    pub db: Db,
+    pub nonces: Arc<Nonces>,
+    pub fees: Arc<FeeCache>,
+}
+
+async fn run(lane: Lane, shared: Shared, mut rx: mpsc::UnboundedReceiver<Call>) {
+    let mut resync = false;
+    while let Some(first) = rx.recv().await {
+        let mut calls = vec![first];
+        while calls.len() < lane.max.max(1) {
+            match rx.try_recv() {
+                Ok(c) => calls.push(c),
+                Err(_) => break,
+            }
+        }
+        resync = dispatch(&lane, &shared, calls, resync).await;
+    }
+}
+
+/// Send `calls` (batched when more than one can go together). Returns
+/// whether the next send should re-read the relayer's nonce from the node.
+async fn dispatch(lane: &Lane, shared: &Shared, calls: Vec<Call>, resync: bool) -> bool {
+    let calls = if calls.len() > 1 { simulate(lane, calls).await } else { Ok(calls) };
+    let calls = match calls {
+        Ok(c) => c,
+        Err(calls) => {
+            // No Multicall3 here: one transaction each.
+            let mut again = resync;
+            for c in calls {
+                again = Box::pin(dispatch(lane, shared, vec![c], again)).await;
+            }
+            return again;
+        }
+    };
+    if calls.is_empty() {
+        return resync;
+    }
+    let (to, data) = match calls.as_slice() {
+        [one] => (one.to, one.data.clone()),
+        many => {
+            let batch = many
+                .iter()
+                .map(|c| Call3 { target: c.to, allowFailure: false, callData: Bytes::from(c.data.clone()) })
+                .collect();
+            (lane.multicall, aggregate3Call { calls: batch }.abi_encode())
+        }
+    };
+    tracing::debug!(chain = %lane.chain.chain, calls = calls.len(), "sending settlement calls");
+    let sender = lane.relayer.address().to_checksum(None);
+    let rows = &calls;
+    let sent = evm::sign_store_send(&lane.chain, lane.chain_id, &shared.nonces, &shared.fees, resync, &lane.relayer, to, data, U256::ZERO, |s: Signed| async move {
+        let new: Vec<repo::NewTx> = rows
+            .iter()
+            .map(|c| repo::NewTx {
+                intent_id: &c.intent_id, leg: &c.leg, step: c.step, label: &c.label, chain: &lane.chain.chain,
+                sender: &sender, nonce: s.nonce as i64, raw: &s.raw, tx_hash: &s.hash,
+            })
+            .collect();
+        repo::insert_txs(&shared.db, &new, now_ms())
+            .await
+            .map_err(|e| SendError::Unavailable(format!("storing the signed transaction: {e}")))?;
+        Ok(s)
+    })
+    .await;
+    let taken = matches!(&sent, Err(SendError::Unavailable(m)) if m.contains("was taken"));
+    for c in calls {
+        let _ = c.reply.send(sent.as_ref().map(|s| s.hash.clone()).map_err(Clone::clone));
+    }
+    taken
+}
+
+/// Run the calls together with failures allowed. Calls that would revert are
+/// answered now; the rest come back. `Err` gives every call back when the
+/// chain has no working Multicall3.
+async fn simulate(lane: &Lane, calls: Vec<Call>) -> Result<Vec<Call>, Vec<Call>> {
+    let batch: Vec<Call3> = calls
+        .iter()
+        .map(|c| Call3 { target: c.to, allowFailure: true, callData: Bytes::from(c.data.clone()) })
+        .collect();
+    let data = Bytes::from(aggregate3Call { calls: batch }.abi_encode());
+    let from = lane.relayer.address();
+    let answer = lane.chain.rpc("eth_call", json!([{ "from": from, "to": lane.multicall, "data": data }, "latest"])).await;
+    let results = answer
+        .ok()
+        .and_then(|v| alloy_primitives::hex::decode(v.as_str()?).ok())
+        .and_then(|out| aggregate3Call::abi_decode_returns(&out).ok())
+        .filter(|r| r.len() == calls.len());
+    let Some(results) = results else { return Err(calls) };
+    let mut ok = Vec::with_capacity(calls.len());
+    for (c, r) in calls.into_iter().zip(results) {
+        if r.success {
+            ok.push(c);
+        } else {
+            let why = alloy_sol_types::decode_revert_reason(&r.returnData).unwrap_or_else(|| "execution reverted".into());
+            let _ = c.reply.send(Err(SendError::WouldRevert(why)));
+        }
+    }
+    Ok(ok)
+}
