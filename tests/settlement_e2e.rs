@@ -116,6 +116,15 @@ async fn twenty_concurrent_intents_share_one_relayer() {
     }
     let rows: i64 = sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM chain_transactions").fetch_one(&dn.state.db.pool).await.unwrap(), "n");
     assert_eq!(rows, 38, "one row per settled leg");
+    // Each intent can find the exact signed bytes of its transaction again
+    // (what a restart re-broadcasts), batched or not.
+    for id in &ids[..19] {
+        for leg in ["source", "target"] {
+            let txs = stablerail::store::settlement::list_txs(&dn.state.db, id, leg).await.unwrap();
+            assert_eq!(txs.len(), 1);
+            assert_eq!(format!("{:#x}", alloy_primitives::keccak256(&txs[0].raw)), txs[0].tx_hash, "{id} {leg}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -49,6 +49,8 @@ enum Next {
     Done,
     /// Come back after this long; `failed` counts against the retry budget.
     Later(Duration, bool),
+    /// The source leg settled: the payout is next, behind due source legs.
+    Payout,
 }
 
 #[derive(Debug)]
@@ -146,6 +148,7 @@ impl Engine {
         let res = match next {
             Next::Done => repo::dequeue(db, id).await,
             Next::Later(after, failed) => repo::reschedule(db, id, now_ms() + after.as_millis() as i64, failed).await.map(|_| ()),
+            Next::Payout => repo::queue_payout(db, id, now_ms()).await,
         };
         if let Err(e) = res {
             tracing::warn!(intent = id, error = %e, "could not update the settlement queue");
@@ -297,7 +300,7 @@ impl Engine {
                         // The payout goes back in line behind source legs
                         // already waiting: those hold payer authorizations
                         // that expire, a payout has no deadline.
-                        Ok(Next::Later(Duration::ZERO, false))
+                        Ok(Next::Payout)
                     }
                     ReceiptStatus::Failed(m) => self.fail(&i, Status::VerificationFailed, &format!("source settlement failed: {m}")).await,
                     ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),

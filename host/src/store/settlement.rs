@@ -14,7 +14,7 @@ pub async fn claim(db: &Db, worker: &str, now_ms: i64, lease_ms: i64) -> Result<
     let row = sqlx::query(
         "UPDATE settlement_queue SET locked_by = $1, locked_until = $2 \
          WHERE intent_id = (SELECT intent_id FROM settlement_queue WHERE available_at <= $3 \
-                            AND (locked_until IS NULL OR locked_until < $3) ORDER BY available_at LIMIT 1) \
+                            AND (locked_until IS NULL OR locked_until < $3) ORDER BY priority, available_at LIMIT 1) \
            AND (locked_until IS NULL OR locked_until < $3) \
          RETURNING intent_id",
     )
@@ -39,6 +39,17 @@ pub async fn reschedule(db: &Db, id: &str, available_at: i64, failed: bool) -> R
     .fetch_optional(&db.pool)
     .await?;
     Ok(row.map(|r| r.try_get::<i32, _>("attempts")).transpose()?.unwrap_or(0) as i64)
+}
+
+/// The source leg is done: release the lease and queue the payout, due now,
+/// behind any source legs that are due.
+pub async fn queue_payout(db: &Db, id: &str, now_ms: i64) -> Result<(), DbError> {
+    sqlx::query("UPDATE settlement_queue SET locked_by = NULL, locked_until = NULL, available_at = $1, priority = 1 WHERE intent_id = $2")
+        .bind(now_ms)
+        .bind(id)
+        .execute(&db.pool)
+        .await
+        .map(|_| ())
 }
 
 pub async fn attempts(db: &Db, id: &str) -> Result<i64, DbError> {
@@ -153,10 +164,13 @@ fn stored_tx(r: &sqlx::any::AnyRow) -> Result<StoredTx, DbError> {
     })
 }
 
-const TX_COLUMNS: &str = "step, label, raw, tx_hash, nonce, status";
+/// A leg's rows with their signed bytes, wherever those are stored.
+const TX_SELECT: &str = "SELECT ct.step, ct.label, COALESCE(bt.raw, ct.raw) AS raw, ct.tx_hash, ct.nonce, ct.status \
+     FROM chain_transactions ct LEFT JOIN batch_transactions bt ON bt.tx_hash = ct.tx_hash \
+     WHERE ct.intent_id = $1 AND ct.leg = $2";
 
 pub async fn get_tx(db: &Db, id: &str, leg: &str, step: i32) -> Result<Option<StoredTx>, DbError> {
-    sqlx::query(&format!("SELECT {TX_COLUMNS} FROM chain_transactions WHERE intent_id = $1 AND leg = $2 AND step = $3"))
+    sqlx::query(&format!("{TX_SELECT} AND ct.step = $3"))
         .bind(id)
         .bind(leg)
         .bind(step)
@@ -169,7 +183,7 @@ pub async fn get_tx(db: &Db, id: &str, leg: &str, step: i32) -> Result<Option<St
 
 /// Every stored transaction of one leg, in step order.
 pub async fn list_txs(db: &Db, id: &str, leg: &str) -> Result<Vec<StoredTx>, DbError> {
-    sqlx::query(&format!("SELECT {TX_COLUMNS} FROM chain_transactions WHERE intent_id = $1 AND leg = $2 ORDER BY step"))
+    sqlx::query(&format!("{TX_SELECT} ORDER BY ct.step"))
         .bind(id)
         .bind(leg)
         .fetch_all(&db.pool)
@@ -214,12 +228,22 @@ fn insert_tx_query<'q>(t: &'q NewTx<'q>, now_ms: i64) -> sqlx::query::Query<'q, 
     .bind(now_ms)
 }
 
-/// Store the rows of one signed transaction that settles several intents'
-/// steps (a batch): all of them or none.
+/// Store one signed transaction that settles several intents' steps (a
+/// batch): its bytes once, and a row per step. All of it or none.
 pub async fn insert_txs(db: &Db, rows: &[NewTx<'_>], now_ms: i64) -> Result<(), DbError> {
+    let [first, ..] = rows else { return Ok(()) };
+    if rows.len() == 1 {
+        return insert_tx(db, first, now_ms).await;
+    }
     let mut tx = db.pool.begin().await?;
+    sqlx::query("INSERT INTO batch_transactions (tx_hash, raw, created_at) VALUES ($1, $2, $3)")
+        .bind(first.tx_hash)
+        .bind(hex::encode(first.raw))
+        .bind(now_ms)
+        .execute(&mut *tx)
+        .await?;
     for t in rows {
-        insert_tx_query(t, now_ms).execute(&mut *tx).await?;
+        insert_tx_query(&NewTx { raw: &[], ..*t }, now_ms).execute(&mut *tx).await?;
     }
     tx.commit().await
 }
