@@ -17,3 +17,7 @@ if [ ! -d devnet/node_modules ] || [ devnet/package-lock.json -nt devnet/node_mo
     echo "==> installing devnet npm packages"
     (cd devnet && npm ci --no-audit --no-fund)
 fi
+
+# Canonical Permit2's bytecode for the devnet, from npm (cached, hash pinned),
+# fetched once here rather than by devnets starting side by side.
+node devnet/canonical.mjs >/dev/null

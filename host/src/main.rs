@@ -188,15 +188,17 @@ async fn devnet(cmd: DevnetCommand) -> anyhow::Result<()> {
             let adapters = std::fs::canonicalize("adapters/target/wasm32-wasip2/release").unwrap_or_else(|_| "adapters".into());
             let out = node(scripts.join("up.mjs"), vec![
                 "--dir".into(), dir.display().to_string(), "--port".into(), port.to_string(), "--chains".into(), chains,
-                "--gas".into(), relayer.clone(), "--tokens".into(), proxy.clone(),
+                // The proxy pays gas too: on Permit2 chains it approves Permit2 once.
+                "--gas".into(), format!("{relayer},{proxy}"), "--tokens".into(), proxy.clone(),
                 "--adapters-dir".into(), adapters.display().to_string(),
             ])?;
             let info: serde_json::Value = serde_json::from_str(out.trim())?;
             println!("devnet is up in {}", dir.display());
             for (name, c) in info["chains"].as_object().into_iter().flatten() {
-                println!("  {name:<9} chain id {:<6} {}  USDC {}", c["chain_id"], c["rpc"].as_str().unwrap_or(""), c["usdc"]["address"].as_str().unwrap_or(""));
+                let assets: Vec<&str> = c["assets"].as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+                println!("  {name:<9} chain id {:<6} {}  {}", c["chain_id"], c["rpc"].as_str().unwrap_or(""), assets.join(", "));
             }
-            println!("  relayer {relayer} (gas), proxy {proxy} (1,000,000 USDC per chain)");
+            println!("  relayer {relayer} (gas), proxy {proxy} (gas, and 1,000,000 of each asset per chain)");
             println!("  payer   {} key {}", info["payers"][0]["address"].as_str().unwrap_or(""), info["payers"][0]["private_key"].as_str().unwrap_or(""));
             println!("\nRun the service on it:\n  stablerail serve --config {0}/chains.toml --database {database}", dir.display());
             println!("Make a payment (base -> arbitrum, signed by the x402 client):\n  node {}/demo.mjs --dir {}", scripts.display(), dir.display());

@@ -182,16 +182,17 @@ impl Engine {
         req: &PaymentRequirements,
         transfer: Transfer,
     ) -> anyhow::Result<String> {
-        let a = adapter.clone();
-        let t = transfer.clone();
-        let request = blocking(move || a.authorize(&t)).await??.map_err(|e| anyhow::anyhow!("authorize: {e:?}"))?;
-        let SigningRequest::Eip712Digest(digest) = request else {
-            anyhow::bail!("this engine signs EIP-712 digests only so far");
-        };
-        let sig = signer.sign_hash_sync(&B256::from_slice(&digest))?;
-        let (a, r) = (adapter.clone(), req.clone());
-        let bytes = sig.as_bytes().to_vec();
-        blocking(move || a.assemble(&r, &transfer, &bytes)).await??.map_err(|e| anyhow::anyhow!("assemble: {e:?}"))
+        let (a, signer, r) = (adapter.clone(), signer.clone(), req.clone());
+        // One trip to a blocking thread: describe, sign, assemble.
+        blocking(move || -> anyhow::Result<String> {
+            let request = a.authorize(&transfer)?.map_err(|e| anyhow::anyhow!("authorize: {e:?}"))?;
+            let SigningRequest::Eip712Digest(digest) = request else {
+                anyhow::bail!("this engine signs EIP-712 digests only so far");
+            };
+            let sig = signer.sign_hash_sync(&B256::from_slice(&digest))?;
+            a.assemble(&r, &transfer, &sig.as_bytes())?.map_err(|e| anyhow::anyhow!("assemble: {e:?}"))
+        })
+        .await?
     }
 
     async fn source_leg(&self, mut i: Intent) -> anyhow::Result<Next> {
@@ -229,18 +230,28 @@ impl Engine {
         let stored = repo::list_txs(db, &i.id, "source").await?;
         let sent_before = !stored.is_empty();
 
+        // Verify, and while on the blocking thread, ask for the settlement too.
         let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
-        let payment = match blocking(move || a.verify(&r, &p)).await?? {
+        let (verified, planned) = blocking(move || -> anyhow::Result<_> {
+            let verified = a.verify(&r, &p)?;
+            let planned = match &verified {
+                Ok(_) if !sent_before => Some(a.settle(&r, &p)?),
+                _ => None,
+            };
+            Ok((verified, planned))
+        })
+        .await??;
+        let payment = match verified {
             Ok(p) => p,
             Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
             // A transaction already went out for it: its receipt decides.
-            Err(_) if sent_before => return self.resume_source(i, adapter, req, proof, None, stored).await,
+            Err(_) if sent_before => return self.resume_source(i, adapter, req, proof, None, None, stored).await,
             Err(e) => return self.fail(&i, Status::VerificationFailed, &proof_message(e)).await,
         };
         if self.state.sanctions.is_listed(&payment.payer) {
             return self.fail(&i, Status::Blocked, "payment declined by the compliance screen").await;
         }
-        self.resume_source(i, adapter, req, proof, (!sent_before).then_some(payment), stored).await
+        self.resume_source(i, adapter, req, proof, (!sent_before).then_some(payment), planned, stored).await
     }
 
     /// The adapter's chain-state check of a payment not yet sent: `Some`
@@ -270,10 +281,17 @@ impl Engine {
         req: PaymentRequirements,
         proof: String,
         fresh: Option<VerifiedPayment>,
+        planned: Option<Result<Vec<SettleStep>, ProofError>>,
         stored: Vec<repo::StoredTx>,
     ) -> anyhow::Result<Next> {
-        let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
-        let steps = match blocking(move || a.settle(&r, &p)).await?? {
+        let planned = match planned {
+            Some(p) => p,
+            None => {
+                let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
+                blocking(move || a.settle(&r, &p)).await??
+            }
+        };
+        let steps = match planned {
             Ok(s) => s,
             Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
             Err(e) if stored.is_empty() => {
@@ -293,7 +311,6 @@ impl Engine {
             Ok((hash, receipt)) => {
                 let payer = i.payer.clone().unwrap_or_default();
                 let outcome = self.read_receipt(&adapter, expected(&payer, &req), receipt).await?;
-                let _ = proof;
                 match outcome {
                     ReceiptStatus::Settled(_) => {
                         repo::source_settled(&self.state.db, &i.id, &hash, now_ms()).await?;
@@ -338,12 +355,13 @@ impl Engine {
             Some(agent) => self.keys.signer(&keys::agent_key(agent)).await?,
             None => self.keys.signer(keys::PROXY).await?,
         };
-        let a = adapter.clone();
-        let amount = i.receiving_amount.clone();
-        let units = blocking(move || a.to_base_units(&amount)).await??.map_err(|e| anyhow::anyhow!("amount: {e:?}"))?;
-        let terms = Terms { amount: units.clone(), pay_to: i.merchant_recipient.clone(), max_timeout_seconds: PAYOUT_VALIDITY_SECS };
-        let a = adapter.clone();
-        let req = blocking(move || a.requirements(&terms)).await??.map_err(|e| anyhow::anyhow!("requirements: {e:?}"))?;
+        let (a, amount, pay_to) = (adapter.clone(), i.receiving_amount.clone(), i.merchant_recipient.clone());
+        let (units, req) = blocking(move || -> anyhow::Result<(String, PaymentRequirements)> {
+            let units = a.to_base_units(&amount)?.map_err(|e| anyhow::anyhow!("amount: {e:?}"))?;
+            let terms = Terms { amount: units.clone(), pay_to, max_timeout_seconds: PAYOUT_VALIDITY_SECS };
+            Ok((units, a.requirements(&terms)?.map_err(|e| anyhow::anyhow!("requirements: {e:?}"))?))
+        })
+        .await??;
 
         let fresh = match &i.target_settle_proof {
             Some(_) => None,
