@@ -275,12 +275,17 @@ async fn replicas_on_one_postgres_settle_each_intent_once() {
     let scratch = tempfile::tempdir().unwrap();
     let (url, schema) = common::app::database(common::app::Backend::Postgres, scratch.path()).await;
     let dn = Devnet::start_with(22045, "base,arbitrum", "", 3, Some(url)).await;
+    // These chains have no Multicall3: calls ready together go out one by one.
+    for chain in ["base", "arbitrum"] {
+        rpc(&dn.rpc_url(chain), "anvil_setCode", json!([dn.info["multicall3"], "0x"])).await;
+    }
     let merchant_before = dn.balance("arbitrum", MERCHANT).await;
     dn.pay_and_settle(12).await;
     assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(12_000_000u64));
     for chain in ["base", "arbitrum"] {
         let (mined, recorded) = dn.relayer_txs(chain).await;
         assert_eq!(mined, recorded, "{chain}: every relayer transaction is one the replicas recorded");
+        assert_eq!(mined, 12, "{chain}: one transaction per intent without Multicall3");
     }
     let rows: i64 = sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM chain_transactions").fetch_one(&dn.state.db.pool).await.unwrap(), "n");
     assert_eq!(rows, 24);
