@@ -154,6 +154,13 @@ async fn dispatch(lane: &Lane, shared: &Shared, calls: Vec<Call>, resync: bool) 
         Ok(s)
     })
     .await;
+    // The calls passed their simulation moments ago: if the batch as a whole
+    // would now revert, state changed in between; every call is retried
+    // rather than failed.
+    let sent = match sent {
+        Err(SendError::WouldRevert(m)) if calls.len() > 1 => Err(SendError::Unavailable(format!("batch would revert: {m}"))),
+        other => other,
+    };
     let taken = matches!(&sent, Err(SendError::Unavailable(m)) if m.contains("was taken"));
     for c in calls {
         let _ = c.reply.send(sent.as_ref().map(|s| s.hash.clone()).map_err(Clone::clone));
