@@ -3,9 +3,7 @@
 # same run. Prints a JSON report (see devnet/bench.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build-adapters.sh
-cargo build --release --bin stablerail
+scripts/build.sh
 dir=.stablerail/bench
 rm -rf "$dir"
 target/release/stablerail devnet up --dir "$dir" --port 19545 --chains base,arbitrum >/dev/null

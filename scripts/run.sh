@@ -5,9 +5,7 @@
 # Extra arguments go to `stablerail serve` (e.g. --listen 0.0.0.0:8402).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build-adapters.sh
-cargo build --release --bin stablerail
+scripts/build.sh
 dir=.stablerail/devnet
 target/release/stablerail devnet up --dir "$dir"
 trap 'target/release/stablerail devnet down --dir "$dir" >/dev/null 2>&1 || true' EXIT

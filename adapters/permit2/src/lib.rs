@@ -108,6 +108,11 @@ impl Setup {
         })
     }
 
+    /// `of`, for calls that answer with a proof error.
+    fn for_proof(ctx: &AssetContext) -> Result<Setup, ProofError> {
+        Setup::of(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))
+    }
+
     fn accepts(&self, extension: &str) -> bool {
         self.extensions.iter().any(|e| e == extension)
     }
@@ -153,11 +158,11 @@ impl Guest for Permit2Scheme {
     }
 
     fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<VerifiedPayment, ProofError> {
-        check(&ctx, &requirements, &proof).map(|c| c.payment)
+        check(&ctx, &Setup::for_proof(&ctx)?, &requirements, &proof).map(|c| c.payment)
     }
 
     fn preflight(ctx: AssetContext, payment: VerifiedPayment) -> Result<(), ProofError> {
-        let setup = Setup::of(&ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
+        let setup = Setup::for_proof(&ctx)?;
         let owner = parse_address(&payment.payer).map_err(ProofError::Malformed)?;
         let nonce = parse_units(payment.replay_key.rsplit(':').next().unwrap_or_default()).map_err(ProofError::Malformed)?;
         // Permit2 nonces are bits in per-owner 256-bit words.
@@ -177,8 +182,8 @@ impl Guest for Permit2Scheme {
     }
 
     fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<Vec<SettleStep>, ProofError> {
-        let setup = Setup::of(&ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
-        let c = check(&ctx, &requirements, &proof)?;
+        let setup = Setup::for_proof(&ctx)?;
+        let c = check(&ctx, &setup, &requirements, &proof)?;
         let amount = c.permit.permitted.amount;
         let allowance = evm::allowance_of(&setup.token, c.owner, setup.permit2)?;
         let permit = PermitTransferFrom { permitted: c.permit.permitted.clone(), nonce: c.permit.nonce, deadline: c.permit.deadline };
@@ -287,8 +292,7 @@ fn permit_of(setup: &Setup, t: &Transfer) -> Result<PermitWitnessTransferFrom, A
 }
 
 /// Every offline check of a Permit2 proof and its extension.
-fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<Checked, ProofError> {
-    let setup = Setup::of(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
+fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &str) -> Result<Checked, ProofError> {
     let p: PaymentPayload<Permit2Payload> = decode_payload(proof, req, same_address)?;
     let a = &p.payload.permit2_authorization;
     let malformed = |e: String| ProofError::Malformed(e);

@@ -45,12 +45,17 @@ sol! {
 /// Where Multicall3 lives on every chain that has it.
 pub const MULTICALL3: Address = alloy_primitives::address!("cA11bde05977b3631167028862bE2a173976CA11");
 
-/// One relayer call of one intent's leg, and where its row goes.
-pub struct Call {
+/// Where a signed transaction is recorded: one row per intent step it settles.
+pub struct Row {
     pub intent_id: String,
     pub leg: String,
     pub step: i32,
     pub label: String,
+}
+
+/// One relayer call of one intent's leg, and where its row goes.
+pub struct Call {
+    pub row: Row,
     pub to: Address,
     pub data: Vec<u8>,
     pub reply: oneshot::Sender<Result<String, SendError>>,
@@ -73,12 +78,12 @@ pub struct Batchers {
 
 impl Batchers {
     /// Queue `call` on `chain`'s lane, starting the lane with `lane()` if new.
-    pub async fn submit(&self, chain: &str, lane: impl FnOnce() -> Lane, shared: &Shared, call: Call) {
+    pub async fn submit(&self, chain: &str, lane: impl FnOnce() -> Lane, relay: &Relay, call: Call) {
         let mut lanes = self.lanes.lock().await;
         let tx = lanes.entry(chain.to_string()).or_insert_with(|| {
-            let shared = shared.clone();
+            let relay = relay.clone();
             let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(run(lane(), shared, rx));
+            tokio::spawn(run(lane(), relay, rx));
             tx
         });
         if let Err(mpsc::error::SendError(call)) = tx.send(call) {
@@ -87,15 +92,48 @@ impl Batchers {
     }
 }
 
-/// The engine's parts a batch uses.
+/// What signing, storing and sending a transaction needs.
 #[derive(Clone)]
-pub struct Shared {
+pub struct Relay {
     pub db: Db,
     pub nonces: Arc<Nonces>,
     pub fees: Arc<FeeCache>,
 }
 
-async fn run(lane: Lane, shared: Shared, mut rx: mpsc::UnboundedReceiver<Call>) {
+impl Relay {
+    /// Sign a call from `signer`, store it under every row in one database
+    /// transaction, and only then broadcast it.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn send(
+        &self,
+        chain: &ChainClient,
+        chain_id: u64,
+        signer: &PrivateKeySigner,
+        resync: bool,
+        to: Address,
+        data: Vec<u8>,
+        value: U256,
+        rows: &[&Row],
+    ) -> Result<Signed, SendError> {
+        let sender = signer.address().to_checksum(None);
+        evm::sign_store_send(chain, chain_id, &self.nonces, &self.fees, resync, signer, to, data, value, |s: Signed| async move {
+            let new: Vec<repo::NewTx> = rows
+                .iter()
+                .map(|r| repo::NewTx {
+                    intent_id: &r.intent_id, leg: &r.leg, step: r.step, label: &r.label, chain: &chain.chain,
+                    sender: &sender, nonce: s.nonce as i64, raw: &s.raw, tx_hash: &s.hash,
+                })
+                .collect();
+            repo::insert_txs(&self.db, &new, now_ms())
+                .await
+                .map_err(|e| SendError::Unavailable(format!("storing the signed transaction: {e}")))?;
+            Ok(s)
+        })
+        .await
+    }
+}
+
+async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
     let mut resync = false;
     while let Some(first) = rx.recv().await {
         let mut calls = vec![first];
@@ -105,13 +143,13 @@ async fn run(lane: Lane, shared: Shared, mut rx: mpsc::UnboundedReceiver<Call>) 
                 Err(_) => break,
             }
         }
-        resync = dispatch(&lane, &shared, calls, resync).await;
+        resync = dispatch(&lane, &relay, calls, resync).await;
     }
 }
 
 /// Send `calls` (batched when more than one can go together). Returns
 /// whether the next send should re-read the relayer's nonce from the node.
-async fn dispatch(lane: &Lane, shared: &Shared, calls: Vec<Call>, resync: bool) -> bool {
+async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) -> bool {
     let calls = if calls.len() > 1 { simulate(lane, calls).await } else { Ok(calls) };
     let calls = match calls {
         Ok(c) => c,
@@ -119,7 +157,7 @@ async fn dispatch(lane: &Lane, shared: &Shared, calls: Vec<Call>, resync: bool) 
             // No Multicall3 here: one transaction each.
             let mut again = resync;
             for c in calls {
-                again = Box::pin(dispatch(lane, shared, vec![c], again)).await;
+                again = Box::pin(dispatch(lane, relay, vec![c], again)).await;
             }
             return again;
         }
@@ -138,22 +176,8 @@ async fn dispatch(lane: &Lane, shared: &Shared, calls: Vec<Call>, resync: bool) 
         }
     };
     tracing::debug!(chain = %lane.chain.chain, calls = calls.len(), "sending settlement calls");
-    let sender = lane.relayer.address().to_checksum(None);
-    let rows = &calls;
-    let sent = evm::sign_store_send(&lane.chain, lane.chain_id, &shared.nonces, &shared.fees, resync, &lane.relayer, to, data, U256::ZERO, |s: Signed| async move {
-        let new: Vec<repo::NewTx> = rows
-            .iter()
-            .map(|c| repo::NewTx {
-                intent_id: &c.intent_id, leg: &c.leg, step: c.step, label: &c.label, chain: &lane.chain.chain,
-                sender: &sender, nonce: s.nonce as i64, raw: &s.raw, tx_hash: &s.hash,
-            })
-            .collect();
-        repo::insert_txs(&shared.db, &new, now_ms())
-            .await
-            .map_err(|e| SendError::Unavailable(format!("storing the signed transaction: {e}")))?;
-        Ok(s)
-    })
-    .await;
+    let rows: Vec<&Row> = calls.iter().map(|c| &c.row).collect();
+    let sent = relay.send(&lane.chain, lane.chain_id, &lane.relayer, resync, to, data, U256::ZERO, &rows).await;
     // The calls passed their simulation moments ago: if the batch as a whole
     // would now revert, state changed in between; every call is retried
     // rather than failed.

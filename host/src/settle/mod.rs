@@ -27,7 +27,7 @@ use crate::chain::ChainClient;
 use crate::intent::{now_ms, requirements, Intent, Status};
 use crate::keys::{self, Keystore};
 use crate::store::{intents, settlement as repo};
-use evm::{FeeCache, Nonces, SendError};
+use evm::{Nonces, SendError};
 
 const LEASE_MS: i64 = 60_000;
 /// How long a payout authorization stays valid.
@@ -36,8 +36,7 @@ const PAYOUT_VALIDITY_SECS: u64 = 24 * 60 * 60;
 pub struct Engine {
     state: Shared,
     keys: Arc<Keystore>,
-    nonces: Arc<Nonces>,
-    fees: Arc<FeeCache>,
+    relay: batch::Relay,
     batchers: batch::Batchers,
     receipts: evm::Receipts,
     setup_locks: tokio::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -97,12 +96,11 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 
 impl Engine {
     pub fn new(state: Shared, keys: Arc<Keystore>) -> Arc<Engine> {
-        let nonces = Arc::new(Nonces::new(state.db.clone()));
+        let relay = batch::Relay { db: state.db.clone(), nonces: Arc::new(Nonces::new(state.db.clone())), fees: Default::default() };
         Arc::new(Engine {
             state,
             keys,
-            nonces,
-            fees: Default::default(),
+            relay,
             batchers: Default::default(),
             receipts: Default::default(),
             setup_locks: Default::default(),
@@ -550,12 +548,17 @@ impl Engine {
     ) -> Result<String, StepError> {
         let db = &self.state.db;
         let chain_id = self.state.config.chains.get(&chain.chain).and_then(|c| c.chain_id).unwrap_or(0);
-        let sender = signer.address().to_checksum(None);
+        let row = batch::Row { intent_id: i.id.clone(), leg: leg.into(), step: n, label: step.label.clone() };
         match &step.submission {
-            Submission::EvmCall(call) if self.batches(leg, call) => {
+            Submission::EvmCall(call) => {
                 let to: Address = call.to.parse().map_err(|_| StepError::WouldRevert(format!("bad address {}", call.to)))?;
+                if !self.batches(leg, call) {
+                    let value = U256::from_str_radix(&call.value, 10).unwrap_or_default();
+                    let sent = self.relay.send(chain, chain_id, signer, resync, to, call.data.clone(), value, &[&row]).await?;
+                    return Ok(sent.hash);
+                }
                 let (reply, answer) = tokio::sync::oneshot::channel();
-                let c = batch::Call { intent_id: i.id.clone(), leg: leg.into(), step: n, label: step.label.clone(), to, data: call.data.clone(), reply };
+                let c = batch::Call { row, to, data: call.data.clone(), reply };
                 let lane = || batch::Lane {
                     chain: chain.clone(),
                     chain_id,
@@ -563,24 +566,8 @@ impl Engine {
                     multicall: self.multicall(chain),
                     max: self.state.config.service.settlement_batch_max,
                 };
-                let shared = batch::Shared { db: db.clone(), nonces: self.nonces.clone(), fees: self.fees.clone() };
-                self.batchers.submit(&chain.chain, lane, &shared, c).await;
+                self.batchers.submit(&chain.chain, lane, &self.relay, c).await;
                 Ok(answer.await.map_err(|_| StepError::Unavailable("settlement batcher stopped".into()))??)
-            }
-            Submission::EvmCall(call) => {
-                let to: Address = call.to.parse().map_err(|_| StepError::WouldRevert(format!("bad address {}", call.to)))?;
-                let value = U256::from_str_radix(&call.value, 10).unwrap_or_default();
-                let label = step.label.clone();
-                let signed = evm::sign_store_send(chain, chain_id, &self.nonces, &self.fees, resync, signer, to, call.data.clone(), value, |s| async move {
-                    let row = repo::NewTx {
-                        intent_id: &i.id, leg, step: n, label: &label, chain: &chain.chain, sender: &sender,
-                        nonce: s.nonce as i64, raw: &s.raw, tx_hash: &s.hash,
-                    };
-                    repo::insert_tx(db, &row, now_ms()).await.map_err(|e| SendError::Unavailable(format!("storing the signed transaction: {e}")))?;
-                    Ok(s)
-                })
-                .await?;
-                Ok(signed.hash)
             }
             Submission::EvmRaw(raw) => {
                 let hash = format!("{:#x}", keccak256(raw));
