@@ -11,8 +11,9 @@
 //   permit-value    the permit's value differs from the permitted amount
 //   wrong-spender | wrong-to | wrong-amount | expired | other-signer
 //                   a plain Permit2 authorization with that one fault
-//   approval-wrong-token | approval-wrong-spender
+//   approval-wrong-token | approval-wrong-spender | approval-garbage
 //                   an erc20ApprovalGasSponsoring approve with that fault
+//                   (garbage: bytes that are no transaction at all)
 import { createPublicClient, encodeFunctionData, getAddress, http, maxUint256, pad, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 
@@ -109,7 +110,10 @@ if (["permit", "chainid-domain", "permit-value"].includes(fault)) {
   });
   extensions = {
     erc20ApprovalGasSponsoring: {
-      info: { from: payer.address, asset: token, spender: PERMIT2, amount: maxUint256.toString(), signedTransaction, version: "1" },
+      info: {
+        from: payer.address, asset: token, spender: PERMIT2, amount: maxUint256.toString(), version: "1",
+        signedTransaction: fault === "approval-garbage" ? "0x02f8deadbeef" : signedTransaction,
+      },
     },
   };
 }

@@ -164,3 +164,44 @@ fn inspect_prints_the_description() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("/nonexistent.wasm not found"));
 }
+
+#[test]
+fn alias_of_copies_the_asset_and_refuses_unknown_targets() {
+    let base = |alias: &str| {
+        format!(
+            r#"
+[service]
+default_target_chain = "polygon"
+[adapters]
+permit2 = "permit2.wasm"
+[chains.polygon]
+family = "evm"
+chain_id = 137
+roles = ["payer", "target"]
+[chains.polygon.assets.usdt0]
+state = "live"
+scheme = "permit2"
+token = "0xc2132D05D31c914a87C6611C10748AEb04B58e8F"
+decimals = 6
+eip712_name = "USDT0"
+eip712_version = "1"
+domain = "salted"
+[chains.polygon.assets.usdt]
+state = "unwired"
+{alias}
+"#
+        )
+    };
+    let cfg = stablerail::config::Config::parse(&base(r#"alias_of = "usdt0""#)).unwrap();
+    let (usdt, usdt0) = (&cfg.chains["polygon"].assets["usdt"], &cfg.chains["polygon"].assets["usdt0"]);
+    assert_eq!(usdt.token, usdt0.token);
+    assert_eq!(usdt.eip712_name.as_deref(), Some("USDT0"));
+    assert_eq!(usdt.domain, stablerail::config::DomainKind::Salted);
+    assert_eq!(usdt.scheme, "permit2");
+    assert_eq!(usdt.state, stablerail::config::AssetState::Unwired, "the alias keeps its own state");
+
+    let err = stablerail::config::Config::parse(&base(r#"alias_of = "usdc""#)).unwrap_err().to_string();
+    assert!(err.contains("chains.polygon.assets.usdt.alias_of names `usdc`, which is not an asset of this chain"), "{err}");
+    let err = stablerail::config::Config::parse(&base("alias_of = 7")).unwrap_err().to_string();
+    assert!(err.contains("alias_of must be a string"), "{err}");
+}

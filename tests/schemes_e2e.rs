@@ -187,6 +187,7 @@ async fn faulty_permit2_payloads_are_refused_and_move_no_money() {
         ("base", "usdt", "other-signer", "signature is not the payer's"),
         ("base", "usdt", "approval-wrong-token", "not the token"),
         ("base", "usdt", "approval-wrong-spender", "not Permit2"),
+        ("base", "usdt", "approval-garbage", "malformed payment payload: approval transaction does not decode"),
         ("monad", "usdc", "permit-value", "EIP-2612 permit value"),
     ];
     let (payer, key) = dn.payer(4);
