@@ -4,6 +4,7 @@
 
 use sqlx::Row;
 use stablerail::db::{Backend, Db};
+use stablerail::store::settlement::claim;
 
 const TABLES: [&str; 7] =
     ["accounts", "agents", "api_keys", "recipients", "intents", "settlement_queue", "idempotency_keys"];
@@ -50,21 +51,111 @@ async fn sqlite_file_migrates_in_wal_mode() {
     again.ping().await.unwrap();
 }
 
+/// A migrated Postgres database in a schema of its own; `drop` removes it.
+struct PgSchema {
+    admin: Db,
+    schema: String,
+    db: Db,
+}
+
+impl PgSchema {
+    async fn new(tag: &str) -> PgSchema {
+        let base = std::env::var("STABLERAIL_TEST_POSTGRES").unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".into());
+        let schema = format!("sr_test_{tag}_{}", std::process::id());
+        let admin = Db::connect_unmigrated(&base).await.expect("Postgres reachable (set STABLERAIL_TEST_POSTGRES)");
+        sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&admin.pool).await.unwrap();
+        sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin.pool).await.unwrap();
+        let sep = if base.contains('?') { '&' } else { '?' };
+        let db = Db::connect(&format!("{base}{sep}options=-c%20search_path%3D{schema}")).await.unwrap();
+        PgSchema { admin, schema, db }
+    }
+
+    async fn drop(self) {
+        self.db.pool.close().await;
+        sqlx::query(&format!("DROP SCHEMA {} CASCADE", self.schema)).execute(&self.admin.pool).await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn postgres_migrates_into_a_fresh_schema() {
-    let base = std::env::var("STABLERAIL_TEST_POSTGRES").unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".into());
-    let schema = format!("sr_test_{}", std::process::id());
-    let admin = Db::connect_unmigrated(&base).await.expect("Postgres reachable (set STABLERAIL_TEST_POSTGRES)");
-    sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&admin.pool).await.unwrap();
-    sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin.pool).await.unwrap();
+    let pg = PgSchema::new("migrate").await;
+    assert_eq!(pg.db.backend, Backend::Postgres);
+    check_schema(&pg.db).await;
+    pg.drop().await;
+}
 
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{sep}options=-c%20search_path%3D{schema}");
-    let db = Db::connect(&url).await.unwrap();
-    assert_eq!(db.backend, Backend::Postgres);
-    check_schema(&db).await;
-    db.pool.close().await;
-    sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin.pool).await.unwrap();
+/// Queue `n` intents: the first `sources` as source legs (priority 0) due at
+/// 50, the rest as payouts (priority 1) due at 0, and one more not due
+/// for a long time.
+async fn queue(db: &Db, n: usize, sources: usize) {
+    for k in 0..=n {
+        let id = format!("i{k:02}");
+        sqlx::query(
+            "INSERT INTO intents (id, status, payer_chain, target_chain, payer_asset, target_asset, merchant_recipient, \
+             amount_mode, sending_amount, receiving_amount, estimated_fee, fee_breakdown, payment_requirements, \
+             created_at, expires_at, updated_at) \
+             VALUES ($1, 'PENDING', 'base', 'base', 'usdc', 'usdc', '0x', 'exact', '1', '1', '0', '{}', '{}', 0, 0, 0)",
+        )
+        .bind(&id)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+        let (due, priority) = match k {
+            k if k == n => (1_000_000_000i64, 0),
+            k if k < sources => (50, 0),
+            _ => (0, 1),
+        };
+        sqlx::query("INSERT INTO settlement_queue (intent_id, enqueued_at, available_at, attempts, priority) VALUES ($1, 0, $2, 0, $3)")
+            .bind(&id)
+            .bind(due)
+            .bind(priority)
+            .execute(&db.pool)
+            .await
+            .unwrap();
+    }
+}
+
+/// Two claims at once share nothing; source legs come first; what is not
+/// due stays; an expired lease is taken over.
+async fn check_claims(db: &Db) {
+    const LEASE: i64 = 60_000;
+    queue(db, 10, 5).await;
+    let (a, b) = tokio::join!(claim(db, "a", 100, LEASE, 4), claim(db, "b", 100, LEASE, 4));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(a.len() <= 4 && b.len() <= 4, "{a:?} {b:?}");
+    let mut taken: Vec<String> = a.iter().chain(&b).cloned().collect();
+    taken.sort();
+    taken.dedup();
+    assert_eq!(taken.len(), a.len() + b.len(), "no entry claimed twice: {a:?} {b:?}");
+    let rest = claim(db, "c", 100, LEASE, 64).await.unwrap();
+    taken.extend(rest.iter().cloned());
+    taken.sort();
+    let due: Vec<String> = (0..10).map(|k| format!("i{k:02}")).collect();
+    assert_eq!(taken, due, "every due entry once, the future one not at all");
+    if a.len() + b.len() == 8 {
+        // The two first claims took 8 of 10: all five source legs among them.
+        assert!((0..5).all(|k| a.iter().chain(&b).any(|id| *id == format!("i{k:02}"))), "{a:?} {b:?}");
+    }
+    assert!(claim(db, "d", 100, LEASE, 64).await.unwrap().is_empty(), "all leased");
+    let mut again = claim(db, "e", 100 + LEASE + 1, LEASE, 64).await.unwrap();
+    again.sort();
+    assert_eq!(again, due, "expired leases are taken over");
+    let holders: i64 = sqlx::query("SELECT COUNT(*) AS n FROM settlement_queue WHERE locked_by = 'e'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+        .get("n");
+    assert_eq!(holders, 10);
+}
+
+#[tokio::test]
+async fn claims_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Db::connect(&format!("sqlite://{}", dir.path().join("q.db").display())).await.unwrap();
+    check_claims(&sqlite).await;
+    let pg = PgSchema::new("claims").await;
+    check_claims(&pg.db).await;
+    pg.drop().await;
 }
 
 #[tokio::test]

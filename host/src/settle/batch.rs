@@ -21,7 +21,7 @@ use alloy_sol_types::{sol, SolCall};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
-use super::evm::{self, FeeCache, Nonces, SendError, Signed};
+use super::evm::{self, FeeCache, GasLimit, Nonces, SendError, Signed, TxCall};
 use crate::chain::ChainClient;
 use crate::db::Db;
 use crate::intent::now_ms;
@@ -110,13 +110,11 @@ impl Relay {
         chain_id: u64,
         signer: &PrivateKeySigner,
         resync: bool,
-        to: Address,
-        data: Vec<u8>,
-        value: U256,
+        call: TxCall,
         rows: &[&Row],
     ) -> Result<Signed, SendError> {
         let sender = signer.address().to_checksum(None);
-        evm::sign_store_send(chain, chain_id, &self.nonces, &self.fees, resync, signer, to, data, value, |s: Signed| async move {
+        evm::sign_store_send(chain, chain_id, &self.nonces, &self.fees, resync, signer, call, |s: Signed| async move {
             let new: Vec<repo::NewTx> = rows
                 .iter()
                 .map(|r| repo::NewTx {
@@ -165,19 +163,19 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
     if calls.is_empty() {
         return resync;
     }
-    let (to, data) = match calls.as_slice() {
-        [one] => (one.to, one.data.clone()),
+    let call = match calls.as_slice() {
+        [one] => TxCall { to: one.to, data: one.data.clone(), value: U256::ZERO, gas: GasLimit::Estimate },
         many => {
             let batch = many
                 .iter()
                 .map(|c| Call3 { target: c.to, allowFailure: false, callData: Bytes::from(c.data.clone()) })
                 .collect();
-            (lane.multicall, aggregate3Call { calls: batch }.abi_encode())
+            TxCall { to: lane.multicall, data: aggregate3Call { calls: batch }.abi_encode(), value: U256::ZERO, gas: GasLimit::OneRun }
         }
     };
     tracing::debug!(chain = %lane.chain.chain, calls = calls.len(), "sending settlement calls");
     let rows: Vec<&Row> = calls.iter().map(|c| &c.row).collect();
-    let sent = relay.send(&lane.chain, lane.chain_id, &lane.relayer, resync, to, data, U256::ZERO, &rows).await;
+    let sent = relay.send(&lane.chain, lane.chain_id, &lane.relayer, resync, call, &rows).await;
     // The calls passed their simulation moments ago: if the batch as a whole
     // would now revert, state changed in between; every call is retried
     // rather than failed.

@@ -30,6 +30,8 @@ use crate::store::{intents, settlement as repo};
 use evm::{Nonces, SendError};
 
 const LEASE_MS: i64 = 60_000;
+/// Most queue entries taken by one claim.
+const CLAIM_MAX: usize = 64;
 /// How long a payout authorization stays valid.
 const PAYOUT_VALIDITY_SECS: u64 = 24 * 60 * 60;
 
@@ -107,25 +109,46 @@ impl Engine {
         })
     }
 
-    /// Run `workers` loops until the process ends.
+    /// Settle queued intents until the process ends, at most `workers` at
+    /// once. One loop per replica claims work, as much as there are free
+    /// workers, so idle workers cost the database nothing.
     pub fn spawn(self: &Arc<Self>, workers: usize) {
-        for n in 0..workers.max(1) {
-            let me = self.clone();
-            let name = format!("{}-{n}", ulid::Ulid::new());
-            tokio::spawn(async move { me.work(name).await });
-        }
+        let me = self.clone();
+        tokio::spawn(async move { me.dispatch(workers.max(1)).await });
     }
 
-    async fn work(self: Arc<Self>, worker: String) {
+    async fn dispatch(self: Arc<Self>, workers: usize) {
+        let holder = ulid::Ulid::new().to_string();
+        let free = Arc::new(tokio::sync::Semaphore::new(workers));
         loop {
-            match repo::claim(&self.state.db, &worker, now_ms(), LEASE_MS).await {
-                Ok(Some(id)) => self.step(&id).await,
-                // Idle: wake on new work from this replica's API, or poll
-                // now and then for work other replicas queued.
-                Ok(None) => {
+            let Ok(first) = free.clone().acquire_owned().await else { return };
+            let mut permits = vec![first];
+            while permits.len() < CLAIM_MAX {
+                match free.clone().try_acquire_owned() {
+                    Ok(p) => permits.push(p),
+                    Err(_) => break,
+                }
+            }
+            match repo::claim(&self.state.db, &holder, now_ms(), LEASE_MS, permits.len()).await {
+                Ok(ids) if !ids.is_empty() => {
+                    for (id, permit) in ids.into_iter().zip(permits) {
+                        let me = self.clone();
+                        tokio::spawn(async move {
+                            me.step(&id).await;
+                            drop(permit);
+                            // The pass may have queued more work due now (a payout).
+                            me.state.work.notify_one();
+                        });
+                    }
+                }
+                // Idle: wake on new work from this replica (API or a finished
+                // pass), or poll now and then for work other replicas queued.
+                Ok(_) => {
+                    drop(permits);
                     let _ = tokio::time::timeout(Duration::from_millis(250), self.state.work.notified()).await;
                 }
                 Err(e) => {
+                    drop(permits);
                     tracing::warn!(error = %e, "claiming settlement work failed");
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
@@ -554,7 +577,8 @@ impl Engine {
                 let to: Address = call.to.parse().map_err(|_| StepError::WouldRevert(format!("bad address {}", call.to)))?;
                 if !self.batches(leg, call) {
                     let value = U256::from_str_radix(&call.value, 10).unwrap_or_default();
-                    let sent = self.relay.send(chain, chain_id, signer, resync, to, call.data.clone(), value, &[&row]).await?;
+                    let call = evm::TxCall { to, data: call.data.clone(), value, gas: evm::GasLimit::Estimate };
+                    let sent = self.relay.send(chain, chain_id, signer, resync, call, &[&row]).await?;
                     return Ok(sent.hash);
                 }
                 let (reply, answer) = tokio::sync::oneshot::channel();

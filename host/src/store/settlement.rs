@@ -4,26 +4,34 @@
 use sqlx::Row;
 
 use super::DbError;
-use crate::db::Db;
+use crate::db::{Backend, Db};
 use crate::intent::Status;
 
-/// Take the next due queue entry: a lease written by compare-and-set, so two
-/// workers (or replicas) never hold the same intent; an expired lease (a
-/// crashed worker) can be taken over.
-pub async fn claim(db: &Db, worker: &str, now_ms: i64, lease_ms: i64) -> Result<Option<String>, DbError> {
-    let row = sqlx::query(
+/// Take up to `max` due queue entries, source legs first: a lease written by
+/// compare-and-set, so two replicas never hold the same intent; an expired
+/// lease (a crashed replica) can be taken over. Postgres skips rows another
+/// replica is claiming instead of waiting for them; SQLite runs one writer at
+/// a time, so the single statement is already exclusive.
+pub async fn claim(db: &Db, holder: &str, now_ms: i64, lease_ms: i64, max: usize) -> Result<Vec<String>, DbError> {
+    let skip_locked = match db.backend {
+        Backend::Postgres => "FOR UPDATE SKIP LOCKED",
+        Backend::Sqlite => "",
+    };
+    let rows = sqlx::query(&format!(
         "UPDATE settlement_queue SET locked_by = $1, locked_until = $2 \
-         WHERE intent_id = (SELECT intent_id FROM settlement_queue WHERE available_at <= $3 \
-                            AND (locked_until IS NULL OR locked_until < $3) ORDER BY priority, available_at LIMIT 1) \
+         WHERE intent_id IN (SELECT intent_id FROM settlement_queue WHERE available_at <= $3 \
+                             AND (locked_until IS NULL OR locked_until < $3) \
+                             ORDER BY priority, available_at LIMIT $4 {skip_locked}) \
            AND (locked_until IS NULL OR locked_until < $3) \
-         RETURNING intent_id",
-    )
-    .bind(worker)
+         RETURNING intent_id"
+    ))
+    .bind(holder)
     .bind(now_ms + lease_ms)
     .bind(now_ms)
-    .fetch_optional(&db.pool)
+    .bind(max.max(1) as i64)
+    .fetch_all(&db.pool)
     .await?;
-    row.map(|r| r.try_get("intent_id")).transpose()
+    rows.iter().map(|r| r.try_get("intent_id")).collect()
 }
 
 /// Release the lease and come back at `available_at`; a failure bumps the
@@ -242,9 +250,26 @@ pub async fn insert_txs(db: &Db, rows: &[NewTx<'_>], now_ms: i64) -> Result<(), 
         .bind(now_ms)
         .execute(&mut *tx)
         .await?;
-    for t in rows {
-        insert_tx_query(&NewTx { raw: &[], ..*t }, now_ms).execute(&mut *tx).await?;
-    }
+    // One statement for all the rows: a batch is up to `settlement_batch_max`
+    // of them, each a round trip otherwise.
+    let mut insert = sqlx::QueryBuilder::<sqlx::Any>::new(
+        "INSERT INTO chain_transactions (intent_id, leg, step, label, chain, sender, nonce, raw, tx_hash, status, created_at, updated_at) ",
+    );
+    insert.push_values(rows, |mut b, t| {
+        b.push_bind(t.intent_id)
+            .push_bind(t.leg)
+            .push_bind(t.step)
+            .push_bind(t.label)
+            .push_bind(t.chain)
+            .push_bind(t.sender)
+            .push_bind(t.nonce)
+            .push_bind("")
+            .push_bind(t.tx_hash)
+            .push_bind("signed")
+            .push_bind(now_ms)
+            .push_bind(now_ms);
+    });
+    insert.build().execute(&mut *tx).await?;
     tx.commit().await
 }
 
