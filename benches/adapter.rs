@@ -3,6 +3,8 @@
 //! - `call/describe`: fresh store + instantiate from `InstancePre` + one call.
 //! - `verify/adapter` vs `verify/native`: the EIP-3009 proof check through the
 //!   sandboxed adapter, and the same check written natively with alloy.
+//! - `recover/host` vs `recover/k256`: the host's secp256k1 recovery import
+//!   (libsecp256k1) against k256's.
 //!
 //! Run: `cargo bench --bench adapter` (after the adapters are built).
 
@@ -128,6 +130,17 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("verify");
     g.bench_function("native", |b| b.iter(|| verify_native(&req, &proof, now).unwrap()));
     g.bench_function("adapter", |b| b.iter(|| usdc.verify(&req, &proof).unwrap().unwrap()));
+    g.finish();
+
+    // The recovery every proof check makes: the host import (libsecp256k1)
+    // against k256, which alloy uses by default.
+    let digest = auth.eip712_signing_hash(&domain());
+    let sig = eip3009::sign(&payer, &auth, &domain());
+    let raw = hex::decode(sig.trim_start_matches("0x")).unwrap();
+    let parsed = Signature::from_raw(&raw).unwrap();
+    let mut g = c.benchmark_group("recover");
+    g.bench_function("k256", |b| b.iter(|| parsed.recover_from_prehash(&digest).unwrap()));
+    g.bench_function("host (libsecp256k1)", |b| b.iter(|| stablerail::crypto::secp256k1_recover(digest.as_slice(), &raw).unwrap()));
     g.finish();
 }
 
