@@ -375,6 +375,31 @@ fn receipts_are_read_for_the_exact_transfer() {
     assert!(matches!(read(&receipt("0x1", 999_999)).unwrap(), ReceiptStatus::Failed(_)));
     assert!(matches!(read("null").unwrap(), ReceiptStatus::Pending));
     assert!(matches!(read("{not json"), Err(AdapterError::Malformed(_))));
+    assert!(matches!(read(r#"{"transactionHash":"0x1","blockNumber":"0x1","status":"0x1"}"#), Err(AdapterError::Malformed(_))));
+
+    // A batch's receipt, as a node returns it: every call's logs with all
+    // their fields, another token's and other payers' transfers around ours.
+    let log = |token: Address, from: Address, value: u64, index: usize| {
+        json!({
+            "address": token.to_string(), "blockHash": format!("0x{:064x}", 7), "blockNumber": "0x10",
+            "blockTimestamp": "0x6543", "data": format!("0x{:064x}", value), "logIndex": format!("{index:#x}"),
+            "removed": false, "topics": [transfer_sig, topic(from), topic(COLLECTOR)],
+            "transactionHash": format!("0x{:064x}", 1), "transactionIndex": "0x0",
+        })
+    };
+    let mut logs: Vec<Value> = (0..40).map(|n| log(USDC, Address::repeat_byte(n as u8 + 1), 1_000_000, n)).collect();
+    logs.insert(17, log(Address::repeat_byte(0xee), f.payer.address(), 1_000_000, 99)); // not the token
+    let batch = |logs: &[Value]| {
+        json!({
+            "transactionHash": format!("0x{:064x}", 1), "blockNumber": "0x10", "status": "0x1", "type": "0x2",
+            "cumulativeGasUsed": "0x1", "effectiveGasPrice": "0x1", "from": f.payer.address().to_string(),
+            "to": USDC.to_string(), "contractAddress": null, "logsBloom": format!("0x{}", "0".repeat(512)), "logs": logs,
+        })
+        .to_string()
+    };
+    assert!(matches!(read(&batch(&logs)).unwrap(), ReceiptStatus::Failed(_)), "only another token moved the payer's funds");
+    logs.insert(30, log(USDC, f.payer.address(), 1_000_000, 100));
+    assert!(matches!(read(&batch(&logs)).unwrap(), ReceiptStatus::Settled(_)));
 }
 
 #[test]

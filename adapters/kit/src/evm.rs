@@ -222,6 +222,32 @@ pub fn read_payment_receipt(ctx: &AssetContext, payment: &VerifiedPayment, recei
     read_transfer_receipt(receipt, &token, &from, &to, amount)
 }
 
+/// The parts of an `eth_getTransactionReceipt` result a transfer check reads,
+/// borrowed from the text: a batch's receipt holds every call's logs, and
+/// each intent in the batch reads it, so skipping the rest matters.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawReceipt<'a> {
+    #[serde(borrow)]
+    transaction_hash: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    status: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    block_number: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    logs: Option<Vec<RawLog<'a>>>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawLog<'a> {
+    #[serde(borrow)]
+    address: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    topics: Vec<Cow<'a, str>>,
+    #[serde(borrow)]
+    data: Option<Cow<'a, str>>,
+}
+
 /// Read an `eth_getTransactionReceipt` result: did it move `amount` of
 /// `token` from `from` to `to`?
 pub fn read_transfer_receipt(
@@ -232,39 +258,27 @@ pub fn read_transfer_receipt(
     amount: U256,
 ) -> Result<ReceiptStatus, AdapterError> {
     let bad = |m: &str| AdapterError::Malformed(format!("receipt: {m}"));
-    let r: Value = serde_json::from_str(receipt).map_err(|e| bad(&e.to_string()))?;
-    if r.is_null() {
+    let Some(r) = serde_json::from_str::<Option<RawReceipt>>(receipt).map_err(|e| bad(&e.to_string()))? else {
         return Ok(ReceiptStatus::Pending);
-    }
-    let hexnum = |key: &str| -> Result<u64, AdapterError> {
-        let s = r.get(key).and_then(Value::as_str).ok_or_else(|| bad(&format!("no {key}")))?;
+    };
+    let hexnum = |key: &str, v: &Option<Cow<str>>| -> Result<u64, AdapterError> {
+        let s = v.as_deref().ok_or_else(|| bad(&format!("no {key}")))?;
         u64::from_str_radix(s.trim_start_matches("0x"), 16).map_err(|_| bad(&format!("bad {key}")))
     };
-    let tx_hash = r
-        .get("transactionHash")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad("no transactionHash"))?
-        .to_string();
-    if hexnum("status")? != 1 {
+    let tx_hash = r.transaction_hash.as_deref().ok_or_else(|| bad("no transactionHash"))?.to_string();
+    if hexnum("status", &r.status)? != 1 {
         return Ok(ReceiptStatus::Failed(format!("transaction {tx_hash} reverted")));
     }
-    let block = hexnum("blockNumber")?;
-    let logs = r.get("logs").and_then(Value::as_array).ok_or_else(|| bad("no logs"))?;
-    for log in logs {
-        let Some(addr) = log.get("address").and_then(Value::as_str) else { continue };
-        if !same_address(addr, &token.to_string()) {
+    let block = hexnum("blockNumber", &r.block_number)?;
+    let logs = r.logs.ok_or_else(|| bad("no logs"))?;
+    let token = token.to_string();
+    for log in &logs {
+        let Some(addr) = log.address.as_deref() else { continue };
+        if !same_address(addr, &token) {
             continue;
         }
-        let topics: Vec<B256> = log
-            .get("topics")
-            .and_then(Value::as_array)
-            .map(|t| t.iter().filter_map(|x| x.as_str()?.parse().ok()).collect())
-            .unwrap_or_default();
-        let data = log
-            .get("data")
-            .and_then(Value::as_str)
-            .and_then(|d| hex::decode(d).ok())
-            .unwrap_or_default();
+        let topics: Vec<B256> = log.topics.iter().filter_map(|x| x.parse().ok()).collect();
+        let data = log.data.as_deref().and_then(|d| hex::decode(d).ok()).unwrap_or_default();
         let Ok(ev) = Transfer::decode_raw_log(topics.iter().copied(), &data) else { continue };
         if ev.from == *from && ev.to == *to && ev.value == amount {
             return Ok(ReceiptStatus::Settled(SettledTransfer {

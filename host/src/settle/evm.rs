@@ -247,11 +247,18 @@ pub fn sent_to(raw: &[u8]) -> Option<Address> {
 /// the others reuse a receipt it found.
 #[derive(Default)]
 pub struct Receipts {
-    slots: std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<Option<std::sync::Arc<Value>>>>>>,
+    slots: std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<Option<std::sync::Arc<Receipt>>>>>>,
+}
+
+/// A mined transaction's receipt, and its JSON text for adapters (a batch's
+/// receipt is read by every intent in it: serialized once).
+pub struct Receipt {
+    pub json: Value,
+    pub text: String,
 }
 
 impl Receipts {
-    pub async fn get(&self, chain: &ChainClient, hash: &str) -> Result<Option<std::sync::Arc<Value>>, SendError> {
+    pub async fn get(&self, chain: &ChainClient, hash: &str) -> Result<Option<std::sync::Arc<Receipt>>, SendError> {
         let slot = {
             let mut slots = self.slots.lock().unwrap();
             if slots.len() > 4096 {
@@ -264,7 +271,7 @@ impl Receipts {
         if let Some(r) = &*held {
             return Ok(Some(r.clone()));
         }
-        let found = receipt(chain, hash).await?.map(std::sync::Arc::new);
+        let found = receipt(chain, hash).await?.map(|json| std::sync::Arc::new(Receipt { text: json.to_string(), json }));
         held.clone_from(&found);
         Ok(found)
     }

@@ -358,10 +358,9 @@ impl Engine {
         }
     }
 
-    async fn read_receipt(&self, adapter: &Arc<AssetAdapter>, payment: VerifiedPayment, receipt: Arc<Value>) -> anyhow::Result<ReceiptStatus> {
+    async fn read_receipt(&self, adapter: &Arc<AssetAdapter>, payment: VerifiedPayment, receipt: Arc<evm::Receipt>) -> anyhow::Result<ReceiptStatus> {
         let a = adapter.clone();
-        let rec = receipt.to_string();
-        blocking(move || a.read_receipt(&payment, &rec)).await??.map_err(|e| anyhow::anyhow!("receipt: {e:?}"))
+        blocking(move || a.read_receipt(&payment, &receipt.text)).await??.map_err(|e| anyhow::anyhow!("receipt: {e:?}"))
     }
 
     fn later_unavailable(&self, i: &Intent, why: &str) -> Next {
@@ -464,7 +463,7 @@ impl Engine {
         signer: &PrivateKeySigner,
         steps: &[SettleStep],
         stored: Vec<repo::StoredTx>,
-    ) -> Result<(String, Arc<Value>), StepError> {
+    ) -> Result<(String, Arc<evm::Receipt>), StepError> {
         let db = &self.state.db;
         let unavailable = |e: sqlx::Error| StepError::Unavailable(format!("database: {e}"));
         let mut free = stored.iter().map(|t| t.step + 1).max().unwrap_or(0);
@@ -506,7 +505,7 @@ impl Engine {
                 }
             };
             let receipt = self.wait_receipt(chain, &tx).await?;
-            let ok = receipt.get("status").and_then(Value::as_str) == Some("0x1");
+            let ok = receipt.json.get("status").and_then(Value::as_str) == Some("0x1");
             if !ok {
                 let batched = repo::get_tx(db, &i.id, leg, n)
                     .await
@@ -625,13 +624,13 @@ impl Engine {
             .unwrap_or(batch::MULTICALL3)
     }
 
-    async fn wait_receipt(&self, chain: &ChainClient, hash: &str) -> Result<Arc<Value>, StepError> {
+    async fn wait_receipt(&self, chain: &ChainClient, hash: &str) -> Result<Arc<evm::Receipt>, StepError> {
         let deadline = std::time::Instant::now() + Duration::from_secs(self.state.config.service.receipt_timeout_seconds);
         let mut pause = Duration::from_millis(5);
         let confirmations = self.state.config.chains.get(&chain.chain).map_or(1, |c| c.confirmations.max(1));
         loop {
             if let Some(r) = self.receipts.get(chain, hash).await? {
-                let mined = r.get("blockNumber").and_then(|b| u64::from_str_radix(b.as_str()?.trim_start_matches("0x"), 16).ok());
+                let mined = r.json.get("blockNumber").and_then(|b| u64::from_str_radix(b.as_str()?.trim_start_matches("0x"), 16).ok());
                 let head = match confirmations {
                     1 => mined,
                     _ => evm::rpc(chain, "eth_blockNumber", serde_json::json!([]))
