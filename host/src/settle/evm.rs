@@ -160,8 +160,10 @@ async fn gas_limit(chain: &ChainClient, call: &Value, how: GasLimit) -> Result<u
                     return Ok(used + used / 2);
                 }
             }
-            Err(e) if e.contains("revert") || e.contains("execution") => return Err(SendError::WouldRevert(e)),
-            Err(_) => {} // not offered here: estimate instead
+            Err(e) => match refused(e) {
+                revert @ SendError::WouldRevert(_) => return Err(revert),
+                SendError::Unavailable(_) => {} // not offered here: estimate instead
+            },
         }
     }
     let gas = chain.rpc("eth_estimateGas", json!([call])).await.map_err(refused)?;
