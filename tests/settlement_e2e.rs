@@ -68,23 +68,41 @@ async fn agent_execute_settles_from_its_hosted_wallet() {
     assert_eq!(s, 201, "{intent}");
     let id = intent["intent_id"].as_str().unwrap();
     let merchant_before = dn.balance("arbitrum", MERCHANT).await;
+    let proxy = dn.state.keys.address(keys::PROXY).await.unwrap();
+    let proxy_before = dn.balance("arbitrum", &proxy).await;
     let (s, r) = dn.call("POST", &format!("/v2/intents/{id}/execute"), None, &[("authorization", &auth)]).await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(r["status"], "TARGET_SETTLED", "execute waits for the settlement: {r}");
     dn.wait_status(id, "TARGET_SETTLED").await;
     let sending = units(&intent["payment_requirements"]["amount"]);
+    // The agent pays once, on the payer chain; the proxy pays the merchant.
     assert_eq!(dn.balance("base", &wallet).await, U256::from(100_000_000u64) - sending);
     assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(5_000_000u64));
-    assert_eq!(dn.balance("arbitrum", &wallet).await, U256::from(95_000_000u64), "payout from the agent's own wallet");
+    assert_eq!(dn.balance("arbitrum", &wallet).await, U256::from(100_000_000u64), "the agent's target-chain wallet is not touched");
+    assert_eq!(dn.balance("arbitrum", &proxy).await, proxy_before - U256::from(5_000_000u64), "payout from the proxy wallet");
 
-    // An agent without the funds gets 402, and no money moves.
+    // An agent without the funds gets 402, no money moves, and the intent
+    // still awaits payment: the agent funds its wallet and executes again.
     let (s, big) = dn.call("POST", "/v2/intents", Some(json!({ "recipient": MERCHANT, "amount": "500", "payer_chain": "base", "target_chain": "arbitrum" })), &[("authorization", &auth)]).await;
     assert_eq!(s, 201);
+    let big_id = big["intent_id"].as_str().unwrap();
     let before = dn.balance("base", &wallet).await;
-    let (s, e) = dn.call("POST", &format!("/v2/intents/{}/execute", big["intent_id"].as_str().unwrap()), None, &[("authorization", &auth)]).await;
+    let (s, e) = dn.call("POST", &format!("/v2/intents/{big_id}/execute"), None, &[("authorization", &auth)]).await;
     assert_eq!(s, 402, "{e}");
     assert_eq!(e["message"], "agent wallet has insufficient balance on payer chain");
     assert_eq!(dn.balance("base", &wallet).await, before);
+    let (_, v) = dn.call("GET", &format!("/v2/intents/{big_id}"), None, &[("authorization", &auth)]).await;
+    assert_eq!(v["status"], "AWAITING_PAYMENT", "{v}");
+    assert_eq!(v["error_code"], "agent_wallet_short", "{v}");
+    let big_sending = units(&big["payment_requirements"]["amount"]);
+    dn.mint("base", &wallet, big_sending).await;
+    let merchant_before = dn.balance("arbitrum", MERCHANT).await;
+    let (s, r) = dn.call("POST", &format!("/v2/intents/{big_id}/execute"), None, &[("authorization", &auth)]).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["status"], "TARGET_SETTLED", "{r}");
+    assert_eq!(dn.balance("base", &wallet).await, before, "debited exactly the funded sending amount, once");
+    assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(500_000_000u64));
+    assert_eq!(dn.balance("arbitrum", &wallet).await, U256::from(100_000_000u64));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::adapter::bindings::stablerail::adapter::chain::QueryError;
 use crate::config::Family;
 
 const EVM_READS: &[&str] = &[
@@ -65,11 +64,55 @@ pub fn read_allow_list(family: Family) -> &'static [&'static str] {
     }
 }
 
+/// Why a chain call did not produce a result. Transport failures carry
+/// only the endpoint's redacted label, never its URL.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ChainError {
+    #[error("`{0}` is not a read-only method of this chain's family")]
+    Denied(String),
+    #[error("no rpc_urls are configured")]
+    NoEndpoint,
+    #[error("{endpoint}: {detail}")]
+    Transport { endpoint: String, detail: String },
+    /// The node answered with an error object.
+    #[error("node error {code}: {message}")]
+    Node { code: i64, message: String, data: Option<String> },
+    #[error("unreadable answer: {0}")]
+    BadAnswer(String),
+}
+
+impl ChainError {
+    /// The node itself refused (as opposed to: could not be reached).
+    pub fn is_node(&self) -> bool {
+        matches!(self, ChainError::Node { .. })
+    }
+}
+
+/// `scheme://host:port`, plus `/…` when the URL has a path or query: a
+/// provider key often sits in either, so neither is ever shown. User info
+/// is dropped.
+pub fn redact_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => {
+            let host = u.host_str().unwrap_or("?");
+            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+            let rest = if u.path().trim_matches('/').is_empty() && u.query().is_none() { "" } else { "/…" };
+            format!("{}://{host}{port}{rest}", u.scheme())
+        }
+        Err(_) => "<unparseable url>".into(),
+    }
+}
+
+struct Endpoint {
+    url: String,
+    label: String,
+}
+
 /// One configured chain's transport.
 pub struct ChainClient {
     pub chain: String,
     pub family: Family,
-    urls: Vec<String>,
+    endpoints: Vec<Endpoint>,
     http: reqwest::Client,
 }
 
@@ -79,60 +122,53 @@ impl ChainClient {
             .timeout(Duration::from_secs(10))
             .build()
             .expect("a reqwest client with a timeout builds");
-        ChainClient { chain: chain.to_string(), family, urls, http }
+        let endpoints = urls.into_iter().map(|url| Endpoint { label: redact_url(&url), url }).collect();
+        ChainClient { chain: chain.to_string(), family, endpoints, http }
     }
 
-    /// An adapter's query: allow-listed, then sent to each URL in turn until
-    /// one answers.
-    pub async fn query(&self, method: &str, params: &str) -> Result<String, QueryError> {
+    /// An adapter's query: allow-listed, then sent like `rpc`. Returns the
+    /// result's JSON text.
+    pub async fn query(&self, method: &str, params: &str) -> Result<String, ChainError> {
         if !read_allow_list(self.family).contains(&method) {
-            return Err(QueryError::Denied(format!(
-                "`{method}` is not a read-only {:?} method",
-                self.family
-            )));
+            return Err(ChainError::Denied(method.to_string()));
         }
-        let params: Value = serde_json::from_str(params)
-            .map_err(|e| QueryError::Rpc(format!("params are not JSON: {e}")))?;
-        if self.urls.is_empty() {
-            return Err(QueryError::Unavailable(format!("{} has no rpc_urls", self.chain)));
-        }
-        let mut last = String::new();
-        for url in &self.urls {
-            match self.send(url, method, &params).await {
-                Ok(v) => return v,
-                Err(e) => last = format!("{url}: {e}"),
-            }
-        }
-        Err(QueryError::Unavailable(last))
+        let params: Value = serde_json::from_str(params).map_err(|e| ChainError::BadAnswer(format!("params are not JSON: {e}")))?;
+        self.call(method, &params).await
     }
 
-    /// The host's own JSON-RPC call (EVM, Solana): any method, no allow-list.
-    /// Returns the `result`, or the node's or transport's error as text.
-    pub async fn rpc(&self, method: &str, params: Value) -> Result<Value, String> {
-        if self.urls.is_empty() {
-            return Err(format!("{} has no rpc_urls", self.chain));
-        }
-        let mut last = String::new();
-        for url in &self.urls {
-            match self.send(url, method, &params).await {
-                Ok(Ok(text)) => return serde_json::from_str(&text).map_err(|e| e.to_string()),
-                Ok(Err(QueryError::Rpc(m))) => return Err(m),
-                Ok(Err(other)) => last = format!("{other:?}"),
-                Err(e) => last = format!("{url}: {e}"),
+    /// The host's own call (EVM, Solana JSON-RPC): any method, no allow-list.
+    pub async fn rpc(&self, method: &str, params: Value) -> Result<Value, ChainError> {
+        let text = self.call(method, &params).await?;
+        serde_json::from_str(&text).map_err(|e| ChainError::BadAnswer(e.to_string()))
+    }
+
+    /// Each endpoint in turn until one answers; a node's own error answer
+    /// is final (another endpoint of the same chain would say the same).
+    async fn call(&self, method: &str, params: &Value) -> Result<String, ChainError> {
+        let mut last = ChainError::NoEndpoint;
+        for e in &self.endpoints {
+            match self.send(&e.url, method, params).await {
+                Ok(answer) => return answer,
+                Err(err) => {
+                    // `without_url`: reqwest puts the full URL in its errors.
+                    let detail = err.without_url().to_string();
+                    tracing::debug!(chain = %self.chain, endpoint = %e.label, method, %detail, "rpc endpoint failed");
+                    last = ChainError::Transport { endpoint: e.label.clone(), detail };
+                }
             }
         }
         Err(last)
     }
 
     /// `query` from a blocking thread (adapter calls run on one).
-    pub fn query_blocking(&self, method: &str, params: &str) -> Result<String, QueryError> {
+    pub fn query_blocking(&self, method: &str, params: &str) -> Result<String, ChainError> {
         let handle = tokio::runtime::Handle::try_current()
-            .map_err(|_| QueryError::Unavailable("no async runtime for chain queries".into()))?;
+            .map_err(|_| ChainError::Transport { endpoint: "-".into(), detail: "no async runtime for chain queries".into() })?;
         handle.block_on(self.query(method, params))
     }
 
     /// Outer error: transport failed (try the next URL). Inner: the node's answer.
-    async fn send(&self, url: &str, method: &str, params: &Value) -> Result<Result<String, QueryError>, reqwest::Error> {
+    async fn send(&self, url: &str, method: &str, params: &Value) -> Result<Result<String, ChainError>, reqwest::Error> {
         if self.family == Family::Tron {
             let url = format!("{}{method}", url.trim_end_matches('/'));
             let body = self.http.post(url).json(params).send().await?.error_for_status()?.text().await?;
@@ -141,9 +177,26 @@ impl ChainClient {
         let req = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
         let answer: Value = self.http.post(url).json(&req).send().await?.error_for_status()?.json().await?;
         Ok(match (answer.get("result"), answer.get("error")) {
-            (_, Some(err)) if !err.is_null() => Err(QueryError::Rpc(err.to_string())),
+            (_, Some(err)) if !err.is_null() => Err(ChainError::Node {
+                code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: err.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
+                data: err.get("data").map(|d| d.as_str().map(str::to_string).unwrap_or_else(|| d.to_string())),
+            }),
             (Some(result), _) => Ok(result.to_string()),
-            _ => Err(QueryError::Rpc("answer has neither result nor error".into())),
+            _ => Err(ChainError::BadAnswer("answer has neither result nor error".into())),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn urls_lose_keys_and_credentials() {
+        assert_eq!(redact_url("https://base-mainnet.g.example.com/v2/SECRET_KEY"), "https://base-mainnet.g.example.com/…");
+        assert_eq!(redact_url("https://user:pw@rpc.example.org:8545/?apikey=SECRET"), "https://rpc.example.org:8545/…");
+        assert_eq!(redact_url("http://127.0.0.1:8545"), "http://127.0.0.1:8545");
+        assert_eq!(redact_url("not a url SECRET"), "<unparseable url>");
     }
 }

@@ -64,8 +64,15 @@ pub struct Service {
     /// Most relayer calls sent together in one Multicall3 transaction per
     /// chain; 1 sends every call on its own.
     pub settlement_batch_max: usize,
-    /// Failed payout dispatches before an intent is `PARTIAL_SETTLEMENT`.
-    pub payout_retry_budget: u32,
+    /// How long a payout is retried, in hours, before an intent whose
+    /// stored payouts can provably no longer land is `PARTIAL_SETTLEMENT`.
+    pub payout_retry_hours: u64,
+    /// Longest pause between two retries of a leg (exponential backoff
+    /// with jitter up to this), in seconds.
+    pub retry_max_backoff_seconds: u64,
+    /// How often each sender's nonces are checked for a stalled chain (a
+    /// gap to fill) and PARTIAL_SETTLEMENT intents for payouts that landed.
+    pub nonce_check_seconds: u64,
     /// How long a worker waits for a receipt before retrying later, in seconds.
     pub receipt_timeout_seconds: u64,
     /// How long `POST /v2/intents/{id}/execute` waits for settlement before
@@ -86,7 +93,9 @@ impl Default for Service {
             master_key_file: ".stablerail/master.key".into(),
             settlement_workers: 32,
             settlement_batch_max: 64,
-            payout_retry_budget: 8,
+            payout_retry_hours: 24,
+            retry_max_backoff_seconds: 60,
+            nonce_check_seconds: 10,
             receipt_timeout_seconds: 30,
             execute_wait_seconds: 30,
         }

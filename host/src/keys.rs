@@ -104,6 +104,15 @@ impl Keystore {
         Ok(signer)
     }
 
+    /// The signer whose address is `address`, if this keystore holds it.
+    pub async fn signer_by_address(&self, address: &str) -> anyhow::Result<Option<PrivateKeySigner>> {
+        let row = sqlx::query("SELECT name FROM wallet_keys WHERE address = $1").bind(address).fetch_optional(&self.db.pool).await?;
+        match row {
+            Some(r) => Ok(Some(self.signer(&r.try_get::<String, _>("name")?).await?)),
+            None => Ok(None),
+        }
+    }
+
     pub async fn address(&self, name: &str) -> anyhow::Result<String> {
         Ok(self.signer(name).await?.address().to_checksum(None))
     }

@@ -10,6 +10,7 @@ pub mod config;
 pub mod crypto;
 pub mod db;
 pub mod decimal;
+pub mod failure;
 pub mod intent;
 pub mod keys;
 pub mod sanctions;

@@ -48,6 +48,13 @@ enum Command {
         #[command(subcommand)]
         command: DevnetCommand,
     },
+    /// Operators' view of intents: list them, re-queue one.
+    Intent {
+        #[command(subcommand)]
+        command: IntentCommand,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// The email → wallet directory used for email recipients.
     Recipient {
         #[command(subcommand)]
@@ -92,7 +99,33 @@ enum AgentCommand {
 }
 
 #[derive(Subcommand)]
+enum IntentCommand {
+    /// List intents, oldest first (e.g. `--status PARTIAL_SETTLEMENT`).
+    List {
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+    },
+    /// Re-queue a PARTIAL_SETTLEMENT intent for its payout, or make a
+    /// waiting one due now. Safe to run twice.
+    Retry { id: String },
+}
+
+#[derive(Subcommand)]
 enum DevnetCommand {
+    /// Give ADDRESS devnet money on one chain: AMOUNT of `--asset` (minted),
+    /// or of the native coin without `--asset`.
+    Fund {
+        address: String,
+        amount: String,
+        #[arg(long)]
+        chain: String,
+        #[arg(long)]
+        asset: Option<String>,
+        #[arg(long, default_value = ".stablerail/devnet")]
+        dir: PathBuf,
+    },
     /// Start the devnet and write DIR/chains.toml for `serve`.
     Up {
         #[arg(long, default_value = ".stablerail/devnet")]
@@ -161,6 +194,7 @@ async fn run() -> anyhow::Result<()> {
         Command::Account { command, store } => account(command, store).await,
         Command::Agent { command, store } => agent(command, store).await,
         Command::Recipient { command, store } => recipient(command, store).await,
+        Command::Intent { command, store } => intent(command, store).await,
         Command::Devnet { command } => devnet(command).await,
     }
 }
@@ -172,6 +206,7 @@ async fn devnet(cmd: DevnetCommand) -> anyhow::Result<()> {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     };
     match cmd {
+        DevnetCommand::Fund { address, amount, chain, asset, dir } => devnet_fund(&dir, &chain, asset.as_deref(), &address, &amount).await?,
         DevnetCommand::Down { dir, scripts } => {
             print!("{}", node(scripts.join("down.mjs"), vec!["--dir".into(), dir.display().to_string()])?);
         }
@@ -269,6 +304,113 @@ async fn recipient(cmd: RecipientCommand, store: StoreArgs) -> anyhow::Result<()
         .map_err(|e| anyhow::anyhow!("invalid address for {chain}: {e:?}"))?;
     stablerail::store::agents::set_recipient(&state.db, &email, &chain, &address).await?;
     println!("{}", serde_json::json!({ "email": email.trim().to_lowercase(), "chain": chain, "address": address }));
+    Ok(())
+}
+
+async fn intent(cmd: IntentCommand, store: StoreArgs) -> anyhow::Result<()> {
+    use stablerail::intent::Status;
+    use stablerail::store::settlement::{self as repo, Retry};
+    let (_, db) = open(&store).await?;
+    match cmd {
+        IntentCommand::List { status, limit } => {
+            let status = status
+                .map(|s| Status::parse(&s.to_uppercase()).ok_or_else(|| anyhow::anyhow!("unknown status `{s}`")))
+                .transpose()?;
+            let ids = match status {
+                Some(s) => repo::ids_with_status(&db, s, limit).await?,
+                None => {
+                    let mut all = Vec::new();
+                    for s in Status::ALL {
+                        all.extend(repo::ids_with_status(&db, s, limit).await?);
+                    }
+                    all
+                }
+            };
+            let mut rows = Vec::new();
+            for id in ids.into_iter().take(limit.max(0) as usize) {
+                if let Some(i) = stablerail::store::intents::get(&db, &id).await? {
+                    rows.push(serde_json::json!({
+                        "intent_id": i.id, "status": i.status.as_str(), "payer_chain": i.payer_chain,
+                        "target_chain": i.target_chain, "sending_amount": i.sending_amount,
+                        "receiving_amount": i.receiving_amount, "merchant_recipient": i.merchant_recipient,
+                        "error_code": i.error_code.map(|c| c.code()), "error_message": i.error_message,
+                        "source_tx_hash": i.source_tx_hash, "target_tx_hash": i.target_tx_hash,
+                        "updated_at": stablerail::intent::rfc3339(i.updated_at),
+                    }));
+                }
+            }
+            println!("{}", serde_json::to_string_pretty(&rows)?);
+        }
+        IntentCommand::Retry { id } => {
+            let outcome = repo::retry(&db, &id, now_ms()).await?;
+            let said = match outcome {
+                Retry::Reopened => "re-opened: PARTIAL_SETTLEMENT -> SOURCE_SETTLED, payout queued".to_string(),
+                Retry::Requeued => "queued: due now".to_string(),
+                Retry::NotFound => anyhow::bail!("no intent {id}"),
+                Retry::NotRetriable(s) => anyhow::bail!("intent {id} is {s}: only PARTIAL_SETTLEMENT or settling intents can be retried"),
+            };
+            println!("{}", serde_json::json!({ "intent_id": id, "result": said }));
+        }
+    }
+    Ok(())
+}
+
+/// Devnet money for ADDRESS: the deployer mints the token, or anvil sets
+/// the native balance (current + AMOUNT).
+async fn devnet_fund(dir: &std::path::Path, chain: &str, asset: Option<&str>, address: &str, amount: &str) -> anyhow::Result<()> {
+    use alloy_primitives::{Address, U256};
+    let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("devnet.json"))?)?;
+    let c = info["chains"].get(chain).ok_or_else(|| anyhow::anyhow!("the devnet has no chain `{chain}`"))?;
+    let rpc = c["rpc"].as_str().unwrap_or_default().to_string();
+    let to: Address = address.parse().map_err(|_| anyhow::anyhow!("`{address}` is not an EVM address"))?;
+    let call = |method: &'static str, params: serde_json::Value| {
+        let rpc = rpc.clone();
+        async move {
+            let v: serde_json::Value = reqwest::Client::new()
+                .post(&rpc)
+                .json(&serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }))
+                .send()
+                .await?
+                .json()
+                .await?;
+            anyhow::ensure!(v.get("error").is_none(), "{method}: {}", v["error"]);
+            Ok::<_, anyhow::Error>(v["result"].clone())
+        }
+    };
+    let units = |decimals: u32| -> anyhow::Result<U256> {
+        let d = stablerail::decimal::parse(amount).map_err(|_| anyhow::anyhow!("`{amount}` is not a decimal amount"))?;
+        anyhow::ensure!(d.scale() <= decimals && d > rust_decimal::Decimal::ZERO, "`{amount}` has more than {decimals} decimals or is not positive");
+        let text = d.to_string();
+        let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+        Ok(U256::from_str_radix(&format!("{int}{frac:0<width$}", width = decimals as usize), 10)?)
+    };
+    match asset {
+        None => {
+            let have = call("eth_getBalance", serde_json::json!([to, "latest"])).await?;
+            let have = U256::from_str_radix(have.as_str().unwrap_or("0x0").trim_start_matches("0x"), 16)?;
+            call("anvil_setBalance", serde_json::json!([to, format!("{:#x}", have + units(18)?)])).await?;
+        }
+        Some(a) => {
+            let t = c["assets"].get(a).ok_or_else(|| anyhow::anyhow!("the devnet has no `{a}` on {chain}"))?;
+            let token = t["address"].as_str().unwrap_or_default();
+            let decimals = t["decimals"].as_u64().unwrap_or(6) as u32;
+            let mut data = alloy_primitives::hex::decode("40c10f19")?; // mint(address,uint256)
+            data.extend_from_slice(&[0u8; 12]);
+            data.extend_from_slice(to.as_slice());
+            data.extend_from_slice(&units(decimals)?.to_be_bytes::<32>());
+            let tx = serde_json::json!([{ "from": info["deployer"], "to": token, "data": alloy_primitives::hex::encode_prefixed(data) }]);
+            let hash = call("eth_sendTransaction", tx).await?;
+            for _ in 0..100 {
+                let r = call("eth_getTransactionReceipt", serde_json::json!([hash])).await?;
+                if !r.is_null() {
+                    anyhow::ensure!(r["status"] == "0x1", "mint reverted");
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    }
+    println!("{}", serde_json::json!({ "address": to.to_checksum(None), "chain": chain, "asset": asset.unwrap_or("native"), "amount": amount }));
     Ok(())
 }
 

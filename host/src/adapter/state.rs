@@ -102,7 +102,14 @@ impl chain::Host for HostState {
     fn query(&mut self, method: String, params: String) -> Result<String, chain::QueryError> {
         match &self.chain {
             None => Err(chain::QueryError::Denied("this call has no chain".into())),
-            Some(client) => client.query_blocking(&method, &params),
+            Some(client) => client.query_blocking(&method, &params).map_err(|e| match e {
+                crate::chain::ChainError::Denied(m) => chain::QueryError::Denied(format!("`{m}` is not a read-only method of this chain's family")),
+                // The node's answer is the adapter's to read; it holds no URL.
+                crate::chain::ChainError::Node { code, message, data } => {
+                    chain::QueryError::Rpc(serde_json::json!({ "code": code, "message": message, "data": data }).to_string())
+                }
+                other => chain::QueryError::Unavailable(other.to_string()),
+            }),
         }
     }
 }

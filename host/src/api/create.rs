@@ -48,8 +48,11 @@ pub async fn create_agent(State(s): State<Shared>, Extension(agent): Extension<A
 async fn idempotent(s: &Shared, agent: Option<&Agent>, headers: &HeaderMap, body: &[u8]) -> Response {
     let key = match headers.get("idempotency-key").map(|v| v.to_str().map(str::trim)) {
         None => return respond(create(s, agent, body).await),
-        Some(Ok(k)) if !k.is_empty() && k.len() <= 255 => k.to_string(),
-        Some(_) => return ApiError::BadRequest("Idempotency-Key must be 1 to 255 visible characters".into()).into_response(),
+        Some(Ok(k)) if !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()) => k.to_string(),
+        Some(_) => {
+            return ApiError::BadRequest("Idempotency-Key must be 1 to 255 visible ASCII characters, without spaces or control characters".into())
+                .into_response()
+        }
     };
     let scope = match agent {
         Some(a) => format!("v2:{}", a.id),
@@ -110,6 +113,11 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<serde_
     let req: CreateRequest =
         serde_json::from_slice(body).map_err(|e| bad(format!("invalid JSON body: {e}")))?;
     let cfg = &s.config;
+    let fields = [&req.email, &req.recipient, &req.amount, &req.to_amount, &req.payer_chain, &req.target_chain, &req.payer_asset, &req.target_asset, &req.payer_address];
+    if fields.iter().any(|f| f.as_deref().is_some_and(|v| v.chars().any(char::is_control))) {
+        return Err(bad("fields must not contain control characters"));
+    }
+    // Surrounding whitespace is ignored; an empty string is an absent field.
     let given = |o: &Option<String>| o.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
 
     let (email, recipient) = match (given(&req.email), given(&req.recipient)) {
@@ -156,6 +164,7 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<serde_
         }
         (None, None) => unreachable!("checked above"),
     };
+    refuse_unreceivable(s, &target_chain, &target_asset, &merchant).await?;
 
     let payer_address = match given(&req.payer_address) {
         None => None,
@@ -180,7 +189,7 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<serde_
             .keys
             .address(crate::keys::COLLECTION)
             .await
-            .map_err(|e| ApiError::Unavailable(format!("service temporarily unavailable: collection wallet: {e}")))?,
+            .map_err(|e| ApiError::Internal(format!("collection wallet: {e:#}")))?,
     };
 
     let fee_of = |c: &str| crate::decimal::parse(&cfg.chains[c].fee).unwrap_or(Decimal::ZERO);
@@ -238,9 +247,36 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<serde_
         created_at: now,
         expires_at,
         updated_at: now,
+        error_code: None,
     };
     intents::insert(&s.db, &record).await?;
     Ok(views::created(&record, now))
+}
+
+/// Addresses that cannot receive a payout: the zero address (real tokens
+/// revert, leaving the payer's money collected and the intent stuck), the
+/// token contract itself, and the service's own wallets.
+async fn refuse_unreceivable(s: &Shared, chain: &str, asset: &str, recipient: &str) -> Result<(), ApiError> {
+    let c = &s.config.chains[chain];
+    let same = |a: &str| match c.family {
+        Family::Evm | Family::Tron if a.starts_with("0x") => a.eq_ignore_ascii_case(recipient),
+        _ => a == recipient,
+    };
+    if c.family == Family::Evm && same("0x0000000000000000000000000000000000000000") {
+        return Err(bad("invalid recipient address format: the zero address cannot receive payments"));
+    }
+    if c.assets.get(asset).is_some_and(|a| !a.token.is_empty() && same(&a.token)) {
+        return Err(bad("invalid recipient address format: the token contract cannot receive payments"));
+    }
+    let mut own = vec![];
+    for name in [crate::keys::RELAYER, crate::keys::COLLECTION, crate::keys::PROXY] {
+        own.push(s.keys.address(name).await.map_err(|e| ApiError::Internal(format!("service wallet: {e:#}")))?);
+    }
+    own.extend(c.collection_address.clone());
+    if own.iter().any(|a| same(a)) {
+        return Err(bad("invalid recipient address format: a wallet of this service cannot be a recipient"));
+    }
+    Ok(())
 }
 
 /// Is `chain` exposed in `role`? TRON chains behind an off flag get their own message.

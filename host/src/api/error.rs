@@ -25,9 +25,15 @@ pub enum ApiError {
     #[error("{0}")]
     PayloadTooLarge(String),
     #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// Any other status, with a fixed sentence.
+    #[error("{1}")]
+    Status(StatusCode, String),
+    #[error("{0}")]
     Unprocessable(String),
     #[error("rate limited; retry in {0} s")]
     RateLimited(u64),
+    /// The detail is logged; the public message is fixed.
     #[error("{0}")]
     Internal(String),
     #[error("{0}")]
@@ -47,6 +53,8 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Status(s, _) => *s,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -60,9 +68,13 @@ impl ApiError {
     /// The spec's envelope: `{error, message, statusCode}`.
     pub fn envelope(&self) -> serde_json::Value {
         let status = self.status();
+        let message = match self {
+            ApiError::Internal(_) => "internal error; the request was not completed".to_string(),
+            other => other.to_string(),
+        };
         json!({
             "error": status.canonical_reason().unwrap_or("Error"),
-            "message": self.to_string(),
+            "message": message,
             "statusCode": status.as_u16(),
         })
     }
@@ -89,9 +101,7 @@ impl From<axum::extract::rejection::JsonRejection> for ApiError {
             J::BytesRejection(b) if b.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 ApiError::PayloadTooLarge("request body is too large".into())
             }
-            J::MissingJsonContentType(_) => {
-                ApiError::BadRequest("expected a JSON body with Content-Type: application/json".into())
-            }
+            J::MissingJsonContentType(_) => ApiError::UnsupportedMediaType("Content-Type must be application/json".into()),
             other => ApiError::BadRequest(format!("invalid JSON body: {}", other.body_text())),
         }
     }
@@ -126,30 +136,44 @@ impl From<AdapterError> for ApiError {
             AdapterError::InvalidAmount(m) => ApiError::BadRequest(format!("invalid amount: {m}")),
             AdapterError::Unsupported(m) | AdapterError::Malformed(m) => ApiError::BadRequest(m),
             AdapterError::Config(m) => ApiError::Internal(format!("adapter configuration: {m}")),
-            AdapterError::ChainUnavailable(m) => ApiError::Unavailable(format!("chain unavailable: {m}")),
+            AdapterError::ChainUnavailable(m) => {
+                tracing::warn!(detail = %m, "adapter could not reach its chain");
+                ApiError::Unavailable(CHAIN_UNAVAILABLE.into())
+            }
         }
     }
 }
 
+/// What the API says when a chain's node cannot be reached.
+pub const CHAIN_UNAVAILABLE: &str = "service temporarily unavailable: a chain's node is not answering; try again shortly";
+
 impl From<ProofError> for ApiError {
     fn from(e: ProofError) -> Self {
-        let detail = match e {
-            ProofError::ChainUnavailable(m) => {
-                return ApiError::Unavailable(format!("service temporarily unavailable: {m}"))
-            }
-            ProofError::Malformed(m) => format!("malformed payment payload: {m}"),
-            ProofError::Unsupported(m) => format!("unsupported payment: {m}"),
-            ProofError::RequirementsMismatch(m) => format!("payment does not match the intent: {m}"),
-            ProofError::WrongRecipient(m) => format!("wrong recipient: {m}"),
-            ProofError::WrongAmount(m) => format!("wrong amount: {m}"),
-            ProofError::NotYetValid => "authorization is not valid yet".into(),
-            ProofError::Expired => "authorization has expired".into(),
-            ProofError::InvalidSignature(m) => format!("invalid signature: {m}"),
-            ProofError::SignerMismatch(m) => format!("signature is not the payer's: {m}"),
-            ProofError::AlreadyUsed => "authorization was already used".into(),
-            ProofError::InsufficientFunds(m) => format!("insufficient funds: {m}"),
-            ProofError::NotApproved(m) => format!("token allowance missing: {m}"),
-        };
-        ApiError::BadRequest(format!("proof validation failed: {detail}"))
+        if let ProofError::ChainUnavailable(m) = &e {
+            tracing::warn!(detail = %m, "adapter could not reach its chain");
+            return ApiError::Unavailable(CHAIN_UNAVAILABLE.into());
+        }
+        ApiError::BadRequest(proof_message(&e))
     }
+}
+
+/// The words for a refused proof: the adapter's account of what is wrong
+/// with the proof itself (never a node's answer).
+pub fn proof_message(e: &ProofError) -> String {
+    let detail = match e {
+        ProofError::ChainUnavailable(_) => return CHAIN_UNAVAILABLE.into(),
+        ProofError::Malformed(m) => format!("malformed payment payload: {m}"),
+        ProofError::Unsupported(m) => format!("unsupported payment: {m}"),
+        ProofError::RequirementsMismatch(m) => format!("payment does not match the intent: {m}"),
+        ProofError::WrongRecipient(m) => format!("wrong recipient: {m}"),
+        ProofError::WrongAmount(m) => format!("wrong amount: {m}"),
+        ProofError::NotYetValid => "authorization is not valid yet".into(),
+        ProofError::Expired => "authorization has expired".into(),
+        ProofError::InvalidSignature(m) => format!("invalid signature: {m}"),
+        ProofError::SignerMismatch(m) => format!("signature is not the payer's: {m}"),
+        ProofError::AlreadyUsed => "authorization was already used".into(),
+        ProofError::InsufficientFunds(m) => format!("insufficient funds: {m}"),
+        ProofError::NotApproved(m) => format!("token allowance missing: {m}"),
+    };
+    format!("proof validation failed: {detail}")
 }

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{blocking, views, ApiError, Shared};
+use crate::failure::Failure;
 use crate::intent::{self, requirements, Intent, Status};
 use crate::store::agents::Agent;
 use crate::store::intents::{self as repo, Acceptance};
@@ -198,10 +199,10 @@ pub async fn execute(State(s): State<Shared>, Extension(agent): Extension<Agent>
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         let now = repo::get(&s.db, &i.id).await?.ok_or_else(|| ApiError::NotFound(NOT_FOUND.into()))?;
         status = now.status;
-        if status == Status::VerificationFailed
-            && now.error_message.as_deref().is_some_and(|m| m.contains("insufficient balance"))
-        {
-            return Err(ApiError::PaymentRequired("agent wallet has insufficient balance on payer chain".into()));
+        // The engine put it back to AWAITING_PAYMENT: the agent funds its
+        // wallet and executes again.
+        if status == Status::AwaitingPayment && now.error_code == Some(Failure::AgentWalletShort) {
+            return Err(ApiError::PaymentRequired(Failure::AgentWalletShort.sentence().into()));
         }
         if matches!(status, Status::TargetSettled | Status::VerificationFailed | Status::Blocked | Status::PartialSettlement) {
             break;

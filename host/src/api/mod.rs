@@ -11,7 +11,7 @@ mod views;
 
 use std::sync::Arc;
 
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
 use axum::middleware::from_fn_with_state;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
@@ -65,8 +65,56 @@ pub fn router(state: Shared) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(json_bodies_only))
+        .layer(axum::middleware::map_response(envelope_everything))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// A request body is JSON, said so by its Content-Type (`application/json`
+/// or a `+json` type, parameters allowed); anything else is 415. Requests
+/// without a body (execute) need no Content-Type.
+async fn json_bodies_only(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let has_body = req.headers().get(header::CONTENT_LENGTH).is_some_and(|v| v.as_bytes() != b"0")
+        || req.headers().contains_key(header::TRANSFER_ENCODING);
+    if has_body {
+        let media = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let media = media.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        if media != "application/json" && !(media.starts_with("application/") && media.ends_with("+json")) {
+            return ApiError::UnsupportedMediaType("Content-Type must be application/json".into()).into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// Rejections that axum, hyper or tower-http write themselves (an
+/// over-long body, a path that is not UTF-8, …) come as plain text: give
+/// them the envelope with a fixed sentence, keeping the headers that matter.
+async fn envelope_everything(resp: axum::response::Response) -> axum::response::Response {
+    let status = resp.status();
+    let json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if json || !(status.is_client_error() || status.is_server_error()) {
+        return resp;
+    }
+    let error = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge("request body is too large".into()),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::UnsupportedMediaType("Content-Type must be application/json".into()),
+        StatusCode::NOT_FOUND => ApiError::NotFound("no such endpoint".into()),
+        StatusCode::METHOD_NOT_ALLOWED => ApiError::MethodNotAllowed("method not allowed on this endpoint".into()),
+        s if s.is_client_error() => ApiError::Status(s, "malformed request".into()),
+        s => ApiError::Status(s, "the request could not be completed".into()),
+    };
+    let mut out = error.into_response();
+    for h in [header::ALLOW, header::RETRY_AFTER] {
+        if let Some(v) = resp.headers().get(&h) {
+            out.headers_mut().insert(h, v.clone());
+        }
+    }
+    out
 }
 
 /// Run blocking work (adapter calls) off the request workers.
@@ -77,7 +125,10 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
 }
 
 async fn health(axum::extract::State(s): axum::extract::State<Shared>) -> Result<impl IntoResponse, ApiError> {
-    s.db.ping().await.map_err(|e| ApiError::Unavailable(format!("database unavailable: {e}")))?;
+    s.db.ping().await.map_err(|e| {
+        tracing::warn!(error = %e, "health: database unavailable");
+        ApiError::Unavailable("database unavailable".into())
+    })?;
     Ok((StatusCode::OK, axum::Json(serde_json::json!({ "status": "ok" }))))
 }
 

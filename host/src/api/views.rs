@@ -89,6 +89,9 @@ pub fn intent(cfg: &Config, i: &Intent, now_ms: i64) -> Value {
         }
     }
     put_opt(&mut m, "error_message", &i.error_message);
+    if let Some(code) = i.error_code {
+        put(&mut m, "error_code", code.code());
+    }
     Value::Object(m)
 }
 

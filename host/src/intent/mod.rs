@@ -107,6 +107,8 @@ pub struct Intent {
     pub created_at: i64,
     pub expires_at: i64,
     pub updated_at: i64,
+    /// Why it failed or waits; `error_message` is the sentence for it.
+    pub error_code: Option<crate::failure::Failure>,
 }
 
 impl Intent {

@@ -24,7 +24,6 @@ use tokio::sync::{mpsc, oneshot, Mutex};
 use super::evm::{self, FeeCache, GasLimit, Nonces, SendError, Signed, TxCall};
 use crate::chain::ChainClient;
 use crate::db::Db;
-use crate::intent::now_ms;
 use crate::store::settlement as repo;
 
 sol! {
@@ -45,13 +44,7 @@ sol! {
 /// Where Multicall3 lives on every chain that has it.
 pub const MULTICALL3: Address = alloy_primitives::address!("cA11bde05977b3631167028862bE2a173976CA11");
 
-/// Where a signed transaction is recorded: one row per intent step it settles.
-pub struct Row {
-    pub intent_id: String,
-    pub leg: String,
-    pub step: i32,
-    pub label: String,
-}
+pub use repo::TxRow as Row;
 
 /// One relayer call of one intent's leg, and where its row goes.
 pub struct Call {
@@ -101,9 +94,8 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// Sign a call from `signer`, store it under every row in one database
-    /// transaction, and only then broadcast it.
-    #[allow(clippy::too_many_arguments)]
+    /// Sign a call from `signer` with its next nonce, store it under every
+    /// row (one database transaction), and only then broadcast it.
     pub async fn send(
         &self,
         chain: &ChainClient,
@@ -111,23 +103,9 @@ impl Relay {
         signer: &PrivateKeySigner,
         resync: bool,
         call: TxCall,
-        rows: &[&Row],
+        rows: &[Row],
     ) -> Result<Signed, SendError> {
-        let sender = signer.address().to_checksum(None);
-        evm::sign_store_send(chain, chain_id, &self.nonces, &self.fees, resync, signer, call, |s: Signed| async move {
-            let new: Vec<repo::NewTx> = rows
-                .iter()
-                .map(|r| repo::NewTx {
-                    intent_id: &r.intent_id, leg: &r.leg, step: r.step, label: &r.label, chain: &chain.chain,
-                    sender: &sender, nonce: s.nonce as i64, raw: &s.raw, tx_hash: &s.hash,
-                })
-                .collect();
-            repo::insert_txs(&self.db, &new, now_ms())
-                .await
-                .map_err(|e| SendError::Unavailable(format!("storing the signed transaction: {e}")))?;
-            Ok(s)
-        })
-        .await
+        evm::sign_store_send(chain, chain_id, &self.nonces, &self.fees, resync, signer, call, rows).await
     }
 }
 
@@ -174,18 +152,19 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
         }
     };
     tracing::debug!(chain = %lane.chain.chain, calls = calls.len(), "sending settlement calls");
-    let rows: Vec<&Row> = calls.iter().map(|c| &c.row).collect();
+    let (rows, replies): (Vec<Row>, Vec<_>) = calls.into_iter().map(|c| (c.row, c.reply)).unzip();
+    let many = rows.len() > 1;
     let sent = relay.send(&lane.chain, lane.chain_id, &lane.relayer, resync, call, &rows).await;
     // The calls passed their simulation moments ago: if the batch as a whole
     // would now revert, state changed in between; every call is retried
     // rather than failed.
     let sent = match sent {
-        Err(SendError::WouldRevert(m)) if calls.len() > 1 => Err(SendError::Unavailable(format!("batch would revert: {m}"))),
+        Err(SendError::WouldRevert(m)) if many => Err(SendError::Unavailable(format!("batch would revert: {m}"))),
         other => other,
     };
-    let taken = matches!(&sent, Err(SendError::Unavailable(m)) if m.contains("was taken"));
-    for c in calls {
-        let _ = c.reply.send(sent.as_ref().map(|s| s.hash.clone()).map_err(Clone::clone));
+    let taken = matches!(&sent, Err(SendError::NonceTaken));
+    for reply in replies {
+        let _ = reply.send(sent.as_ref().map(|s| s.hash.clone()).map_err(Clone::clone));
     }
     taken
 }

@@ -8,16 +8,71 @@ use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
 
-use crate::chain::ChainClient;
+use crate::chain::{ChainClient, ChainError};
+use crate::store::settlement as repo;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SendError {
-    /// The node is unreachable or answered with an error: try again later.
-    #[error("chain unavailable: {0}")]
+    /// The node (or the database) could not be reached: try again later.
+    #[error("unavailable: {0}")]
     Unavailable(String),
-    /// The call would revert (gas estimation failed): sending it is pointless.
+    /// The call would revert (simulation or gas estimation): sending it is pointless.
     #[error("transaction would revert: {0}")]
     WouldRevert(String),
+    /// The transaction's nonce is used by another transaction: unless this
+    /// one was mined, it never will be; the step is signed again.
+    #[error("nonce taken by another transaction")]
+    NonceTaken,
+    /// The sender cannot pay for gas.
+    #[error("sender cannot pay gas: {0}")]
+    Unfunded(String),
+    /// The node refused the signed bytes for another reason (fees, size, …).
+    #[error("node refused the transaction: {0}")]
+    Refused(String),
+}
+
+/// What a node's error answer means. The one place that reads nodes'
+/// error texts: everything downstream gets these types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NodeSays {
+    Reverts,
+    /// This exact transaction is in the node already.
+    Known,
+    NonceTaken,
+    /// Another transaction holds this nonce in the node's pool.
+    Occupied,
+    Unfunded,
+    Other,
+}
+
+fn node_says(code: i64, message: &str) -> NodeSays {
+    let m = message.to_ascii_lowercase();
+    let has = |needles: &[&str]| needles.iter().any(|n| m.contains(n));
+    if has(&["already known", "already imported", "alreadyknown", "known transaction", "already in the pool"]) {
+        NodeSays::Known
+    } else if has(&["nonce too low", "noncetoolow", "nonce has already been used", "old nonce"]) {
+        NodeSays::NonceTaken
+    } else if has(&["replacement transaction underpriced", "replacement fee too low", "already exists with same nonce"]) {
+        NodeSays::Occupied
+    } else if has(&["insufficient funds", "insufficientfunds"]) {
+        NodeSays::Unfunded
+    } else if code == 3 || has(&["revert"]) {
+        NodeSays::Reverts
+    } else {
+        NodeSays::Other
+    }
+}
+
+/// A failed call that simulates or estimates a transaction.
+fn call_error(e: ChainError) -> SendError {
+    match &e {
+        ChainError::Node { code, message, .. } => match node_says(*code, message) {
+            NodeSays::Unfunded => SendError::Unfunded(e.to_string()),
+            NodeSays::Reverts => SendError::WouldRevert(e.to_string()),
+            _ => SendError::Unavailable(e.to_string()),
+        },
+        _ => SendError::Unavailable(e.to_string()),
+    }
 }
 
 pub struct Signed {
@@ -26,64 +81,71 @@ pub struct Signed {
     pub nonce: u64,
 }
 
-/// Nonces per (chain, sender), allocated from the database so workers and
-/// replicas sharing a relayer never collide. The counter never goes below
-/// the node's pending count, so it recovers from transactions sent elsewhere
-/// and from sends that never reached the node.
+/// Nonces per (chain, sender), allocated from the database in the same
+/// database transaction that stores the transaction signed with it, so
+/// workers and replicas sharing a sender never collide and a crash can
+/// never lose a nonce. The counter never goes below the node's pending
+/// count, which is read on a sender's first use in this process and after
+/// a nonce turned out taken.
 pub struct Nonces {
     db: crate::db::Db,
+    synced: std::sync::Mutex<std::collections::HashSet<(String, Address)>>,
 }
 
 impl Nonces {
     pub fn new(db: crate::db::Db) -> Nonces {
-        Nonces { db }
+        Nonces { db, synced: Default::default() }
     }
 
-    /// The next nonce. `resync` also consults the node (first use, or after a
-    /// nonce turned out to be taken); otherwise the database alone decides,
-    /// in one compare-free increment.
-    async fn allocate(&self, chain: &ChainClient, from: Address, resync: bool) -> Result<u64, SendError> {
+    /// Sign `tx` with the sender's next nonce and store it under `rows`,
+    /// atomically.
+    async fn sign_and_store(
+        &self,
+        chain: &ChainClient,
+        signer: &PrivateKeySigner,
+        resync: bool,
+        tx: TxEip1559,
+        rows: &[repo::TxRow],
+    ) -> Result<Signed, SendError> {
+        let from = signer.address();
         let sender = from.to_checksum(None);
-        let db_err = |e: sqlx::Error| SendError::Unavailable(format!("nonce store: {e}"));
-        if !resync {
-            if let Some(n) = self.take(&chain.chain, &sender, 0).await.map_err(db_err)? {
-                return Ok(n);
+        let key = (chain.chain.clone(), from);
+        let fresh = resync || !self.synced.lock().unwrap().contains(&key);
+        let mut floor = if fresh { Some(pending_nonce(chain, from).await?) } else { None };
+        loop {
+            let sign = |nonce: u64| -> Result<(Vec<u8>, String), alloy_signer::Error> {
+                let tx = TxEip1559 { nonce, ..tx.clone() };
+                let sig = signer.sign_hash_sync(&tx.signature_hash())?;
+                let raw = TxEnvelope::from(tx.into_signed(sig)).encoded_2718();
+                let hash = format!("{:#x}", keccak256(&raw));
+                Ok((raw, hash))
+            };
+            let taken = repo::sign_with_next_nonce(&self.db, &chain.chain, &sender, floor, rows, sign, crate::intent::now_ms())
+                .await
+                .map_err(|e| SendError::Unavailable(format!("storing the signed transaction: {e}")))?;
+            match taken {
+                repo::Taken::Stored { nonce, raw, hash } => {
+                    self.synced.lock().unwrap().insert(key);
+                    return Ok(Signed { raw, hash, nonce });
+                }
+                repo::Taken::NeedsFloor if floor.is_none() => floor = Some(pending_nonce(chain, from).await?),
+                repo::Taken::NeedsFloor => return Err(SendError::Unavailable("nonce row vanished".into())),
+                repo::Taken::SignFailed(e) => return Err(SendError::Unavailable(format!("signing failed: {e}"))),
             }
         }
-        let on_chain = hex_u64(&rpc(chain, "eth_getTransactionCount", json!([from, "pending"])).await?)
-            .ok_or_else(|| SendError::Unavailable("bad eth_getTransactionCount answer".into()))?;
-        sqlx::query("INSERT INTO relayer_nonces (chain, sender, next_nonce) VALUES ($1, $2, $3) ON CONFLICT (chain, sender) DO NOTHING")
-            .bind(&chain.chain)
-            .bind(&sender)
-            .bind(on_chain as i64)
-            .execute(&self.db.pool)
-            .await
-            .map_err(db_err)?;
-        self.take(&chain.chain, &sender, on_chain)
-            .await
-            .map_err(db_err)?
-            .ok_or_else(|| SendError::Unavailable("nonce row vanished".into()))
     }
+}
 
-    /// Take the stored next nonce, but never one below `at_least`; `None` if
-    /// this sender has no row yet. One statement, so concurrent takers (and
-    /// replicas) each get their own.
-    async fn take(&self, chain: &str, sender: &str, at_least: u64) -> Result<Option<u64>, sqlx::Error> {
-        let max = match self.db.backend {
-            crate::db::Backend::Postgres => "GREATEST",
-            crate::db::Backend::Sqlite => "MAX",
-        };
-        let row = sqlx::query(&format!(
-            "UPDATE relayer_nonces SET next_nonce = {max}(next_nonce, $1) + 1 WHERE chain = $2 AND sender = $3 \
-             RETURNING next_nonce - 1 AS taken"
-        ))
-        .bind(at_least as i64)
-        .bind(chain)
-        .bind(sender)
-        .fetch_optional(&self.db.pool)
-        .await?;
-        row.map(|r| sqlx::Row::try_get::<i64, _>(&r, "taken").map(|n| n as u64)).transpose()
-    }
+/// The sender's next nonce counting the node's pool.
+pub async fn pending_nonce(chain: &ChainClient, from: Address) -> Result<u64, SendError> {
+    hex_u64(&rpc(chain, "eth_getTransactionCount", json!([from, "pending"])).await?)
+        .ok_or_else(|| SendError::Unavailable("bad eth_getTransactionCount answer".into()))
+}
+
+/// The sender's transactions mined so far.
+pub async fn mined_nonce(chain: &ChainClient, from: Address) -> Result<u64, SendError> {
+    hex_u64(&rpc(chain, "eth_getTransactionCount", json!([from, "latest"])).await?)
+        .ok_or_else(|| SendError::Unavailable("bad eth_getTransactionCount answer".into()))
 }
 
 /// Gas price and priority fee per chain, re-read at most once a second.
@@ -106,8 +168,9 @@ impl FeeCache {
     }
 }
 
+/// A JSON-RPC call whose failure means "try later".
 pub async fn rpc(chain: &ChainClient, method: &str, params: Value) -> Result<Value, SendError> {
-    chain.rpc(method, params).await.map_err(SendError::Unavailable)
+    chain.rpc(method, params).await.map_err(|e| SendError::Unavailable(e.to_string()))
 }
 
 fn hex_u64(v: &Value) -> Option<u64> {
@@ -143,13 +206,6 @@ pub enum GasLimit {
 }
 
 async fn gas_limit(chain: &ChainClient, call: &Value, how: GasLimit) -> Result<u64, SendError> {
-    let refused = |e: String| {
-        if e.contains("revert") || e.contains("execution") {
-            SendError::WouldRevert(e)
-        } else {
-            SendError::Unavailable(e)
-        }
-    };
     if how == GasLimit::OneRun {
         match chain.rpc("eth_createAccessList", json!([call, "latest"])).await {
             Ok(v) => {
@@ -160,22 +216,21 @@ async fn gas_limit(chain: &ChainClient, call: &Value, how: GasLimit) -> Result<u
                     return Ok(used + used / 2);
                 }
             }
-            Err(e) => match refused(e) {
-                revert @ SendError::WouldRevert(_) => return Err(revert),
+            Err(e) => match call_error(e) {
                 SendError::Unavailable(_) => {} // not offered here: estimate instead
+                refusal => return Err(refusal),
             },
         }
     }
-    let gas = chain.rpc("eth_estimateGas", json!([call])).await.map_err(refused)?;
+    let gas = chain.rpc("eth_estimateGas", json!([call])).await.map_err(call_error)?;
     let gas = hex_u64(&gas).ok_or_else(|| SendError::Unavailable("bad eth_estimateGas answer".into()))?;
     Ok(gas + gas / 5)
 }
 
-/// Sign a call from `signer` and hand it to `store` (which must persist it)
-/// before anything is broadcast; then broadcast. Holding the sender's nonce
-/// lock across sign → store → send keeps its transactions in nonce order.
+/// Sign a call from `signer` with its next nonce, store it under `rows`
+/// (nonce and bytes in one database transaction), and only then broadcast.
 #[allow(clippy::too_many_arguments)]
-pub async fn sign_store_send<F, Fut>(
+pub async fn sign_store_send(
     chain: &ChainClient,
     chain_id: u64,
     nonces: &Nonces,
@@ -183,22 +238,16 @@ pub async fn sign_store_send<F, Fut>(
     resync: bool,
     signer: &PrivateKeySigner,
     call: TxCall,
-    store: F,
-) -> Result<Signed, SendError>
-where
-    F: FnOnce(Signed) -> Fut,
-    Fut: std::future::Future<Output = Result<Signed, SendError>>,
-{
+    rows: &[repo::TxRow],
+) -> Result<Signed, SendError> {
     let from = signer.address();
     let TxCall { to, data, value, gas } = call;
     let json_call = json!({ "from": from, "to": to, "data": Bytes::from(data.clone()), "value": format!("{value:#x}") });
     let gas_limit = gas_limit(chain, &json_call, gas).await?;
     let (gas_price, tip) = fees.get(chain).await?;
-
-    let nonce = nonces.allocate(chain, from, resync).await?;
     let tx = TxEip1559 {
         chain_id,
-        nonce,
+        nonce: 0,
         gas_limit,
         max_fee_per_gas: gas_price * 2 + tip,
         max_priority_fee_per_gas: tip,
@@ -207,33 +256,85 @@ where
         access_list: Default::default(),
         input: Bytes::from(data),
     };
-    let sig = signer
-        .sign_hash_sync(&tx.signature_hash())
-        .map_err(|e| SendError::Unavailable(format!("signing failed: {e}")))?;
-    let raw = TxEnvelope::from(tx.into_signed(sig)).encoded_2718();
-    let hash = format!("{:#x}", keccak256(&raw));
-    let stored = store(Signed { raw, hash, nonce }).await?;
+    let stored = nonces.sign_and_store(chain, signer, resync, tx, rows).await?;
     match broadcast(chain, &stored.raw).await? {
-        Broadcast::Accepted => Ok(stored),
-        Broadcast::NonceTaken => Err(SendError::Unavailable(format!("nonce {nonce} was taken; will re-sign"))),
+        Broadcast::Accepted | Broadcast::Known | Broadcast::Occupied => Ok(stored),
+        Broadcast::NonceTaken => Err(SendError::NonceTaken),
     }
 }
 
+/// Fill `nonce` of `signer` with a zero-value transfer to itself: the
+/// transaction that unblocks a sender when no stored transaction can use
+/// the nonce any more. Stored before it is broadcast; a nonce filled
+/// already (by another replica) is left as it is.
+pub async fn fill_nonce(
+    db: &crate::db::Db,
+    chain: &ChainClient,
+    chain_id: u64,
+    fees: &FeeCache,
+    signer: &PrivateKeySigner,
+    nonce: u64,
+) -> Result<Option<String>, SendError> {
+    let (gas_price, tip) = fees.get(chain).await?;
+    let me = signer.address();
+    let tx = TxEip1559 {
+        chain_id,
+        nonce,
+        gas_limit: 21_000,
+        // Generous: a filler must get in even after fees rose.
+        max_fee_per_gas: gas_price * 3 + tip,
+        max_priority_fee_per_gas: tip,
+        to: TxKind::Call(me),
+        value: U256::ZERO,
+        access_list: Default::default(),
+        input: Bytes::new(),
+    };
+    let sig = signer.sign_hash_sync(&tx.signature_hash()).map_err(|e| SendError::Unavailable(format!("signing failed: {e}")))?;
+    let raw = TxEnvelope::from(tx.into_signed(sig)).encoded_2718();
+    let hash = format!("{:#x}", keccak256(&raw));
+    let fresh = repo::insert_filler(db, &chain.chain, &me.to_checksum(None), nonce, &raw, &hash, crate::intent::now_ms())
+        .await
+        .map_err(|e| SendError::Unavailable(format!("storing the filler: {e}")))?;
+    if !fresh {
+        return Ok(None);
+    }
+    match broadcast(chain, &raw).await? {
+        Broadcast::NonceTaken => Ok(None),
+        _ => Ok(Some(hash)),
+    }
+}
+
+/// How a node took signed bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Broadcast {
-    /// The node has it (now or from an earlier send).
+    /// Accepted now.
     Accepted,
+    /// The node has this exact transaction already (an earlier send got
+    /// through): wait for its receipt.
+    Known,
+    /// Another transaction holds this nonce in the node's pool; whichever
+    /// is mined decides.
+    Occupied,
     /// Its nonce is used by another transaction: unless this one was mined,
     /// it never will be.
     NonceTaken,
 }
 
-/// Send signed bytes. "Already known" means an earlier send got through.
+/// Send signed bytes, and say what the node's answer means.
 pub async fn broadcast(chain: &ChainClient, raw: &[u8]) -> Result<Broadcast, SendError> {
     match chain.rpc("eth_sendRawTransaction", json!([Bytes::copy_from_slice(raw)])).await {
         Ok(_) => Ok(Broadcast::Accepted),
-        Err(e) if e.contains("already known") || e.contains("AlreadyKnown") => Ok(Broadcast::Accepted),
-        Err(e) if e.to_lowercase().contains("nonce too low") => Ok(Broadcast::NonceTaken),
-        Err(e) => Err(SendError::Unavailable(e)),
+        Err(e @ ChainError::Node { .. }) => {
+            let ChainError::Node { code, message, .. } = &e else { unreachable!() };
+            match node_says(*code, message) {
+                NodeSays::Known => Ok(Broadcast::Known),
+                NodeSays::NonceTaken => Ok(Broadcast::NonceTaken),
+                NodeSays::Occupied => Ok(Broadcast::Occupied),
+                NodeSays::Unfunded => Err(SendError::Unfunded(e.to_string())),
+                NodeSays::Reverts | NodeSays::Other => Err(SendError::Refused(e.to_string())),
+            }
+        }
+        Err(e) => Err(SendError::Unavailable(e.to_string())),
     }
 }
 
@@ -283,4 +384,23 @@ impl Receipts {
 pub async fn receipt(chain: &ChainClient, hash: &str) -> Result<Option<Value>, SendError> {
     let r = rpc(chain, "eth_getTransactionReceipt", json!([hash])).await?;
     Ok((!r.is_null()).then_some(r))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{node_says, NodeSays};
+
+    #[test]
+    fn node_answers_are_classified_once() {
+        // anvil, geth, reth, erigon and nethermind wordings
+        assert_eq!(node_says(-32003, "transaction already imported"), NodeSays::Known);
+        assert_eq!(node_says(-32000, "already known"), NodeSays::Known);
+        assert_eq!(node_says(-32010, "AlreadyKnown"), NodeSays::Known);
+        assert_eq!(node_says(-32000, "nonce too low: next nonce 5, tx nonce 4"), NodeSays::NonceTaken);
+        assert_eq!(node_says(-32000, "OldNonce"), NodeSays::NonceTaken);
+        assert_eq!(node_says(-32000, "replacement transaction underpriced"), NodeSays::Occupied);
+        assert_eq!(node_says(-32000, "insufficient funds for gas * price + value"), NodeSays::Unfunded);
+        assert_eq!(node_says(3, "execution reverted: FiatToken: insufficient"), NodeSays::Reverts);
+        assert_eq!(node_says(-32000, "max fee per gas less than block base fee"), NodeSays::Other);
+    }
 }

@@ -8,6 +8,7 @@
 
 pub mod batch;
 pub mod evm;
+pub mod keeper;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +25,7 @@ use crate::adapter::bindings::types::{
 use crate::adapter::AssetAdapter;
 use crate::api::Shared;
 use crate::chain::ChainClient;
+use crate::failure::{Failure, Reason};
 use crate::intent::{now_ms, requirements, Intent, Status};
 use crate::keys::{self, Keystore};
 use crate::store::{intents, settlement as repo};
@@ -54,18 +56,28 @@ enum Next {
     Payout,
 }
 
+/// Why a leg's transactions did not all land this pass. The strings are
+/// for the logs only.
 #[derive(Debug)]
 enum StepError {
-    Unavailable(String),
+    /// Nothing new is on its way: try again later; the code says why.
+    NotSent(Failure, String),
+    /// A transaction is out and has no receipt yet: wait, it may still land.
+    Pending(String),
+    /// Simulation says the call would revert; nothing was sent.
     WouldRevert(String),
+    /// A transaction was mined and reverted.
     Reverted(String),
 }
 
 impl From<SendError> for StepError {
     fn from(e: SendError) -> Self {
+        let detail = e.to_string();
         match e {
-            SendError::Unavailable(m) => StepError::Unavailable(m),
             SendError::WouldRevert(m) => StepError::WouldRevert(m),
+            SendError::Unfunded(_) => StepError::NotSent(Failure::RelayerUnfunded, detail),
+            SendError::Unavailable(_) => StepError::NotSent(Failure::ChainUnavailable, detail),
+            SendError::NonceTaken | SendError::Refused(_) => StepError::NotSent(Failure::PayoutNotDispatched, detail),
         }
     }
 }
@@ -73,23 +85,26 @@ impl From<SendError> for StepError {
 /// The transfer a receipt must show: `amount` of the requirements' asset
 /// from `payer` to `payTo`.
 fn expected(payer: &str, req: &PaymentRequirements) -> VerifiedPayment {
+    transfer_of(payer, &req.pay_to, &req.amount)
+}
+
+fn transfer_of(payer: &str, pay_to: &str, amount: &str) -> VerifiedPayment {
     VerifiedPayment {
         payer: payer.to_string(),
-        pay_to: req.pay_to.clone(),
-        amount: req.amount.clone(),
+        pay_to: pay_to.to_string(),
+        amount: amount.to_string(),
         valid_after: 0,
         valid_before: 0,
         replay_key: String::new(),
     }
 }
 
-/// The same words the API uses for this refusal.
-fn proof_message(e: ProofError) -> String {
-    crate::api::ApiError::from(e).to_string()
-}
-
-fn backoff(attempts: i64) -> Duration {
-    Duration::from_millis((250u64 << attempts.clamp(0, 8) as u64).min(30_000))
+/// Exponential backoff from half a second up to `cap`, with ±20 % jitter
+/// so that intents failing together do not retry together.
+fn backoff(attempts: i64, cap: Duration) -> Duration {
+    use rand::Rng;
+    let base = Duration::from_millis(500u64.saturating_mul(1 << attempts.clamp(0, 20) as u64)).min(cap);
+    base.mul_f64(rand::thread_rng().gen_range(0.8..1.2))
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> anyhow::Result<T> {
@@ -115,6 +130,7 @@ impl Engine {
     pub fn spawn(self: &Arc<Self>, workers: usize) {
         let me = self.clone();
         tokio::spawn(async move { me.dispatch(workers.max(1)).await });
+        self.spawn_keeper();
     }
 
     async fn dispatch(self: Arc<Self>, workers: usize) {
@@ -189,10 +205,14 @@ impl Engine {
         self.state.registry.asset(chain, asset).ok_or_else(|| anyhow::anyhow!("{chain}/{asset} is not served"))
     }
 
-    async fn fail(&self, i: &Intent, to: Status, message: &str) -> anyhow::Result<Next> {
-        tracing::info!(intent = %i.id, status = %to, message, "settlement ended");
-        repo::transition(&self.state.db, &i.id, i.status, to, Some(message), now_ms()).await?;
+    async fn fail(&self, i: &Intent, to: Status, why: Reason) -> anyhow::Result<Next> {
+        tracing::info!(intent = %i.id, status = %to, code = why.code.code(), message = %why.message, "settlement ended");
+        repo::transition(&self.state.db, &i.id, i.status, to, Some(&why), now_ms()).await?;
         Ok(Next::Done)
+    }
+
+    fn max_backoff(&self) -> Duration {
+        Duration::from_secs(self.state.config.service.retry_max_backoff_seconds.max(1))
     }
 
     /// Sign an authorization from a host-held wallet and return its proof.
@@ -223,7 +243,9 @@ impl Engine {
             .ok_or_else(|| anyhow::anyhow!("stored requirements are incomplete"))?;
         if i.settle_proof.is_none() {
             // `/v2` execute: the agent's hosted wallet authorizes the payment.
-            let Some(agent) = i.agent_id.clone() else { return self.fail(&i, Status::VerificationFailed, "no proof").await };
+            let Some(agent) = i.agent_id.clone() else {
+                return self.fail(&i, Status::VerificationFailed, Failure::ProofInvalid.into()).await;
+            };
             let signer = self.keys.signer(&keys::agent_key(&agent)).await?;
             let now = (now_ms() / 1000) as u64;
             let transfer = Transfer {
@@ -236,14 +258,31 @@ impl Engine {
             };
             match self.prepare_wallet(&i, "source", &adapter, &signer, &req.amount).await {
                 Ok(()) => {}
-                Err(StepError::Unavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
+                Err(StepError::NotSent(_, m)) | Err(StepError::Pending(m)) => return Ok(self.later_unavailable(&i, &m)),
                 Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) => {
-                    return self.fail(&i, Status::VerificationFailed, &format!("agent wallet could not approve its token spender: {m}")).await
+                    tracing::warn!(intent = %i.id, detail = %m, "agent wallet could not approve its token spender");
+                    return self.fail(&i, Status::VerificationFailed, Failure::AgentWalletNotReady.into()).await;
                 }
             }
             let proof = self.authorize(&adapter, &signer, &req, transfer).await?;
             let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
-            let paid = blocking(move || a.verify(&r, &p)).await??.map_err(|e| anyhow::anyhow!("own proof: {e:?}"))?;
+            let (paid, ready) = blocking(move || -> anyhow::Result<_> {
+                let paid = a.verify(&r, &p)?.map_err(|e| anyhow::anyhow!("own proof: {e:?}"))?;
+                let ready = a.preflight(&paid)?;
+                Ok((paid, ready))
+            })
+            .await??;
+            match ready {
+                Ok(()) => {}
+                Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
+                // The agent can fund its wallet and execute again.
+                Err(ProofError::InsufficientFunds(m)) => {
+                    tracing::info!(intent = %i.id, detail = %m, "agent wallet is short; the intent awaits payment again");
+                    repo::back_to_awaiting(db, &i.id, &Failure::AgentWalletShort.into(), now_ms()).await?;
+                    return Ok(Next::Done);
+                }
+                Err(e) => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
+            }
             repo::set_source_proof(db, &i.id, &proof, &paid.replay_key, &paid.payer).await?;
             i = intents::get(db, &i.id).await?.ok_or_else(|| anyhow::anyhow!("intent vanished"))?;
         }
@@ -267,10 +306,10 @@ impl Engine {
             Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
             // A transaction already went out for it: its receipt decides.
             Err(_) if sent_before => return self.resume_source(i, adapter, req, proof, None, None, stored).await,
-            Err(e) => return self.fail(&i, Status::VerificationFailed, &proof_message(e)).await,
+            Err(e) => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
         };
         if self.state.sanctions.is_listed(&payment.payer) {
-            return self.fail(&i, Status::Blocked, "payment declined by the compliance screen").await;
+            return self.fail(&i, Status::Blocked, Failure::Declined.into()).await;
         }
         self.resume_source(i, adapter, req, proof, (!sent_before).then_some(payment), planned, stored).await
     }
@@ -282,11 +321,7 @@ impl Engine {
         Ok(match blocking(move || a.preflight(&p)).await?? {
             Ok(()) => None,
             Err(ProofError::ChainUnavailable(m)) => Some(self.later_unavailable(i, &m)),
-            Err(ProofError::InsufficientFunds(m)) if i.agent_id.is_some() => {
-                let why = format!("agent wallet has insufficient balance on payer chain ({m})");
-                Some(self.fail(i, Status::VerificationFailed, &why).await?)
-            }
-            Err(e) => Some(self.fail(i, Status::VerificationFailed, &proof_message(e)).await?),
+            Err(e) => Some(self.fail(i, Status::VerificationFailed, Reason::proof(&e)).await?),
         })
     }
 
@@ -315,9 +350,7 @@ impl Engine {
         let steps = match planned {
             Ok(s) => s,
             Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
-            Err(e) if stored.is_empty() => {
-                return self.fail(&i, Status::VerificationFailed, &proof_message(e)).await
-            }
+            Err(e) if stored.is_empty() => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
             Err(_) => vec![], // signed before: only its receipt is left to read
         };
         let one_call = matches!(steps.as_slice(), [SettleStep { submission: Submission::EvmCall(_), .. }]);
@@ -340,11 +373,14 @@ impl Engine {
                         // that expire, a payout has no deadline.
                         Ok(Next::Payout)
                     }
-                    ReceiptStatus::Failed(m) => self.fail(&i, Status::VerificationFailed, &format!("source settlement failed: {m}")).await,
+                    ReceiptStatus::Failed(m) => {
+                        tracing::info!(intent = %i.id, detail = %m, "source transaction mined without the transfer");
+                        self.fail(&i, Status::VerificationFailed, Failure::SourceReverted.into()).await
+                    }
                     ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
                 }
             }
-            Err(StepError::Unavailable(m)) => Ok(self.later_unavailable(&i, &m)),
+            Err(StepError::NotSent(_, m)) | Err(StepError::Pending(m)) => Ok(self.later_unavailable(&i, &m)),
             Err(StepError::WouldRevert(m)) => {
                 // Nothing went out. Let the adapter say why, if it can.
                 if let Some(payment) = fresh.as_ref().filter(|_| one_call) {
@@ -352,9 +388,13 @@ impl Engine {
                         return Ok(next);
                     }
                 }
-                self.fail(&i, Status::VerificationFailed, &format!("source settlement failed: {m}")).await
+                tracing::info!(intent = %i.id, detail = %m, "source settlement would revert");
+                self.fail(&i, Status::VerificationFailed, Reason { code: Failure::SourceReverted, message: "source settlement failed: the transaction would revert; no funds moved".into() }).await
             }
-            Err(StepError::Reverted(m)) => self.fail(&i, Status::VerificationFailed, &format!("source settlement failed: {m}")).await,
+            Err(StepError::Reverted(m)) => {
+                tracing::info!(intent = %i.id, detail = %m, "source transaction reverted");
+                self.fail(&i, Status::VerificationFailed, Failure::SourceReverted.into()).await
+            }
         }
     }
 
@@ -371,10 +411,9 @@ impl Engine {
     async fn target_leg(&self, i: Intent) -> anyhow::Result<Next> {
         let db = &self.state.db;
         let adapter = self.adapter(&i.target_chain, &i.target_asset)?;
-        let signer = match &i.agent_id {
-            Some(agent) => self.keys.signer(&keys::agent_key(agent)).await?,
-            None => self.keys.signer(keys::PROXY).await?,
-        };
+        // The merchant is paid by the service's proxy wallet on both flows: a
+        // `/v2` agent pays once, on the payer chain.
+        let signer = self.keys.signer(keys::PROXY).await?;
         let (a, amount, pay_to) = (adapter.clone(), i.receiving_amount.clone(), i.merchant_recipient.clone());
         let (units, req) = blocking(move || -> anyhow::Result<(String, PaymentRequirements)> {
             let units = a.to_base_units(&amount)?.map_err(|e| anyhow::anyhow!("amount: {e:?}"))?;
@@ -403,13 +442,23 @@ impl Engine {
         };
         let stored = repo::list_txs(db, &i.id, "target").await?;
         if let Err(e) = self.prepare_wallet(&i, "target", &adapter, &signer, &req.amount).await {
-            return self.payout_failed(&i, &format!("payout wallet not ready: {e:?}")).await;
+            let code = match e {
+                StepError::NotSent(Failure::ChainUnavailable, _) => Failure::ChainUnavailable,
+                StepError::NotSent(Failure::RelayerUnfunded, _) => Failure::PayoutWalletShort,
+                _ => Failure::PayoutNotDispatched,
+            };
+            return self.payout_failed(&i, code, &format!("payout wallet not ready: {e:?}")).await;
         }
         let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
         let steps = match blocking(move || a.settle(&r, &p)).await?? {
             Ok(s) => s,
             Err(e) if stored.is_empty() => {
-                return self.payout_failed(&i, &format!("payout not dispatchable: {e:?}")).await
+                let code = match e {
+                    ProofError::ChainUnavailable(_) => Failure::ChainUnavailable,
+                    ProofError::InsufficientFunds(_) => Failure::PayoutWalletShort,
+                    _ => Failure::PayoutNotDispatched,
+                };
+                return self.payout_failed(&i, code, &format!("payout not dispatchable: {e:?}")).await;
             }
             Err(_) => vec![],
         };
@@ -423,31 +472,65 @@ impl Engine {
                         tracing::info!(intent = %i.id, tx = %hash, "payment settled");
                         Ok(Next::Done)
                     }
-                    ReceiptStatus::Failed(m) => self.payout_failed(&i, &m).await,
+                    ReceiptStatus::Failed(m) => self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await,
                     ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
                 }
             }
-            Err(StepError::Unavailable(m)) | Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) => {
-                self.payout_failed(&i, &m).await
+            // Out and unconfirmed: the intent stays TARGET_SETTLING.
+            Err(StepError::Pending(m)) => {
+                tracing::info!(intent = %i.id, detail = %m, "payout sent; waiting for its receipt");
+                Ok(Next::Later(Duration::from_secs(2), false))
             }
+            Err(StepError::NotSent(code, m)) => self.payout_failed(&i, code, &m).await,
+            Err(StepError::WouldRevert(m)) => {
+                // The payout wallet short is the usual reason a payout would revert.
+                let (a, paid) = (adapter.clone(), expected(&signer.address().to_checksum(None), &req));
+                let code = match blocking(move || a.preflight(&paid)).await? {
+                    Ok(Err(ProofError::InsufficientFunds(_))) => Failure::PayoutWalletShort,
+                    _ => Failure::PayoutNotDispatched,
+                };
+                self.payout_failed(&i, code, &m).await
+            }
+            Err(StepError::Reverted(m)) => self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await,
         }
     }
 
     /// The payout could not be dispatched: back to SOURCE_SETTLED and retry
-    /// with backoff, or PARTIAL_SETTLEMENT once the budget is spent.
-    async fn payout_failed(&self, i: &Intent, why: &str) -> anyhow::Result<Next> {
+    /// with backoff. PARTIAL_SETTLEMENT only once the retry budget is spent
+    /// and no stored payout transaction can still land.
+    async fn payout_failed(&self, i: &Intent, code: Failure, detail: &str) -> anyhow::Result<Next> {
         let db = &self.state.db;
-        let attempts = repo::attempts(db, &i.id).await? + 1;
-        if attempts >= i64::from(self.state.config.service.payout_retry_budget) {
-            let msg = format!("payout failed {attempts} times; payer funds were collected and need reconciliation: {why}");
-            repo::transition(db, &i.id, Status::TargetSettling, Status::PartialSettlement, Some(&msg), now_ms()).await?;
-            repo::transition(db, &i.id, Status::SourceSettled, Status::PartialSettlement, Some(&msg), now_ms()).await?;
-            tracing::error!(intent = %i.id, "{msg}");
+        let (attempts, since) = repo::attempts(db, &i.id).await?;
+        let budget = Duration::from_secs(self.state.config.service.payout_retry_hours * 3600);
+        let spent = Duration::from_millis((now_ms() - since).max(0) as u64) >= budget;
+        tracing::warn!(intent = %i.id, attempts, code = code.code(), detail, "payout not dispatched; will retry");
+        if spent && !self.payout_can_land(i).await {
+            let why = Reason::from(Failure::NeedsReconciliation);
+            repo::transition(db, &i.id, Status::TargetSettling, Status::PartialSettlement, Some(&why), now_ms()).await?;
+            repo::transition(db, &i.id, Status::SourceSettled, Status::PartialSettlement, Some(&why), now_ms()).await?;
+            tracing::error!(intent = %i.id, "payout retry budget spent and no stored payout can land: needs reconciliation");
             return Ok(Next::Done);
         }
-        repo::transition(db, &i.id, Status::TargetSettling, Status::SourceSettled, Some(why), now_ms()).await?;
-        tracing::warn!(intent = %i.id, attempts, why, "payout not dispatched; will retry");
-        Ok(Next::Later(backoff(attempts), true))
+        repo::transition(db, &i.id, Status::TargetSettling, Status::SourceSettled, Some(&code.into()), now_ms()).await?;
+        // Signal the current reason even when the status did not change.
+        repo::transition(db, &i.id, Status::SourceSettled, Status::SourceSettled, Some(&code.into()), now_ms()).await?;
+        Ok(Next::Later(backoff(attempts, self.max_backoff()), true))
+    }
+
+    /// Could a stored payout transaction of `i` still be mined? Only a
+    /// transaction whose nonce the chain shows used by another one is
+    /// provably dead; when the chain cannot be asked, it may still land.
+    async fn payout_can_land(&self, i: &Intent) -> bool {
+        let Ok(stored) = repo::list_txs(&self.state.db, &i.id, "target").await else { return true };
+        let Some(chain) = self.state.registry.chain(&i.target_chain) else { return true };
+        for t in stored {
+            let Ok(sender) = t.sender.parse() else { return true };
+            match (evm::mined_nonce(&chain, sender).await, evm::receipt(&chain, &t.tx_hash).await) {
+                (Ok(mined), Ok(None)) if mined > t.nonce as u64 => continue,
+                _ => return true,
+            }
+        }
+        false
     }
 
     /// Get every step on chain, in order: re-send what was stored, sign and
@@ -465,7 +548,7 @@ impl Engine {
         stored: Vec<repo::StoredTx>,
     ) -> Result<(String, Arc<evm::Receipt>), StepError> {
         let db = &self.state.db;
-        let unavailable = |e: sqlx::Error| StepError::Unavailable(format!("database: {e}"));
+        let unavailable = |e: sqlx::Error| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}"));
         let mut free = stored.iter().map(|t| t.step + 1).max().unwrap_or(0);
         let plan: Vec<(i32, Option<&SettleStep>, Option<&repo::StoredTx>)> = if steps.is_empty() {
             stored.iter().map(|t| (t.step, None, Some(t))).collect()
@@ -485,22 +568,34 @@ impl Engine {
         for (n, step, row) in plan {
             let tx = match row {
                 Some(t) => {
+                    // A stored transaction is sent again, as it is; only a
+                    // node that says its nonce is used, by a transaction that
+                    // is not this one, makes the step be signed again.
                     let taken = t.status != "confirmed"
-                        && matches!(evm::broadcast(chain, &t.raw).await?, evm::Broadcast::NonceTaken)
-                        && evm::receipt(chain, &t.tx_hash).await?.is_none();
+                        && evm::receipt(chain, &t.tx_hash).await?.is_none()
+                        && match evm::broadcast(chain, &t.raw).await {
+                            Ok(evm::Broadcast::NonceTaken) => evm::receipt(chain, &t.tx_hash).await?.is_none(),
+                            Ok(_) => false,
+                            // Refused as it is (e.g. fees): the keeper fills
+                            // its nonce if the chain stalls on it.
+                            Err(e) => return Err(e.into()),
+                        };
                     if taken {
-                        // Its nonce went to another transaction: this one can
-                        // never be mined. Re-sign the step; the authorization
-                        // inside is the same, so it still moves money once.
-                        repo::drop_tx(db, &i.id, leg, n).await.map_err(unavailable)?;
-                        let Some(step) = step else { return Err(StepError::Unavailable("stale transaction".into())) };
+                        // The authorization inside is the same, so the step
+                        // still moves money once.
+                        repo::drop_tx(db, &i.id, leg, n, now_ms()).await.map_err(unavailable)?;
+                        let Some(step) = step else {
+                            return Err(StepError::NotSent(Failure::PayoutNotDispatched, "stale transaction".into()));
+                        };
                         self.send_step(i, leg, n, chain, signer, step, true).await?
                     } else {
                         t.tx_hash.clone()
                     }
                 }
                 None => {
-                    let Some(step) = step else { return Err(StepError::Unavailable("no step to send".into())) };
+                    let Some(step) = step else {
+                        return Err(StepError::NotSent(Failure::PayoutNotDispatched, "no step to send".into()));
+                    };
                     self.send_step(i, leg, n, chain, signer, step, false).await?
                 }
             };
@@ -511,18 +606,18 @@ impl Engine {
                     .await
                     .map_err(unavailable)?
                     .is_some_and(|t| evm::sent_to(&t.raw) == Some(self.multicall(chain)));
-                repo::drop_tx(db, &i.id, leg, n).await.map_err(unavailable)?;
+                repo::drop_tx(db, &i.id, leg, n, now_ms()).await.map_err(unavailable)?;
                 if batched {
                     // Its simulation passed moments before: someone else's
                     // call, or changed state, sank the batch. Try again.
-                    return Err(StepError::Unavailable(format!("batch transaction {tx} reverted")));
+                    return Err(StepError::NotSent(Failure::PayoutNotDispatched, format!("batch transaction {tx} reverted")));
                 }
                 return Err(StepError::Reverted(format!("transaction {tx} reverted")));
             }
             repo::set_tx_status(db, &i.id, leg, n, "confirmed", now_ms()).await.map_err(unavailable)?;
             last = Some((tx, receipt));
         }
-        last.ok_or_else(|| StepError::Unavailable("nothing was sent".into()))
+        last.ok_or_else(|| StepError::NotSent(Failure::PayoutNotDispatched, "nothing was sent".into()))
     }
 
     /// One-time calls a host-held wallet must make before its transfers can
@@ -537,9 +632,9 @@ impl Engine {
         let calls = blocking(move || a.prepare_sender(&sender, &amount))
             .await
             .and_then(|r| Ok(r?))
-            .map_err(|e| StepError::Unavailable(format!("{e:#}")))?
+            .map_err(|e| StepError::NotSent(Failure::PayoutNotDispatched, format!("{e:#}")))?
             .map_err(|e| match e {
-                AdapterError::ChainUnavailable(m) => StepError::Unavailable(m),
+                AdapterError::ChainUnavailable(m) => StepError::NotSent(Failure::ChainUnavailable, m),
                 other => StepError::WouldRevert(format!("wallet preparation: {other:?}")),
             })?;
         if calls.is_empty() {
@@ -554,7 +649,9 @@ impl Engine {
             .collect();
         tracing::info!(intent = %i.id, chain = %adapter.ctx.chain, asset = %adapter.ctx.asset, wallet = %wallet.address(), calls = steps.len(), "preparing a sending wallet");
         let leg = format!("{leg}-setup");
-        let stored = repo::list_txs(&self.state.db, &i.id, &leg).await.map_err(|e| StepError::Unavailable(format!("database: {e}")))?;
+        let stored = repo::list_txs(&self.state.db, &i.id, &leg)
+            .await
+            .map_err(|e| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}")))?;
         self.run_steps(i, &leg, &adapter.chain, wallet, &steps, stored).await.map(|_| ())
     }
 
@@ -577,7 +674,7 @@ impl Engine {
                 if !self.batches(leg, call) {
                     let value = U256::from_str_radix(&call.value, 10).unwrap_or_default();
                     let call = evm::TxCall { to, data: call.data.clone(), value, gas: evm::GasLimit::Estimate };
-                    let sent = self.relay.send(chain, chain_id, signer, resync, call, &[&row]).await?;
+                    let sent = self.relay.send(chain, chain_id, signer, resync, call, std::slice::from_ref(&row)).await?;
                     return Ok(sent.hash);
                 }
                 let (reply, answer) = tokio::sync::oneshot::channel();
@@ -590,7 +687,7 @@ impl Engine {
                     max: self.state.config.service.settlement_batch_max,
                 };
                 self.batchers.submit(&chain.chain, lane, &self.relay, c).await;
-                Ok(answer.await.map_err(|_| StepError::Unavailable("settlement batcher stopped".into()))??)
+                Ok(answer.await.map_err(|_| StepError::NotSent(Failure::PayoutNotDispatched, "settlement batcher stopped".into()))??)
             }
             Submission::EvmRaw(raw) => {
                 let hash = format!("{:#x}", keccak256(raw));
@@ -598,10 +695,12 @@ impl Engine {
                     intent_id: &i.id, leg, step: n, label: &step.label, chain: &chain.chain, sender: "external",
                     nonce: -1, raw, tx_hash: &hash,
                 };
-                repo::insert_tx(db, &row, now_ms()).await.map_err(|e| StepError::Unavailable(e.to_string()))?;
+                repo::insert_tx(db, &row, now_ms())
+                    .await
+                    .map_err(|e| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}")))?;
                 match evm::broadcast(chain, raw).await? {
-                    evm::Broadcast::Accepted => Ok(hash),
                     evm::Broadcast::NonceTaken => Err(StepError::Reverted(format!("{} was superseded", step.label))),
+                    _ => Ok(hash),
                 }
             }
             other => Err(StepError::WouldRevert(format!("this engine cannot submit {other:?} yet"))),
@@ -645,7 +744,7 @@ impl Engine {
                 }
             }
             if std::time::Instant::now() > deadline {
-                return Err(StepError::Unavailable(format!("no receipt for {hash} yet")));
+                return Err(StepError::Pending(format!("no receipt for {hash} yet")));
             }
             // Fast chains answer within milliseconds; slow ones get polled gently.
             tokio::time::sleep(pause).await;

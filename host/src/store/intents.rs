@@ -11,7 +11,7 @@ const COLUMNS: &str = "id, agent_id, status, payer_chain, target_chain, payer_as
     merchant_recipient, recipient_email, payer_address, amount_mode, sending_amount, receiving_amount, \
     estimated_fee, fee_breakdown, payment_requirements, settle_proof, replay_key, payer, source_tx_hash, \
     source_settled_at, target_tx_hash, target_settle_proof, target_settled_at, error_message, created_at, \
-    expires_at, updated_at";
+    expires_at, updated_at, error_code";
 
 fn from_row(r: &AnyRow) -> Result<Intent, DbError> {
     let status: String = r.try_get("status")?;
@@ -45,13 +45,14 @@ fn from_row(r: &AnyRow) -> Result<Intent, DbError> {
         created_at: r.try_get("created_at")?,
         expires_at: r.try_get("expires_at")?,
         updated_at: r.try_get("updated_at")?,
+        error_code: r.try_get::<Option<String>, _>("error_code")?.as_deref().and_then(crate::failure::Failure::parse),
     })
 }
 
 pub async fn insert(db: &Db, i: &Intent) -> Result<(), DbError> {
     sqlx::query(&format!(
         "INSERT INTO intents ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)"
+         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)"
     ))
     .bind(&i.id)
     .bind(&i.agent_id)
@@ -81,6 +82,7 @@ pub async fn insert(db: &Db, i: &Intent) -> Result<(), DbError> {
     .bind(i.created_at)
     .bind(i.expires_at)
     .bind(i.updated_at)
+    .bind(i.error_code.map(|c| c.code()))
     .execute(&db.pool)
     .await
     .map(|_| ())
@@ -129,7 +131,7 @@ pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, now_ms: i64) -> Resul
     let mut tx = db.pool.begin().await?;
     let moved = sqlx::query(
         "UPDATE intents SET status = $1, settle_proof = $2, replay_key = $3, payer = $4, updated_at = $5, \
-         version = version + 1 WHERE id = $6 AND status = $7 AND expires_at > $5",
+         error_code = NULL, error_message = NULL, version = version + 1 WHERE id = $6 AND status = $7 AND expires_at > $5",
     )
     .bind(Status::Pending.as_str())
     .bind(a.settle_proof)

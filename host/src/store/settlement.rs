@@ -5,6 +5,7 @@ use sqlx::Row;
 
 use super::DbError;
 use crate::db::{Backend, Db};
+use crate::failure::Reason;
 use crate::intent::Status;
 
 /// Take up to `max` due queue entries, source legs first: a lease written by
@@ -50,9 +51,12 @@ pub async fn reschedule(db: &Db, id: &str, available_at: i64, failed: bool) -> R
 }
 
 /// The source leg is done: release the lease and queue the payout, due now,
-/// behind any source legs that are due.
+/// behind any source legs that are due. The payout's retry budget starts now.
 pub async fn queue_payout(db: &Db, id: &str, now_ms: i64) -> Result<(), DbError> {
-    sqlx::query("UPDATE settlement_queue SET locked_by = NULL, locked_until = NULL, available_at = $1, priority = 1 WHERE intent_id = $2")
+    sqlx::query(
+        "UPDATE settlement_queue SET locked_by = NULL, locked_until = NULL, available_at = $1, priority = 1, \
+         enqueued_at = $1, attempts = 0 WHERE intent_id = $2",
+    )
         .bind(now_ms)
         .bind(id)
         .execute(&db.pool)
@@ -60,27 +64,56 @@ pub async fn queue_payout(db: &Db, id: &str, now_ms: i64) -> Result<(), DbError>
         .map(|_| ())
 }
 
-pub async fn attempts(db: &Db, id: &str) -> Result<i64, DbError> {
-    let row = sqlx::query("SELECT attempts FROM settlement_queue WHERE intent_id = $1").bind(id).fetch_optional(&db.pool).await?;
-    Ok(row.map(|r| r.try_get::<i32, _>("attempts")).transpose()?.unwrap_or(0) as i64)
+/// Failed passes so far, and since when this phase (source leg, or payout)
+/// has been trying.
+pub async fn attempts(db: &Db, id: &str) -> Result<(i64, i64), DbError> {
+    let row = sqlx::query("SELECT attempts, enqueued_at FROM settlement_queue WHERE intent_id = $1")
+        .bind(id)
+        .fetch_optional(&db.pool)
+        .await?;
+    Ok(match row {
+        Some(r) => (r.try_get::<i32, _>("attempts")? as i64, r.try_get("enqueued_at")?),
+        None => (0, 0),
+    })
 }
 
 pub async fn dequeue(db: &Db, id: &str) -> Result<(), DbError> {
     sqlx::query("DELETE FROM settlement_queue WHERE intent_id = $1").bind(id).execute(&db.pool).await.map(|_| ())
 }
 
-/// `from → to`, setting `error_message` when given. `false` if the intent
-/// was not in `from` (someone else moved it).
-pub async fn transition(db: &Db, id: &str, from: Status, to: Status, error: Option<&str>, now_ms: i64) -> Result<bool, DbError> {
+/// `from → to`, recording why when given. `false` if the intent was not in
+/// `from` (someone else moved it).
+pub async fn transition(db: &Db, id: &str, from: Status, to: Status, why: Option<&Reason>, now_ms: i64) -> Result<bool, DbError> {
     Ok(sqlx::query(
-        "UPDATE intents SET status = $1, error_message = COALESCE($2, error_message), updated_at = $3, \
-         version = version + 1 WHERE id = $4 AND status = $5",
+        "UPDATE intents SET status = $1, error_message = COALESCE($2, error_message), \
+         error_code = COALESCE($6, error_code), updated_at = $3, version = version + 1 WHERE id = $4 AND status = $5",
     )
     .bind(to.as_str())
-    .bind(error)
+    .bind(why.map(|r| r.message.as_str()))
     .bind(now_ms)
     .bind(id)
     .bind(from.as_str())
+    .bind(why.map(|r| r.code.code()))
+    .execute(&db.pool)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// A `/v2` agent's wallet could not pay: PENDING → AWAITING_PAYMENT, its
+/// own authorization forgotten, so the agent can fund the wallet and
+/// execute again before the intent expires.
+pub async fn back_to_awaiting(db: &Db, id: &str, why: &Reason, now_ms: i64) -> Result<bool, DbError> {
+    Ok(sqlx::query(
+        "UPDATE intents SET status = $1, settle_proof = NULL, replay_key = NULL, payer = NULL, error_code = $2, \
+         error_message = $3, updated_at = $4, version = version + 1 WHERE id = $5 AND status = $6 AND agent_id IS NOT NULL",
+    )
+    .bind(Status::AwaitingPayment.as_str())
+    .bind(why.code.code())
+    .bind(&why.message)
+    .bind(now_ms)
+    .bind(id)
+    .bind(Status::Pending.as_str())
     .execute(&db.pool)
     .await?
     .rows_affected()
@@ -133,11 +166,16 @@ pub async fn target_settled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Re
     leg_settled(db, id, "target", Status::TargetSettling, Status::TargetSettled, tx_hash, now_ms).await
 }
 
+/// PARTIAL_SETTLEMENT → TARGET_SETTLED: a stored payout did land after all.
+pub async fn reconciled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Result<bool, DbError> {
+    leg_settled(db, id, "target", Status::PartialSettlement, Status::TargetSettled, tx_hash, now_ms).await
+}
+
 /// Record a leg's transaction and move `from → to`, clearing any retry reason.
 async fn leg_settled(db: &Db, id: &str, leg: &str, from: Status, to: Status, tx_hash: &str, now_ms: i64) -> Result<bool, DbError> {
     Ok(sqlx::query(&format!(
         "UPDATE intents SET status = $1, {leg}_tx_hash = $2, {leg}_settled_at = $3, updated_at = $3, \
-         error_message = NULL, version = version + 1 WHERE id = $4 AND status = $5"
+         error_message = NULL, error_code = NULL, version = version + 1 WHERE id = $4 AND status = $5"
     ))
     .bind(to.as_str())
     .bind(tx_hash)
@@ -159,6 +197,8 @@ pub struct StoredTx {
     pub tx_hash: String,
     pub nonce: i64,
     pub status: String,
+    /// Checksummed sender, or "external" (a payer's own signed transaction).
+    pub sender: String,
 }
 
 fn stored_tx(r: &sqlx::any::AnyRow) -> Result<StoredTx, DbError> {
@@ -169,11 +209,12 @@ fn stored_tx(r: &sqlx::any::AnyRow) -> Result<StoredTx, DbError> {
         tx_hash: r.try_get("tx_hash")?,
         nonce: r.try_get("nonce")?,
         status: r.try_get("status")?,
+        sender: r.try_get("sender")?,
     })
 }
 
 /// A leg's rows with their signed bytes, wherever those are stored.
-const TX_SELECT: &str = "SELECT ct.step, ct.label, COALESCE(bt.raw, ct.raw) AS raw, ct.tx_hash, ct.nonce, ct.status \
+const TX_SELECT: &str = "SELECT ct.step, ct.label, COALESCE(bt.raw, ct.raw) AS raw, ct.tx_hash, ct.nonce, ct.status, ct.sender \
      FROM chain_transactions ct LEFT JOIN batch_transactions bt ON bt.tx_hash = ct.tx_hash \
      WHERE ct.intent_id = $1 AND ct.leg = $2";
 
@@ -239,16 +280,21 @@ fn insert_tx_query<'q>(t: &'q NewTx<'q>, now_ms: i64) -> sqlx::query::Query<'q, 
 /// Store one signed transaction that settles several intents' steps (a
 /// batch): its bytes once, and a row per step. All of it or none.
 pub async fn insert_txs(db: &Db, rows: &[NewTx<'_>], now_ms: i64) -> Result<(), DbError> {
+    let mut tx = db.pool.begin().await?;
+    insert_txs_in(&mut tx, rows, now_ms).await?;
+    tx.commit().await
+}
+
+async fn insert_txs_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, rows: &[NewTx<'_>], now_ms: i64) -> Result<(), DbError> {
     let [first, ..] = rows else { return Ok(()) };
     if rows.len() == 1 {
-        return insert_tx(db, first, now_ms).await;
+        return insert_tx_query(first, now_ms).execute(&mut **tx).await.map(|_| ());
     }
-    let mut tx = db.pool.begin().await?;
     sqlx::query("INSERT INTO batch_transactions (tx_hash, raw, created_at) VALUES ($1, $2, $3)")
         .bind(first.tx_hash)
         .bind(hex::encode(first.raw))
         .bind(now_ms)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     // One statement for all the rows: a batch is up to `settlement_batch_max`
     // of them, each a round trip otherwise.
@@ -269,8 +315,7 @@ pub async fn insert_txs(db: &Db, rows: &[NewTx<'_>], now_ms: i64) -> Result<(), 
             .push_bind(now_ms)
             .push_bind(now_ms);
     });
-    insert.build().execute(&mut *tx).await?;
-    tx.commit().await
+    insert.build().execute(&mut **tx).await.map(|_| ())
 }
 
 pub async fn set_tx_status(db: &Db, id: &str, leg: &str, step: i32, status: &str, now_ms: i64) -> Result<(), DbError> {
@@ -288,12 +333,219 @@ pub async fn set_tx_status(db: &Db, id: &str, leg: &str, step: i32, status: &str
 /// Forget a reverted transaction so the step can be signed again. Safe for
 /// payouts: the authorization inside carries a fixed nonce, so the token
 /// contract accepts at most one of them.
-pub async fn drop_tx(db: &Db, id: &str, leg: &str, step: i32) -> Result<(), DbError> {
+pub async fn drop_tx(db: &Db, id: &str, leg: &str, step: i32, now_ms: i64) -> Result<(), DbError> {
+    let mut tx = db.pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO dropped_transactions (intent_id, leg, step, chain, sender, nonce, tx_hash, dropped_at) \
+         SELECT intent_id, leg, step, chain, sender, nonce, tx_hash, $4 FROM chain_transactions \
+         WHERE intent_id = $1 AND leg = $2 AND step = $3",
+    )
+    .bind(id)
+    .bind(leg)
+    .bind(step)
+    .bind(now_ms)
+    .execute(&mut *tx)
+    .await?;
     sqlx::query("DELETE FROM chain_transactions WHERE intent_id = $1 AND leg = $2 AND step = $3")
         .bind(id)
         .bind(leg)
         .bind(step)
-        .execute(&db.pool)
-        .await
-        .map(|_| ())
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await
+}
+
+/// Where one signed transaction is recorded: a row per intent step it settles.
+pub struct TxRow {
+    pub intent_id: String,
+    pub leg: String,
+    pub step: i32,
+    pub label: String,
+}
+
+/// What `sign_with_next_nonce` got back from its signer.
+pub enum Taken<E> {
+    /// Signed with this nonce and stored.
+    Stored { nonce: u64, raw: Vec<u8>, hash: String },
+    /// The sender has no nonce row yet: call again with the node's count.
+    NeedsFloor,
+    /// The signer failed; nothing was taken.
+    SignFailed(E),
+}
+
+/// Take the next nonce of (chain, sender), never below `floor`, sign with
+/// it, and store the signed transaction under every row — one database
+/// transaction, so a nonce is never taken without the transaction that
+/// uses it, whatever moment the process dies at. On Postgres the nonce
+/// row stays locked until the commit, so the sender's transactions are
+/// stored in nonce order.
+pub async fn sign_with_next_nonce<E>(
+    db: &Db,
+    chain: &str,
+    sender: &str,
+    floor: Option<u64>,
+    rows: &[TxRow],
+    sign: impl FnOnce(u64) -> Result<(Vec<u8>, String), E>,
+    now_ms: i64,
+) -> Result<Taken<E>, DbError> {
+    let max = match db.backend {
+        Backend::Postgres => "GREATEST",
+        Backend::Sqlite => "MAX",
+    };
+    let mut tx = db.pool.begin().await?;
+    if let Some(f) = floor {
+        sqlx::query("INSERT INTO relayer_nonces (chain, sender, next_nonce) VALUES ($1, $2, $3) ON CONFLICT (chain, sender) DO NOTHING")
+            .bind(chain)
+            .bind(sender)
+            .bind(f as i64)
+            .execute(&mut *tx)
+            .await?;
+    }
+    let row = sqlx::query(&format!(
+        "UPDATE relayer_nonces SET next_nonce = {max}(next_nonce, $1) + 1 WHERE chain = $2 AND sender = $3 \
+         RETURNING next_nonce - 1 AS taken"
+    ))
+    .bind(floor.unwrap_or(0) as i64)
+    .bind(chain)
+    .bind(sender)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else {
+        tx.rollback().await?;
+        return Ok(Taken::NeedsFloor);
+    };
+    let nonce = row.try_get::<i64, _>("taken")? as u64;
+    let (raw, hash) = match sign(nonce) {
+        Ok(signed) => signed,
+        Err(e) => {
+            tx.rollback().await?;
+            return Ok(Taken::SignFailed(e));
+        }
+    };
+    let new: Vec<NewTx> = rows
+        .iter()
+        .map(|r| NewTx {
+            intent_id: &r.intent_id, leg: &r.leg, step: r.step, label: &r.label, chain, sender,
+            nonce: nonce as i64, raw: &raw, tx_hash: &hash,
+        })
+        .collect();
+    insert_txs_in(&mut tx, &new, now_ms).await?;
+    tx.commit().await?;
+    Ok(Taken::Stored { nonce, raw, hash })
+}
+
+/// Every sender with a nonce sequence, and its next nonce.
+pub async fn nonce_senders(db: &Db) -> Result<Vec<(String, String, u64)>, DbError> {
+    sqlx::query("SELECT chain, sender, next_nonce FROM relayer_nonces ORDER BY chain, sender")
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(|r| Ok((r.try_get("chain")?, r.try_get("sender")?, r.try_get::<i64, _>("next_nonce")? as u64)))
+        .collect()
+}
+
+/// The signed bytes stored for (chain, sender) at nonces `from..to`
+/// (settlement transactions and fillers), one entry per distinct hash.
+pub async fn signed_at_nonces(db: &Db, chain: &str, sender: &str, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>, String)>, DbError> {
+    let rows = sqlx::query(
+        "SELECT DISTINCT ct.nonce AS nonce, COALESCE(bt.raw, ct.raw) AS raw, ct.tx_hash AS tx_hash \
+           FROM chain_transactions ct LEFT JOIN batch_transactions bt ON bt.tx_hash = ct.tx_hash \
+          WHERE ct.chain = $1 AND ct.sender = $2 AND ct.nonce >= $3 AND ct.nonce < $4 \
+         UNION SELECT nonce, raw, tx_hash FROM nonce_fillers WHERE chain = $1 AND sender = $2 AND nonce >= $3 AND nonce < $4",
+    )
+    .bind(chain)
+    .bind(sender)
+    .bind(from as i64)
+    .bind(to as i64)
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let raw = hex::decode(r.try_get::<String, _>("raw")?).map_err(|e| DbError::Decode(e.into()))?;
+            Ok((r.try_get::<i64, _>("nonce")? as u64, raw, r.try_get("tx_hash")?))
+        })
+        .collect()
+}
+
+/// Store a filler transaction before it is broadcast. `false` when this
+/// nonce has one already (another replica filled it).
+pub async fn insert_filler(db: &Db, chain: &str, sender: &str, nonce: u64, raw: &[u8], hash: &str, now_ms: i64) -> Result<bool, DbError> {
+    Ok(sqlx::query(
+        "INSERT INTO nonce_fillers (chain, sender, nonce, raw, tx_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (chain, sender, nonce) DO NOTHING",
+    )
+    .bind(chain)
+    .bind(sender)
+    .bind(nonce as i64)
+    .bind(hex::encode(raw))
+    .bind(hash)
+    .bind(now_ms)
+    .execute(&db.pool)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// Intents in `status`, oldest first.
+pub async fn ids_with_status(db: &Db, status: Status, limit: i64) -> Result<Vec<String>, DbError> {
+    sqlx::query("SELECT id FROM intents WHERE status = $1 ORDER BY created_at, id LIMIT $2")
+        .bind(status.as_str())
+        .bind(limit)
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(|r| r.try_get("id"))
+        .collect()
+}
+
+/// What `retry` did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// PARTIAL_SETTLEMENT → SOURCE_SETTLED, queued for its payout.
+    Reopened,
+    /// Still settling: its queue entry is due now.
+    Requeued,
+    /// Terminal or unpaid: nothing to retry.
+    NotRetriable(Status),
+    NotFound,
+}
+
+/// An operator's retry: re-open a PARTIAL_SETTLEMENT intent, or make a
+/// waiting one due now. The payout's retry budget starts again. Running it
+/// twice does no harm: the second run finds it waiting and re-queues it.
+pub async fn retry(db: &Db, id: &str, now_ms: i64) -> Result<Retry, DbError> {
+    let mut tx = db.pool.begin().await?;
+    let Some(row) = sqlx::query("SELECT status FROM intents WHERE id = $1").bind(id).fetch_optional(&mut *tx).await? else {
+        return Ok(Retry::NotFound);
+    };
+    let status = Status::parse(&row.try_get::<String, _>("status")?).unwrap_or(Status::Expired);
+    let outcome = match status {
+        Status::PartialSettlement => {
+            sqlx::query(
+                "UPDATE intents SET status = $1, error_code = NULL, error_message = NULL, updated_at = $2, \
+                 version = version + 1 WHERE id = $3 AND status = $4",
+            )
+            .bind(Status::SourceSettled.as_str())
+            .bind(now_ms)
+            .bind(id)
+            .bind(Status::PartialSettlement.as_str())
+            .execute(&mut *tx)
+            .await?;
+            Retry::Reopened
+        }
+        Status::Pending | Status::SourceSettled | Status::TargetSettling => Retry::Requeued,
+        other => return Ok(Retry::NotRetriable(other)),
+    };
+    let priority = i32::from(status != Status::Pending);
+    sqlx::query(
+        "INSERT INTO settlement_queue (intent_id, enqueued_at, available_at, attempts, priority) VALUES ($1, $2, $2, 0, $3) \
+         ON CONFLICT (intent_id) DO UPDATE SET enqueued_at = $2, available_at = $2, attempts = 0, locked_by = NULL, locked_until = NULL",
+    )
+    .bind(id)
+    .bind(now_ms)
+    .bind(priority)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(outcome)
 }

@@ -1,0 +1,149 @@
+//! Why an intent failed, or why it is waiting: a stable code that programs
+//! branch on, beside one fixed sentence that people read. Node errors, URLs
+//! and other internals never go into either; they go to the logs.
+
+use crate::adapter::bindings::types::ProofError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// A chain's node did not answer; the engine keeps trying.
+    ChainUnavailable,
+    /// The service's relayer cannot pay gas on a chain.
+    RelayerUnfunded,
+    /// The payout wallet cannot cover the payout (or its setup).
+    PayoutWalletShort,
+    /// The payout could not be sent for another reason; retried.
+    PayoutNotDispatched,
+    /// The `/v2` agent's wallet holds less than the payment.
+    AgentWalletShort,
+    /// The agent's wallet could not make its one-time token approval.
+    AgentWalletNotReady,
+    /// The payer's balance does not cover the payment.
+    InsufficientFunds,
+    /// The payer's authorization was used already.
+    AuthorizationUsed,
+    /// The payer has not approved the token's spender.
+    NotApproved,
+    /// The proof does not verify (signature, amount, window, …).
+    ProofInvalid,
+    /// The source transaction was mined and reverted: nothing moved.
+    SourceReverted,
+    /// The compliance screen declined the payer.
+    Declined,
+    /// Payer funds were collected and no stored payout can land any more.
+    NeedsReconciliation,
+}
+
+impl Failure {
+    pub const ALL: [Failure; 13] = [
+        Failure::ChainUnavailable,
+        Failure::RelayerUnfunded,
+        Failure::PayoutWalletShort,
+        Failure::PayoutNotDispatched,
+        Failure::AgentWalletShort,
+        Failure::AgentWalletNotReady,
+        Failure::InsufficientFunds,
+        Failure::AuthorizationUsed,
+        Failure::NotApproved,
+        Failure::ProofInvalid,
+        Failure::SourceReverted,
+        Failure::Declined,
+        Failure::NeedsReconciliation,
+    ];
+
+    pub fn code(self) -> &'static str {
+        match self {
+            Failure::ChainUnavailable => "chain_unavailable",
+            Failure::RelayerUnfunded => "relayer_unfunded",
+            Failure::PayoutWalletShort => "payout_wallet_short",
+            Failure::PayoutNotDispatched => "payout_not_dispatched",
+            Failure::AgentWalletShort => "agent_wallet_short",
+            Failure::AgentWalletNotReady => "agent_wallet_not_ready",
+            Failure::InsufficientFunds => "insufficient_funds",
+            Failure::AuthorizationUsed => "authorization_used",
+            Failure::NotApproved => "not_approved",
+            Failure::ProofInvalid => "proof_invalid",
+            Failure::SourceReverted => "source_reverted",
+            Failure::Declined => "payment_declined",
+            Failure::NeedsReconciliation => "needs_reconciliation",
+        }
+    }
+
+    pub fn parse(code: &str) -> Option<Failure> {
+        Failure::ALL.into_iter().find(|f| f.code() == code)
+    }
+
+    /// The fixed sentence users read.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            Failure::ChainUnavailable => "a chain's node is not answering; the service keeps trying",
+            Failure::RelayerUnfunded => "the service's relayer cannot pay gas on this chain yet; the service keeps trying",
+            Failure::PayoutWalletShort => "service temporarily unavailable: payment wallet has insufficient balance",
+            Failure::PayoutNotDispatched => "the payout could not be sent yet; the service keeps trying",
+            Failure::AgentWalletShort => "agent wallet has insufficient balance on payer chain",
+            Failure::AgentWalletNotReady => "agent wallet could not approve its token spender",
+            Failure::InsufficientFunds => "proof validation failed: insufficient funds",
+            Failure::AuthorizationUsed => "proof validation failed: authorization was already used",
+            Failure::NotApproved => "proof validation failed: token allowance missing",
+            Failure::ProofInvalid => "proof validation failed",
+            Failure::SourceReverted => "source settlement failed: the transaction reverted; no funds moved",
+            Failure::Declined => "payment declined by the compliance screen",
+            Failure::NeedsReconciliation => {
+                "payer funds were collected and the payout cannot land; an operator must reconcile this payment"
+            }
+        }
+    }
+}
+
+/// A code and what users read about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason {
+    pub code: Failure,
+    pub message: String,
+}
+
+impl From<Failure> for Reason {
+    fn from(code: Failure) -> Reason {
+        Reason { code, message: code.sentence().to_string() }
+    }
+}
+
+impl Reason {
+    /// A payer's proof was refused by its adapter. The adapter's own words
+    /// about the proof are kept (they say what to fix, e.g. "send
+    /// approve(Permit2, 0) first"); a chain error is only ever the fixed
+    /// sentence.
+    pub fn proof(e: &ProofError) -> Reason {
+        let code = match e {
+            ProofError::ChainUnavailable(_) => return Failure::ChainUnavailable.into(),
+            ProofError::InsufficientFunds(_) => Failure::InsufficientFunds,
+            ProofError::AlreadyUsed => Failure::AuthorizationUsed,
+            ProofError::NotApproved(_) => Failure::NotApproved,
+            _ => Failure::ProofInvalid,
+        };
+        Reason { code, message: crate::api::error::proof_message(e) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_are_distinct() {
+        for f in Failure::ALL {
+            assert_eq!(Failure::parse(f.code()), Some(f));
+        }
+        let mut codes: Vec<_> = Failure::ALL.iter().map(|f| f.code()).collect();
+        codes.sort();
+        codes.dedup();
+        assert_eq!(codes.len(), Failure::ALL.len());
+    }
+
+    #[test]
+    fn chain_errors_never_reach_the_message() {
+        let r = Reason::proof(&ProofError::ChainUnavailable("http://u:pw@node/?key=SECRET: refused".into()));
+        assert_eq!(r.code, Failure::ChainUnavailable);
+        assert!(!r.message.contains("SECRET"));
+    }
+}
