@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -176,50 +175,7 @@ async fn unfunded_payer_fails_verification_and_sanctioned_payer_is_blocked() {
 }
 
 
-fn http(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    common::http(port, method, path, None, body)
-}
-
-/// A child process that is killed when the test ends, passed or not.
-struct Reaped(std::process::Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve(dn: &Devnet, port: u16) -> Reaped {
-    let child = Command::new(env!("CARGO_BIN_EXE_stablerail"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--config"])
-        .arg(dn.dir.path().join("chains.toml"))
-        .arg("--database")
-        .arg(format!("sqlite://{}", dn.dir.path().join("sr.db").display()))
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    common::wait_for_port(port);
-    Reaped(child)
-}
-
-fn anvil(dn: &Devnet, chain: &str) -> Reaped {
-    let c = dn.chain(chain);
-    let child = Command::new(devnet_dir().join("node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil"))
-        .args(["--chain-id", &c["chain_id"].to_string(), "--port", &c["port"].to_string(), "--host", "127.0.0.1", "--silent"])
-        .args(["--mnemonic", "test test test test test test test test test test test junk", "--state"])
-        .arg(dn.dir.path().join(format!("{chain}.state.json")))
-        .spawn()
-        .unwrap();
-    std::fs::write(dn.dir.path().join(format!("{chain}.pid")), child.id().to_string()).unwrap();
-    Reaped(child)
-}
-
-fn kill(pid: u32, signal: &str) {
-    let _ = Command::new("kill").args([signal, &pid.to_string()]).status();
-}
+use common::process::{anvil, http, kill, serve};
 
 /// The target chain goes down after the source leg, the server is killed
 /// with SIGKILL while the payout is pending, both come back: the merchant is

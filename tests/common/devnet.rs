@@ -91,6 +91,22 @@ impl Devnet {
         Devnet { dir, info, state }
     }
 
+    /// Set `key = value` (TOML) in the devnet config's `[service]` table.
+    pub fn service_setting(&self, key: &str, value: &str) {
+        let cfg = self.dir.path().join("chains.toml");
+        let text = std::fs::read_to_string(&cfg).unwrap().replacen("[service]\n", &format!("[service]\n{key} = {value}\n"), 1);
+        std::fs::write(&cfg, text).unwrap();
+    }
+
+    /// Point `chain`'s rpc_urls at `url` in the devnet config.
+    pub fn set_rpc_url(&self, chain: &str, url: &str) {
+        let cfg = self.dir.path().join("chains.toml");
+        let old = format!("rpc_urls = [{:?}]", self.rpc_url(chain));
+        let text = std::fs::read_to_string(&cfg).unwrap();
+        assert!(text.contains(&old), "{old} not in the config");
+        std::fs::write(&cfg, text.replace(&old, &format!("rpc_urls = [{url:?}]"))).unwrap();
+    }
+
     pub fn chain(&self, name: &str) -> &Value {
         &self.info["chains"][name]
     }

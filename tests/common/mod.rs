@@ -5,6 +5,7 @@
 pub mod app;
 pub mod devnet;
 pub mod eip3009;
+pub mod process;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -97,8 +98,13 @@ pub fn registry(dir: &Path, body: &str, clock: Clock) -> Result<Registry, anyhow
 /// A minimal HTTP/1.1 client over std, for tests that talk to a `serve`
 /// subprocess: `(status, JSON body)`.
 pub fn http(port: u16, method: &str, path: &str, auth: Option<&str>, body: Option<serde_json::Value>) -> (u16, serde_json::Value) {
+    try_http(port, method, path, auth, body).expect("the server answers")
+}
+
+/// The same, `None` when the server is gone (killed mid-request).
+pub fn try_http(port: u16, method: &str, path: &str, auth: Option<&str>, body: Option<serde_json::Value>) -> Option<(u16, serde_json::Value)> {
     use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     let body = body.map(|b| b.to_string()).unwrap_or_default();
     let auth = auth.map(|a| format!("Authorization: {a}\r\n")).unwrap_or_default();
     write!(
@@ -106,12 +112,12 @@ pub fn http(port: u16, method: &str, path: &str, auth: Option<&str>, body: Optio
         "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
-    .unwrap();
+    .ok()?;
     let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let status = text[9..12].parse().unwrap();
+    s.read_to_string(&mut text).ok()?;
+    let status = text.get(9..12)?.parse().ok()?;
     let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
-    (status, serde_json::from_str(body).unwrap_or(serde_json::Value::Null))
+    Some((status, serde_json::from_str(body).unwrap_or(serde_json::Value::Null)))
 }
 
 /// Wait until something accepts connections on the port.

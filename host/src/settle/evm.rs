@@ -50,7 +50,7 @@ fn node_says(code: i64, message: &str) -> NodeSays {
     let has = |needles: &[&str]| needles.iter().any(|n| m.contains(n));
     if has(&["already known", "already imported", "alreadyknown", "known transaction", "already in the pool"]) {
         NodeSays::Known
-    } else if has(&["nonce too low", "noncetoolow", "nonce has already been used", "old nonce"]) {
+    } else if has(&["nonce too low", "noncetoolow", "nonce has already been used", "old nonce", "oldnonce"]) {
         NodeSays::NonceTaken
     } else if has(&["replacement transaction underpriced", "replacement fee too low", "already exists with same nonce"]) {
         NodeSays::Occupied
