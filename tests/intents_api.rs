@@ -30,6 +30,8 @@ on_both_engines!(
     idempotency_keys,
     malformed_bodies,
     sanctions_screen,
+    recipients_that_cannot_receive,
+    http_layer_rejections_and_strictness,
 );
 
 fn body(amount: &str) -> Value {
@@ -540,7 +542,7 @@ async fn malformed_bodies(b: Backend) {
     assert_error(s, &e, StatusCode::BAD_REQUEST, "invalid JSON body");
     let huge = json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "email": "x".repeat(100_000) });
     let (s, e) = app.call("POST", "/api/intents", Some(huge), &[]).await;
-    assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{e}");
+    assert_error(s, &e, StatusCode::PAYLOAD_TOO_LARGE, "too large");
     let (s, e) = app.call("POST", "/api/intents/int_x", Some(json!({ "settle_proof": "x", "more": 1 })), &[]).await;
     assert_error(s, &e, StatusCode::BAD_REQUEST, "unknown field");
     let (s, e) = app.call("DELETE", "/api/intents", None, &[]).await;
@@ -560,6 +562,52 @@ async fn sanctions_screen(b: Backend) {
     let mut ok = body("1");
     ok["payer_address"] = json!("0x0000000000000000000000000000000000000abc");
     create(&app, ok).await;
+    app.close().await;
+}
+
+async fn recipients_that_cannot_receive(b: Backend) {
+    let app = App::start(b, "").await;
+    let token = app.state.config.chains["base"].assets["usdc"].token.clone();
+    let proxy = app.state.keys.address(stablerail::keys::PROXY).await.unwrap();
+    let relayer = app.state.keys.address(stablerail::keys::RELAYER).await.unwrap();
+    for (recipient, why) in [
+        ("0x0000000000000000000000000000000000000000".to_string(), "zero address"),
+        (token.to_lowercase(), "token contract"),
+        (proxy, "wallet of this service"),
+        (relayer.to_lowercase(), "wallet of this service"),
+        (COLLECTOR_BASE.to_string(), "wallet of this service"),
+    ] {
+        let (s, e) = app.call("POST", "/api/intents", Some(json!({ "recipient": recipient, "amount": "1", "payer_chain": "base" })), &[]).await;
+        assert_error(s, &e, StatusCode::BAD_REQUEST, "invalid recipient address format");
+        assert!(message(&e).contains(why), "{recipient}: {e}");
+    }
+    let n: i64 = sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM intents").fetch_one(&app.state.db.pool).await.unwrap(), "n");
+    assert_eq!(n, 0, "nothing written");
+    app.close().await;
+}
+
+async fn http_layer_rejections_and_strictness(b: Backend) {
+    let app = App::start(b, "").await;
+    // A body that is not declared JSON.
+    let req = axum::http::Request::post("/api/intents").header("content-type", "text/plain").body(axum::body::Body::from(body("1").to_string())).unwrap();
+    let (s, e) = app.raw(req).await;
+    assert_error(s, &e, StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json");
+    let req = axum::http::Request::post("/api/intents/int_x").body(axum::body::Body::from("{}")).unwrap();
+    let (s, e) = app.raw(req).await;
+    assert_error(s, &e, StatusCode::UNSUPPORTED_MEDIA_TYPE, "application/json");
+    // A path that is not UTF-8, percent-encoded.
+    let (s, e) = app.call("GET", "/api/intents/%FF%FE", None, &[]).await;
+    assert_error(s, &e, StatusCode::BAD_REQUEST, "malformed request");
+    // Control characters in the Idempotency-Key, or in a field.
+    let (s, e) = app.call("POST", "/api/intents", Some(body("1")), &[("idempotency-key", "a\tb")]).await;
+    assert_error(s, &e, StatusCode::BAD_REQUEST, "Idempotency-Key");
+    let (s, e) = app.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1\u{0}", "payer_chain": "base" })), &[]).await;
+    assert_error(s, &e, StatusCode::BAD_REQUEST, "control characters");
+    // Surrounding whitespace is ignored, an empty optional field is absent.
+    let v = create(&app, json!({ "recipient": format!(" {MERCHANT} "), "amount": " 7 ", "payer_chain": " base ", "target_chain": "", "payer_asset": " USDC " })).await;
+    assert_eq!((v["target_chain"].as_str(), v["receiving_amount"].as_str()), (Some("base"), Some("7")), "{v}");
+    let n: i64 = sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM intents").fetch_one(&app.state.db.pool).await.unwrap(), "n");
+    assert_eq!(n, 1, "only the valid request wrote anything");
     app.close().await;
 }
 

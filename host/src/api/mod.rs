@@ -75,8 +75,8 @@ pub fn router(state: Shared) -> Router {
 /// or a `+json` type, parameters allowed); anything else is 415. Requests
 /// without a body (execute) need no Content-Type.
 async fn json_bodies_only(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    let has_body = req.headers().get(header::CONTENT_LENGTH).is_some_and(|v| v.as_bytes() != b"0")
-        || req.headers().contains_key(header::TRANSFER_ENCODING);
+    use axum::body::HttpBody as _;
+    let has_body = req.body().size_hint().exact() != Some(0);
     if has_body {
         let media = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         let media = media.split(';').next().unwrap_or("").trim().to_ascii_lowercase();

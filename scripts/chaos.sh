@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Longer fault runs than CI's, outside CI: SIGKILL the server at random
+# moments in ROUNDS rounds of N paid intents across three devnet routes,
+# then check every balance on chain and every relayer nonce.
+#
+#   scripts/chaos.sh [ROUNDS=10] [N=40] [OUTAGE_SECS=300]
+#
+# The outage run (target chain down OUTAGE_SECS mid-payout) runs beside it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS="${1:-10}" N="${2:-40}" OUTAGE="${3:-300}"
+scripts/setup.sh
+scripts/build-adapters.sh
+echo "==> chaos: $ROUNDS rounds of $N intents; outage: $OUTAGE s"
+CHAOS_ROUNDS="$ROUNDS" CHAOS_INTENTS="$N" OUTAGE_SECS="$OUTAGE" \
+    cargo test --release --test faults -- --nocapture 2>&1 | grep -E "^chaos|^test |test result|panicked|assert"
