@@ -83,8 +83,10 @@ async fn permit2_payments_signed_by_the_x402_client() {
     assert_eq!(labels, ["settleWithPermit"]);
     assert_eq!(rpc(&dn.rpc_url("monad"), "eth_getTransactionCount", json!([payer, "latest"])).await, nonce_before, "payer sent nothing");
 
-    // `/v2` on Permit2 chains both ways: the agent's hosted wallet approves
-    // Permit2 itself (on bsc to pay, on monad to pay out), then signs.
+    // `/v2` from a Permit2 chain to a Permit2 chain: the agent's hosted
+    // wallet approves Permit2 itself on bsc, then signs; it pays once, there.
+    // The merchant on monad is paid by the proxy wallet (which approves
+    // Permit2 on monad once, if it has not yet).
     let now = stablerail::intent::now_ms();
     let agent = stablerail::store::agents::create_agent(&dn.state.db, None, "bot", now).await.unwrap();
     let creds = stablerail::auth::issue_keys(&dn.state.db, &dn.state.pepper, &agent.id, now).await.unwrap();
@@ -105,14 +107,17 @@ async fn permit2_payments_signed_by_the_x402_client() {
     assert_eq!(s, 200, "{r}");
     dn.wait_status(id, "TARGET_SETTLED").await;
     assert_eq!(dn.balance_of("monad", "usdc", MERCHANT).await, merchant + U256::from(3_000_000u64));
-    assert_eq!(dn.balance_of("monad", "usdc", &wallet).await, U256::from(47_000_000u64), "payout from the agent's wallet");
+    assert_eq!(dn.balance_of("monad", "usdc", &wallet).await, U256::from(50_000_000u64), "the agent's target-chain wallet is not touched");
     let sending = common::devnet::units(&intent["payment_requirements"]["amount"]);
     assert_eq!(dn.balance_of("bsc", "usdc", &wallet).await, ten * U256::from(100u64) - sending);
-    for leg in ["source-setup", "target-setup"] {
-        let rows = txs(&dn, id, leg).await;
-        assert_eq!(rows.len(), 1, "{leg}: {rows:?}");
-        assert_eq!(rows[0].1, wallet, "{leg} sent by the agent's wallet");
-    }
+    let rows = txs(&dn, id, "source-setup").await;
+    assert_eq!(rows.len(), 1, "source-setup: {rows:?}");
+    assert_eq!(rows[0].1, wallet, "source-setup sent by the agent's wallet");
+    let proxy = dn.state.keys.address(keys::PROXY).await.unwrap();
+    let rows = txs(&dn, id, "target-setup").await;
+    assert!(rows.len() <= 1 && rows.iter().all(|r| r.1 == proxy), "target-setup by the proxy, once at most: {rows:?}");
+    let agent_txs = rpc(&dn.rpc_url("monad"), "eth_getTransactionCount", json!([wallet, "latest"])).await;
+    assert_eq!(agent_txs, "0x0", "the agent sends nothing on the target chain");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -93,8 +93,14 @@ async fn agent_execute_settles_from_its_hosted_wallet() {
     let (_, v) = dn.call("GET", &format!("/v2/intents/{big_id}"), None, &[("authorization", &auth)]).await;
     assert_eq!(v["status"], "AWAITING_PAYMENT", "{v}");
     assert_eq!(v["error_code"], "agent_wallet_short", "{v}");
-    let big_sending = units(&big["payment_requirements"]["amount"]);
-    dn.mint("base", &wallet, big_sending).await;
+    // The operator's devnet CLI funds the agent's wallet.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        .args(["devnet", "fund", &wallet, big["sending_amount"].as_str().unwrap(), "--chain", "base", "--asset", "usdc", "--dir"])
+        .arg(dn.dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "devnet fund: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(dn.balance("base", &wallet).await, before + units(&big["payment_requirements"]["amount"]));
     let merchant_before = dn.balance("arbitrum", MERCHANT).await;
     let (s, r) = dn.call("POST", &format!("/v2/intents/{big_id}/execute"), None, &[("authorization", &auth)]).await;
     assert_eq!(s, 200, "{r}");
@@ -302,4 +308,40 @@ async fn legs_wait_for_their_confirmations() {
     });
     dn.wait_status(&id, "TARGET_SETTLED").await;
     miner.abort();
+}
+
+/// A payout that landed while the intent said PARTIAL_SETTLEMENT (an
+/// operator gave up on it, or a gap was filled by hand) is reconciled to
+/// TARGET_SETTLED with its transaction; an operator's retry of such an
+/// intent, even run twice, pays nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn landed_payouts_are_reconciled_and_retries_never_pay_twice() {
+    use stablerail::store::settlement::{self as repo, Retry};
+    let dn = Devnet::start(22645, "base", "").await;
+    let (done, _) = dn.settle_public(("base", "usdc"), ("base", "usdc"), "2", 4, |req, key| x402_pay(req, key)).await;
+    let id = done["intent_id"].as_str().unwrap().to_string();
+    let paid_tx = done["target_payment"]["tx_hash"].as_str().unwrap().to_string();
+    let merchant = dn.balance("base", MERCHANT).await;
+    let forget = || sqlx::query("UPDATE intents SET status = 'PARTIAL_SETTLEMENT', target_tx_hash = NULL, target_settled_at = NULL WHERE id = $1").bind(&id);
+
+    // The operator gives up on it (as `stablerail intent partial` does).
+    let why = stablerail::failure::Reason::from(stablerail::failure::Failure::NeedsReconciliation);
+    sqlx::query("UPDATE intents SET status = 'TARGET_SETTLING', target_tx_hash = NULL, target_settled_at = NULL WHERE id = $1").bind(&id).execute(&dn.state.db.pool).await.unwrap();
+    assert!(repo::give_up(&dn.state.db, &id, &why, stablerail::intent::now_ms()).await.unwrap());
+    let (_, v) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
+    assert_eq!((v["status"].as_str(), v["error_code"].as_str()), (Some("PARTIAL_SETTLEMENT"), Some("needs_reconciliation")), "{v}");
+    let engine = Engine::new(dn.state.clone(), dn.state.keys.clone());
+    engine.reconcile().await.unwrap();
+    let (_, v) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
+    assert_eq!(v["status"], "TARGET_SETTLED", "{v}");
+    assert_eq!(v["target_payment"]["tx_hash"], paid_tx.as_str());
+    assert_eq!(repo::retry(&dn.state.db, &id, stablerail::intent::now_ms()).await.unwrap(), Retry::NotRetriable(stablerail::intent::Status::TargetSettled));
+
+    forget().execute(&dn.state.db.pool).await.unwrap();
+    assert_eq!(repo::retry(&dn.state.db, &id, stablerail::intent::now_ms()).await.unwrap(), Retry::Reopened);
+    assert_eq!(repo::retry(&dn.state.db, &id, stablerail::intent::now_ms()).await.unwrap(), Retry::Requeued, "safe to run twice");
+    dn.state.work.notify_one();
+    let again = dn.wait_status(&id, "TARGET_SETTLED").await;
+    assert_eq!(again["target_payment"]["tx_hash"], paid_tx.as_str(), "the stored payout is found again, not re-sent");
+    assert_eq!(dn.balance("base", MERCHANT).await, merchant, "paid once");
 }

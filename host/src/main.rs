@@ -110,6 +110,10 @@ enum IntentCommand {
     /// Re-queue a PARTIAL_SETTLEMENT intent for its payout, or make a
     /// waiting one due now. Safe to run twice.
     Retry { id: String },
+    /// Give up on a payout: SOURCE_SETTLED or TARGET_SETTLING →
+    /// PARTIAL_SETTLEMENT (needs reconciliation). A stored payout that
+    /// lands anyway is still recorded as TARGET_SETTLED.
+    Partial { id: String },
 }
 
 #[derive(Subcommand)]
@@ -350,6 +354,11 @@ async fn intent(cmd: IntentCommand, store: StoreArgs) -> anyhow::Result<()> {
                 Retry::NotRetriable(s) => anyhow::bail!("intent {id} is {s}: only PARTIAL_SETTLEMENT or settling intents can be retried"),
             };
             println!("{}", serde_json::json!({ "intent_id": id, "result": said }));
+        }
+        IntentCommand::Partial { id } => {
+            let why = stablerail::failure::Reason::from(stablerail::failure::Failure::NeedsReconciliation);
+            anyhow::ensure!(repo::give_up(&db, &id, &why, now_ms()).await?, "intent {id} is not waiting for its payout");
+            println!("{}", serde_json::json!({ "intent_id": id, "result": "PARTIAL_SETTLEMENT" }));
         }
     }
     Ok(())

@@ -549,3 +549,30 @@ pub async fn retry(db: &Db, id: &str, now_ms: i64) -> Result<Retry, DbError> {
     tx.commit().await?;
     Ok(outcome)
 }
+
+/// The operator says a payout will not happen: SOURCE_SETTLED or
+/// TARGET_SETTLING → PARTIAL_SETTLEMENT, out of the queue. If a stored
+/// payout lands after all, the keeper's reconciliation still records it.
+pub async fn give_up(db: &Db, id: &str, why: &Reason, now_ms: i64) -> Result<bool, DbError> {
+    let mut tx = db.pool.begin().await?;
+    let moved = sqlx::query(
+        "UPDATE intents SET status = $1, error_code = $2, error_message = $3, updated_at = $4, version = version + 1 \
+         WHERE id = $5 AND status IN ($6, $7)",
+    )
+    .bind(Status::PartialSettlement.as_str())
+    .bind(why.code.code())
+    .bind(&why.message)
+    .bind(now_ms)
+    .bind(id)
+    .bind(Status::SourceSettled.as_str())
+    .bind(Status::TargetSettling.as_str())
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if moved {
+        sqlx::query("DELETE FROM settlement_queue WHERE intent_id = $1").bind(id).execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(moved)
+}
