@@ -345,3 +345,50 @@ async fn landed_payouts_are_reconciled_and_retries_never_pay_twice() {
     assert_eq!(again["target_payment"]["tx_hash"], paid_tx.as_str(), "the stored payout is found again, not re-sent");
     assert_eq!(dn.balance("base", MERCHANT).await, merchant, "paid once");
 }
+
+/// The proxy wallet is short on the target chain: the intent waits in
+/// SOURCE_SETTLED with `payout_wallet_short` (the fixed sentence, no node
+/// text), nothing is paid, and once the operator funds the wallet the
+/// retry completes it, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_short_payout_wallet_waits_and_completes_once_funded() {
+    let dn = Devnet::start_with(22745, "base,arbitrum", "", 0, None).await;
+    dn.service_setting("retry_max_backoff_seconds", "1");
+    let cfg = dn.dir.path().join("chains.toml");
+    let db_url = format!("sqlite://{}", dn.dir.path().join("sr.db").display());
+    let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
+    Engine::new(state.clone(), state.keys.clone()).spawn(2);
+
+    let proxy = dn.state.keys.address(keys::PROXY).await.unwrap();
+    let arb = dn.rpc_url("arbitrum");
+    let held = dn.balance("arbitrum", &proxy).await;
+    rpc(&arb, "anvil_impersonateAccount", json!([proxy])).await;
+    let sink = "0x000000000000000000000000000000000000dEaD";
+    dn.send_as("arbitrum", &proxy, &dn.token("arbitrum", "usdc"), alloy_sol_types::SolCall::abi_encode(&transferCall { to: sink.parse().unwrap(), value: held })).await;
+
+    let merchant = dn.balance("arbitrum", MERCHANT).await;
+    let (s, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "2", "payer_chain": "base", "target_chain": "arbitrum" })), &[]).await;
+    assert_eq!(s, 201, "{intent}");
+    let id = intent["intent_id"].as_str().unwrap().to_string();
+    let proof = x402_pay(&intent["payment_requirements"], &dn.payer(5).1);
+    let (s, _) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200);
+    let mut waiting = Value::Null;
+    for _ in 0..300 {
+        let (_, v) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
+        if v["error_code"] == "payout_wallet_short" {
+            waiting = v;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(waiting["status"], "SOURCE_SETTLED", "{waiting}");
+    assert_eq!(waiting["error_message"], "service temporarily unavailable: payment wallet has insufficient balance");
+    assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant, "nothing paid while short");
+
+    dn.mint("arbitrum", &proxy, U256::from(10_000_000u64)).await;
+    let done = dn.wait_status(&id, "TARGET_SETTLED").await;
+    assert!(done.get("error_code").is_none(), "{done}");
+    assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant + U256::from(2_000_000u64), "paid once");
+    assert_eq!(dn.balance("arbitrum", &proxy).await, U256::from(8_000_000u64));
+}

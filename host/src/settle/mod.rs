@@ -483,12 +483,15 @@ impl Engine {
             }
             Err(StepError::NotSent(code, m)) => self.payout_failed(&i, code, &m).await,
             Err(StepError::WouldRevert(m)) => {
-                // The payout wallet short is the usual reason a payout would revert.
-                let (a, paid) = (adapter.clone(), expected(&signer.address().to_checksum(None), &req));
-                let code = match blocking(move || a.preflight(&paid)).await? {
-                    Ok(Err(ProofError::InsufficientFunds(_))) => Failure::PayoutWalletShort,
-                    _ => Failure::PayoutNotDispatched,
-                };
+                // The payout wallet short is the usual reason a payout would
+                // revert: let the adapter check the stored authorization.
+                let (a, r, p) = (adapter.clone(), req.clone(), proof.clone());
+                let short = blocking(move || -> anyhow::Result<bool> {
+                    let Ok(paid) = a.verify(&r, &p)? else { return Ok(false) };
+                    Ok(matches!(a.preflight(&paid)?, Err(ProofError::InsufficientFunds(_))))
+                })
+                .await??;
+                let code = if short { Failure::PayoutWalletShort } else { Failure::PayoutNotDispatched };
                 self.payout_failed(&i, code, &m).await
             }
             Err(StepError::Reverted(m)) => self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await,
@@ -517,17 +520,23 @@ impl Engine {
         Ok(Next::Later(backoff(attempts, self.max_backoff()), true))
     }
 
-    /// Could a stored payout transaction of `i` still be mined? Only a
-    /// transaction whose nonce the chain shows used by another one is
-    /// provably dead; when the chain cannot be asked, it may still land.
+    /// Could a stored payout transaction of `i` still be mined? A stored
+    /// transaction is done with once it was mined (a payout that landed is
+    /// recorded, or reconciled, as TARGET_SETTLED) or once the chain shows
+    /// its nonce used by another transaction. When the chain cannot be
+    /// asked, it may still land.
     async fn payout_can_land(&self, i: &Intent) -> bool {
         let Ok(stored) = repo::list_txs(&self.state.db, &i.id, "target").await else { return true };
         let Some(chain) = self.state.registry.chain(&i.target_chain) else { return true };
         for t in stored {
             let Ok(sender) = t.sender.parse() else { return true };
-            match (evm::mined_nonce(&chain, sender).await, evm::receipt(&chain, &t.tx_hash).await) {
-                (Ok(mined), Ok(None)) if mined > t.nonce as u64 => continue,
-                _ => return true,
+            match evm::receipt(&chain, &t.tx_hash).await {
+                Ok(Some(_)) => continue,
+                Ok(None) => match evm::mined_nonce(&chain, sender).await {
+                    Ok(mined) if mined > t.nonce as u64 => continue,
+                    _ => return true,
+                },
+                Err(_) => return true,
             }
         }
         false
