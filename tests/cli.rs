@@ -67,16 +67,27 @@ fn operator_cli_end_to_end() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid address"));
 
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let log = tempfile::NamedTempFile::new().unwrap();
     let mut server = Command::new(env!("CARGO_BIN_EXE_stablerail"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--database", &env.database, "--config"])
         .arg(&env.config)
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "stablerail=info")
+        .env("STABLERAIL_LOG_FORMAT", "json")
         .env_remove("STABLERAIL_PEPPER")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log.reopen().unwrap())
         .spawn()
         .unwrap();
     common::wait_for_port(port);
+    // The request id comes back: the caller's own, or a new one.
+    {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(s, "GET /api/chains HTTP/1.1\r\nHost: x\r\nx-request-id: cli-test-1\r\nConnection: close\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        assert!(text.to_ascii_lowercase().contains("x-request-id: cli-test-1"), "{text}");
+    }
     let (status, me) = http(port, "GET", "/v2/me", Some(&bearer), None);
     assert_eq!(status, 200, "{me}");
     assert_eq!(me["agent_id"], agent_id.as_str());
@@ -95,6 +106,15 @@ fn operator_cli_end_to_end() {
     assert_eq!(status, 200);
     let _ = Command::new("kill").arg(server.id().to_string()).status();
     assert!(server.wait().unwrap().success());
+    // `--log-format json` (here by its env var): every line one JSON object,
+    // no colour codes, one line per answered request.
+    let logs = std::fs::read_to_string(log.path()).unwrap();
+    assert!(!logs.contains('\u{1b}'), "no ANSI codes in a log file");
+    let lines: Vec<Value> = logs.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect();
+    let answered: Vec<&Value> = lines.iter().filter(|l| l["message"] == "answered").collect();
+    assert!(answered.iter().any(|l| l["span"]["route"] == "/v2/me" && l["status"] == 200 && l["span"]["request_id"].as_str().is_some_and(|id| id.len() == 36)), "{logs}");
+    assert!(answered.iter().any(|l| l["span"]["route"] == "/api/chains" && l["span"]["request_id"] == "cli-test-1"), "{logs}");
+    assert!(answered.iter().all(|l| l["latency_us"].is_u64() && l["span"]["method"].is_string()), "{logs}");
 
     // Ten agents per account, then a clear refusal.
     for n in 2..=10 {

@@ -8,8 +8,31 @@ use stablerail::config::Config;
 #[derive(Parser)]
 #[command(name = "stablerail", version, about = "Cross-chain stablecoin payments with WebAssembly chain adapters")]
 struct Cli {
+    /// Log lines as JSON objects (one per line) or as text. Text has colours
+    /// only when standard error is a terminal.
+    #[arg(long, global = true, value_enum, default_value = "text", env = "STABLERAIL_LOG_FORMAT")]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Logs go to standard error, so a command's answer on standard output
+/// stays clean JSON.
+fn init_logs(format: LogFormat) {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "stablerail=info,tower_http=info".into());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => logs.json().flatten_event(true).with_current_span(true).with_span_list(false).init(),
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+    }
 }
 
 #[derive(Subcommand)]
@@ -186,13 +209,9 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "stablerail=info,tower_http=info".into()),
-        )
-        .init();
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    init_logs(cli.log_format);
+    match cli.command {
         Command::Serve { config, listen, database } => stablerail::server::serve(config, listen, database).await,
         Command::Adapter { command: AdapterCommand::Inspect { file, config } } => inspect(&file, &config),
         Command::Account { command, store } => account(command, store).await,

@@ -67,8 +67,32 @@ pub fn router(state: Shared) -> Router {
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(json_bodies_only))
         .layer(axum::middleware::map_response(envelope_everything))
-        .layer(TraceLayer::new_for_http())
+        .layer(request_log())
+        // Outermost: every request has an id before it is logged, and the
+        // answer carries it back (a client's own `x-request-id` is kept).
+        .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
+        .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(tower_http::request_id::MakeRequestUuid))
         .with_state(state)
+}
+
+/// One INFO line per request when it is answered: method, route (the
+/// template, so ids do not explode log cardinality), status, latency and
+/// request id. Query strings are never logged.
+fn request_log() -> TraceLayer<
+    tower_http::classify::SharedClassifier<tower_http::classify::ServerErrorsAsFailures>,
+    impl Fn(&axum::extract::Request) -> tracing::Span + Clone,
+    tower_http::trace::DefaultOnRequest,
+    impl Fn(&axum::response::Response, std::time::Duration, &tracing::Span) + Clone,
+> {
+    TraceLayer::new_for_http()
+        .make_span_with(|req: &axum::extract::Request| {
+            let route = req.extensions().get::<axum::extract::MatchedPath>().map_or("(unrouted)", |p| p.as_str());
+            let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("");
+            tracing::info_span!("request", method = %req.method(), route, request_id = id)
+        })
+        .on_response(|resp: &axum::response::Response, latency: std::time::Duration, _span: &tracing::Span| {
+            tracing::info!(status = resp.status().as_u16(), latency_us = latency.as_micros() as u64, "answered");
+        })
 }
 
 /// A request body is JSON, said so by its Content-Type (`application/json`
