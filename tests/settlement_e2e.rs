@@ -392,3 +392,37 @@ async fn a_short_payout_wallet_waits_and_completes_once_funded() {
     assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant + U256::from(2_000_000u64), "paid once");
     assert_eq!(dn.balance("arbitrum", &proxy).await, U256::from(8_000_000u64));
 }
+
+/// `/healthz` and `/readyz` answer outside the rate limiter; `/readyz`
+/// checks the database and each chain's id; a node on another chain than
+/// configured stops `serve` at start-up, naming the chain and both ids.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn readiness_probes_and_a_wrong_chain_id() {
+    let dn = Devnet::start_with(22845, "base,arbitrum", "", 0, None).await;
+    let (s, v) = dn.call("GET", "/readyz", None, &[]).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["checks"], json!({ "database": "ok", "chains": { "arbitrum": "ok", "base": "ok" } }));
+    let pid = dn.chain("arbitrum")["pid"].as_u64().unwrap() as u32;
+    common::process::stop_chain(&dn, "arbitrum", pid);
+    let (s, v) = dn.call("GET", "/readyz", None, &[]).await;
+    assert_eq!((s, v["statusCode"].as_u64()), (503, Some(503)), "{v}");
+    assert_eq!(v["checks"]["chains"]["arbitrum"], "unreachable", "{v}");
+    for _ in 0..5 {
+        assert_eq!(dn.call("GET", "/healthz", None, &[]).await.0, 200);
+    }
+
+    let cfg = dn.dir.path().join("chains.toml");
+    let wrong = std::fs::read_to_string(&cfg).unwrap().replacen("chain_id = 8453", "chain_id = 1", 1);
+    let wrong_cfg = dn.dir.path().join("wrong.toml");
+    std::fs::write(&wrong_cfg, wrong).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&wrong_cfg)
+        .arg("--database")
+        .arg(format!("sqlite://{}", dn.dir.path().join("sr.db").display()))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("chain `base`: its RPC answers chain id 8453, but chains.toml says 1"), "{err}");
+}

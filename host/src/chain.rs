@@ -160,6 +160,17 @@ impl ChainClient {
         Err(last)
     }
 
+    /// What the node says its chain id is (EVM: `eth_chainId`); `None` for
+    /// families without one.
+    pub async fn chain_id(&self) -> Result<Option<u64>, ChainError> {
+        if self.family != Family::Evm {
+            return Ok(None);
+        }
+        let v = self.rpc("eth_chainId", json!([])).await?;
+        let id = v.as_str().and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
+        id.map(Some).ok_or_else(|| ChainError::BadAnswer(format!("eth_chainId answered {v}")))
+    }
+
     /// `query` from a blocking thread (adapter calls run on one).
     pub fn query_blocking(&self, method: &str, params: &str) -> Result<String, ChainError> {
         let handle = tokio::runtime::Handle::try_current()

@@ -58,8 +58,66 @@ pub fn runtime_for(config: &Config, clock: Clock) -> anyhow::Result<Arc<Runtime>
     Runtime::new(limits, config.resolve(&config.service.cache_dir), clock)
 }
 
+/// What a chain's node said to `eth_chainId`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainProbe {
+    Ok,
+    Unreachable,
+    WrongChainId { node: u64, config: u64 },
+}
+
+impl ChainProbe {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChainProbe::Ok => "ok",
+            ChainProbe::Unreachable => "unreachable",
+            ChainProbe::WrongChainId { .. } => "wrong_chain_id",
+        }
+    }
+}
+
+/// Ask every exposed chain's node for its chain id, all at once, a few
+/// seconds each at most.
+pub async fn probe_chains(config: &Config, registry: &Registry) -> Vec<(String, ChainProbe)> {
+    use crate::config::Role;
+    let mut names = config.chains_with_role(Role::Payer);
+    names.extend(config.chains_with_role(Role::Target));
+    names.sort();
+    names.dedup();
+    let probes = names.into_iter().filter_map(|name| {
+        let client = registry.chain(&name)?;
+        let want = config.chains.get(&name)?.chain_id;
+        Some(async move {
+            let said = tokio::time::timeout(std::time::Duration::from_secs(3), client.chain_id()).await;
+            let state = match (said, want) {
+                (Ok(Ok(Some(node))), Some(config)) if node != config => ChainProbe::WrongChainId { node, config },
+                (Ok(Ok(_)), _) => ChainProbe::Ok,
+                (Ok(Err(e)), _) => {
+                    tracing::warn!(chain = %name, error = %e, "chain probe failed");
+                    ChainProbe::Unreachable
+                }
+                (Err(_), _) => ChainProbe::Unreachable,
+            };
+            (name, state)
+        })
+    });
+    futures::future::join_all(probes).await
+}
+
 pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -> anyhow::Result<()> {
     let state = build_state(&config_path, &database, system_clock()).await?;
+    // A node on another chain than configured would take signed transactions
+    // meant for this one: refuse to start. A node that does not answer yet
+    // is only a warning (`/readyz` says so until it does).
+    for (chain, probe) in probe_chains(&state.config, &state.registry).await {
+        match probe {
+            ChainProbe::WrongChainId { node, config } => {
+                anyhow::bail!("chain `{chain}`: its RPC answers chain id {node}, but chains.toml says {config}")
+            }
+            ChainProbe::Unreachable => tracing::warn!(chain = %chain, "chain RPC does not answer at start-up"),
+            ChainProbe::Ok => {}
+        }
+    }
     let every = std::time::Duration::from_secs(state.config.service.sweep_interval_seconds.max(1));
     tokio::spawn(crate::sweeper::run(state.db.clone(), every));
     Engine::new(state.clone(), state.keys.clone()).spawn(state.config.service.settlement_workers);

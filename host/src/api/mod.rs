@@ -59,7 +59,10 @@ pub fn router(state: Shared) -> Router {
         .route("/v2/intents/{id}", get(intents::get_agent))
         .route("/v2/intents/{id}/execute", post(intents::execute))
         .layer(from_fn_with_state(state.clone(), guard::agent_auth));
+    // Probes are never rate-limited.
+    let probes = Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz));
     Router::new()
+        .merge(probes)
         .merge(public)
         .merge(agent)
         .fallback(not_found)
@@ -154,6 +157,36 @@ async fn health(axum::extract::State(s): axum::extract::State<Shared>) -> Result
         ApiError::Unavailable("database unavailable".into())
     })?;
     Ok((StatusCode::OK, axum::Json(serde_json::json!({ "status": "ok" }))))
+}
+
+/// Liveness: the process answers.
+async fn healthz() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({ "status": "ok" }))
+}
+
+/// Readiness: the database answers and every exposed chain's node answers
+/// with its configured chain id. 503 (in the error envelope, with the
+/// checks) otherwise.
+async fn readyz(axum::extract::State(s): axum::extract::State<Shared>) -> axum::response::Response {
+    let database = match s.db.ping().await {
+        Ok(()) => "ok",
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness: database unavailable");
+            "unavailable"
+        }
+    };
+    let mut chains = serde_json::Map::new();
+    for (name, state) in crate::server::probe_chains(&s.config, &s.registry).await {
+        chains.insert(name, state.as_str().into());
+    }
+    let ready = database == "ok" && chains.values().all(|v| v == "ok");
+    let checks = serde_json::json!({ "database": database, "chains": chains });
+    if ready {
+        return axum::Json(serde_json::json!({ "status": "ready", "checks": checks })).into_response();
+    }
+    let mut body = ApiError::Unavailable("not ready: see checks".into()).envelope();
+    body["checks"] = checks;
+    (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
 }
 
 async fn not_found() -> ApiError {
