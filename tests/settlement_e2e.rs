@@ -399,6 +399,27 @@ async fn a_short_payout_wallet_waits_and_completes_once_funded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn readiness_probes_and_a_wrong_chain_id() {
     let dn = Devnet::start_with(22845, "base,arbitrum", "", 0, None).await;
+    let check = |cfg: &std::path::Path, env: &[(&str, &str)]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_stablerail"));
+        c.args(["config", "check", "--config"]).arg(cfg);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    // `config check` with the base RPC URL taken from the environment.
+    let cfg = dn.dir.path().join("chains.toml");
+    let by_env = std::fs::read_to_string(&cfg).unwrap().replace(&format!("rpc_urls = [{:?}]", dn.rpc_url("base")), "rpc_urls = [\"${STABLERAIL_TEST_BASE_RPC}\"]");
+    let env_cfg = dn.dir.path().join("by-env.toml");
+    std::fs::write(&env_cfg, by_env).unwrap();
+    let out = check(&env_cfg, &[("STABLERAIL_TEST_BASE_RPC", &dn.rpc_url("base"))]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["chains"], json!({ "arbitrum": "ok", "base": "ok" }));
+    let out = check(&env_cfg, &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("chains.base.rpc_urls: environment variable `STABLERAIL_TEST_BASE_RPC` is not set"), "{}", String::from_utf8_lossy(&out.stderr));
+
     let (s, v) = dn.call("GET", "/readyz", None, &[]).await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["checks"], json!({ "database": "ok", "chains": { "arbitrum": "ok", "base": "ok" } }));
@@ -411,7 +432,6 @@ async fn readiness_probes_and_a_wrong_chain_id() {
         assert_eq!(dn.call("GET", "/healthz", None, &[]).await.0, 200);
     }
 
-    let cfg = dn.dir.path().join("chains.toml");
     let wrong = std::fs::read_to_string(&cfg).unwrap().replacen("chain_id = 8453", "chain_id = 1", 1);
     let wrong_cfg = dn.dir.path().join("wrong.toml");
     std::fs::write(&wrong_cfg, wrong).unwrap();
@@ -425,4 +445,9 @@ async fn readiness_probes_and_a_wrong_chain_id() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("chain `base`: its RPC answers chain id 8453, but chains.toml says 1"), "{err}");
+    let out = check(&wrong_cfg, &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("chain `base`: its RPC answers chain id 8453, but the config says 1"), "{err}");
+    assert!(err.contains("chain `arbitrum`: its RPC does not answer"), "{err}");
 }

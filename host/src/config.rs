@@ -313,8 +313,23 @@ impl Config {
         expand_aliases(&mut raw)?;
         let mut cfg: Config = toml::Value::Table(raw).try_into().map_err(parse_err)?;
         cfg.apply_env_flags()?;
+        cfg.expand_env_references()?;
         cfg.validate()?;
         Ok(cfg)
+    }
+
+    /// `${NAME}` in an RPC URL is the environment variable NAME, so a
+    /// provider key need not be written into chains.toml. A variable that
+    /// is not set is an error naming the entry (never the value).
+    fn expand_env_references(&mut self) -> Result<(), ConfigError> {
+        for (name, chain) in self.chains.iter_mut() {
+            for url in chain.rpc_urls.iter_mut() {
+                *url = expand_env(url).map_err(|var| {
+                    ConfigError::Invalid(format!("chains.{name}.rpc_urls: environment variable `{var}` is not set"))
+                })?;
+            }
+        }
+        Ok(())
     }
 
     fn apply_env_flags(&mut self) -> Result<(), ConfigError> {
@@ -433,5 +448,35 @@ impl Config {
         } else {
             self.base_dir.join(p)
         }
+    }
+}
+
+/// Replace every `${NAME}` in `text` with the environment variable NAME;
+/// `Err(NAME)` for the first one that is not set. `$` without a brace is
+/// kept as it is.
+fn expand_env(text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let Some(len) = rest[start + 2..].find('}') else { break };
+        let var = &rest[start + 2..start + 2 + len];
+        out.push_str(&rest[..start]);
+        out.push_str(&std::env::var(var).map_err(|_| var.to_string())?);
+        rest = &rest[start + 3 + len..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod env_tests {
+    use super::expand_env;
+
+    #[test]
+    fn env_references_expand_and_missing_ones_are_named() {
+        std::env::set_var("STABLERAIL_TEST_RPC_KEY", "k3y");
+        assert_eq!(expand_env("https://rpc.example/v2/${STABLERAIL_TEST_RPC_KEY}?a=$b").unwrap(), "https://rpc.example/v2/k3y?a=$b");
+        assert_eq!(expand_env("no references").unwrap(), "no references");
+        assert_eq!(expand_env("https://x/${STABLERAIL_TEST_UNSET_VAR}").unwrap_err(), "STABLERAIL_TEST_UNSET_VAR");
     }
 }

@@ -71,6 +71,12 @@ enum Command {
         #[command(subcommand)]
         command: DevnetCommand,
     },
+    /// Check a config without serving: parse, validate, load every adapter
+    /// it names, and ask each exposed chain's RPC for its chain id.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Operators' view of intents: list them, re-queue one.
     Intent {
         #[command(subcommand)]
@@ -118,6 +124,15 @@ enum AgentCommand {
     Keys {
         #[arg(long)]
         agent: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Exit 0 when the config is usable; otherwise say what is wrong.
+    Check {
+        #[arg(long, default_value = "chains.toml", env = "STABLERAIL_CONFIG")]
+        config: PathBuf,
     },
 }
 
@@ -218,6 +233,7 @@ async fn run() -> anyhow::Result<()> {
         Command::Agent { command, store } => agent(command, store).await,
         Command::Recipient { command, store } => recipient(command, store).await,
         Command::Intent { command, store } => intent(command, store).await,
+        Command::Config { command: ConfigCommand::Check { config } } => config_check(&config).await,
         Command::Devnet { command } => devnet(command).await,
     }
 }
@@ -327,6 +343,26 @@ async fn recipient(cmd: RecipientCommand, store: StoreArgs) -> anyhow::Result<()
         .map_err(|e| anyhow::anyhow!("invalid address for {chain}: {e:?}"))?;
     stablerail::store::agents::set_recipient(&state.db, &email, &chain, &address).await?;
     println!("{}", serde_json::json!({ "email": email.trim().to_lowercase(), "chain": chain, "address": address }));
+    Ok(())
+}
+
+async fn config_check(path: &std::path::Path) -> anyhow::Result<()> {
+    use stablerail::server::ChainProbe;
+    let cfg = stablerail::server::load_config(path)?;
+    let runtime = stablerail::server::runtime_for(&cfg, system_clock())?;
+    let registry = stablerail::adapter::Registry::from_config(&cfg, runtime)?;
+    let probes = stablerail::server::probe_chains(&cfg, &registry).await;
+    let chains: serde_json::Map<String, serde_json::Value> = probes.iter().map(|(c, p)| (c.clone(), p.as_str().into())).collect();
+    println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "config": path.display().to_string(), "adapters": registry.adapters.len(), "chains": chains }))?);
+    let wrong: Vec<String> = probes
+        .iter()
+        .filter_map(|(c, p)| match p {
+            ChainProbe::WrongChainId { node, config } => Some(format!("chain `{c}`: its RPC answers chain id {node}, but the config says {config}")),
+            ChainProbe::Unreachable => Some(format!("chain `{c}`: its RPC does not answer")),
+            ChainProbe::Ok => None,
+        })
+        .collect();
+    anyhow::ensure!(wrong.is_empty(), "{}", wrong.join("; "));
     Ok(())
 }
 
