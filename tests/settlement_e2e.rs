@@ -36,6 +36,31 @@ async fn public_flow_settles_across_chains() {
     public_payment(&dn, "base", "arbitrum", "10", 0).await;
     public_payment(&dn, "base", "base", "2.5", 1).await;
     public_payment(&dn, "polygon", "bsc", "7.123456", 2).await;
+
+    // What an operator scrapes after those payments.
+    use tower::ServiceExt;
+    let resp = stablerail::api::router(dn.state.clone()).oneshot(axum::http::Request::get("/metrics").body(axum::body::Body::empty()).unwrap()).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
+    let text = String::from_utf8(http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes().to_vec()).unwrap();
+    let value = |name: &str, labels: &[&str]| -> f64 {
+        text.lines()
+            .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']) && labels.iter().all(|f| l.contains(f)))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+            .sum()
+    };
+    assert_eq!(value("stablerail_intents", &["status=\"TARGET_SETTLED\""]), 3.0, "{text}");
+    assert_eq!(value("stablerail_settlement_queue_depth", &[]), 0.0);
+    assert!(value("stablerail_http_requests_total", &["route=\"/api/intents/{id}\"", "method=\"POST\"", "status=\"200\""]) >= 3.0, "{text}");
+    assert!(value("stablerail_http_request_duration_seconds_count", &["route=\"/api/intents\""]) >= 3.0, "{text}");
+    for (chain, leg) in [("base", "source"), ("arbitrum", "target"), ("polygon", "source"), ("bsc", "target")] {
+        let (c, l) = (format!("chain=\"{chain}\""), format!("leg=\"{leg}\""));
+        assert!(value("stablerail_settlement_legs_total", &[&c, &l, "outcome=\"settled\""]) >= 1.0, "{chain} {leg}: {text}");
+        assert!(value("stablerail_settlement_leg_seconds_count", &[&c, &l]) >= 1.0, "{chain} {leg}: {text}");
+    }
+    assert!(value("stablerail_rpc_calls_total", &["chain=\"base\"", "method=\"eth_sendRawTransaction\"", "outcome=\"ok\""]) >= 1.0, "{text}");
+    assert!(value("stablerail_adapter_calls_total", &["function=\"verify\"", "outcome=\"ok\""]) >= 3.0, "{text}");
+    assert!(text.contains("stablerail_rpc_call_duration_seconds_bucket{"), "histograms have buckets: {text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -145,6 +145,18 @@ impl ChainClient {
     /// Each endpoint in turn until one answers; a node's own error answer
     /// is final (another endpoint of the same chain would say the same).
     async fn call(&self, method: &str, params: &Value) -> Result<String, ChainError> {
+        let started = std::time::Instant::now();
+        let answer = self.call_endpoints(method, params).await;
+        let outcome = match &answer {
+            Ok(_) => "ok",
+            Err(ChainError::Node { .. }) => "node_error",
+            Err(_) => "unavailable",
+        };
+        crate::telemetry::rpc_call(&self.chain, method, outcome, started.elapsed());
+        answer
+    }
+
+    async fn call_endpoints(&self, method: &str, params: &Value) -> Result<String, ChainError> {
         let mut last = ChainError::NoEndpoint;
         for e in &self.endpoints {
             match self.send(&e.url, method, params).await {

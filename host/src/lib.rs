@@ -18,3 +18,4 @@ pub mod server;
 pub mod settle;
 pub mod store;
 pub mod sweeper;
+pub mod telemetry;

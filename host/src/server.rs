@@ -18,6 +18,7 @@ use crate::settle::Engine;
 /// Build the application state: everything but the listener.
 pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> anyhow::Result<Shared> {
     let config = load_config(config_path)?;
+    crate::telemetry::init();
     let runtime = runtime_for(&config, clock)?;
     let registry = Registry::from_config(&config, runtime).context("adapters")?;
     let db = connect(database).await?;

@@ -143,48 +143,58 @@ fn asset_context(chain_id: &str, chain: &config::Chain, key: &str, asset: &confi
 impl AssetAdapter {
     fn call<R>(
         &self,
+        function: &'static str,
         f: impl FnOnce(&super::bindings::scheme::Guest, &mut wasmtime::Store<super::HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        self.adapter.call(Some(self.chain.clone()), f)
+        let started = std::time::Instant::now();
+        let answer = self.adapter.call(Some(self.chain.clone()), f);
+        let outcome = match &answer {
+            Ok(_) => "ok",
+            Err(CallError::OutOfFuel(_)) => "out_of_fuel",
+            Err(CallError::MemoryLimit(..)) => "memory_limit",
+            Err(CallError::Trap(..)) => "trap",
+        };
+        crate::telemetry::adapter_call(&self.adapter.name, function, outcome, started.elapsed());
+        answer
     }
 
     pub fn normalize_address(&self, family: wit::Family, address: &str) -> Result<Result<String, wit::AdapterError>, CallError> {
-        self.call(|g, s| g.call_normalize_address(s, family, address))
+        self.call("normalize-address", |g, s| g.call_normalize_address(s, family, address))
     }
 
     pub fn to_base_units(&self, amount: &str) -> Result<Result<String, wit::AdapterError>, CallError> {
-        self.call(|g, s| g.call_to_base_units(s, amount, self.ctx.decimals))
+        self.call("to-base-units", |g, s| g.call_to_base_units(s, amount, self.ctx.decimals))
     }
 
     pub fn requirements(&self, terms: &wit::Terms) -> Result<Result<wit::PaymentRequirements, wit::AdapterError>, CallError> {
-        self.call(|g, s| g.call_requirements(s, &self.ctx, terms))
+        self.call("requirements", |g, s| g.call_requirements(s, &self.ctx, terms))
     }
 
     pub fn verify(&self, req: &wit::PaymentRequirements, proof: &str) -> Result<Result<wit::VerifiedPayment, wit::ProofError>, CallError> {
-        self.call(|g, s| g.call_verify(s, &self.ctx, req, proof))
+        self.call("verify", |g, s| g.call_verify(s, &self.ctx, req, proof))
     }
 
     pub fn preflight(&self, payment: &wit::VerifiedPayment) -> Result<Result<(), wit::ProofError>, CallError> {
-        self.call(|g, s| g.call_preflight(s, &self.ctx, payment))
+        self.call("preflight", |g, s| g.call_preflight(s, &self.ctx, payment))
     }
 
     pub fn settle(&self, req: &wit::PaymentRequirements, proof: &str) -> Result<Result<Vec<wit::SettleStep>, wit::ProofError>, CallError> {
-        self.call(|g, s| g.call_settle(s, &self.ctx, req, proof))
+        self.call("settle", |g, s| g.call_settle(s, &self.ctx, req, proof))
     }
 
     pub fn read_receipt(&self, payment: &wit::VerifiedPayment, receipt: &str) -> Result<Result<wit::ReceiptStatus, wit::AdapterError>, CallError> {
-        self.call(|g, s| g.call_read_receipt(s, &self.ctx, payment, receipt))
+        self.call("read-receipt", |g, s| g.call_read_receipt(s, &self.ctx, payment, receipt))
     }
 
     pub fn authorize(&self, transfer: &wit::Transfer) -> Result<Result<wit::SigningRequest, wit::AdapterError>, CallError> {
-        self.call(|g, s| g.call_authorize(s, &self.ctx, transfer))
+        self.call("authorize", |g, s| g.call_authorize(s, &self.ctx, transfer))
     }
 
     pub fn prepare_sender(&self, sender: &str, amount: &str) -> Result<Result<Vec<wit::EvmCall>, wit::AdapterError>, CallError> {
-        self.call(|g, s| g.call_prepare_sender(s, &self.ctx, sender, amount))
+        self.call("prepare-sender", |g, s| g.call_prepare_sender(s, &self.ctx, sender, amount))
     }
 
     pub fn assemble(&self, req: &wit::PaymentRequirements, transfer: &wit::Transfer, signature: &[u8]) -> Result<Result<String, wit::AdapterError>, CallError> {
-        self.call(|g, s| g.call_assemble(s, &self.ctx, req, transfer, signature))
+        self.call("assemble", |g, s| g.call_assemble(s, &self.ctx, req, transfer, signature))
     }
 }

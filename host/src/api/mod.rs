@@ -60,7 +60,7 @@ pub fn router(state: Shared) -> Router {
         .route("/v2/intents/{id}/execute", post(intents::execute))
         .layer(from_fn_with_state(state.clone(), guard::agent_auth));
     // Probes are never rate-limited.
-    let probes = Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz));
+    let probes = Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz)).route("/metrics", get(metrics_text));
     Router::new()
         .merge(probes)
         .merge(public)
@@ -70,6 +70,7 @@ pub fn router(state: Shared) -> Router {
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(json_bodies_only))
         .layer(axum::middleware::map_response(envelope_everything))
+        .layer(axum::middleware::from_fn(http_metrics))
         .layer(request_log())
         // Outermost: every request has an id before it is logged, and the
         // answer carries it back (a client's own `x-request-id` is kept).
@@ -157,6 +158,26 @@ async fn health(axum::extract::State(s): axum::extract::State<Shared>) -> Result
         ApiError::Unavailable("database unavailable".into())
     })?;
     Ok((StatusCode::OK, axum::Json(serde_json::json!({ "status": "ok" }))))
+}
+
+/// Requests by route template, method and status, with their latency.
+async fn http_metrics(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let route = req.extensions().get::<axum::extract::MatchedPath>().map_or("(unrouted)".to_string(), |p| p.as_str().to_string());
+    let method = req.method().to_string();
+    let started = std::time::Instant::now();
+    let resp = next.run(req).await;
+    crate::telemetry::http_request(&route, &method, resp.status().as_u16(), started.elapsed());
+    resp
+}
+
+/// Prometheus metrics, plus the database's view at scrape time.
+async fn metrics_text(axum::extract::State(s): axum::extract::State<Shared>) -> Result<axum::response::Response, ApiError> {
+    let now = crate::intent::now_ms();
+    let by_status = crate::store::intents::count_by_status(&s.db).await?;
+    let (depth, oldest_due) = crate::store::settlement::queue_stats(&s.db, now).await?;
+    let age = oldest_due.map_or(0, |at| (now - at).max(0) / 1000);
+    let text = crate::telemetry::render() + &crate::telemetry::scrape_text(&by_status, depth, age);
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response())
 }
 
 /// Liveness: the process answers.

@@ -56,6 +56,7 @@ impl Engine {
                     continue;
                 }
             };
+            crate::telemetry::nonce_lag(&chain_name, &sender, next.saturating_sub(mined));
             let before = seen.insert((chain_name.clone(), sender.clone()), mined);
             if mined >= next || before.is_some_and(|b| b != mined) {
                 continue; // nothing outstanding, or the chain is moving

@@ -99,6 +99,12 @@ fn transfer_of(payer: &str, pay_to: &str, amount: &str) -> VerifiedPayment {
     }
 }
 
+/// Time since `at_ms`: a leg's start for its latency metric (the proof's
+/// acceptance is the intent's last update on a source leg's way).
+fn elapsed_since(at_ms: i64) -> Duration {
+    Duration::from_millis((now_ms() - at_ms).max(0) as u64)
+}
+
 /// Exponential backoff from half a second up to `cap`, with ±20 % jitter
 /// so that intents failing together do not retry together.
 fn backoff(attempts: i64, cap: Duration) -> Duration {
@@ -207,6 +213,8 @@ impl Engine {
 
     async fn fail(&self, i: &Intent, to: Status, why: Reason) -> anyhow::Result<Next> {
         tracing::info!(intent = %i.id, status = %to, code = why.code.code(), message = %why.message, "settlement ended");
+        let outcome = if to == Status::Blocked { "blocked" } else { "failed" };
+        crate::telemetry::settlement_leg(&i.payer_chain, "source", outcome, Some(elapsed_since(i.updated_at)));
         repo::transition(&self.state.db, &i.id, i.status, to, Some(&why), now_ms()).await?;
         Ok(Next::Done)
     }
@@ -368,6 +376,7 @@ impl Engine {
                 match outcome {
                     ReceiptStatus::Settled(_) => {
                         repo::source_settled(&self.state.db, &i.id, &hash, now_ms()).await?;
+                        crate::telemetry::settlement_leg(&i.payer_chain, "source", "settled", Some(elapsed_since(i.updated_at)));
                         // The payout goes back in line behind source legs
                         // already waiting: those hold payer authorizations
                         // that expire, a payout has no deadline.
@@ -469,6 +478,7 @@ impl Engine {
                 match self.read_receipt(&adapter, expected(&payer, &req), receipt).await? {
                     ReceiptStatus::Settled(_) => {
                         repo::target_settled(db, &i.id, &hash, now_ms()).await?;
+                        crate::telemetry::settlement_leg(&i.target_chain, "target", "settled", i.source_settled_at.map(elapsed_since));
                         tracing::info!(intent = %i.id, tx = %hash, "payment settled");
                         Ok(Next::Done)
                     }
@@ -512,11 +522,13 @@ impl Engine {
             repo::transition(db, &i.id, Status::TargetSettling, Status::PartialSettlement, Some(&why), now_ms()).await?;
             repo::transition(db, &i.id, Status::SourceSettled, Status::PartialSettlement, Some(&why), now_ms()).await?;
             tracing::error!(intent = %i.id, "payout retry budget spent and no stored payout can land: needs reconciliation");
+            crate::telemetry::settlement_leg(&i.target_chain, "target", "partial", i.source_settled_at.map(elapsed_since));
             return Ok(Next::Done);
         }
         repo::transition(db, &i.id, Status::TargetSettling, Status::SourceSettled, Some(&code.into()), now_ms()).await?;
         // Signal the current reason even when the status did not change.
         repo::transition(db, &i.id, Status::SourceSettled, Status::SourceSettled, Some(&code.into()), now_ms()).await?;
+        crate::telemetry::settlement_leg(&i.target_chain, "target", "retried", None);
         Ok(Next::Later(backoff(attempts, self.max_backoff()), true))
     }
 

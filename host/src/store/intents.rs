@@ -176,3 +176,13 @@ pub async fn queued(db: &Db, id: &str) -> Result<bool, DbError> {
         .await?
         .is_some())
 }
+
+/// How many intents are in each status.
+pub async fn count_by_status(db: &Db) -> Result<Vec<(String, i64)>, DbError> {
+    sqlx::query("SELECT status, COUNT(*) AS n FROM intents GROUP BY status ORDER BY status")
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(|r| Ok((r.try_get("status")?, r.try_get("n")?)))
+        .collect()
+}

@@ -576,3 +576,12 @@ pub async fn give_up(db: &Db, id: &str, why: &Reason, now_ms: i64) -> Result<boo
     tx.commit().await?;
     Ok(moved)
 }
+
+/// Queue entries, and when the oldest entry that is due now became due.
+pub async fn queue_stats(db: &Db, now_ms: i64) -> Result<(i64, Option<i64>), DbError> {
+    let r = sqlx::query("SELECT COUNT(*) AS n, MIN(CASE WHEN available_at <= $1 THEN available_at END) AS oldest FROM settlement_queue")
+        .bind(now_ms)
+        .fetch_one(&db.pool)
+        .await?;
+    Ok((r.try_get("n")?, r.try_get("oldest")?))
+}
