@@ -445,6 +445,26 @@ async fn readiness_probes_and_a_wrong_chain_id() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("chains.base.rpc_urls: environment variable `STABLERAIL_TEST_BASE_RPC` is not set"), "{}", String::from_utf8_lossy(&out.stderr));
 
+    // `stablerail wallets`: every wallet of the keystore, balances per chain.
+    let wallets = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stablerail"))
+            .args(["wallets", "--config"])
+            .arg(&cfg)
+            .arg("--database")
+            .arg(format!("sqlite://{}", dn.dir.path().join("sr.db").display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["wallets"].as_array().unwrap().clone()
+    };
+    let listed = wallets();
+    let named = |list: &[Value], name: &str| list.iter().find(|w| w["name"] == name).cloned().unwrap_or_else(|| panic!("{name} in {list:?}"));
+    let proxy = named(&listed, "proxy:evm");
+    assert_eq!(proxy["address"], dn.state.keys.address(keys::PROXY).await.unwrap().as_str());
+    assert_eq!(proxy["balances"]["arbitrum"]["usdc"], "1000000", "{proxy}");
+    assert_ne!(named(&listed, "relayer:evm")["balances"]["base"]["eth"], "0", "the relayer has gas");
+
     let (s, v) = dn.call("GET", "/readyz", None, &[]).await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["checks"], json!({ "database": "ok", "chains": { "arbitrum": "ok", "base": "ok" } }));
@@ -453,6 +473,7 @@ async fn readiness_probes_and_a_wrong_chain_id() {
     let (s, v) = dn.call("GET", "/readyz", None, &[]).await;
     assert_eq!((s, v["statusCode"].as_u64()), (503, Some(503)), "{v}");
     assert_eq!(v["checks"]["chains"]["arbitrum"], "unreachable", "{v}");
+    assert_eq!(named(&wallets(), "proxy:evm")["balances"]["arbitrum"], json!({ "error": "chain unavailable" }), "one chain down is said, not fatal");
     for _ in 0..5 {
         assert_eq!(dn.call("GET", "/healthz", None, &[]).await.0, 200);
     }

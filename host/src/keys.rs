@@ -104,6 +104,12 @@ impl Keystore {
         Ok(signer)
     }
 
+    /// Every key's name and address, by name.
+    pub async fn list(&self) -> anyhow::Result<Vec<(String, String)>> {
+        let rows = sqlx::query("SELECT name, address FROM wallet_keys ORDER BY name").fetch_all(&self.db.pool).await?;
+        rows.iter().map(|r| Ok((r.try_get("name")?, r.try_get("address")?))).collect()
+    }
+
     /// The signer whose address is `address`, if this keystore holds it.
     pub async fn signer_by_address(&self, address: &str) -> anyhow::Result<Option<PrivateKeySigner>> {
         let row = sqlx::query("SELECT name FROM wallet_keys WHERE address = $1").bind(address).fetch_optional(&self.db.pool).await?;

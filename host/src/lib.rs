@@ -19,3 +19,4 @@ pub mod settle;
 pub mod store;
 pub mod sweeper;
 pub mod telemetry;
+pub mod wallets;

@@ -77,6 +77,12 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Every service and agent wallet with its native and token balances on
+    /// each exposed chain.
+    Wallets {
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Operators' view of intents: list them, re-queue one.
     Intent {
         #[command(subcommand)]
@@ -233,6 +239,7 @@ async fn run() -> anyhow::Result<()> {
         Command::Agent { command, store } => agent(command, store).await,
         Command::Recipient { command, store } => recipient(command, store).await,
         Command::Intent { command, store } => intent(command, store).await,
+        Command::Wallets { store } => wallets(store).await,
         Command::Config { command: ConfigCommand::Check { config } } => config_check(&config).await,
         Command::Devnet { command } => devnet(command).await,
     }
@@ -343,6 +350,34 @@ async fn recipient(cmd: RecipientCommand, store: StoreArgs) -> anyhow::Result<()
         .map_err(|e| anyhow::anyhow!("invalid address for {chain}: {e:?}"))?;
     stablerail::store::agents::set_recipient(&state.db, &email, &chain, &address).await?;
     println!("{}", serde_json::json!({ "email": email.trim().to_lowercase(), "chain": chain, "address": address }));
+    Ok(())
+}
+
+async fn wallets(store: StoreArgs) -> anyhow::Result<()> {
+    let state = stablerail::server::build_state(&store.config, &store.database, system_clock()).await?;
+    let mut out = Vec::new();
+    for (name, address) in state.keys.list().await? {
+        let owner: alloy_primitives::Address = address.parse()?;
+        let mut chains = serde_json::Map::new();
+        let mut names: Vec<String> = state.config.chains_with_role(stablerail::config::Role::Payer);
+        names.extend(state.config.chains_with_role(stablerail::config::Role::Target));
+        names.sort();
+        names.dedup();
+        for chain in names {
+            let shown = match stablerail::wallets::on_chain(&state.config, &state.registry, &chain, owner).await {
+                Ok(rows) => serde_json::Value::Object(
+                    rows.iter().map(|b| (b.asset.clone(), stablerail::wallets::display(b.raw, b.decimals).into())).collect(),
+                ),
+                Err(e) => {
+                    tracing::warn!(chain = %chain, error = %e, "balances unavailable");
+                    serde_json::json!({ "error": "chain unavailable" })
+                }
+            };
+            chains.insert(chain, shown);
+        }
+        out.push(serde_json::json!({ "name": name, "address": address, "balances": chains }));
+    }
+    println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "wallets": out }))?);
     Ok(())
 }
 
