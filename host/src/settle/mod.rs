@@ -519,15 +519,15 @@ impl Engine {
         tracing::warn!(intent = %i.id, attempts, code = code.code(), detail, "payout not dispatched; will retry");
         if spent && !self.payout_can_land(i).await {
             let why = Reason::from(Failure::NeedsReconciliation);
-            repo::transition(db, &i.id, Status::TargetSettling, Status::PartialSettlement, Some(&why), now_ms()).await?;
-            repo::transition(db, &i.id, Status::SourceSettled, Status::PartialSettlement, Some(&why), now_ms()).await?;
+            let from = [Status::TargetSettling, Status::SourceSettled];
+            repo::transition_from(db, &i.id, &from, Status::PartialSettlement, Some(&why), now_ms()).await?;
             tracing::error!(intent = %i.id, "payout retry budget spent and no stored payout can land: needs reconciliation");
             crate::telemetry::settlement_leg(&i.target_chain, "target", "partial", i.source_settled_at.map(elapsed_since));
             return Ok(Next::Done);
         }
-        repo::transition(db, &i.id, Status::TargetSettling, Status::SourceSettled, Some(&code.into()), now_ms()).await?;
-        // Signal the current reason even when the status did not change.
-        repo::transition(db, &i.id, Status::SourceSettled, Status::SourceSettled, Some(&code.into()), now_ms()).await?;
+        // The current reason is recorded even when it was SOURCE_SETTLED already.
+        let from = [Status::TargetSettling, Status::SourceSettled];
+        repo::transition_from(db, &i.id, &from, Status::SourceSettled, Some(&code.into()), now_ms()).await?;
         crate::telemetry::settlement_leg(&i.target_chain, "target", "retried", None);
         Ok(Next::Later(backoff(attempts, self.max_backoff()), true))
     }

@@ -84,16 +84,25 @@ pub async fn dequeue(db: &Db, id: &str) -> Result<(), DbError> {
 /// `from → to`, recording why when given. `false` if the intent was not in
 /// `from` (someone else moved it).
 pub async fn transition(db: &Db, id: &str, from: Status, to: Status, why: Option<&Reason>, now_ms: i64) -> Result<bool, DbError> {
+    transition_from(db, id, &[from, from], to, why, now_ms).await
+}
+
+/// The same from either of two states, in one compare-and-set (a payout
+/// that failed is back to SOURCE_SETTLED whether it had reached
+/// TARGET_SETTLING or not).
+pub async fn transition_from(db: &Db, id: &str, from: &[Status; 2], to: Status, why: Option<&Reason>, now_ms: i64) -> Result<bool, DbError> {
     Ok(sqlx::query(
         "UPDATE intents SET status = $1, error_message = COALESCE($2, error_message), \
-         error_code = COALESCE($6, error_code), updated_at = $3, version = version + 1 WHERE id = $4 AND status = $5",
+         error_code = COALESCE($6, error_code), updated_at = $3, version = version + 1 \
+         WHERE id = $4 AND status IN ($5, $7)",
     )
     .bind(to.as_str())
     .bind(why.map(|r| r.message.as_str()))
     .bind(now_ms)
     .bind(id)
-    .bind(from.as_str())
+    .bind(from[0].as_str())
     .bind(why.map(|r| r.code.code()))
+    .bind(from[1].as_str())
     .execute(&db.pool)
     .await?
     .rows_affected()
@@ -277,14 +286,8 @@ fn insert_tx_query<'q>(t: &'q NewTx<'q>, now_ms: i64) -> sqlx::query::Query<'q, 
     .bind(now_ms)
 }
 
-/// Store one signed transaction that settles several intents' steps (a
-/// batch): its bytes once, and a row per step. All of it or none.
-pub async fn insert_txs(db: &Db, rows: &[NewTx<'_>], now_ms: i64) -> Result<(), DbError> {
-    let mut tx = db.pool.begin().await?;
-    insert_txs_in(&mut tx, rows, now_ms).await?;
-    tx.commit().await
-}
-
+/// Store one signed transaction under every step it settles (a batch:
+/// its bytes once, and a row per step), inside the caller's transaction.
 async fn insert_txs_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, rows: &[NewTx<'_>], now_ms: i64) -> Result<(), DbError> {
     let [first, ..] = rows else { return Ok(()) };
     if rows.len() == 1 {
