@@ -5,11 +5,26 @@
 # Extra arguments go to `stablerail serve` (e.g. --listen 0.0.0.0:8402).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh
+bin=target/release/stablerail
+# Build only when a source is newer than the binary (or there is none).
+if [ ! -x "$bin" ] || [ ! -d adapters/target/wasm32-wasip2/release ] \
+   || [ -n "$(find host adapters wit migrations Cargo.toml Cargo.lock -newer "$bin" -type f \
+                -not -path 'adapters/target/*' -print -quit)" ]; then
+    scripts/build.sh
+else
+    scripts/setup.sh
+fi
 dir=.stablerail/devnet
-target/release/stablerail devnet up --dir "$dir"
-trap 'target/release/stablerail devnet down --dir "$dir" >/dev/null 2>&1 || true' EXIT
+"$bin" devnet up --dir "$dir" --output table
+# The service replaces this shell (exec), so Ctrl-C or SIGTERM reaches it
+# directly; this watcher ignores both, waits for it to stop, then stops
+# the devnet.
+service=$$
+( trap '' INT TERM
+  while kill -0 "$service" 2>/dev/null; do sleep 0.5; done
+  "$bin" devnet down --dir "$dir" >/dev/null 2>&1 || true ) &
 echo
-echo "==> serving on http://127.0.0.1:8402 (Ctrl-C stops the service and the devnet)"
+echo "==> serving on http://127.0.0.1:8402 (Ctrl-C stops the service, then the devnet)"
 echo "    in another shell: node devnet/demo.mjs"
-target/release/stablerail serve --config "$dir/chains.toml" --database "sqlite://$PWD/$dir/stablerail.db" "$@"
+echo "    API contract: http://127.0.0.1:8402/api/openapi.json"
+exec "$bin" serve --config "$dir/chains.toml" --database "sqlite://$PWD/$dir/stablerail.db" "$@"

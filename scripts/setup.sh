@@ -21,3 +21,11 @@ fi
 # Canonical Permit2's bytecode for the devnet, from npm (cached, hash pinned),
 # fetched once here rather than by devnets starting side by side.
 node devnet/canonical.mjs >/dev/null
+
+# schemathesis (PyPI, pinned) fuzzes the served OpenAPI document in the tests.
+SCHEMATHESIS_VERSION=4.32.5
+if [ "$(.venv/bin/schemathesis --version 2>/dev/null)" != "schemathesis, version $SCHEMATHESIS_VERSION" ]; then
+    echo "==> installing schemathesis $SCHEMATHESIS_VERSION"
+    python3 -m venv .venv 2>/dev/null || { apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv .venv; }
+    .venv/bin/pip install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi

@@ -48,6 +48,7 @@ decimals = 6
 async fn get(tron_enabled: bool, uri: &str) -> (StatusCode, Value) {
     let dir = tempfile::tempdir().unwrap();
     let path = common::write_config(dir.path(), &body(tron_enabled));
+    common::init_keys(&path, "sqlite::memory:").await;
     let state = stablerail::server::build_state(&path, "sqlite::memory:", system_clock()).await.unwrap();
     let resp = stablerail::api::router(state)
         .oneshot(Request::get(uri).body(Body::empty()).unwrap())
@@ -83,11 +84,15 @@ fn binary() -> Command {
     c
 }
 
-/// Run `serve` on a free port and return its /api/chains answer.
+/// Run `serve` on a free port (after `keys init`, on a database beside
+/// the config) and return its /api/chains answer.
 fn serve_and_list(config: &std::path::Path, env: &[(&str, &str)]) -> Value {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let database = format!("sqlite://{}", config.with_file_name("sr.db").display());
+    let init = binary().args(["keys", "init", "--database", &database, "--config"]).arg(config).envs(env.iter().copied()).output().unwrap();
+    assert!(init.status.success(), "keys init: {}", String::from_utf8_lossy(&init.stderr));
     let mut child = binary()
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--database", "sqlite::memory:", "--config"])
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--database", &database, "--config"])
         .arg(config)
         .envs(env.iter().copied())
         .stdout(Stdio::null())
@@ -114,8 +119,8 @@ fn environment_overrides_the_config_flag() {
     assert!(!off["chains"].as_array().unwrap().iter().any(|c| c == "tron"), "{off}");
 }
 
-#[test]
-fn shipped_config_serves_and_refuses_tron_without_its_adapter() {
+#[tokio::test]
+async fn shipped_config_serves_and_refuses_tron_without_its_adapter() {
     common::adapters_dir();
     let shipped = common::repo_root().join("chains.toml");
     let dir = tempfile::tempdir().unwrap();
@@ -127,7 +132,12 @@ fn shipped_config_serves_and_refuses_tron_without_its_adapter() {
     let path = dir.path().join("chains.toml");
     std::fs::write(&path, text).unwrap();
 
-    let listed = serve_and_list(&path, &[]);
+    // In process: the chains the config exposes (serve would also withhold
+    // any whose public RPC does not answer from here).
+    common::init_keys(&path, "sqlite::memory:").await;
+    let state = stablerail::server::build_state(&path, "sqlite::memory:", system_clock()).await.unwrap();
+    let resp = stablerail::api::router(state).oneshot(Request::get("/api/chains").body(Body::empty()).unwrap()).await.unwrap();
+    let listed: Value = serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
     assert_eq!(listed, json!({
         "chains": ["arbitrum", "base", "bsc", "ethereum", "polygon"],
         "target_chains": ["arbitrum", "base", "bsc", "ethereum", "polygon"],

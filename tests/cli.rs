@@ -11,6 +11,7 @@ struct Env {
     dir: tempfile::TempDir,
     config: std::path::PathBuf,
     database: String,
+    chains: Vec<common::process::Reaped>,
 }
 
 impl Env {
@@ -18,7 +19,26 @@ impl Env {
         let dir = tempfile::tempdir().unwrap();
         let config = common::write_config(dir.path(), &common::app::config(""));
         let database = format!("sqlite://{}", dir.path().join("cli.db").display());
-        Env { dir, config, database }
+        Env { dir, config, database, chains: vec![] }
+    }
+
+    /// Real nodes (anvil, with each chain's id) for base and arbitrum, named
+    /// in the config: `serve` exposes only chains whose node answers.
+    fn with_nodes(mut self) -> Env {
+        let anvil = common::devnet::devnet_dir().join("node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
+        let mut text = std::fs::read_to_string(&self.config).unwrap();
+        for (chain, id) in [("base", 8453), ("arbitrum", 42161)] {
+            let port = common::process::free_port();
+            let child = Command::new(&anvil)
+                .args(["--chain-id", &id.to_string(), "--port", &port.to_string(), "--host", "127.0.0.1", "--silent"])
+                .spawn()
+                .unwrap();
+            self.chains.push(common::process::Reaped(child));
+            common::wait_for_port(port);
+            text = text.replacen(&format!("[chains.{chain}]\n"), &format!("[chains.{chain}]\nrpc_urls = [\"http://127.0.0.1:{port}\"]\n"), 1);
+        }
+        std::fs::write(&self.config, text).unwrap();
+        self
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -44,11 +64,38 @@ use common::http;
 
 #[test]
 fn operator_cli_end_to_end() {
-    let env = Env::new();
+    let env = Env::new().with_nodes();
+    // Nothing exists yet: serve refuses rather than creating keys silently.
+    let refused = env.run(&["serve", "--listen", "127.0.0.1:0"]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("stablerail keys init"), "{said}");
+    assert!(!env.dir.path().join(".stablerail/master.key").exists(), "serve created a master key");
+    // keys init creates them; a second run keeps them.
+    let init = env.json(&["keys", "init"]);
+    assert_eq!((init["master_key"].as_str(), init["pepper"].as_str()), (Some("created"), Some("created")), "{init}");
+    assert!(init["wallets"].as_array().unwrap().iter().all(|w| w["created"] == true && w["address"].as_str().unwrap().starts_with("0x")));
+    let again = env.json(&["keys", "init"]);
+    assert_eq!((again["master_key"].as_str(), again["pepper"].as_str()), (Some("kept"), Some("kept")));
+    assert_eq!(again["wallets"][0]["address"], init["wallets"][0]["address"]);
+    assert!(again["wallets"].as_array().unwrap().iter().all(|w| w["created"] == false));
+
+    // Commands that write need the database named: no default file.
+    let nodb = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        .args(["account", "create", "--name", "x", "--config"])
+        .arg(&env.config)
+        .env_remove("STABLERAIL_DATABASE")
+        .output()
+        .unwrap();
+    assert!(!nodb.status.success());
+    assert!(String::from_utf8_lossy(&nodb.stderr).contains("--database"));
+
     let account = env.json(&["account", "create", "--name", "acme"]);
     let account_id = account["account_id"].as_str().unwrap().to_string();
     let agent = env.json(&["agent", "create", "--account", &account_id, "--name", "buyer-bot"]);
     let agent_id = agent["agent_id"].as_str().unwrap().to_string();
+    let wallet = agent["wallet_address"].as_str().expect("agent create prints the hosted wallet").to_string();
+    assert!(wallet.starts_with("0x") && wallet.len() == 42, "{agent}");
     assert!(agent["api_key"].as_str().unwrap().starts_with("sr_"));
     assert!(agent["secret_key"].as_str().unwrap().starts_with("srsk_"));
     let bearer = format!("Bearer {}", agent["bearer_token"].as_str().unwrap());
@@ -64,7 +111,8 @@ fn operator_cli_end_to_end() {
     assert_eq!(added["address"], "0x000000000000000000000000000000000000bEEF", "stored checksummed");
     let bad = env.run(&["recipient", "add", "shop@example.com", "--chain", "arbitrum", "--address", "0x1234"]);
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid address"));
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(said.contains("is not a valid address on arbitrum") && !said.contains("Err(") && !said.contains("{ "), "{said}");
 
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let log = tempfile::NamedTempFile::new().unwrap();
@@ -91,6 +139,7 @@ fn operator_cli_end_to_end() {
     let (status, me) = http(port, "GET", "/v2/me", Some(&bearer), None);
     assert_eq!(status, 200, "{me}");
     assert_eq!(me["agent_id"], agent_id.as_str());
+    assert_eq!(me["wallet_address"], wallet.as_str());
     assert_eq!(me["name"], "buyer-bot");
     let (status, created) = http(port, "POST", "/v2/intents", Some(&bearer), Some(json!({
         "email": "shop@example.com", "amount": "12.5", "payer_chain": "base", "target_chain": "arbitrum",
@@ -102,8 +151,44 @@ fn operator_cli_end_to_end() {
     let rotated = env.json(&["agent", "keys", "--agent", &agent_id]);
     let (status, _) = http(port, "GET", "/v2/me", Some(&bearer), None);
     assert_eq!(status, 401);
-    let (status, _) = http(port, "GET", "/v2/me", Some(&format!("Bearer {}", rotated["bearer_token"].as_str().unwrap())), None);
+    let fresh = format!("Bearer {}", rotated["bearer_token"].as_str().unwrap());
+    let (status, _) = http(port, "GET", "/v2/me", Some(&fresh), None);
     assert_eq!(status, 200);
+
+    // list / show / disable, as JSON and as a table.
+    let agents = env.json(&["agent", "list", "--account", &account_id]);
+    assert_eq!(agents.as_array().unwrap().len(), 1);
+    assert_eq!(agents[0]["wallet_address"], wallet.as_str());
+    assert!(agents[0].get("secret_key").is_none() && agents[0].get("api_key").is_none(), "no keys in listings");
+    let shown = env.json(&["agent", "show", &agent_id]);
+    assert_eq!(shown["status"], "active");
+    let table = env.run(&["agent", "list", "--output", "table"]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.starts_with("AGENT_ID") && table.contains(&agent_id) && table.contains(&wallet), "{table}");
+    let disabled = env.json(&["agent", "disable", &agent_id]);
+    assert_eq!(disabled["status"], "disabled");
+    let (status, _) = http(port, "GET", "/v2/me", Some(&fresh), None);
+    assert_eq!(status, 401, "a disabled agent's keys stop working");
+    assert_eq!(env.json(&["account", "show", &account_id])["name"], "acme");
+    assert_eq!(env.json(&["account", "list"]).as_array().unwrap().len(), 1);
+    let missing = env.run(&["account", "show", "nope"]);
+    assert!(!missing.status.success());
+    assert_eq!(String::from_utf8_lossy(&missing.stderr).trim(), "error: no account nope");
+
+    assert_eq!(env.json(&["recipient", "show", "shop@example.com"])[0]["status"], "active");
+    let gone = env.json(&["recipient", "disable", "shop@example.com", "--chain", "arbitrum"]);
+    assert_eq!(gone[0]["status"], "disabled");
+    let second = env.json(&["agent", "create", "--account", &account_id, "--name", "second"]);
+    let (status, e) = http(port, "POST", "/v2/intents", Some(&format!("Bearer {}", second["bearer_token"].as_str().unwrap())), Some(json!({
+        "email": "shop@example.com", "amount": "1", "payer_chain": "base", "target_chain": "arbitrum",
+    })));
+    assert_eq!(status, 400, "a disabled recipient no longer resolves: {e}");
+    env.json(&["recipient", "add", "shop@example.com", "--chain", "arbitrum", "--address", "0x000000000000000000000000000000000000beef"]);
+    assert_eq!(env.json(&["recipient", "list"])[0]["status"], "active");
+    env.json(&["account", "disable", &account_id]);
+    assert_eq!(env.json(&["agent", "show", second["agent_id"].as_str().unwrap()])["status"], "disabled");
+    let refused = env.run(&["agent", "create", "--account", &account_id, "--name", "late"]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("is disabled"));
     let _ = Command::new("kill").arg(server.id().to_string()).status();
     assert!(server.wait().unwrap().success());
     // `--log-format json` (here by its env var): every line one JSON object,
@@ -117,7 +202,8 @@ fn operator_cli_end_to_end() {
     assert!(answered.iter().all(|l| l["latency_us"].is_u64() && l["span"]["method"].is_string()), "{logs}");
 
     // Ten agents per account, then a clear refusal.
-    for n in 2..=10 {
+    let account_id = env.json(&["account", "create", "--name", "busy"])["account_id"].as_str().unwrap().to_string();
+    for n in 1..=10 {
         env.json(&["agent", "create", "--account", &account_id, "--name", &format!("bot-{n}")]);
     }
     let eleventh = env.run(&["agent", "create", "--account", &account_id, "--name", "bot-11"]);
@@ -125,4 +211,53 @@ fn operator_cli_end_to_end() {
     assert!(String::from_utf8_lossy(&eleventh.stderr).contains("already has 10 agents"));
     let nobody = env.run(&["agent", "keys", "--agent", "no-such-agent"]);
     assert!(String::from_utf8_lossy(&nobody.stderr).contains("agent no-such-agent not found"));
+}
+
+/// `keys import` stores an existing key; a sealed key is bound to its name,
+/// so a row copied under another name does not open.
+#[tokio::test]
+async fn imported_keys_and_keys_bound_to_names() {
+    let env = Env::new();
+    env.json(&["keys", "init"]);
+    let key = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+    let mut import = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        .args(["keys", "import", "--name", "treasury:evm", "--config"])
+        .arg(&env.config)
+        .args(["--database", &env.database])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    import.stdin.take().unwrap().write_all(key.as_bytes()).unwrap();
+    let out = import.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let imported: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(imported["address"], "0x70997970C51812dc3A010C7d01b50e0d17dc79C8");
+    // The same name twice is refused.
+    let again = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        .args(["keys", "import", "--name", "treasury:evm", "--config"])
+        .arg(&env.config)
+        .args(["--database", &env.database])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+
+    let cfg = stablerail::config::Config::load(&env.config).unwrap();
+    let db = stablerail::db::Db::connect(&env.database).await.unwrap();
+    let master = cfg.resolve(&cfg.service.master_key_file);
+    let keys = stablerail::keys::Keystore::open(db.clone(), &master).unwrap();
+    assert_eq!(keys.address("treasury:evm").await.unwrap(), "0x70997970C51812dc3A010C7d01b50e0d17dc79C8");
+    sqlx::query("UPDATE wallet_keys SET sealed = (SELECT sealed FROM wallet_keys WHERE name = 'treasury:evm') WHERE name = 'proxy:evm'")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let fresh = stablerail::keys::Keystore::open(db.clone(), &master).unwrap();
+    let err = fresh.signer(stablerail::keys::PROXY).await.unwrap_err().to_string();
+    assert!(err.contains("does not open"), "{err}");
+    // And a service wallet is never created behind the operator's back.
+    sqlx::query("DELETE FROM wallet_keys WHERE name = 'relayer:evm'").execute(&db.pool).await.unwrap();
+    let err = fresh.signer(stablerail::keys::RELAYER).await.unwrap_err().to_string();
+    assert!(err.contains("keys init"), "{err}");
 }

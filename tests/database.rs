@@ -177,3 +177,35 @@ async fn in_memory_sqlite_is_one_database() {
     let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM recipients").fetch_one(&db.pool).await.unwrap().get("n");
     assert_eq!(n, 10);
 }
+
+/// The operator's list/show/disable queries (optional filters) on one engine.
+async fn check_operator_queries(db: &Db) {
+    use stablerail::store::agents as repo;
+    let acc = repo::create_account(db, "acme", 1).await.unwrap();
+    let a = repo::create_agent(db, Some(&acc), "bot", 2).await.unwrap();
+    repo::create_agent(db, None, "loner", 3).await.unwrap();
+    assert_eq!(repo::accounts(db, None).await.unwrap().len(), 1);
+    assert_eq!(repo::accounts(db, Some(&acc)).await.unwrap()[0].name, "acme");
+    assert_eq!(repo::agents(db, None, None).await.unwrap().len(), 2);
+    assert_eq!(repo::agents(db, Some(&acc), None).await.unwrap().len(), 1);
+    assert_eq!(repo::agents(db, None, Some(&a.id)).await.unwrap()[0].name, "bot");
+    repo::set_recipient(db, "Shop@Example.com", "base", "0x01").await.unwrap();
+    repo::set_recipient(db, "shop@example.com", "arbitrum", "0x02").await.unwrap();
+    assert_eq!(repo::disable_recipient(db, "shop@example.com", Some("base"), 5).await.unwrap(), 1);
+    assert_eq!(repo::recipient(db, "shop@example.com", "base").await.unwrap(), None);
+    assert_eq!(repo::disable_recipient(db, "shop@example.com", None, 6).await.unwrap(), 1);
+    assert!(repo::recipients(db, Some("shop@example.com")).await.unwrap().iter().all(|r| r.status == "disabled"));
+    assert!(repo::disable_account(db, &acc).await.unwrap());
+    assert_eq!(repo::agents(db, Some(&acc), None).await.unwrap()[0].status, "disabled");
+    assert!(matches!(repo::create_agent(db, Some(&acc), "late", 7).await, Err(repo::AgentError::AccountDisabled(_))));
+}
+
+#[tokio::test]
+async fn operator_queries_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Db::connect(&format!("sqlite://{}", dir.path().join("o.db").display())).await.unwrap();
+    check_operator_queries(&sqlite).await;
+    let pg = PgSchema::new("operator").await;
+    check_operator_queries(&pg.db).await;
+    pg.drop().await;
+}

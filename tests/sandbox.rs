@@ -81,6 +81,7 @@ async fn server_answers_while_adapters_spin() {
     let path = common::write_config(dir.path(), &lab());
     let text = std::fs::read_to_string(&path).unwrap().replace("adapter_fuel = 200000000", "adapter_fuel = 4000000000");
     std::fs::write(&path, text).unwrap();
+    common::init_keys(&path, "sqlite::memory:").await;
     let state = stablerail::server::build_state(&path, "sqlite::memory:", system_clock()).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

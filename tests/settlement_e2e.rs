@@ -215,7 +215,12 @@ use common::process::{anvil, http, kill, serve};
 async fn payout_survives_a_chain_outage_and_a_crash() {
     let dn = Devnet::start_with(21945, "base,arbitrum", "", 0, None).await;
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    // Take arbitrum down (SIGTERM: anvil writes its state file and exits).
+    // The service starts with both chains up (a chain down at start-up is
+    // withheld), the intent is created, then arbitrum goes down (SIGTERM:
+    // anvil writes its state file and exits).
+    let mut server = serve(&dn, port);
+    let (s, intent) = http(port, "POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "3", "payer_chain": "base", "target_chain": "arbitrum" })));
+    assert_eq!(s, 201, "{intent}");
     let arb_pid = dn.chain("arbitrum")["pid"].as_u64().unwrap() as u32;
     kill(arb_pid, "-TERM");
     for _ in 0..100 {
@@ -224,9 +229,6 @@ async fn payout_survives_a_chain_outage_and_a_crash() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let mut server = serve(&dn, port);
-    let (s, intent) = http(port, "POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "3", "payer_chain": "base", "target_chain": "arbitrum" })));
-    assert_eq!(s, 201, "{intent}");
     let id = intent["intent_id"].as_str().unwrap().to_string();
     let (_, key) = dn.payer(3);
     let proof = x402_pay(&intent["payment_requirements"], &key);
@@ -467,7 +469,7 @@ async fn readiness_probes_and_a_wrong_chain_id() {
 
     let (s, v) = dn.call("GET", "/readyz", None, &[]).await;
     assert_eq!(s, 200, "{v}");
-    assert_eq!(v["checks"], json!({ "database": "ok", "chains": { "arbitrum": "ok", "base": "ok" } }));
+    assert_eq!(v["checks"], json!({ "database": "ok", "chains": { "arbitrum": "ok", "base": "ok" }, "wallets": {}, "relayer_unfunded": [] }));
     let pid = dn.chain("arbitrum")["pid"].as_u64().unwrap() as u32;
     common::process::stop_chain(&dn, "arbitrum", pid);
     let (s, v) = dn.call("GET", "/readyz", None, &[]).await;

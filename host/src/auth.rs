@@ -21,26 +21,38 @@ type HmacSha256 = Hmac<Sha256>;
 pub struct Pepper(Vec<u8>);
 
 impl Pepper {
-    /// `STABLERAIL_PEPPER` if set, else the pepper file (created with 32
-    /// random bytes, owner-only, on first use).
+    /// `STABLERAIL_PEPPER` if set, else the pepper file, which `keys init`
+    /// creates.
     pub fn load(file: &Path) -> anyhow::Result<Pepper> {
+        Pepper::read(file)?.ok_or_else(|| {
+            anyhow::anyhow!(
+                "no pepper: {} does not exist and STABLERAIL_PEPPER is not set; run `stablerail keys init` with the same --config first",
+                file.display()
+            )
+        })
+    }
+
+    fn read(file: &Path) -> anyhow::Result<Option<Pepper>> {
         if let Ok(p) = std::env::var("STABLERAIL_PEPPER") {
             anyhow::ensure!(p.len() >= 16, "STABLERAIL_PEPPER must be at least 16 characters");
-            return Ok(Pepper(p.into_bytes()));
+            return Ok(Some(Pepper(p.into_bytes())));
         }
         match std::fs::read_to_string(file) {
-            Ok(text) => Ok(Pepper(hex::decode(text.trim())?)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if let Some(dir) = file.parent() {
-                    std::fs::create_dir_all(dir)?;
-                }
-                let bytes: [u8; 32] = rand::thread_rng().gen();
-                write_private(file, &hex::encode(bytes))?;
-                tracing::info!(file = %file.display(), "created a new pepper for API secrets");
-                Ok(Pepper(bytes.to_vec()))
-            }
-            Err(e) => Err(anyhow::anyhow!("reading {}: {e}", file.display())),
+            Ok(text) => Ok(Some(Pepper(hex::decode(text.trim()).map_err(|_| anyhow::anyhow!("{} is not hex", file.display()))?))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(anyhow::anyhow!("cannot read {}: {e}", file.display())),
         }
+    }
+
+    /// Create the pepper file (32 random bytes, owner-only) unless a pepper
+    /// exists; `true` if it was created.
+    pub fn create(file: &Path) -> anyhow::Result<bool> {
+        if Pepper::read(file)?.is_some() {
+            return Ok(false);
+        }
+        let bytes: [u8; 32] = rand::thread_rng().gen();
+        crate::keys::write_private(file, &hex::encode(bytes))?;
+        Ok(true)
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Pepper {
@@ -64,13 +76,6 @@ impl Pepper {
         m.update(secret.as_bytes());
         m.verify_slice(&stored).is_ok()
     }
-}
-
-fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
-    f.write_all(text.as_bytes())
 }
 
 fn random(n: usize) -> String {

@@ -37,6 +37,9 @@ pub struct Config {
     pub adapters: BTreeMap<String, String>,
     #[serde(default)]
     pub chains: BTreeMap<String, Chain>,
+    /// Balances below which the service warns and is not ready.
+    #[serde(default)]
+    pub floors: Vec<Floor>,
     /// Directory of the config file; relative paths resolve against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -78,6 +81,29 @@ pub struct Service {
     /// How long `POST /v2/intents/{id}/execute` waits for settlement before
     /// answering with the status at that moment (0: answer at once).
     pub execute_wait_seconds: u64,
+    /// How often service wallet balances are read (metrics, floors).
+    pub balance_check_seconds: u64,
+    /// How often a chain that did not answer (or answered another chain
+    /// id) is asked again; it is not exposed until it answers right.
+    pub chain_probe_seconds: u64,
+}
+
+/// `[[floors]]`: warn (and fail readiness) when `wallet` holds less than
+/// `amount` of `asset` (`native` or an asset name) on `chain`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Floor {
+    /// A keystore name, e.g. `relayer:evm`.
+    pub wallet: String,
+    pub chain: String,
+    #[serde(default = "native")]
+    pub asset: String,
+    /// Exact decimal in whole units.
+    pub amount: String,
+}
+
+fn native() -> String {
+    "native".into()
 }
 
 impl Default for Service {
@@ -98,6 +124,8 @@ impl Default for Service {
             nonce_check_seconds: 10,
             receipt_timeout_seconds: 30,
             execute_wait_seconds: 30,
+            balance_check_seconds: 60,
+            chain_probe_seconds: 15,
         }
     }
 }
@@ -350,6 +378,17 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
+        for f in &self.floors {
+            let Some(chain) = self.chains.get(&f.chain) else {
+                return bad(format!("floors: `{}` is not a configured chain", f.chain));
+            };
+            if f.asset != "native" && !chain.assets.contains_key(&f.asset) {
+                return bad(format!("floors: chain `{}` has no asset `{}`", f.chain, f.asset));
+            }
+            if crate::decimal::parse(&f.amount).map_or(true, |d| d.is_sign_negative()) {
+                return bad(format!("floors: `{}` is not a non-negative decimal amount", f.amount));
+            }
+        }
         let known_flag = |f: &str| FLAGS.contains(&f) || self.flags.contains_key(f);
         for (id, chain) in &self.chains {
             if let Some(g) = &chain.gate {

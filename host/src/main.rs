@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use stablerail::adapter::{family_name, system_clock, Runtime};
 use stablerail::config::Config;
+use stablerail::output::{emit, Output};
+use serde_json::json;
 
 #[derive(Parser)]
 #[command(name = "stablerail", version, about = "Cross-chain stablecoin payments with WebAssembly chain adapters")]
@@ -12,6 +14,9 @@ struct Cli {
     /// only when standard error is a terminal.
     #[arg(long, global = true, value_enum, default_value = "text", env = "STABLERAIL_LOG_FORMAT")]
     log_format: LogFormat,
+    /// How answers are printed: JSON (for scripts) or a table (for people).
+    #[arg(long, global = true, value_enum, default_value = "json", env = "STABLERAIL_OUTPUT")]
+    output: Output,
     #[command(subcommand)]
     command: Command,
 }
@@ -43,13 +48,21 @@ enum Command {
         config: PathBuf,
         #[arg(long, default_value = "127.0.0.1:8402", env = "STABLERAIL_LISTEN")]
         listen: SocketAddr,
-        #[arg(long, default_value = "sqlite://.stablerail/stablerail.db", env = "STABLERAIL_DATABASE")]
+        /// The database URL (sqlite://FILE or postgres://…). Required.
+        #[arg(long, env = "STABLERAIL_DATABASE")]
         database: String,
     },
     /// Work with adapter files.
     Adapter {
         #[command(subcommand)]
         command: AdapterCommand,
+    },
+    /// The master key, the API-secret pepper and the service wallets.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Accounts own agents.
     Account {
@@ -90,6 +103,9 @@ enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// Print the HTTP API's OpenAPI 3.1 document (also served at
+    /// `GET /api/openapi.json`).
+    Openapi,
     /// The email → wallet directory used for email recipients.
     Recipient {
         #[command(subcommand)]
@@ -99,12 +115,39 @@ enum Command {
     },
 }
 
+/// Commands on a deployment's database name it explicitly: a default file
+/// the server does not read would take writes that then go missing.
 #[derive(clap::Args)]
 struct StoreArgs {
     #[arg(long, global = true, default_value = "chains.toml", env = "STABLERAIL_CONFIG")]
     config: PathBuf,
-    #[arg(long, global = true, default_value = "sqlite://.stablerail/stablerail.db", env = "STABLERAIL_DATABASE")]
-    database: String,
+    /// The service's database URL (sqlite://FILE or postgres://…). Required.
+    #[arg(long, global = true, env = "STABLERAIL_DATABASE")]
+    database: Option<String>,
+}
+
+impl StoreArgs {
+    // Checked here, not by clap: clap cannot require a global argument
+    // that may come after the subcommand.
+    fn database(&self) -> anyhow::Result<&str> {
+        self.database
+            .as_deref()
+            .ok_or_else(|| anyhow::anyhow!("--database (or STABLERAIL_DATABASE) is required: name the database the service uses"))
+    }
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Create what is missing (master key file unless STABLERAIL_MASTER_KEY
+    /// is set, pepper file unless STABLERAIL_PEPPER is set, the relayer,
+    /// collection and proxy wallets) and keep what exists. Safe to re-run.
+    Init,
+    /// Store an existing private key (hex, read from standard input) as a
+    /// wallet, e.g. `relayer:evm`. Refuses a name that exists.
+    Import {
+        #[arg(long)]
+        name: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -114,6 +157,11 @@ enum AccountCommand {
         #[arg(long)]
         name: String,
     },
+    /// Every account.
+    List,
+    Show { id: String },
+    /// Disable an account and all its agents (their keys stop working).
+    Disable { id: String },
 }
 
 #[derive(Subcommand)]
@@ -131,6 +179,14 @@ enum AgentCommand {
         #[arg(long)]
         agent: String,
     },
+    /// Every agent, or one account's.
+    List {
+        #[arg(long)]
+        account: Option<String>,
+    },
+    Show { id: String },
+    /// Disable an agent: its keys stop authenticating.
+    Disable { id: String },
 }
 
 #[derive(Subcommand)]
@@ -197,13 +253,23 @@ enum DevnetCommand {
 
 #[derive(Subcommand)]
 enum RecipientCommand {
-    /// Map EMAIL to a wallet address on a chain.
+    /// Map EMAIL to a wallet address on a chain (re-enabling it).
     Add {
         email: String,
         #[arg(long)]
         chain: String,
         #[arg(long)]
         address: String,
+    },
+    /// Every mapping.
+    List,
+    /// EMAIL's mappings.
+    Show { email: String },
+    /// Stop resolving EMAIL, on one chain or on all.
+    Disable {
+        email: String,
+        #[arg(long)]
+        chain: Option<String>,
     },
 }
 
@@ -232,29 +298,36 @@ async fn main() -> std::process::ExitCode {
 async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_logs(cli.log_format);
+    let out = cli.output;
     match cli.command {
         Command::Serve { config, listen, database } => stablerail::server::serve(config, listen, database).await,
-        Command::Adapter { command: AdapterCommand::Inspect { file, config } } => inspect(&file, &config),
-        Command::Account { command, store } => account(command, store).await,
-        Command::Agent { command, store } => agent(command, store).await,
-        Command::Recipient { command, store } => recipient(command, store).await,
-        Command::Intent { command, store } => intent(command, store).await,
-        Command::Wallets { store } => wallets(store).await,
-        Command::Config { command: ConfigCommand::Check { config } } => config_check(&config).await,
-        Command::Devnet { command } => devnet(command).await,
+        Command::Adapter { command: AdapterCommand::Inspect { file, config } } => inspect(out, &file, &config),
+        Command::Keys { command, store } => keys(out, command, store).await,
+        Command::Account { command, store } => account(out, command, store).await,
+        Command::Agent { command, store } => agent(out, command, store).await,
+        Command::Recipient { command, store } => recipient(out, command, store).await,
+        Command::Intent { command, store } => intent(out, command, store).await,
+        Command::Wallets { store } => wallets(out, store).await,
+        Command::Config { command: ConfigCommand::Check { config } } => config_check(out, &config).await,
+        Command::Devnet { command } => devnet(out, command).await,
+        Command::Openapi => {
+            println!("{}", stablerail::api::docs::DOCUMENT.as_str());
+            Ok(())
+        }
     }
 }
 
-async fn devnet(cmd: DevnetCommand) -> anyhow::Result<()> {
+async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
     let node = |script: PathBuf, args: Vec<String>| -> anyhow::Result<String> {
         let out = std::process::Command::new("node").arg(&script).args(&args).output()?;
         anyhow::ensure!(out.status.success(), "{}: {}", script.display(), String::from_utf8_lossy(&out.stderr));
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     };
     match cmd {
-        DevnetCommand::Fund { address, amount, chain, asset, dir } => devnet_fund(&dir, &chain, asset.as_deref(), &address, &amount).await?,
+        DevnetCommand::Fund { address, amount, chain, asset, dir } => emit(output, &devnet_fund(&dir, &chain, asset.as_deref(), &address, &amount).await?),
         DevnetCommand::Down { dir, scripts } => {
-            print!("{}", node(scripts.join("down.mjs"), vec!["--dir".into(), dir.display().to_string()])?);
+            node(scripts.join("down.mjs"), vec!["--dir".into(), dir.display().to_string()])?;
+            emit(output, &json!({ "dir": dir.display().to_string(), "result": "stopped" }));
         }
         DevnetCommand::Up { dir, port, chains, scripts } => {
             // Start from clean chains each time.
@@ -263,9 +336,11 @@ async fn devnet(cmd: DevnetCommand) -> anyhow::Result<()> {
             let dir = std::fs::canonicalize(&dir)?;
             let database = format!("sqlite://{}", dir.join("stablerail.db").display());
             let db = stablerail::server::connect(&database).await?;
-            let keys = stablerail::keys::Keystore::open(db, &dir.join("master.key"))?;
-            let relayer = keys.address(stablerail::keys::RELAYER).await?;
-            let proxy = keys.address(stablerail::keys::PROXY).await?;
+            // The devnet's config names these files; its wallets exist before
+            // the chains start so that they can be funded.
+            let made = stablerail::keys::init(&dir.join("master.key"), &dir.join("pepper"), db).await?;
+            let address = |name: &str| made.wallets.iter().find(|w| w.name == name).map(|w| w.address.clone()).unwrap_or_default();
+            let (relayer, proxy) = (address(stablerail::keys::RELAYER), address(stablerail::keys::PROXY));
             let adapters = std::fs::canonicalize("adapters/target/wasm32-wasip2/release").unwrap_or_else(|_| "adapters".into());
             let out = node(scripts.join("up.mjs"), vec![
                 "--dir".into(), dir.display().to_string(), "--port".into(), port.to_string(), "--chains".into(), chains,
@@ -274,15 +349,25 @@ async fn devnet(cmd: DevnetCommand) -> anyhow::Result<()> {
                 "--adapters-dir".into(), adapters.display().to_string(),
             ])?;
             let info: serde_json::Value = serde_json::from_str(out.trim())?;
-            println!("devnet is up in {}", dir.display());
-            for (name, c) in info["chains"].as_object().into_iter().flatten() {
-                let assets: Vec<&str> = c["assets"].as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
-                println!("  {name:<9} chain id {:<6} {}  {}", c["chain_id"], c["rpc"].as_str().unwrap_or(""), assets.join(", "));
-            }
-            println!("  relayer {relayer} (gas), proxy {proxy} (gas, and 1,000,000 of each asset per chain)");
-            println!("  payer   {} key {}", info["payers"][0]["address"].as_str().unwrap_or(""), info["payers"][0]["private_key"].as_str().unwrap_or(""));
-            println!("\nRun the service on it:\n  stablerail serve --config {0}/chains.toml --database {database}", dir.display());
-            println!("Make a payment (base -> arbitrum, signed by the x402 client):\n  node {}/demo.mjs --dir {}", scripts.display(), dir.display());
+            let chains: Vec<serde_json::Value> = info["chains"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(name, c)| {
+                    let assets: Vec<&str> = c["assets"].as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+                    json!({ "chain": name, "chain_id": c["chain_id"], "rpc": c["rpc"], "assets": assets.join(",") })
+                })
+                .collect();
+            emit(output, &json!({
+                "dir": dir.display().to_string(),
+                "chains": chains,
+                "relayer": relayer,
+                "proxy": proxy,
+                "payer": info["payers"][0]["address"],
+                "payer_private_key": info["payers"][0]["private_key"],
+                "serve": format!("stablerail serve --config {}/chains.toml --database {database}", dir.display()),
+                "demo": format!("node {}/demo.mjs --dir {}", scripts.display(), dir.display()),
+            }));
         }
     }
     Ok(())
@@ -290,72 +375,130 @@ async fn devnet(cmd: DevnetCommand) -> anyhow::Result<()> {
 
 async fn open(store: &StoreArgs) -> anyhow::Result<(Config, stablerail::db::Db)> {
     let cfg = stablerail::server::load_config(&store.config)?;
-    let db = stablerail::server::connect(&store.database).await?;
+    let db = stablerail::server::connect(store.database()?).await?;
     Ok((cfg, db))
 }
 
-async fn account(cmd: AccountCommand, store: StoreArgs) -> anyhow::Result<()> {
-    let (_, db) = open(&store).await?;
-    let AccountCommand::Create { name } = cmd;
-    let id = stablerail::store::agents::create_account(&db, &name, now_ms()).await?;
-    println!("{}", serde_json::json!({ "account_id": id, "name": name }));
+async fn keys(out: Output, cmd: KeysCommand, store: StoreArgs) -> anyhow::Result<()> {
+    let (cfg, db) = open(&store).await?;
+    match cmd {
+        KeysCommand::Init => {
+            let files = (cfg.resolve(&cfg.service.master_key_file), cfg.resolve(&cfg.service.pepper_file));
+            let done = stablerail::keys::init(&files.0, &files.1, db).await?;
+            emit(out, &serde_json::to_value(&done)?);
+        }
+        KeysCommand::Import { name } => {
+            let mut key = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut key)?;
+            let keys = stablerail::keys::Keystore::open(db, &cfg.resolve(&cfg.service.master_key_file))?;
+            let address = keys.import(&name, &key).await?;
+            emit(out, &json!({ "name": name, "address": address }));
+        }
+    }
     Ok(())
 }
 
-/// Keys are printed once, here, and never again.
-fn print_keys(agent_id: &str, c: &stablerail::auth::Credentials) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&serde_json::json!({
-            "agent_id": agent_id,
-            "api_key": c.api_key,
-            "secret_key": c.secret_key,
-            "bearer_token": c.bearer(),
-            "note": "the secret key is shown only now; store it securely",
-        }))
-        .expect("json")
-    );
+/// One row, or "no such" as the error.
+fn the_one<T: serde::Serialize>(rows: Vec<T>, what: &str, id: &str) -> anyhow::Result<serde_json::Value> {
+    let row = rows.into_iter().next().ok_or_else(|| anyhow::anyhow!("no {what} {id}"))?;
+    Ok(serde_json::to_value(row)?)
 }
 
-async fn agent(cmd: AgentCommand, store: StoreArgs) -> anyhow::Result<()> {
+async fn account(out: Output, cmd: AccountCommand, store: StoreArgs) -> anyhow::Result<()> {
+    use stablerail::store::agents as repo;
+    let (_, db) = open(&store).await?;
+    let answer = match cmd {
+        AccountCommand::Create { name } => {
+            let id = repo::create_account(&db, &name, now_ms()).await?;
+            json!({ "account_id": id, "name": name })
+        }
+        AccountCommand::List => serde_json::to_value(repo::accounts(&db, None).await?)?,
+        AccountCommand::Show { id } => the_one(repo::accounts(&db, Some(&id)).await?, "account", &id)?,
+        AccountCommand::Disable { id } => {
+            anyhow::ensure!(repo::disable_account(&db, &id).await?, "no account {id}");
+            the_one(repo::accounts(&db, Some(&id)).await?, "account", &id)?
+        }
+    };
+    emit(out, &answer);
+    Ok(())
+}
+
+async fn agent(out: Output, cmd: AgentCommand, store: StoreArgs) -> anyhow::Result<()> {
+    use stablerail::store::agents as repo;
     let (cfg, db) = open(&store).await?;
-    let pepper = stablerail::auth::Pepper::load(&cfg.resolve(&cfg.service.pepper_file))?;
     let agent_id = match cmd {
         AgentCommand::Create { name, account } => {
-            let a = stablerail::store::agents::create_agent(&db, account.as_deref(), &name, now_ms()).await?;
+            let a = repo::create_agent(&db, account.as_deref(), &name, now_ms()).await?;
             let keys = stablerail::keys::Keystore::open(db.clone(), &cfg.resolve(&cfg.service.master_key_file))?;
-            let wallet = keys.address(&stablerail::keys::agent_key(&a.id)).await?;
-            eprintln!("created agent {} (number {}), hosted wallet {wallet}", a.id, a.agent_number);
+            keys.ensure(&stablerail::keys::agent_key(&a.id)).await?;
             a.id
         }
         AgentCommand::Keys { agent } => agent,
+        AgentCommand::List { account } => {
+            emit(out, &serde_json::to_value(repo::agents(&db, account.as_deref(), None).await?)?);
+            return Ok(());
+        }
+        AgentCommand::Show { id } => {
+            emit(out, &the_one(repo::agents(&db, None, Some(&id)).await?, "agent", &id)?);
+            return Ok(());
+        }
+        AgentCommand::Disable { id } => {
+            anyhow::ensure!(repo::disable_agent(&db, &id).await?, "no agent {id}");
+            emit(out, &the_one(repo::agents(&db, None, Some(&id)).await?, "agent", &id)?);
+            return Ok(());
+        }
     };
+    let pepper = stablerail::auth::Pepper::load(&cfg.resolve(&cfg.service.pepper_file))?;
     let creds = stablerail::auth::issue_keys(&db, &pepper, &agent_id, now_ms()).await?;
-    print_keys(&agent_id, &creds);
+    // Keys are printed once, here, and never again.
+    let mut answer = the_one(repo::agents(&db, None, Some(&agent_id)).await?, "agent", &agent_id)?;
+    answer["api_key"] = json!(creds.api_key);
+    answer["secret_key"] = json!(creds.secret_key);
+    answer["bearer_token"] = json!(creds.bearer());
+    answer["note"] = json!("the secret key is shown only now; store it securely");
+    emit(out, &answer);
     Ok(())
 }
 
-async fn recipient(cmd: RecipientCommand, store: StoreArgs) -> anyhow::Result<()> {
-    let RecipientCommand::Add { email, chain, address } = cmd;
-    anyhow::ensure!(email.contains('@'), "`{email}` is not an email address");
-    let state = stablerail::server::build_state(&store.config, &store.database, system_clock()).await?;
-    let chain_cfg = state.config.chains.get(&chain).ok_or_else(|| anyhow::anyhow!("unknown chain `{chain}`"))?;
-    let family = stablerail::adapter::wit_family(chain_cfg.family);
-    let adapter = state
-        .registry
-        .any_for_family(family)
-        .ok_or_else(|| anyhow::anyhow!("no adapter serves {chain}'s address family"))?;
-    let address = tokio::task::spawn_blocking(move || adapter.normalize_address(family, &address))
-        .await??
-        .map_err(|e| anyhow::anyhow!("invalid address for {chain}: {e:?}"))?;
-    stablerail::store::agents::set_recipient(&state.db, &email, &chain, &address).await?;
-    println!("{}", serde_json::json!({ "email": email.trim().to_lowercase(), "chain": chain, "address": address }));
+async fn recipient(out: Output, cmd: RecipientCommand, store: StoreArgs) -> anyhow::Result<()> {
+    use stablerail::store::agents as repo;
+    let answer = match cmd {
+        RecipientCommand::Add { email, chain, address } => {
+            anyhow::ensure!(email.contains('@'), "`{email}` is not an email address");
+            let state = stablerail::server::build_state(&store.config, store.database()?, system_clock()).await?;
+            let chain_cfg = state.config.chains.get(&chain).ok_or_else(|| anyhow::anyhow!("unknown chain `{chain}`"))?;
+            let family = stablerail::adapter::wit_family(chain_cfg.family);
+            let adapter = state
+                .registry
+                .any_for_family(family)
+                .ok_or_else(|| anyhow::anyhow!("no adapter serves {chain}'s address family"))?;
+            let given = address.clone();
+            let address = tokio::task::spawn_blocking(move || adapter.normalize_address(family, &given))
+                .await??
+                .map_err(|_| anyhow::anyhow!("`{address}` is not a valid address on {chain}"))?;
+            repo::set_recipient(&state.db, &email, &chain, &address).await?;
+            json!({ "email": email.trim().to_lowercase(), "chain": chain, "address": address, "status": "active" })
+        }
+        RecipientCommand::List => serde_json::to_value(repo::recipients(&open(&store).await?.1, None).await?)?,
+        RecipientCommand::Show { email } => {
+            let rows = repo::recipients(&open(&store).await?.1, Some(&email)).await?;
+            anyhow::ensure!(!rows.is_empty(), "no recipient {email}");
+            serde_json::to_value(rows)?
+        }
+        RecipientCommand::Disable { email, chain } => {
+            let db = open(&store).await?.1;
+            let n = repo::disable_recipient(&db, &email, chain.as_deref(), now_ms()).await?;
+            anyhow::ensure!(n > 0, "no active mapping for {email}{}", chain.map(|c| format!(" on {c}")).unwrap_or_default());
+            serde_json::to_value(repo::recipients(&db, Some(&email)).await?)?
+        }
+    };
+    emit(out, &answer);
     Ok(())
 }
 
-async fn wallets(store: StoreArgs) -> anyhow::Result<()> {
-    let state = stablerail::server::build_state(&store.config, &store.database, system_clock()).await?;
-    let mut out = Vec::new();
+async fn wallets(out: Output, store: StoreArgs) -> anyhow::Result<()> {
+    let state = stablerail::server::build_state(&store.config, store.database()?, system_clock()).await?;
+    let mut rows = Vec::new();
     for (name, address) in state.keys.list().await? {
         let owner: alloy_primitives::Address = address.parse()?;
         let mut chains = serde_json::Map::new();
@@ -365,30 +508,30 @@ async fn wallets(store: StoreArgs) -> anyhow::Result<()> {
         names.dedup();
         for chain in names {
             let shown = match stablerail::wallets::on_chain(&state.config, &state.registry, &chain, owner).await {
-                Ok(rows) => serde_json::Value::Object(
-                    rows.iter().map(|b| (b.asset.clone(), stablerail::wallets::display(b.raw, b.decimals).into())).collect(),
+                Ok(balances) => serde_json::Value::Object(
+                    balances.iter().map(|b| (b.asset.clone(), stablerail::wallets::display(b.raw, b.decimals).into())).collect(),
                 ),
                 Err(e) => {
                     tracing::warn!(chain = %chain, error = %e, "balances unavailable");
-                    serde_json::json!({ "error": "chain unavailable" })
+                    json!({ "error": "chain unavailable" })
                 }
             };
             chains.insert(chain, shown);
         }
-        out.push(serde_json::json!({ "name": name, "address": address, "balances": chains }));
+        rows.push(json!({ "name": name, "address": address, "balances": chains }));
     }
-    println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "wallets": out }))?);
+    emit(out, &json!({ "wallets": rows }));
     Ok(())
 }
 
-async fn config_check(path: &std::path::Path) -> anyhow::Result<()> {
+async fn config_check(out: Output, path: &std::path::Path) -> anyhow::Result<()> {
     use stablerail::server::ChainProbe;
     let cfg = stablerail::server::load_config(path)?;
     let runtime = stablerail::server::runtime_for(&cfg, system_clock())?;
     let registry = stablerail::adapter::Registry::from_config(&cfg, runtime)?;
     let probes = stablerail::server::probe_chains(&cfg, &registry).await;
     let chains: serde_json::Map<String, serde_json::Value> = probes.iter().map(|(c, p)| (c.clone(), p.as_str().into())).collect();
-    println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "config": path.display().to_string(), "adapters": registry.adapters.len(), "chains": chains }))?);
+    emit(out, &json!({ "config": path.display().to_string(), "adapters": registry.adapters.len(), "chains": chains }));
     let wrong: Vec<String> = probes
         .iter()
         .filter_map(|(c, p)| match p {
@@ -401,11 +544,11 @@ async fn config_check(path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn intent(cmd: IntentCommand, store: StoreArgs) -> anyhow::Result<()> {
+async fn intent(out: Output, cmd: IntentCommand, store: StoreArgs) -> anyhow::Result<()> {
     use stablerail::intent::Status;
     use stablerail::store::settlement::{self as repo, Retry};
     let (_, db) = open(&store).await?;
-    match cmd {
+    let answer = match cmd {
         IntentCommand::List { status, limit } => {
             let status = status
                 .map(|s| Status::parse(&s.to_uppercase()).ok_or_else(|| anyhow::anyhow!("unknown status `{s}`")))
@@ -423,7 +566,7 @@ async fn intent(cmd: IntentCommand, store: StoreArgs) -> anyhow::Result<()> {
             let mut rows = Vec::new();
             for id in ids.into_iter().take(limit.max(0) as usize) {
                 if let Some(i) = stablerail::store::intents::get(&db, &id).await? {
-                    rows.push(serde_json::json!({
+                    rows.push(json!({
                         "intent_id": i.id, "status": i.status.as_str(), "payer_chain": i.payer_chain,
                         "target_chain": i.target_chain, "sending_amount": i.sending_amount,
                         "receiving_amount": i.receiving_amount, "merchant_recipient": i.merchant_recipient,
@@ -433,30 +576,30 @@ async fn intent(cmd: IntentCommand, store: StoreArgs) -> anyhow::Result<()> {
                     }));
                 }
             }
-            println!("{}", serde_json::to_string_pretty(&rows)?);
+            serde_json::Value::Array(rows)
         }
         IntentCommand::Retry { id } => {
-            let outcome = repo::retry(&db, &id, now_ms()).await?;
-            let said = match outcome {
+            let said = match repo::retry(&db, &id, now_ms()).await? {
                 Retry::Reopened => "re-opened: PARTIAL_SETTLEMENT -> SOURCE_SETTLED, payout queued".to_string(),
                 Retry::Requeued => "queued: due now".to_string(),
                 Retry::NotFound => anyhow::bail!("no intent {id}"),
                 Retry::NotRetriable(s) => anyhow::bail!("intent {id} is {s}: only PARTIAL_SETTLEMENT or settling intents can be retried"),
             };
-            println!("{}", serde_json::json!({ "intent_id": id, "result": said }));
+            json!({ "intent_id": id, "result": said })
         }
         IntentCommand::Partial { id } => {
             let why = stablerail::failure::Reason::from(stablerail::failure::Failure::NeedsReconciliation);
             anyhow::ensure!(repo::give_up(&db, &id, &why, now_ms()).await?, "intent {id} is not waiting for its payout");
-            println!("{}", serde_json::json!({ "intent_id": id, "result": "PARTIAL_SETTLEMENT" }));
+            json!({ "intent_id": id, "result": "PARTIAL_SETTLEMENT" })
         }
-    }
+    };
+    emit(out, &answer);
     Ok(())
 }
 
 /// Devnet money for ADDRESS: the deployer mints the token, or anvil sets
 /// the native balance (current + AMOUNT).
-async fn devnet_fund(dir: &std::path::Path, chain: &str, asset: Option<&str>, address: &str, amount: &str) -> anyhow::Result<()> {
+async fn devnet_fund(dir: &std::path::Path, chain: &str, asset: Option<&str>, address: &str, amount: &str) -> anyhow::Result<serde_json::Value> {
     use alloy_primitives::{Address, U256};
     let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("devnet.json"))?)?;
     let c = info["chains"].get(chain).ok_or_else(|| anyhow::anyhow!("the devnet has no chain `{chain}`"))?;
@@ -509,15 +652,14 @@ async fn devnet_fund(dir: &std::path::Path, chain: &str, asset: Option<&str>, ad
             }
         }
     }
-    println!("{}", serde_json::json!({ "address": to.to_checksum(None), "chain": chain, "asset": asset.unwrap_or("native"), "amount": amount }));
-    Ok(())
+    Ok(json!({ "address": to.to_checksum(None), "chain": chain, "asset": asset.unwrap_or("native"), "amount": amount }))
 }
 
 fn now_ms() -> i64 {
     stablerail::intent::now_ms()
 }
 
-fn inspect(file: &std::path::Path, config: &std::path::Path) -> anyhow::Result<()> {
+fn inspect(output: Output, file: &std::path::Path, config: &std::path::Path) -> anyhow::Result<()> {
     // Without a config, inspect with default limits and a cache beside the file.
     let cfg = match Config::load(config) {
         Ok(c) => c,
@@ -538,6 +680,6 @@ fn inspect(file: &std::path::Path, config: &std::path::Path) -> anyhow::Result<(
         "config_keys": d.config_keys,
         "imports": adapter.imports,
     });
-    println!("{}", serde_json::to_string_pretty(&out)?);
+    emit(output, &out);
     Ok(())
 }

@@ -39,6 +39,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         limiter,
         keys,
         work: tokio::sync::Notify::new(),
+        watch: Default::default(),
     }))
 }
 
@@ -107,6 +108,12 @@ pub async fn probe_chains(config: &Config, registry: &Registry) -> Vec<(String, 
 
 pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -> anyhow::Result<()> {
     let state = build_state(&config_path, &database, system_clock()).await?;
+    let missing = state.keys.missing_service_wallets().await?;
+    anyhow::ensure!(
+        missing.is_empty(),
+        "the service wallets {} do not exist in this database; run `stablerail keys init` with the same --config and --database first",
+        missing.join(", ")
+    );
     // A node on another chain than configured would take signed transactions
     // meant for this one: refuse to start. A node that does not answer yet
     // is only a warning (`/readyz` says so until it does).
@@ -115,10 +122,15 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
             ChainProbe::WrongChainId { node, config } => {
                 anyhow::bail!("chain `{chain}`: its RPC answers chain id {node}, but chains.toml says {config}")
             }
-            ChainProbe::Unreachable => tracing::warn!(chain = %chain, "chain RPC does not answer at start-up"),
+            ChainProbe::Unreachable => {
+                tracing::warn!(chain = %chain, "chain RPC does not answer at start-up; not exposed until it does")
+            }
             ChainProbe::Ok => {}
         }
+        state.watch.record(&chain, probe);
     }
+    tokio::spawn(crate::watch::probe_withheld(state.clone()));
+    tokio::spawn(crate::watch::balances(state.clone()));
     let every = std::time::Duration::from_secs(state.config.service.sweep_interval_seconds.max(1));
     tokio::spawn(crate::sweeper::run(state.db.clone(), every));
     Engine::new(state.clone(), state.keys.clone()).spawn(state.config.service.settlement_workers);

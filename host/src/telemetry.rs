@@ -70,6 +70,14 @@ pub fn nonce_lag(chain: &str, sender: &str, lag: u64) {
     metrics::gauge!("stablerail_relayer_nonce_lag", "chain" => chain.to_string(), "sender" => sender.to_string()).set(lag as f64);
 }
 
+/// A service wallet's balance in whole units (a gauge is a float; amounts
+/// that matter are read exactly from the chain, never from here).
+pub fn wallet_balance(wallet: &str, chain: &str, asset: &str, amount: rust_decimal::Decimal) {
+    use rust_decimal::prelude::ToPrimitive;
+    metrics::gauge!("stablerail_wallet_balance", "wallet" => wallet.to_string(), "chain" => chain.to_string(), "asset" => asset.to_string())
+        .set(amount.to_f64().unwrap_or(f64::NAN));
+}
+
 /// Prometheus text for values read at scrape time.
 pub fn scrape_text(by_status: &[(String, i64)], queue_depth: i64, oldest_due_age_seconds: i64) -> String {
     let mut out = String::new();

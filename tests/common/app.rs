@@ -144,6 +144,7 @@ impl App {
         let text = std::fs::read_to_string(&path).unwrap().replace("[service]\n", "[service]\nexecute_wait_seconds = 0\n");
         std::fs::write(&path, text).unwrap();
         let (url, pg_schema) = database(backend, dir.path()).await;
+        super::init_keys(&path, &url).await;
         let state = stablerail::server::build_state(&path, &url, system_clock()).await.unwrap();
         App { state, dir, pg_schema }
     }
@@ -154,6 +155,7 @@ impl App {
         let path = dir.path().join("chains.toml");
         std::fs::write(&path, text).unwrap();
         let (url, pg_schema) = database(Backend::Sqlite, dir.path()).await;
+        super::init_keys(&path, &url).await;
         let state = stablerail::server::build_state(&path, &url, system_clock()).await.unwrap();
         App { state, dir, pg_schema }
     }

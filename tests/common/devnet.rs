@@ -10,7 +10,7 @@ use alloy_sol_types::{sol, SolCall};
 use serde_json::{json, Value};
 use stablerail::adapter::system_clock;
 use stablerail::api::Shared;
-use stablerail::keys::{self, Keystore};
+use stablerail::keys;
 use stablerail::settle::Engine;
 
 use super::app::MERCHANT;
@@ -65,10 +65,12 @@ impl Devnet {
         super::adapters_dir();
         let dir = tempfile::tempdir().unwrap();
         let db_url = db_url.unwrap_or_else(|| format!("sqlite://{}", dir.path().join("sr.db").display()));
+        // The files the devnet's config will name, and the service wallets,
+        // before the chains start so that they can be funded.
         let db = stablerail::db::Db::connect(&db_url).await.unwrap();
-        let ks = Keystore::open(db.clone(), &dir.path().join("master.key")).unwrap();
-        let relayer = ks.address(keys::RELAYER).await.unwrap();
-        let proxy = ks.address(keys::PROXY).await.unwrap();
+        let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone()).await.unwrap();
+        let wallet = |name: &str| made.wallets.iter().find(|w| w.name == name).unwrap().address.clone();
+        let (relayer, proxy) = (wallet(keys::RELAYER), wallet(keys::PROXY));
         db.pool.close().await;
         let out = Command::new("node")
             .arg(devnet_dir().join("up.mjs"))

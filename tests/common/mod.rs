@@ -130,3 +130,13 @@ pub fn wait_for_port(port: u16) {
     }
     panic!("nothing listens on {port}");
 }
+
+/// `stablerail keys init` in process: the master key, pepper and service
+/// wallets that `serve` and `build_state` require.
+pub async fn init_keys(config: &Path, database: &str) {
+    let cfg = Config::load(config).unwrap();
+    let db = stablerail::server::connect(database).await.unwrap();
+    let files = (cfg.resolve(&cfg.service.master_key_file), cfg.resolve(&cfg.service.pepper_file));
+    stablerail::keys::init(&files.0, &files.1, db.clone()).await.unwrap();
+    db.pool.close().await;
+}

@@ -2,20 +2,33 @@
 
 use axum::Extension;
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::store::agents::Agent;
 
-/// Wallet fields are omitted while the agent has no hosted wallet of that family.
-pub async fn me(Extension(agent): Extension<Agent>) -> Json<Value> {
-    let mut me = json!({
-        "agent_id": agent.id,
-        "agent_number": agent.agent_number,
-        "name": agent.name,
-        "status": agent.status,
-    });
-    if let Some(w) = agent.wallet_address {
-        me["wallet_address"] = json!(w);
-    }
-    Json(me)
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Me {
+    pub agent_id: String,
+    #[schema(example = "1")]
+    pub agent_number: String,
+    pub name: String,
+    #[schema(example = "active")]
+    pub status: String,
+    /// The agent's hosted EVM wallet; absent while it has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wallet_address: Option<String>,
+}
+
+/// The calling agent.
+#[utoipa::path(get, path = "/v2/me", tag = "agents", security(("bearer" = [])),
+    responses((status = 200, description = "The agent behind the Bearer token", body = Me)))]
+pub async fn me(Extension(agent): Extension<Agent>) -> Json<Me> {
+    Json(Me {
+        agent_id: agent.id,
+        agent_number: agent.agent_number,
+        name: agent.name,
+        status: agent.status,
+        wallet_address: agent.wallet_address,
+    })
 }

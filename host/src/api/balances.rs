@@ -1,52 +1,72 @@
 //! `GET /v2/agents/balances`: the hosted wallets on the agent's owner account
 //! and their balances on every exposed chain of their family.
 
+use std::collections::BTreeMap;
+
 use alloy_primitives::Address;
 use axum::extract::State;
 use axum::{Extension, Json};
-use serde_json::{json, Value};
-use sqlx::Row;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::{ApiError, Shared};
 use crate::store::agents::Agent;
 
 const UPSTREAM: &str = "failed to retrieve wallet balances";
 
-pub async fn balances(State(s): State<Shared>, Extension(agent): Extension<Agent>) -> Result<Json<Value>, ApiError> {
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Balances {
+    pub wallets: Vec<WalletBalances>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WalletBalances {
+    pub address: String,
+    #[schema(example = "ethereum")]
+    pub chain_type: &'static str,
+    pub balances: Vec<Balance>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Balance {
+    pub chain: String,
+    pub asset: String,
+    /// Base units, as a decimal integer string.
+    #[schema(example = "2500000")]
+    pub raw_value: String,
+    pub raw_value_decimals: u8,
+    /// The same amount in whole tokens, keyed by asset.
+    #[schema(example = json!({"usdc": "2.5"}))]
+    pub display_values: BTreeMap<String, String>,
+}
+
+/// The hosted wallets of the caller's account and their balances.
+#[utoipa::path(get, path = "/v2/agents/balances", tag = "agents", security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Every hosted wallet of the account", body = Balances),
+        (status = 403, description = "The agent has no owner account", body = super::docs::ErrorBody),
+        (status = 502, description = "A chain did not answer", body = super::docs::ErrorBody)))]
+pub async fn balances(State(s): State<Shared>, Extension(agent): Extension<Agent>) -> Result<Json<Balances>, ApiError> {
     let account = agent.account_id.clone().ok_or_else(|| ApiError::Forbidden("agent owner not set".into()))?;
-    let rows = sqlx::query(
-        "SELECT w.address FROM agents a JOIN wallet_keys w ON w.name = 'agent:' || a.id || ':evm' \
-         WHERE a.account_id = $1 ORDER BY a.created_at, a.id",
-    )
-    .bind(&account)
-    .fetch_all(&s.db.pool)
-    .await?;
-    let cfg = &s.config;
     let mut wallets = Vec::new();
-    for r in rows {
-        let address: String = r.try_get("address")?;
+    for address in crate::store::agents::account_wallets(&s.db, &account).await? {
         let owner: Address = address.parse().map_err(|_| ApiError::Internal("stored wallet address".into()))?;
-        let balances: Vec<Value> = crate::wallets::evm_balances(cfg, &s.registry, owner)
+        let balances = crate::wallets::evm_balances(&s.config, &s.registry, owner)
             .await
             .map_err(|e| {
                 tracing::warn!(error = %e, "wallet balances");
                 ApiError::BadGateway(UPSTREAM.into())
             })?
             .iter()
-            .map(|b| row(&b.chain, &b.asset, b.raw, b.decimals))
+            .map(|b| Balance {
+                chain: b.chain.clone(),
+                asset: b.asset.clone(),
+                raw_value: b.raw.to_string(),
+                raw_value_decimals: b.decimals,
+                display_values: BTreeMap::from([(b.asset.clone(), crate::wallets::display(b.raw, b.decimals))]),
+            })
             .collect();
-        wallets.push(json!({ "address": address, "chain_type": "ethereum", "balances": balances }));
+        wallets.push(WalletBalances { address, chain_type: "ethereum", balances });
     }
-    Ok(Json(json!({ "wallets": wallets })))
+    Ok(Json(Balances { wallets }))
 }
-
-fn row(chain: &str, asset: &str, raw: alloy_primitives::U256, decimals: u8) -> Value {
-    json!({
-        "chain": chain,
-        "asset": asset,
-        "raw_value": raw.to_string(),
-        "raw_value_decimals": decimals,
-        "display_values": { asset: crate::wallets::display(raw, decimals) },
-    })
-}
-

@@ -3,19 +3,26 @@
 use axum::extract::State;
 use axum::Json;
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::Shared;
 use crate::config::Role;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ChainsResponse {
+    /// Chains a payer can pay on.
+    #[schema(example = json!(["base", "arbitrum"]))]
     pub chains: Vec<String>,
+    /// Chains a merchant can be paid on.
+    #[schema(example = json!(["arbitrum"]))]
     pub target_chains: Vec<String>,
 }
 
+/// The chains this deployment exposes, by role.
+#[utoipa::path(get, path = "/api/chains", tag = "intents",
+    responses((status = 200, description = "Payer and target chains", body = ChainsResponse)))]
 pub async fn list(State(s): State<Shared>) -> Json<ChainsResponse> {
-    Json(ChainsResponse {
-        chains: s.config.chains_with_role(Role::Payer),
-        target_chains: s.config.chains_with_role(Role::Target),
-    })
+    // A chain whose node has not answered right yet is not listed.
+    let exposed = |role| s.config.chains_with_role(role).into_iter().filter(|c| s.watch.exposed(c)).collect();
+    Json(ChainsResponse { chains: exposed(Role::Payer), target_chains: exposed(Role::Target) })
 }

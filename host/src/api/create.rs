@@ -22,24 +22,49 @@ use crate::store::{idempotency, intents};
 /// Assets the spec knows. Anything else is `invalid payer_asset`.
 const ASSETS: [&str; 3] = ["usdc", "usdt", "usdt0"];
 
-#[derive(Debug, Deserialize)]
+/// A payment intent to create. Exactly one of `email`/`recipient` and one of
+/// `amount`/`to_amount`; amounts are decimal strings in whole tokens.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateRequest {
+    /// A registered recipient's email, instead of `recipient`.
     email: Option<String>,
+    /// The merchant's wallet on the target chain.
     recipient: Option<String>,
+    /// What the merchant receives (exact out).
+    #[schema(example = "10")]
     amount: Option<String>,
+    /// What the payer sends (exact in).
     to_amount: Option<String>,
+    #[schema(example = "base")]
     payer_chain: Option<String>,
+    /// Defaults to the service's default target chain.
     target_chain: Option<String>,
+    /// `usdc` (default), `usdt` or `usdt0`.
     payer_asset: Option<String>,
     target_asset: Option<String>,
+    /// The payer's wallet, screened before payment when given.
     payer_address: Option<String>,
 }
 
+/// Create a payment intent anyone can pay with an x402 proof.
+#[utoipa::path(post, path = "/api/intents", tag = "intents", request_body = CreateRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for the same key and body")),
+    responses(
+        (status = 201, description = "Created; pay it with `payment_requirements`", body = super::views::IntentView),
+        (status = 409, description = "A request with this Idempotency-Key is still in progress", body = super::docs::ErrorBody),
+        (status = 422, description = "The Idempotency-Key was used with another body", body = super::docs::ErrorBody)))]
 pub async fn create_public(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
     idempotent(&s, None, &headers, &body).await
 }
 
+/// Create a payment intent owned by the calling agent.
+#[utoipa::path(post, path = "/v2/intents", tag = "agents", security(("bearer" = [])), request_body = CreateRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for the same key and body")),
+    responses(
+        (status = 201, description = "Created; pay it with execute", body = super::views::IntentView),
+        (status = 409, description = "A request with this Idempotency-Key is still in progress", body = super::docs::ErrorBody),
+        (status = 422, description = "The Idempotency-Key was used with another body", body = super::docs::ErrorBody)))]
 pub async fn create_agent(State(s): State<Shared>, Extension(agent): Extension<Agent>, headers: HeaderMap, body: Bytes) -> Response {
     idempotent(&s, Some(&agent), &headers, &body).await
 }
@@ -74,7 +99,7 @@ async fn idempotent(s: &Shared, agent: Option<&Agent>, headers: &HeaderMap, body
         idempotency::Claim::Claimed => {
             let outcome = create(s, agent, body).await;
             let (status, text) = match &outcome {
-                Ok(v) => (StatusCode::CREATED, v.to_string()),
+                Ok(v) => (StatusCode::CREATED, serde_json::to_string(v).expect("a view serializes")),
                 Err(e) => (e.status(), e.envelope().to_string()),
             };
             // Server errors are not final answers: free the key for a retry.
@@ -91,7 +116,7 @@ async fn idempotent(s: &Shared, agent: Option<&Agent>, headers: &HeaderMap, body
     }
 }
 
-fn respond(outcome: Result<serde_json::Value, ApiError>) -> Response {
+fn respond(outcome: Result<views::IntentView, ApiError>) -> Response {
     match outcome {
         Ok(v) => (StatusCode::CREATED, axum::Json(v)).into_response(),
         Err(e) => e.into_response(),
@@ -109,7 +134,7 @@ fn bad(m: impl Into<String>) -> ApiError {
 
 /// Every rule of the create request, then the quote, the requirements, and
 /// one insert.
-async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<serde_json::Value, ApiError> {
+async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<views::IntentView, ApiError> {
     let req: CreateRequest =
         serde_json::from_slice(body).map_err(|e| bad(format!("invalid JSON body: {e}")))?;
     let cfg = &s.config;
@@ -283,6 +308,9 @@ async fn refuse_unreceivable(s: &Shared, chain: &str, asset: &str, recipient: &s
 fn check_chain(s: &Shared, chain: &str, role: Role) -> Result<(), ApiError> {
     let cfg = &s.config;
     if cfg.chains_with_role(role).iter().any(|c| c == chain) {
+        if !s.watch.exposed(chain) {
+            return Err(ApiError::Unavailable(format!("{chain} is temporarily unavailable")));
+        }
         return Ok(());
     }
     if let Some(c) = cfg.chains.get(chain) {

@@ -6,8 +6,10 @@ use axum::extract::{Path, Query, State};
 use axum::Extension;
 use axum::Json;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
 
+use super::views::{Accepted, IntentList, IntentView};
 use super::{blocking, views, ApiError, Shared};
 use crate::failure::Failure;
 use crate::intent::{self, requirements, Intent, Status};
@@ -37,25 +39,60 @@ fn id_from_query(q: &HashMap<String, String>) -> Result<String, ApiError> {
         .ok_or_else(|| ApiError::BadRequest("intent_id is required".into()))
 }
 
-pub async fn get_public(State(s): State<Shared>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+/// `intent_id` as a query parameter, for clients that cannot put it in the path.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read through the HashMap extractor; this documents it
+pub struct IdQuery {
+    intent_id: String,
+}
+
+/// Pages of the caller's intents, newest first.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read through the HashMap extractor, strictly; this documents it
+pub struct PageQuery {
+    /// 1-based page number (at most 1,000,000).
+    #[param(minimum = 1, maximum = 1000000)]
+    page: Option<i64>,
+    /// Rows per page (default 20; more than 100 is taken as 100).
+    #[param(minimum = 1)]
+    page_size: Option<i64>,
+}
+
+/// Read a payment intent.
+#[utoipa::path(get, path = "/api/intents/{id}", tag = "intents",
+    params(("id" = String, Path, description = "Intent id")),
+    responses((status = 200, description = "The intent", body = IntentView)))]
+pub async fn get_public(State(s): State<Shared>, Path(id): Path<String>) -> Result<Json<IntentView>, ApiError> {
     let i = load(&s, &id).await?;
     Ok(Json(views::intent(&s.config, &i, intent::now_ms())))
 }
 
-pub async fn get_public_query(State(s): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Result<Json<Value>, ApiError> {
+/// Read a payment intent named by the `intent_id` query parameter.
+#[utoipa::path(get, path = "/api/intents", tag = "intents", params(IdQuery),
+    responses((status = 200, description = "The intent", body = IntentView)))]
+pub async fn get_public_query(State(s): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Result<Json<IntentView>, ApiError> {
     get_public(State(s), Path(id_from_query(&q)?)).await
 }
 
-pub async fn get_agent(State(s): State<Shared>, Extension(agent): Extension<Agent>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+/// Read one of the caller's intents.
+#[utoipa::path(get, path = "/v2/intents/{id}", tag = "agents", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Intent id")),
+    responses((status = 200, description = "The intent", body = IntentView)))]
+pub async fn get_agent(State(s): State<Shared>, Extension(agent): Extension<Agent>, Path(id): Path<String>) -> Result<Json<IntentView>, ApiError> {
     let i = load_owned(&s, &id, &agent).await?;
     Ok(Json(views::intent(&s.config, &i, intent::now_ms())))
 }
 
+/// Read one of the caller's intents, named by the `intent_id` query parameter.
+#[utoipa::path(get, path = "/v2/intents", tag = "agents", security(("bearer" = [])), params(IdQuery),
+    responses((status = 200, description = "The intent", body = IntentView)))]
 pub async fn get_agent_query(
     State(s): State<Shared>,
     ext: Extension<Agent>,
     Query(q): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<IntentView>, ApiError> {
     get_agent(State(s), ext, Path(id_from_query(&q)?)).await
 }
 
@@ -75,11 +112,14 @@ fn positive(q: &HashMap<String, String>, key: &str, default: i64) -> Result<i64,
     }
 }
 
+/// The caller's intents, a page at a time.
+#[utoipa::path(get, path = "/v2/intents/list", tag = "agents", security(("bearer" = [])), params(PageQuery),
+    responses((status = 200, description = "One page", body = IntentList)))]
 pub async fn list(
     State(s): State<Shared>,
     Extension(agent): Extension<Agent>,
     Query(q): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<IntentList>, ApiError> {
     let page = positive(&q, "page", 1)?;
     if page > MAX_PAGE {
         return Err(ApiError::BadRequest(format!("invalid page: must be at most {MAX_PAGE}")));
@@ -87,17 +127,13 @@ pub async fn list(
     let page_size = positive(&q, "page_size", DEFAULT_PAGE_SIZE)?.min(MAX_PAGE_SIZE);
     let (rows, total) = repo::list_for_agent(&s.db, &agent.id, page_size, (page - 1) * page_size).await?;
     let now = intent::now_ms();
-    Ok(Json(json!({
-        "intents": rows.iter().map(|i| views::row(i, now)).collect::<Vec<_>>(),
-        "total": total,
-        "page": page,
-        "page_size": page_size,
-    })))
+    Ok(Json(IntentList { intents: rows.iter().map(|i| views::row(i, now)).collect(), total, page, page_size }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProofBody {
+    /// The x402 `PaymentPayload`: base64 of its JSON, or the JSON itself as a string.
     settle_proof: Option<String>,
 }
 
@@ -120,31 +156,19 @@ async fn lost_race(s: &Shared, id: &str) -> ApiError {
     }
 }
 
-fn accepted(i: &Intent, message: &str) -> Json<Value> {
-    Json(accepted_body(i, message))
-}
-
-fn accepted_body(i: &Intent, message: &str) -> Value {
-    let mut v = json!({
-        "intent_id": i.id,
-        "status": Status::Pending.as_str(),
-        "message": message,
-        "sending_amount": i.sending_amount,
-        "receiving_amount": i.receiving_amount,
-        "estimated_fee": i.estimated_fee,
-    });
-    if let Some(a) = &i.agent_id {
-        v["agent_id"] = json!(a);
-    }
-    v
-}
-
-/// `POST /api/intents/{id}`: the payer's settle_proof.
+/// The payer's signed payment for an intent. It is verified at once; the
+/// settlement runs in the background (poll the intent for its status).
+#[utoipa::path(post, path = "/api/intents/{id}", tag = "intents",
+    params(("id" = String, Path, description = "Intent id")),
+    request_body = ProofBody,
+    responses(
+        (status = 200, description = "Proof accepted; settlement in progress", body = Accepted),
+        (status = 409, description = "The intent is not awaiting payment, or the authorization was already used", body = super::docs::ErrorBody)))]
 pub async fn submit_proof(
     State(s): State<Shared>,
     Path(id): Path<String>,
     body: Result<Json<ProofBody>, axum::extract::rejection::JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Accepted>, ApiError> {
     let Json(body) = body?;
     let proof = body
         .settle_proof
@@ -171,7 +195,7 @@ pub async fn submit_proof(
     match repo::accept(&s.db, &i.id, &acceptance, intent::now_ms()).await {
         Ok(true) => {
             s.work.notify_one();
-            Ok(accepted(&i, "proof accepted; settlement in progress"))
+            Ok(Json(Accepted::new(&i, Status::Pending, "proof accepted; settlement in progress")))
         }
         Ok(false) => Err(lost_race(&s, &i.id).await),
         Err(e) if is_unique_violation(&e) => {
@@ -181,8 +205,15 @@ pub async fn submit_proof(
     }
 }
 
-/// `POST /v2/intents/{id}/execute`: the agent's own intent goes to settlement.
-pub async fn execute(State(s): State<Shared>, Extension(agent): Extension<Agent>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+/// Pay one of the caller's intents from its hosted wallet. Waits a few
+/// seconds for the outcome and answers with the status reached.
+#[utoipa::path(post, path = "/v2/intents/{id}/execute", tag = "agents", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Intent id")),
+    responses(
+        (status = 200, description = "Execution started (or finished: see status)", body = Accepted),
+        (status = 402, description = "The agent's hosted wallet cannot cover the amount", body = super::docs::ErrorBody),
+        (status = 409, description = "The intent is not awaiting payment", body = super::docs::ErrorBody)))]
+pub async fn execute(State(s): State<Shared>, Extension(agent): Extension<Agent>, Path(id): Path<String>) -> Result<Json<Accepted>, ApiError> {
     let i = load_owned(&s, &id, &agent).await?;
     if let Some(e) = not_payable(&i, intent::now_ms()) {
         return Err(e);
@@ -208,10 +239,6 @@ pub async fn execute(State(s): State<Shared>, Extension(agent): Extension<Agent>
             break;
         }
     }
-    let mut body = accepted_body(&i, "execution started; settlement in progress");
-    body["status"] = json!(status.as_str());
-    if status == Status::TargetSettled {
-        body["message"] = json!("payment settled");
-    }
-    Ok(Json(body))
+    let message = if status == Status::TargetSettled { "payment settled" } else { "execution started; settlement in progress" };
+    Ok(Json(Accepted::new(&i, status, message)))
 }

@@ -4,9 +4,11 @@ mod agents;
 mod balances;
 mod chains;
 mod create;
+pub mod docs;
 pub mod error;
 pub mod guard;
 mod intents;
+mod probes;
 mod views;
 
 use std::sync::Arc;
@@ -14,10 +16,12 @@ use std::sync::Arc;
 use axum::http::{header, StatusCode};
 use axum::middleware::from_fn_with_state;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
 use axum::Router;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use error::ApiError;
 
@@ -40,31 +44,58 @@ pub struct AppState {
     pub keys: Arc<crate::keys::Keystore>,
     /// Wakes this replica's settlement workers when work is queued.
     pub work: tokio::sync::Notify,
+    /// Chains withheld until they answer; wallets below their floors.
+    pub watch: crate::watch::Watch,
 }
 
 pub type Shared = Arc<AppState>;
 
+/// Every route, in three groups by the guard in front of them. Routes are
+/// added only through `routes!`, which takes each handler's OpenAPI entry
+/// with it.
+struct Routes {
+    public: OpenApiRouter<Shared>,
+    agent: OpenApiRouter<Shared>,
+    probes: OpenApiRouter<Shared>,
+}
+
+fn routes() -> Routes {
+    Routes {
+        public: OpenApiRouter::new()
+            .routes(routes!(chains::list))
+            .routes(routes!(probes::health))
+            .routes(routes!(create::create_public, intents::get_public_query))
+            .routes(routes!(intents::get_public, intents::submit_proof)),
+        agent: OpenApiRouter::new()
+            .routes(routes!(agents::me))
+            .routes(routes!(balances::balances))
+            .routes(routes!(create::create_agent, intents::get_agent_query))
+            .routes(routes!(intents::list))
+            .routes(routes!(intents::get_agent))
+            .routes(routes!(intents::execute)),
+        probes: OpenApiRouter::new()
+            .routes(routes!(probes::healthz))
+            .routes(routes!(probes::readyz))
+            .routes(routes!(probes::metrics_text))
+            .routes(routes!(docs::openapi_json)),
+    }
+}
+
+/// The OpenAPI document of every route.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let Routes { public, agent, probes } = routes();
+    let mut doc = OpenApiRouter::with_openapi(docs::ApiDoc::openapi()).merge(public).merge(agent).merge(probes).into_openapi();
+    utoipa::Modify::modify(&docs::Conventions, &mut doc);
+    doc
+}
+
 pub fn router(state: Shared) -> Router {
-    let public = Router::new()
-        .route("/api/chains", get(chains::list))
-        .route("/api/health", get(health))
-        .route("/api/intents", post(create::create_public).get(intents::get_public_query))
-        .route("/api/intents/{id}", get(intents::get_public).post(intents::submit_proof))
-        .layer(from_fn_with_state(state.clone(), guard::public_limit));
-    let agent = Router::new()
-        .route("/v2/me", get(agents::me))
-        .route("/v2/agents/balances", get(balances::balances))
-        .route("/v2/intents", post(create::create_agent).get(intents::get_agent_query))
-        .route("/v2/intents/list", get(intents::list))
-        .route("/v2/intents/{id}", get(intents::get_agent))
-        .route("/v2/intents/{id}/execute", post(intents::execute))
-        .layer(from_fn_with_state(state.clone(), guard::agent_auth));
-    // Probes are never rate-limited.
-    let probes = Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz)).route("/metrics", get(metrics_text));
-    Router::new()
-        .merge(probes)
-        .merge(public)
-        .merge(agent)
+    let Routes { public, agent, probes } = routes();
+    let public = public.layer(from_fn_with_state(state.clone(), guard::public_limit));
+    let agent = agent.layer(from_fn_with_state(state.clone(), guard::agent_auth));
+    // Probes and the document are never rate-limited.
+    let (routes, _) = probes.merge(public).merge(agent).split_for_parts();
+    routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
@@ -152,14 +183,6 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
         .map_err(|e| ApiError::Internal(format!("blocking task failed: {e}")))
 }
 
-async fn health(axum::extract::State(s): axum::extract::State<Shared>) -> Result<impl IntoResponse, ApiError> {
-    s.db.ping().await.map_err(|e| {
-        tracing::warn!(error = %e, "health: database unavailable");
-        ApiError::Unavailable("database unavailable".into())
-    })?;
-    Ok((StatusCode::OK, axum::Json(serde_json::json!({ "status": "ok" }))))
-}
-
 /// Requests by route template, method and status, with their latency.
 async fn http_metrics(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
     let route = req.extensions().get::<axum::extract::MatchedPath>().map_or("(unrouted)".to_string(), |p| p.as_str().to_string());
@@ -168,46 +191,6 @@ async fn http_metrics(req: axum::extract::Request, next: axum::middleware::Next)
     let resp = next.run(req).await;
     crate::telemetry::http_request(&route, &method, resp.status().as_u16(), started.elapsed());
     resp
-}
-
-/// Prometheus metrics, plus the database's view at scrape time.
-async fn metrics_text(axum::extract::State(s): axum::extract::State<Shared>) -> Result<axum::response::Response, ApiError> {
-    let now = crate::intent::now_ms();
-    let by_status = crate::store::intents::count_by_status(&s.db).await?;
-    let (depth, oldest_due) = crate::store::settlement::queue_stats(&s.db, now).await?;
-    let age = oldest_due.map_or(0, |at| (now - at).max(0) / 1000);
-    let text = crate::telemetry::render() + &crate::telemetry::scrape_text(&by_status, depth, age);
-    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response())
-}
-
-/// Liveness: the process answers.
-async fn healthz() -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({ "status": "ok" }))
-}
-
-/// Readiness: the database answers and every exposed chain's node answers
-/// with its configured chain id. 503 (in the error envelope, with the
-/// checks) otherwise.
-async fn readyz(axum::extract::State(s): axum::extract::State<Shared>) -> axum::response::Response {
-    let database = match s.db.ping().await {
-        Ok(()) => "ok",
-        Err(e) => {
-            tracing::warn!(error = %e, "readiness: database unavailable");
-            "unavailable"
-        }
-    };
-    let mut chains = serde_json::Map::new();
-    for (name, state) in crate::server::probe_chains(&s.config, &s.registry).await {
-        chains.insert(name, state.as_str().into());
-    }
-    let ready = database == "ok" && chains.values().all(|v| v == "ok");
-    let checks = serde_json::json!({ "database": database, "chains": chains });
-    if ready {
-        return axum::Json(serde_json::json!({ "status": "ready", "checks": checks })).into_response();
-    }
-    let mut body = ApiError::Unavailable("not ready: see checks".into()).envelope();
-    body["checks"] = checks;
-    (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
 }
 
 async fn not_found() -> ApiError {

@@ -1,29 +1,136 @@
-//! JSON shapes of intents as the API shows them.
+//! JSON shapes the API answers with. Each is a type, so the OpenAPI
+//! document is generated from the same definitions the handlers serialize.
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::config::Config;
 use crate::intent::{rfc3339, Intent, Status};
 
-fn put(m: &mut Map<String, Value>, k: &str, v: impl Into<Value>) {
-    m.insert(k.into(), v.into());
+/// An intent as `GET` shows it (and, without `created_at`, as create
+/// answers it). Optional fields are absent, not null, when they do not apply.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IntentView {
+    #[schema(example = "01JD3Q5W8Z6X2V4T7R9P1M3K5H")]
+    pub intent_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[schema(example = "AWAITING_PAYMENT")]
+    pub status: &'static str,
+    #[schema(example = "base")]
+    pub payer_chain: String,
+    #[schema(example = "arbitrum")]
+    pub target_chain: String,
+    #[schema(example = "usdc")]
+    pub payer_asset: String,
+    #[schema(example = "usdc")]
+    pub target_asset: String,
+    pub merchant_recipient: String,
+    /// Decimal string, in whole tokens.
+    #[schema(example = "10.03")]
+    pub sending_amount: String,
+    #[schema(example = "10")]
+    pub receiving_amount: String,
+    #[schema(example = "0.03")]
+    pub estimated_fee: String,
+    #[schema(value_type = Object)]
+    pub fee_breakdown: Value,
+    /// RFC 3339, UTC.
+    pub expires_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// x402 `PaymentRequirements`; present while the intent awaits payment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub payment_requirements: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_payment: Option<SourcePayment>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_payment: Option<TargetPayment>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// Stable machine-readable reason beside `error_message`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "agent_wallet_short")]
+    pub error_code: Option<&'static str>,
 }
 
-fn put_opt(m: &mut Map<String, Value>, k: &str, v: &Option<String>) {
-    if let Some(v) = v {
-        put(m, k, v.clone());
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SourcePayment {
+    pub chain: String,
+    pub tx_hash: String,
+    pub settle_proof: Option<String>,
+    pub settled_at: Option<String>,
+    pub explorer_url: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TargetPayment {
+    pub tx_hash: String,
+    pub settle_proof: Option<String>,
+    pub settled_at: Option<String>,
+    pub explorer_url: Option<String>,
+}
+
+/// One row of `GET /v2/intents/list`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IntentRow {
+    pub intent_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    pub merchant_recipient: String,
+    pub sending_amount: String,
+    pub receiving_amount: String,
+    pub estimated_fee: String,
+    pub payer_chain: String,
+    pub target_chain: String,
+    pub status: &'static str,
+    pub created_at: String,
+    pub expires_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IntentList {
+    pub intents: Vec<IntentRow>,
+    pub total: i64,
+    pub page: i64,
+    pub page_size: i64,
+}
+
+/// Answer to a proof submission or an execute.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Accepted {
+    pub intent_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[schema(example = "PENDING")]
+    pub status: &'static str,
+    pub message: &'static str,
+    pub sending_amount: String,
+    pub receiving_amount: String,
+    pub estimated_fee: String,
+}
+
+impl Accepted {
+    pub fn new(i: &Intent, status: Status, message: &'static str) -> Accepted {
+        Accepted {
+            intent_id: i.id.clone(),
+            agent_id: i.agent_id.clone(),
+            status: status.as_str(),
+            message,
+            sending_amount: i.sending_amount.clone(),
+            receiving_amount: i.receiving_amount.clone(),
+            estimated_fee: i.estimated_fee.clone(),
+        }
     }
 }
 
-fn explorer(cfg: &Config, chain: &str, tx: &str) -> Value {
+fn explorer(cfg: &Config, chain: &str, tx: &str) -> Option<String> {
     match cfg.chains.get(chain) {
-        Some(c) if !c.explorer_tx_url.is_empty() => c.explorer_tx_url.replace("{tx}", tx).into(),
-        _ => Value::Null,
+        Some(c) if !c.explorer_tx_url.is_empty() => Some(c.explorer_tx_url.replace("{tx}", tx)),
+        _ => None,
     }
-}
-
-fn fee_breakdown(i: &Intent) -> Value {
-    serde_json::from_str(&i.fee_breakdown).unwrap_or(Value::Null)
 }
 
 /// The requirements with `maxTimeoutSeconds` = seconds left to pay.
@@ -36,78 +143,76 @@ fn requirements(i: &Intent, now_ms: i64) -> Value {
 }
 
 /// Fields every intent body shares.
-fn base(i: &Intent, now_ms: i64) -> Map<String, Value> {
-    let mut m = Map::new();
-    put(&mut m, "intent_id", i.id.clone());
-    put_opt(&mut m, "agent_id", &i.agent_id);
-    put(&mut m, "status", i.effective_status(now_ms).as_str());
-    put(&mut m, "payer_chain", i.payer_chain.clone());
-    put(&mut m, "target_chain", i.target_chain.clone());
-    put(&mut m, "payer_asset", i.payer_asset.clone());
-    put(&mut m, "target_asset", i.target_asset.clone());
-    put(&mut m, "merchant_recipient", i.merchant_recipient.clone());
-    put(&mut m, "sending_amount", i.sending_amount.clone());
-    put(&mut m, "receiving_amount", i.receiving_amount.clone());
-    put(&mut m, "estimated_fee", i.estimated_fee.clone());
-    put(&mut m, "fee_breakdown", fee_breakdown(i));
-    put(&mut m, "expires_at", rfc3339(i.expires_at));
-    m
+fn base(i: &Intent, now_ms: i64) -> IntentView {
+    IntentView {
+        intent_id: i.id.clone(),
+        agent_id: i.agent_id.clone(),
+        status: i.effective_status(now_ms).as_str(),
+        payer_chain: i.payer_chain.clone(),
+        target_chain: i.target_chain.clone(),
+        payer_asset: i.payer_asset.clone(),
+        target_asset: i.target_asset.clone(),
+        merchant_recipient: i.merchant_recipient.clone(),
+        sending_amount: i.sending_amount.clone(),
+        receiving_amount: i.receiving_amount.clone(),
+        estimated_fee: i.estimated_fee.clone(),
+        fee_breakdown: serde_json::from_str(&i.fee_breakdown).unwrap_or(Value::Null),
+        expires_at: rfc3339(i.expires_at),
+        created_at: None,
+        payment_requirements: None,
+        source_payment: None,
+        target_payment: None,
+        error_message: None,
+        error_code: None,
+    }
 }
 
 /// Create response (201).
-pub fn created(i: &Intent, now_ms: i64) -> Value {
-    let mut m = base(i, now_ms);
-    put(&mut m, "payment_requirements", requirements(i, now_ms));
-    Value::Object(m)
+pub fn created(i: &Intent, now_ms: i64) -> IntentView {
+    IntentView { payment_requirements: Some(requirements(i, now_ms)), ..base(i, now_ms) }
 }
 
 /// Read form (GET intent).
-pub fn intent(cfg: &Config, i: &Intent, now_ms: i64) -> Value {
+pub fn intent(cfg: &Config, i: &Intent, now_ms: i64) -> IntentView {
     let status = i.effective_status(now_ms);
-    let mut m = base(i, now_ms);
-    put(&mut m, "created_at", rfc3339(i.created_at));
-    if status == Status::AwaitingPayment {
-        put(&mut m, "payment_requirements", requirements(i, now_ms));
+    IntentView {
+        created_at: Some(rfc3339(i.created_at)),
+        payment_requirements: (status == Status::AwaitingPayment).then(|| requirements(i, now_ms)),
+        source_payment: i.source_tx_hash.as_ref().map(|tx| SourcePayment {
+            chain: i.payer_chain.clone(),
+            tx_hash: tx.clone(),
+            settle_proof: i.settle_proof.clone(),
+            settled_at: i.source_settled_at.map(rfc3339),
+            explorer_url: explorer(cfg, &i.payer_chain, tx),
+        }),
+        target_payment: match (&i.target_tx_hash, status) {
+            (Some(tx), Status::TargetSettled) => Some(TargetPayment {
+                tx_hash: tx.clone(),
+                settle_proof: i.target_settle_proof.clone(),
+                settled_at: i.target_settled_at.map(rfc3339),
+                explorer_url: explorer(cfg, &i.target_chain, tx),
+            }),
+            _ => None,
+        },
+        error_message: i.error_message.clone(),
+        error_code: i.error_code.map(|c| c.code()),
+        ..base(i, now_ms)
     }
-    if let Some(tx) = &i.source_tx_hash {
-        put(&mut m, "source_payment", json!({
-            "chain": i.payer_chain,
-            "tx_hash": tx,
-            "settle_proof": i.settle_proof,
-            "settled_at": i.source_settled_at.map(rfc3339),
-            "explorer_url": explorer(cfg, &i.payer_chain, tx),
-        }));
-    }
-    if status == Status::TargetSettled {
-        if let Some(tx) = &i.target_tx_hash {
-            put(&mut m, "target_payment", json!({
-                "tx_hash": tx,
-                "settle_proof": i.target_settle_proof,
-                "settled_at": i.target_settled_at.map(rfc3339),
-                "explorer_url": explorer(cfg, &i.target_chain, tx),
-            }));
-        }
-    }
-    put_opt(&mut m, "error_message", &i.error_message);
-    if let Some(code) = i.error_code {
-        put(&mut m, "error_code", code.code());
-    }
-    Value::Object(m)
 }
 
 /// ListIntents row.
-pub fn row(i: &Intent, now_ms: i64) -> Value {
-    let mut m = Map::new();
-    put(&mut m, "intent_id", i.id.clone());
-    put_opt(&mut m, "agent_id", &i.agent_id);
-    put(&mut m, "merchant_recipient", i.merchant_recipient.clone());
-    put(&mut m, "sending_amount", i.sending_amount.clone());
-    put(&mut m, "receiving_amount", i.receiving_amount.clone());
-    put(&mut m, "estimated_fee", i.estimated_fee.clone());
-    put(&mut m, "payer_chain", i.payer_chain.clone());
-    put(&mut m, "target_chain", i.target_chain.clone());
-    put(&mut m, "status", i.effective_status(now_ms).as_str());
-    put(&mut m, "created_at", rfc3339(i.created_at));
-    put(&mut m, "expires_at", rfc3339(i.expires_at));
-    Value::Object(m)
+pub fn row(i: &Intent, now_ms: i64) -> IntentRow {
+    IntentRow {
+        intent_id: i.id.clone(),
+        agent_id: i.agent_id.clone(),
+        merchant_recipient: i.merchant_recipient.clone(),
+        sending_amount: i.sending_amount.clone(),
+        receiving_amount: i.receiving_amount.clone(),
+        estimated_fee: i.estimated_fee.clone(),
+        payer_chain: i.payer_chain.clone(),
+        target_chain: i.target_chain.clone(),
+        status: i.effective_status(now_ms).as_str(),
+        created_at: rfc3339(i.created_at),
+        expires_at: rfc3339(i.expires_at),
+    }
 }

@@ -266,7 +266,8 @@ impl Engine {
             };
             match self.prepare_wallet(&i, "source", &adapter, &signer, &req.amount).await {
                 Ok(()) => {}
-                Err(StepError::NotSent(_, m)) | Err(StepError::Pending(m)) => return Ok(self.later_unavailable(&i, &m)),
+                Err(StepError::NotSent(code, m)) => return self.later_waiting(&i, code, &m).await,
+                Err(StepError::Pending(m)) => return Ok(self.later_unavailable(&i, &m)),
                 Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) => {
                     tracing::warn!(intent = %i.id, detail = %m, "agent wallet could not approve its token spender");
                     return self.fail(&i, Status::VerificationFailed, Failure::AgentWalletNotReady.into()).await;
@@ -389,7 +390,8 @@ impl Engine {
                     ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
                 }
             }
-            Err(StepError::NotSent(_, m)) | Err(StepError::Pending(m)) => Ok(self.later_unavailable(&i, &m)),
+            Err(StepError::NotSent(code, m)) => self.later_waiting(&i, code, &m).await,
+            Err(StepError::Pending(m)) => Ok(self.later_unavailable(&i, &m)),
             Err(StepError::WouldRevert(m)) => {
                 // Nothing went out. Let the adapter say why, if it can.
                 if let Some(payment) = fresh.as_ref().filter(|_| one_call) {
@@ -415,6 +417,20 @@ impl Engine {
     fn later_unavailable(&self, i: &Intent, why: &str) -> Next {
         tracing::info!(intent = %i.id, why, "chain unavailable; retrying");
         Next::Later(Duration::from_secs(1), false)
+    }
+
+    /// Nothing went out on the source leg: the intent keeps its status and
+    /// shows why it waits (an unfunded relayer is an operator's problem, so
+    /// it is a WARN and `/readyz` shows it); it completes once the cause is
+    /// gone, which clears the code.
+    async fn later_waiting(&self, i: &Intent, code: Failure, why: &str) -> anyhow::Result<Next> {
+        if code == Failure::RelayerUnfunded {
+            tracing::warn!(intent = %i.id, chain = %i.payer_chain, detail = why, "the relayer cannot pay gas; waiting for funds");
+        } else {
+            tracing::info!(intent = %i.id, code = code.code(), detail = why, "source leg not sent; retrying");
+        }
+        repo::transition(&self.state.db, &i.id, i.status, i.status, Some(&code.into()), now_ms()).await?;
+        Ok(Next::Later(Duration::from_secs(if code == Failure::RelayerUnfunded { 2 } else { 1 }), false))
     }
 
     async fn target_leg(&self, i: Intent) -> anyhow::Result<Next> {

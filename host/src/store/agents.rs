@@ -27,6 +27,8 @@ pub enum AgentError {
     TooMany(String),
     #[error("agent {0} not found")]
     NoAgent(String),
+    #[error("account {0} is disabled")]
+    AccountDisabled(String),
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -48,20 +50,27 @@ pub async fn create_agent(db: &Db, account: Option<&str>, name: &str, now_ms: i6
     for _ in 0..8 {
         let mut tx = db.pool.begin().await?;
         if let Some(acc) = account {
-            let bumped = sqlx::query("UPDATE accounts SET agent_count = agent_count + 1 WHERE id = $1 AND agent_count < $2")
+            let bumped = sqlx::query(
+                "UPDATE accounts SET agent_count = agent_count + 1 WHERE id = $1 AND agent_count < $2 AND status = 'active'",
+            )
                 .bind(acc)
                 .bind(MAX_AGENTS_PER_ACCOUNT)
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();
             if bumped != 1 {
-                let exists = sqlx::query("SELECT 1 AS one FROM accounts WHERE id = $1")
+                let status: Option<String> = sqlx::query("SELECT status FROM accounts WHERE id = $1")
                     .bind(acc)
                     .fetch_optional(&mut *tx)
                     .await?
-                    .is_some();
+                    .map(|r| r.try_get("status"))
+                    .transpose()?;
                 tx.rollback().await?;
-                return Err(if exists { AgentError::TooMany(acc.into()) } else { AgentError::NoAccount(acc.into()) });
+                return Err(match status.as_deref() {
+                    None => AgentError::NoAccount(acc.into()),
+                    Some("active") => AgentError::TooMany(acc.into()),
+                    Some(_) => AgentError::AccountDisabled(acc.into()),
+                });
             }
         }
         let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM agents").fetch_one(&mut *tx).await?.try_get("n")?;
@@ -165,11 +174,147 @@ pub async fn set_recipient(db: &Db, email: &str, chain: &str, address: &str) -> 
 }
 
 pub async fn recipient(db: &Db, email: &str, chain: &str) -> Result<Option<String>, DbError> {
-    sqlx::query("SELECT address FROM recipients WHERE email = $1 AND chain = $2")
+    sqlx::query("SELECT address FROM recipients WHERE email = $1 AND chain = $2 AND disabled_at IS NULL")
         .bind(email.trim().to_lowercase())
         .bind(chain)
         .fetch_optional(&db.pool)
         .await?
         .map(|r| r.try_get("address"))
         .transpose()
+}
+
+/// Addresses of the hosted wallets of every agent of `account`, oldest agent first.
+pub async fn account_wallets(db: &Db, account: &str) -> Result<Vec<String>, DbError> {
+    let rows = sqlx::query(
+        "SELECT w.address FROM agents a JOIN wallet_keys w ON w.name = 'agent:' || a.id || ':evm' \
+         WHERE a.account_id = $1 ORDER BY a.created_at, a.id",
+    )
+    .bind(account)
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter().map(|r| r.try_get("address")).collect()
+}
+
+/// What `account list`/`show` print.
+#[derive(Debug, serde::Serialize)]
+pub struct AccountRow {
+    pub account_id: String,
+    pub name: String,
+    pub status: String,
+    pub agent_count: i64,
+    pub created_at: String,
+}
+
+/// What `agent list`/`show` print (never keys).
+#[derive(Debug, serde::Serialize)]
+pub struct AgentRow {
+    pub agent_id: String,
+    pub agent_number: String,
+    pub name: String,
+    pub status: String,
+    pub account_id: Option<String>,
+    pub wallet_address: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct RecipientRow {
+    pub email: String,
+    pub chain: String,
+    pub address: String,
+    pub status: &'static str,
+}
+
+fn account_row(r: &sqlx::any::AnyRow) -> Result<AccountRow, DbError> {
+    Ok(AccountRow {
+        account_id: r.try_get("id")?,
+        name: r.try_get("name")?,
+        status: r.try_get("status")?,
+        agent_count: r.try_get("agent_count")?,
+        created_at: crate::intent::rfc3339(r.try_get("created_at")?),
+    })
+}
+
+pub async fn accounts(db: &Db, id: Option<&str>) -> Result<Vec<AccountRow>, DbError> {
+    let rows = sqlx::query(
+        "SELECT id, name, status, agent_count, created_at FROM accounts WHERE (CAST($1 AS TEXT) IS NULL OR id = $1) ORDER BY created_at, id",
+    )
+    .bind(id)
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter().map(account_row).collect()
+}
+
+fn agent_row(r: &sqlx::any::AnyRow) -> Result<AgentRow, DbError> {
+    Ok(AgentRow {
+        agent_id: r.try_get("id")?,
+        agent_number: r.try_get("agent_number")?,
+        name: r.try_get("name")?,
+        status: r.try_get("status")?,
+        account_id: r.try_get("account_id")?,
+        wallet_address: r.try_get("wallet_address")?,
+        created_at: crate::intent::rfc3339(r.try_get("created_at")?),
+    })
+}
+
+/// Agents, all or one account's or one.
+pub async fn agents(db: &Db, account: Option<&str>, id: Option<&str>) -> Result<Vec<AgentRow>, DbError> {
+    let rows = sqlx::query(
+        "SELECT a.id, a.agent_number, a.name, a.status, a.account_id, a.created_at, w.address AS wallet_address \
+         FROM agents a LEFT JOIN wallet_keys w ON w.name = 'agent:' || a.id || ':evm' \
+         WHERE (CAST($1 AS TEXT) IS NULL OR a.account_id = $1) AND (CAST($2 AS TEXT) IS NULL OR a.id = $2) ORDER BY a.agent_number",
+    )
+    .bind(account)
+    .bind(id)
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter().map(agent_row).collect()
+}
+
+/// Disable an agent: its keys stop authenticating. `false` if none such.
+pub async fn disable_agent(db: &Db, id: &str) -> Result<bool, DbError> {
+    let n = sqlx::query("UPDATE agents SET status = 'disabled' WHERE id = $1").bind(id).execute(&db.pool).await?.rows_affected();
+    Ok(n == 1)
+}
+
+/// Disable an account and every agent of it, in one transaction.
+pub async fn disable_account(db: &Db, id: &str) -> Result<bool, DbError> {
+    let mut tx = db.pool.begin().await?;
+    let n = sqlx::query("UPDATE accounts SET status = 'disabled' WHERE id = $1").bind(id).execute(&mut *tx).await?.rows_affected();
+    sqlx::query("UPDATE agents SET status = 'disabled' WHERE account_id = $1").bind(id).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(n == 1)
+}
+
+pub async fn recipients(db: &Db, email: Option<&str>) -> Result<Vec<RecipientRow>, DbError> {
+    let email = email.map(|e| e.trim().to_lowercase());
+    let rows = sqlx::query(
+        "SELECT email, chain, address, disabled_at FROM recipients WHERE (CAST($1 AS TEXT) IS NULL OR email = $1) ORDER BY email, chain",
+    )
+    .bind(email)
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let disabled: Option<i64> = r.try_get("disabled_at")?;
+            Ok(RecipientRow {
+                email: r.try_get("email")?,
+                chain: r.try_get("chain")?,
+                address: r.try_get("address")?,
+                status: if disabled.is_some() { "disabled" } else { "active" },
+            })
+        })
+        .collect()
+}
+
+/// Stop resolving EMAIL (on one chain, or on all); how many mappings.
+pub async fn disable_recipient(db: &Db, email: &str, chain: Option<&str>, now_ms: i64) -> Result<u64, DbError> {
+    let n = sqlx::query("UPDATE recipients SET disabled_at = $1 WHERE email = $2 AND (CAST($3 AS TEXT) IS NULL OR chain = $3) AND disabled_at IS NULL")
+        .bind(now_ms)
+        .bind(email.trim().to_lowercase())
+        .bind(chain)
+        .execute(&db.pool)
+        .await?
+        .rows_affected();
+    Ok(n)
 }

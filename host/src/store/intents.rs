@@ -186,3 +186,13 @@ pub async fn count_by_status(db: &Db) -> Result<Vec<(String, i64)>, DbError> {
         .map(|r| Ok((r.try_get("status")?, r.try_get("n")?)))
         .collect()
 }
+
+/// Payer chains with intents still waiting on their source leg for `code`.
+pub async fn chains_waiting_with(db: &Db, code: crate::failure::Failure) -> Result<Vec<String>, DbError> {
+    let rows = sqlx::query("SELECT DISTINCT payer_chain FROM intents WHERE status = $1 AND error_code = $2 ORDER BY payer_chain")
+        .bind(crate::intent::Status::Pending.as_str())
+        .bind(code.code())
+        .fetch_all(&db.pool)
+        .await?;
+    rows.iter().map(|r| r.try_get("payer_chain")).collect()
+}

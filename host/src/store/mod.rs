@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod idempotency;
 pub mod intents;
+pub mod keys;
 pub mod settlement;
 
 pub use sqlx::Error as DbError;

@@ -1,0 +1,102 @@
+//! Liveness, readiness, the documented health check and metrics. None of
+//! them is rate-limited.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{ApiError, Shared};
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    #[schema(example = "ok")]
+    pub status: &'static str,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Ready {
+    #[schema(example = "ready")]
+    pub status: &'static str,
+    pub checks: Checks,
+}
+
+/// Each check: `ok`, or what is wrong.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Checks {
+    #[schema(example = "ok")]
+    pub database: &'static str,
+    /// Per exposed chain: `ok`, `unreachable` or `wrong_chain_id`.
+    #[schema(example = json!({"base": "ok"}))]
+    pub chains: BTreeMap<String, &'static str>,
+    /// Service wallets below their configured floors (empty when none).
+    #[schema(example = json!({"relayer:evm base eth": "below 0.05"}))]
+    pub wallets: BTreeMap<String, String>,
+    /// Payer chains where intents wait because the relayer cannot pay gas.
+    #[schema(example = json!(["base"]))]
+    pub relayer_unfunded: Vec<String>,
+}
+
+/// The spec's health check: the database answers.
+#[utoipa::path(get, path = "/api/health", tag = "operations",
+    responses((status = 200, description = "Healthy", body = Health),
+              (status = 503, description = "The database does not answer", body = super::docs::ErrorBody)))]
+pub async fn health(State(s): State<Shared>) -> Result<Json<Health>, ApiError> {
+    s.db.ping().await.map_err(|e| {
+        tracing::warn!(error = %e, "health: database unavailable");
+        ApiError::Unavailable("database unavailable".into())
+    })?;
+    Ok(Json(Health { status: "ok" }))
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "The process is alive", body = Health)))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// Readiness: the database answers and every exposed chain's node answers
+/// with its configured chain id. 503 (the error envelope plus `checks`)
+/// otherwise.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses((status = 200, description = "Ready to take traffic", body = Ready),
+              (status = 503, description = "Not ready: the error envelope with `checks`", body = super::docs::ErrorBody)))]
+pub async fn readyz(State(s): State<Shared>) -> axum::response::Response {
+    let database = match s.db.ping().await {
+        Ok(()) => "ok",
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness: database unavailable");
+            "unavailable"
+        }
+    };
+    let chains: BTreeMap<String, &'static str> =
+        crate::server::probe_chains(&s.config, &s.registry).await.into_iter().map(|(name, p)| (name, p.as_str())).collect();
+    let relayer_unfunded = crate::store::intents::chains_waiting_with(&s.db, crate::failure::Failure::RelayerUnfunded).await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "readiness: database unavailable");
+        vec![]
+    });
+    let checks = Checks { database, chains, wallets: s.watch.below_floor(), relayer_unfunded };
+    if checks.database == "ok" && checks.chains.values().all(|v| *v == "ok") && checks.wallets.is_empty() && checks.relayer_unfunded.is_empty() {
+        return Json(Ready { status: "ready", checks }).into_response();
+    }
+    let mut body = ApiError::Unavailable("not ready: see checks".into()).envelope();
+    body["checks"] = serde_json::to_value(&checks).expect("checks serialize");
+    (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+}
+
+/// Prometheus metrics, plus the database's view at scrape time.
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
+pub async fn metrics_text(State(s): State<Shared>) -> Result<axum::response::Response, ApiError> {
+    let now = crate::intent::now_ms();
+    let by_status = crate::store::intents::count_by_status(&s.db).await?;
+    let (depth, oldest_due) = crate::store::settlement::queue_stats(&s.db, now).await?;
+    let age = oldest_due.map_or(0, |at| (now - at).max(0) / 1000);
+    let text = crate::telemetry::render() + &crate::telemetry::scrape_text(&by_status, depth, age);
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response())
+}

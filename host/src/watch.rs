@@ -1,0 +1,117 @@
+//! What a replica watches about itself: which chains answer (a chain is not
+//! exposed until its node answers with the configured chain id) and the
+//! service wallets' balances (metrics, and floors that fail readiness).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::RwLock;
+use std::time::Duration;
+
+use crate::api::Shared;
+use crate::server::ChainProbe;
+
+#[derive(Default)]
+pub struct Watch {
+    /// Configured chains withheld: the node did not answer right yet.
+    down: RwLock<BTreeSet<String>>,
+    /// `wallet chain asset` → the floor it is below.
+    low: RwLock<BTreeMap<String, String>>,
+}
+
+impl Watch {
+    pub fn exposed(&self, chain: &str) -> bool {
+        !self.down.read().unwrap().contains(chain)
+    }
+
+    pub fn withheld(&self) -> BTreeSet<String> {
+        self.down.read().unwrap().clone()
+    }
+
+    /// Record a probe; `true` when the chain's exposure changed.
+    pub fn record(&self, chain: &str, probe: ChainProbe) -> bool {
+        let mut down = self.down.write().unwrap();
+        match probe {
+            ChainProbe::Ok => down.remove(chain),
+            _ => down.insert(chain.to_string()),
+        }
+    }
+
+    /// Service wallets below their floors, as `{"relayer:evm base native": "below 0.05"}`.
+    pub fn below_floor(&self) -> BTreeMap<String, String> {
+        self.low.read().unwrap().clone()
+    }
+}
+
+/// Ask again, every `chain_probe_seconds`, the chains that are withheld.
+pub async fn probe_withheld(state: Shared) {
+    let every = Duration::from_secs(state.config.service.chain_probe_seconds.max(1));
+    loop {
+        tokio::time::sleep(every).await;
+        if state.watch.withheld().is_empty() {
+            continue;
+        }
+        for (chain, probe) in crate::server::probe_chains(&state.config, &state.registry).await {
+            if state.watch.record(&chain, probe) {
+                match probe {
+                    ChainProbe::Ok => tracing::info!(chain = %chain, "chain answers; now exposed"),
+                    _ => tracing::warn!(chain = %chain, probe = probe.as_str(), "chain withheld"),
+                }
+            }
+        }
+    }
+}
+
+/// Read every service wallet's balances on every exposed chain, now and
+/// every `balance_check_seconds`: gauges for each, and a WARN plus a failed
+/// readiness check for each one below its configured floor.
+pub async fn balances(state: Shared) {
+    let every = Duration::from_secs(state.config.service.balance_check_seconds.max(1));
+    loop {
+        check_balances(&state).await;
+        tokio::time::sleep(every).await;
+    }
+}
+
+pub async fn check_balances(state: &Shared) {
+    let cfg = &state.config;
+    let mut low = BTreeMap::new();
+    let wallets = match state.keys.list().await {
+        Ok(all) => all.into_iter().filter(|(name, _)| crate::keys::SERVICE_WALLETS.contains(&name.as_str())).collect::<Vec<_>>(),
+        Err(e) => {
+            tracing::warn!(error = %e, "balance check: keystore unavailable");
+            return;
+        }
+    };
+    let mut chains: Vec<String> = cfg.chains_with_role(crate::config::Role::Payer);
+    chains.extend(cfg.chains_with_role(crate::config::Role::Target));
+    chains.sort();
+    chains.dedup();
+    for (name, address) in wallets {
+        let Ok(owner) = address.parse() else { continue };
+        for chain in chains.iter().filter(|c| state.watch.exposed(c)) {
+            let balances = match crate::wallets::on_chain(cfg, &state.registry, chain, owner).await {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!(wallet = %name, chain = %chain, error = %e, "balance check: chain unavailable");
+                    continue;
+                }
+            };
+            let native = &cfg.chains[chain].native_asset;
+            for b in &balances {
+                let shown = crate::wallets::display(b.raw, b.decimals);
+                let amount = crate::decimal::parse(&shown).unwrap_or_default();
+                crate::telemetry::wallet_balance(&name, chain, &b.asset, amount);
+                let floor = cfg.floors.iter().find(|f| {
+                    f.wallet == name && &f.chain == chain && (f.asset == b.asset || (f.asset == "native" && &b.asset == native))
+                });
+                if let Some(f) = floor {
+                    let min = crate::decimal::parse(&f.amount).unwrap_or_default();
+                    if amount < min {
+                        tracing::warn!(wallet = %name, %address, chain = %chain, asset = %b.asset, balance = %shown, floor = %f.amount, "service wallet below its floor");
+                        low.insert(format!("{name} {chain} {}", b.asset), format!("below {}", f.amount));
+                    }
+                }
+            }
+        }
+    }
+    *state.watch.low.write().unwrap() = low;
+}
