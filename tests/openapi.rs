@@ -103,6 +103,7 @@ async fn schemathesis_finds_no_server_error_and_no_schema_break() {
     let (before, _) = requests_served(port).await;
 
     let report = dn.dir.path().join("schemathesis.json");
+    let workdir = dn.dir.path().to_path_buf(); // its cache stays out of the repository
     let tool = schemathesis();
     let run = tokio::task::spawn_blocking(move || {
         Command::new(&tool)
@@ -114,6 +115,7 @@ async fn schemathesis_finds_no_server_error_and_no_schema_break() {
             .args(["--report", "json", "--report-json-path"])
             .arg(&report)
             .env("NO_COLOR", "1")
+            .current_dir(&workdir)
             .output()
             .unwrap_or_else(|e| panic!("{} could not run ({e}); scripts/setup.sh installs it", tool.display()))
     })
