@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use stablerail::keys;
 
 use common::app::MERCHANT;
-use common::devnet::{devnet_dir, rpc, units, x402_pay, Devnet};
+use common::devnet::{rpc, units, x402_pay, Devnet};
 
 alloy_sol_types::sol! {
     function transfer(address to, uint256 value) external returns (bool);
@@ -313,7 +313,7 @@ async fn legs_wait_for_their_confirmations() {
     std::fs::write(&cfg, text).unwrap();
     let db_url = format!("sqlite://{}", dn.dir.path().join("sr.db").display());
     let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
-    Engine::new(state.clone(), state.keys.clone()).spawn(2);
+    Engine::new(state.engine_deps()).spawn(2);
 
     let (s, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })), &[]).await;
     assert_eq!(s, 201);
@@ -357,7 +357,7 @@ async fn landed_payouts_are_reconciled_and_retries_never_pay_twice() {
     assert!(repo::give_up(&dn.state.db, &id, &why, stablerail::intent::now_ms()).await.unwrap());
     let (_, v) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
     assert_eq!((v["status"].as_str(), v["error_code"].as_str()), (Some("PARTIAL_SETTLEMENT"), Some("needs_reconciliation")), "{v}");
-    let engine = Engine::new(dn.state.clone(), dn.state.keys.clone());
+    let engine = Engine::new(dn.state.engine_deps());
     engine.reconcile().await.unwrap();
     let (_, v) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
     assert_eq!(v["status"], "TARGET_SETTLED", "{v}");
@@ -384,7 +384,7 @@ async fn a_short_payout_wallet_waits_and_completes_once_funded() {
     let cfg = dn.dir.path().join("chains.toml");
     let db_url = format!("sqlite://{}", dn.dir.path().join("sr.db").display());
     let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
-    Engine::new(state.clone(), state.keys.clone()).spawn(2);
+    Engine::new(state.engine_deps()).spawn(2);
 
     let proxy = dn.state.keys.address(keys::PROXY).await.unwrap();
     let arb = dn.rpc_url("arbitrum");

@@ -121,8 +121,32 @@ impl Reason {
             ProofError::NotApproved(_) => Failure::NotApproved,
             _ => Failure::ProofInvalid,
         };
-        Reason { code, message: crate::api::error::proof_message(e) }
+        Reason { code, message: proof_message(e) }
     }
+}
+
+/// What the API says when a chain's node cannot be reached.
+pub const CHAIN_UNAVAILABLE: &str = "service temporarily unavailable: a chain's node is not answering; try again shortly";
+
+/// The words for a refused proof: the adapter's account of what is wrong
+/// with the proof itself (never a node's answer).
+pub fn proof_message(e: &ProofError) -> String {
+    let detail = match e {
+        ProofError::ChainUnavailable(_) => return CHAIN_UNAVAILABLE.into(),
+        ProofError::Malformed(m) => format!("malformed payment payload: {m}"),
+        ProofError::Unsupported(m) => format!("unsupported payment: {m}"),
+        ProofError::RequirementsMismatch(m) => format!("payment does not match the intent: {m}"),
+        ProofError::WrongRecipient(m) => format!("wrong recipient: {m}"),
+        ProofError::WrongAmount(m) => format!("wrong amount: {m}"),
+        ProofError::NotYetValid => "authorization is not valid yet".into(),
+        ProofError::Expired => "authorization has expired".into(),
+        ProofError::InvalidSignature(m) => format!("invalid signature: {m}"),
+        ProofError::SignerMismatch(m) => format!("signature is not the payer's: {m}"),
+        ProofError::AlreadyUsed => "authorization was already used".into(),
+        ProofError::InsufficientFunds(m) => format!("insufficient funds: {m}"),
+        ProofError::NotApproved(m) => format!("token allowance missing: {m}"),
+    };
+    format!("proof validation failed: {detail}")
 }
 
 #[cfg(test)]

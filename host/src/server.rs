@@ -35,10 +35,10 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         registry: Arc::new(registry),
         db,
         pepper,
-        sanctions,
+        sanctions: Arc::new(sanctions),
         limiter,
         keys,
-        work: tokio::sync::Notify::new(),
+        work: Default::default(),
         watch: Default::default(),
     }))
 }
@@ -133,7 +133,7 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     tokio::spawn(crate::watch::balances(state.clone()));
     let every = std::time::Duration::from_secs(state.config.service.sweep_interval_seconds.max(1));
     tokio::spawn(crate::sweeper::run(state.db.clone(), every));
-    Engine::new(state.clone(), state.keys.clone()).spawn(state.config.service.settlement_workers);
+    Engine::new(state.engine_deps()).spawn(state.config.service.settlement_workers);
     for name in [crate::keys::RELAYER, crate::keys::COLLECTION, crate::keys::PROXY] {
         tracing::info!(wallet = name, address = %state.keys.address(name).await?, "service wallet");
     }

@@ -88,7 +88,7 @@ impl Devnet {
         let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
         for n in 0..replicas {
             let replica = if n == 0 { state.clone() } else { stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap() };
-            Engine::new(replica.clone(), replica.keys.clone()).spawn(4);
+            Engine::new(replica.engine_deps()).spawn(4);
         }
         Devnet { dir, info, state }
     }

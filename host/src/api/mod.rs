@@ -39,16 +39,30 @@ pub struct AppState {
     pub registry: Arc<Registry>,
     pub db: Db,
     pub pepper: Pepper,
-    pub sanctions: SanctionsList,
+    pub sanctions: Arc<SanctionsList>,
     pub limiter: guard::Limiter,
     pub keys: Arc<crate::keys::Keystore>,
     /// Wakes this replica's settlement workers when work is queued.
-    pub work: tokio::sync::Notify,
+    pub work: Arc<tokio::sync::Notify>,
     /// Chains withheld until they answer; wallets below their floors.
     pub watch: crate::watch::Watch,
 }
 
 pub type Shared = Arc<AppState>;
+
+impl AppState {
+    /// The settlement engine's share of this state.
+    pub fn engine_deps(&self) -> crate::settle::Deps {
+        crate::settle::Deps {
+            config: self.config.clone(),
+            registry: self.registry.clone(),
+            db: self.db.clone(),
+            keys: self.keys.clone(),
+            sanctions: self.sanctions.clone(),
+            work: self.work.clone(),
+        }
+    }
+}
 
 /// Every route, in three groups by the guard in front of them. Routes are
 /// added only through `routes!`, which takes each handler's OpenAPI entry

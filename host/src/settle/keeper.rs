@@ -29,7 +29,7 @@ impl Engine {
     pub fn spawn_keeper(self: &Arc<Self>) {
         let me = self.clone();
         tokio::spawn(async move {
-            let every = Duration::from_secs(me.state.config.service.nonce_check_seconds.max(1));
+            let every = Duration::from_secs(me.deps.config.service.nonce_check_seconds.max(1));
             let mut seen = HashMap::new();
             loop {
                 if let Err(e) = me.check_nonces(&mut seen).await {
@@ -46,8 +46,8 @@ impl Engine {
     /// One look at every sender. `seen` holds each sender's mined nonce at
     /// the previous look; a sender not seen before (start-up) is acted on.
     pub async fn check_nonces(&self, seen: &mut HashMap<(String, String), u64>) -> anyhow::Result<()> {
-        for (chain_name, sender, next) in repo::nonce_senders(&self.state.db).await? {
-            let Some(chain) = self.state.registry.chain(&chain_name) else { continue };
+        for (chain_name, sender, next) in repo::nonce_senders(&self.deps.db).await? {
+            let Some(chain) = self.deps.registry.chain(&chain_name) else { continue };
             let Ok(from) = sender.parse::<Address>() else { continue };
             let mined = match evm::mined_nonce(&chain, from).await {
                 Ok(n) => n,
@@ -70,7 +70,7 @@ impl Engine {
     /// `first..end`.
     async fn unblock(&self, chain: &ChainClient, from: Address, first: u64, end: u64) -> anyhow::Result<()> {
         let sender = from.to_checksum(None);
-        let stored = repo::signed_at_nonces(&self.state.db, &chain.chain, &sender, first, end).await?;
+        let stored = repo::signed_at_nonces(&self.deps.db, &chain.chain, &sender, first, end).await?;
         for nonce in first..end {
             let mut held = false;
             for (_, raw, hash) in stored.iter().filter(|(n, _, _)| *n == nonce) {
@@ -96,8 +96,8 @@ impl Engine {
                 tracing::error!(chain = %chain.chain, %sender, nonce, "nonce gap on a wallet this keystore does not hold");
                 return Ok(());
             };
-            let chain_id = self.state.config.chains.get(&chain.chain).and_then(|c| c.chain_id).unwrap_or(0);
-            match evm::fill_nonce(&self.state.db, chain, chain_id, &self.relay.fees, &signer, nonce).await {
+            let chain_id = self.deps.config.chains.get(&chain.chain).and_then(|c| c.chain_id).unwrap_or(0);
+            match evm::fill_nonce(&self.deps.db, chain, chain_id, &self.relay.fees, &signer, nonce).await {
                 Ok(Some(hash)) => tracing::warn!(chain = %chain.chain, %sender, nonce, tx = %hash, "filled a nonce gap"),
                 Ok(None) => {}
                 Err(e) => {
@@ -111,11 +111,11 @@ impl Engine {
 
     /// PARTIAL_SETTLEMENT intents whose stored payout landed after all.
     pub async fn reconcile(&self) -> anyhow::Result<()> {
-        let db = &self.state.db;
+        let db = &self.deps.db;
         for id in repo::ids_with_status(db, Status::PartialSettlement, 200).await? {
             let stored = repo::list_txs(db, &id, "target").await?;
             let (Some(last), Some(i)) = (stored.last(), intents::get(db, &id).await?) else { continue };
-            let Some(chain) = self.state.registry.chain(&i.target_chain) else { continue };
+            let Some(chain) = self.deps.registry.chain(&i.target_chain) else { continue };
             let Ok(Some(json)) = evm::receipt(&chain, &last.tx_hash).await else { continue };
             let adapter = self.adapter(&i.target_chain, &i.target_asset)?;
             let proxy = self.keys.address(crate::keys::PROXY).await?;

@@ -23,7 +23,10 @@ use crate::adapter::bindings::types::{
     VerifiedPayment,
 };
 use crate::adapter::AssetAdapter;
-use crate::api::Shared;
+use crate::adapter::Registry;
+use crate::config::Config;
+use crate::db::Db;
+use crate::sanctions::SanctionsList;
 use crate::chain::ChainClient;
 use crate::failure::{Failure, Reason};
 use crate::intent::{now_ms, requirements, Intent, Status};
@@ -37,8 +40,21 @@ const CLAIM_MAX: usize = 64;
 /// How long a payout authorization stays valid.
 const PAYOUT_VALIDITY_SECS: u64 = 24 * 60 * 60;
 
+/// What the engine works with. The HTTP layer builds it from its own
+/// state; the engine never sees the HTTP layer.
+#[derive(Clone)]
+pub struct Deps {
+    pub config: Arc<Config>,
+    pub registry: Arc<Registry>,
+    pub db: Db,
+    pub keys: Arc<Keystore>,
+    pub sanctions: Arc<SanctionsList>,
+    /// Wakes this replica's workers when work is queued.
+    pub work: Arc<tokio::sync::Notify>,
+}
+
 pub struct Engine {
-    state: Shared,
+    deps: Deps,
     keys: Arc<Keystore>,
     relay: batch::Relay,
     batchers: batch::Batchers,
@@ -118,11 +134,11 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 }
 
 impl Engine {
-    pub fn new(state: Shared, keys: Arc<Keystore>) -> Arc<Engine> {
-        let relay = batch::Relay { db: state.db.clone(), nonces: Arc::new(Nonces::new(state.db.clone())), fees: Default::default() };
+    pub fn new(deps: Deps) -> Arc<Engine> {
+        let relay = batch::Relay { db: deps.db.clone(), nonces: Arc::new(Nonces::new(deps.db.clone())), fees: Default::default() };
         Arc::new(Engine {
-            state,
-            keys,
+            keys: deps.keys.clone(),
+            deps,
             relay,
             batchers: Default::default(),
             receipts: Default::default(),
@@ -151,7 +167,7 @@ impl Engine {
                     Err(_) => break,
                 }
             }
-            match repo::claim(&self.state.db, &holder, now_ms(), LEASE_MS, permits.len()).await {
+            match repo::claim(&self.deps.db, &holder, now_ms(), LEASE_MS, permits.len()).await {
                 Ok(ids) if !ids.is_empty() => {
                     for (id, permit) in ids.into_iter().zip(permits) {
                         let me = self.clone();
@@ -159,7 +175,7 @@ impl Engine {
                             me.step(&id).await;
                             drop(permit);
                             // The pass may have queued more work due now (a payout).
-                            me.state.work.notify_one();
+                            me.deps.work.notify_one();
                         });
                     }
                 }
@@ -167,7 +183,7 @@ impl Engine {
                 // pass), or poll now and then for work other replicas queued.
                 Ok(_) => {
                     drop(permits);
-                    let _ = tokio::time::timeout(Duration::from_millis(250), self.state.work.notified()).await;
+                    let _ = tokio::time::timeout(Duration::from_millis(250), self.deps.work.notified()).await;
                 }
                 Err(e) => {
                     drop(permits);
@@ -187,7 +203,7 @@ impl Engine {
                 Next::Later(Duration::from_secs(1), false)
             }
         };
-        let db = &self.state.db;
+        let db = &self.deps.db;
         let res = match next {
             Next::Done => repo::dequeue(db, id).await,
             Next::Later(after, failed) => repo::reschedule(db, id, now_ms() + after.as_millis() as i64, failed).await.map(|_| ()),
@@ -199,7 +215,7 @@ impl Engine {
     }
 
     async fn process(&self, id: &str) -> anyhow::Result<Next> {
-        let Some(i) = intents::get(&self.state.db, id).await? else { return Ok(Next::Done) };
+        let Some(i) = intents::get(&self.deps.db, id).await? else { return Ok(Next::Done) };
         match i.status {
             Status::Pending => self.source_leg(i).await,
             Status::SourceSettled | Status::TargetSettling => self.target_leg(i).await,
@@ -208,19 +224,19 @@ impl Engine {
     }
 
     fn adapter(&self, chain: &str, asset: &str) -> anyhow::Result<Arc<AssetAdapter>> {
-        self.state.registry.asset(chain, asset).ok_or_else(|| anyhow::anyhow!("{chain}/{asset} is not served"))
+        self.deps.registry.asset(chain, asset).ok_or_else(|| anyhow::anyhow!("{chain}/{asset} is not served"))
     }
 
     async fn fail(&self, i: &Intent, to: Status, why: Reason) -> anyhow::Result<Next> {
         tracing::info!(intent = %i.id, status = %to, code = why.code.code(), message = %why.message, "settlement ended");
         let outcome = if to == Status::Blocked { "blocked" } else { "failed" };
         crate::telemetry::settlement_leg(&i.payer_chain, "source", outcome, Some(elapsed_since(i.updated_at)));
-        repo::transition(&self.state.db, &i.id, i.status, to, Some(&why), now_ms()).await?;
+        repo::transition(&self.deps.db, &i.id, i.status, to, Some(&why), now_ms()).await?;
         Ok(Next::Done)
     }
 
     fn max_backoff(&self) -> Duration {
-        Duration::from_secs(self.state.config.service.retry_max_backoff_seconds.max(1))
+        Duration::from_secs(self.deps.config.service.retry_max_backoff_seconds.max(1))
     }
 
     /// Sign an authorization from a host-held wallet and return its proof.
@@ -245,7 +261,7 @@ impl Engine {
     }
 
     async fn source_leg(&self, mut i: Intent) -> anyhow::Result<Next> {
-        let db = &self.state.db;
+        let db = &self.deps.db;
         let adapter = self.adapter(&i.payer_chain, &i.payer_asset)?;
         let req = requirements::from_json(&serde_json::from_str(&i.payment_requirements)?)
             .ok_or_else(|| anyhow::anyhow!("stored requirements are incomplete"))?;
@@ -317,7 +333,7 @@ impl Engine {
             Err(_) if sent_before => return self.resume_source(i, adapter, req, proof, None, None, stored).await,
             Err(e) => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
         };
-        if self.state.sanctions.is_listed(&payment.payer) {
+        if self.deps.sanctions.is_listed(&payment.payer) {
             return self.fail(&i, Status::Blocked, Failure::Declined.into()).await;
         }
         self.resume_source(i, adapter, req, proof, (!sent_before).then_some(payment), planned, stored).await
@@ -376,7 +392,7 @@ impl Engine {
                 let outcome = self.read_receipt(&adapter, expected(&payer, &req), receipt).await?;
                 match outcome {
                     ReceiptStatus::Settled(_) => {
-                        repo::source_settled(&self.state.db, &i.id, &hash, now_ms()).await?;
+                        repo::source_settled(&self.deps.db, &i.id, &hash, now_ms()).await?;
                         crate::telemetry::settlement_leg(&i.payer_chain, "source", "settled", Some(elapsed_since(i.updated_at)));
                         // The payout goes back in line behind source legs
                         // already waiting: those hold payer authorizations
@@ -429,12 +445,12 @@ impl Engine {
         } else {
             tracing::info!(intent = %i.id, code = code.code(), detail = why, "source leg not sent; retrying");
         }
-        repo::transition(&self.state.db, &i.id, i.status, i.status, Some(&code.into()), now_ms()).await?;
+        repo::transition(&self.deps.db, &i.id, i.status, i.status, Some(&code.into()), now_ms()).await?;
         Ok(Next::Later(Duration::from_secs(if code == Failure::RelayerUnfunded { 2 } else { 1 }), false))
     }
 
     async fn target_leg(&self, i: Intent) -> anyhow::Result<Next> {
-        let db = &self.state.db;
+        let db = &self.deps.db;
         let adapter = self.adapter(&i.target_chain, &i.target_asset)?;
         // The merchant is paid by the service's proxy wallet on both flows: a
         // `/v2` agent pays once, on the payer chain.
@@ -528,9 +544,9 @@ impl Engine {
     /// with backoff. PARTIAL_SETTLEMENT only once the retry budget is spent
     /// and no stored payout transaction can still land.
     async fn payout_failed(&self, i: &Intent, code: Failure, detail: &str) -> anyhow::Result<Next> {
-        let db = &self.state.db;
+        let db = &self.deps.db;
         let (attempts, since) = repo::attempts(db, &i.id).await?;
-        let budget = Duration::from_secs(self.state.config.service.payout_retry_hours * 3600);
+        let budget = Duration::from_secs(self.deps.config.service.payout_retry_hours * 3600);
         let spent = Duration::from_millis((now_ms() - since).max(0) as u64) >= budget;
         tracing::warn!(intent = %i.id, attempts, code = code.code(), detail, "payout not dispatched; will retry");
         if spent && !self.payout_can_land(i).await {
@@ -554,8 +570,8 @@ impl Engine {
     /// its nonce used by another transaction. When the chain cannot be
     /// asked, it may still land.
     async fn payout_can_land(&self, i: &Intent) -> bool {
-        let Ok(stored) = repo::list_txs(&self.state.db, &i.id, "target").await else { return true };
-        let Some(chain) = self.state.registry.chain(&i.target_chain) else { return true };
+        let Ok(stored) = repo::list_txs(&self.deps.db, &i.id, "target").await else { return true };
+        let Some(chain) = self.deps.registry.chain(&i.target_chain) else { return true };
         for t in stored {
             let Ok(sender) = t.sender.parse() else { return true };
             match evm::receipt(&chain, &t.tx_hash).await {
@@ -584,7 +600,7 @@ impl Engine {
         steps: &[SettleStep],
         stored: Vec<repo::StoredTx>,
     ) -> Result<(String, Arc<evm::Receipt>), StepError> {
-        let db = &self.state.db;
+        let db = &self.deps.db;
         let unavailable = |e: sqlx::Error| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}"));
         let mut free = stored.iter().map(|t| t.step + 1).max().unwrap_or(0);
         let plan: Vec<(i32, Option<&SettleStep>, Option<&repo::StoredTx>)> = if steps.is_empty() {
@@ -686,7 +702,7 @@ impl Engine {
             .collect();
         tracing::info!(intent = %i.id, chain = %adapter.ctx.chain, asset = %adapter.ctx.asset, wallet = %wallet.address(), calls = steps.len(), "preparing a sending wallet");
         let leg = format!("{leg}-setup");
-        let stored = repo::list_txs(&self.state.db, &i.id, &leg)
+        let stored = repo::list_txs(&self.deps.db, &i.id, &leg)
             .await
             .map_err(|e| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}")))?;
         self.run_steps(i, &leg, &adapter.chain, wallet, &steps, stored).await.map(|_| ())
@@ -702,8 +718,8 @@ impl Engine {
         step: &SettleStep,
         resync: bool,
     ) -> Result<String, StepError> {
-        let db = &self.state.db;
-        let chain_id = self.state.config.chains.get(&chain.chain).and_then(|c| c.chain_id).unwrap_or(0);
+        let db = &self.deps.db;
+        let chain_id = self.deps.config.chains.get(&chain.chain).and_then(|c| c.chain_id).unwrap_or(0);
         let row = batch::Row { intent_id: i.id.clone(), leg: leg.into(), step: n, label: step.label.clone() };
         match &step.submission {
             Submission::EvmCall(call) => {
@@ -721,7 +737,7 @@ impl Engine {
                     chain_id,
                     relayer: signer.clone(),
                     multicall: self.multicall(chain),
-                    max: self.state.config.service.settlement_batch_max,
+                    max: self.deps.config.service.settlement_batch_max,
                 };
                 self.batchers.submit(&chain.chain, lane, &self.relay, c).await;
                 Ok(answer.await.map_err(|_| StepError::NotSent(Failure::PayoutNotDispatched, "settlement batcher stopped".into()))??)
@@ -747,11 +763,11 @@ impl Engine {
     /// Relayer calls of the settlement legs (not wallet preparation, nothing
     /// that carries value) may share a transaction.
     fn batches(&self, leg: &str, call: &crate::adapter::bindings::types::EvmCall) -> bool {
-        (leg == "source" || leg == "target") && call.value == "0" && self.state.config.service.settlement_batch_max > 1
+        (leg == "source" || leg == "target") && call.value == "0" && self.deps.config.service.settlement_batch_max > 1
     }
 
     fn multicall(&self, chain: &ChainClient) -> Address {
-        self.state
+        self.deps
             .config
             .chains
             .get(&chain.chain)
@@ -761,9 +777,9 @@ impl Engine {
     }
 
     async fn wait_receipt(&self, chain: &ChainClient, hash: &str) -> Result<Arc<evm::Receipt>, StepError> {
-        let deadline = std::time::Instant::now() + Duration::from_secs(self.state.config.service.receipt_timeout_seconds);
+        let deadline = std::time::Instant::now() + Duration::from_secs(self.deps.config.service.receipt_timeout_seconds);
         let mut pause = Duration::from_millis(5);
-        let confirmations = self.state.config.chains.get(&chain.chain).map_or(1, |c| c.confirmations.max(1));
+        let confirmations = self.deps.config.chains.get(&chain.chain).map_or(1, |c| c.confirmations.max(1));
         loop {
             if let Some(r) = self.receipts.get(chain, hash).await? {
                 let mined = r.json.get("blockNumber").and_then(|b| u64::from_str_radix(b.as_str()?.trim_start_matches("0x"), 16).ok());
