@@ -116,7 +116,8 @@ fn operator_cli_end_to_end() {
 
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let log = tempfile::NamedTempFile::new().unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+    // Reaped: killed even when an assertion fails before the graceful stop.
+    let mut server = common::process::Reaped(Command::new(env!("CARGO_BIN_EXE_stablerail"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--database", &env.database, "--config"])
         .arg(&env.config)
         .env("RUST_LOG", "stablerail=info")
@@ -125,7 +126,7 @@ fn operator_cli_end_to_end() {
         .stdout(Stdio::null())
         .stderr(log.reopen().unwrap())
         .spawn()
-        .unwrap();
+        .unwrap());
     common::wait_for_port(port);
     // The request id comes back: the caller's own, or a new one.
     {
@@ -189,8 +190,8 @@ fn operator_cli_end_to_end() {
     assert_eq!(env.json(&["agent", "show", second["agent_id"].as_str().unwrap()])["status"], "disabled");
     let refused = env.run(&["agent", "create", "--account", &account_id, "--name", "late"]);
     assert!(String::from_utf8_lossy(&refused.stderr).contains("is disabled"));
-    let _ = Command::new("kill").arg(server.id().to_string()).status();
-    assert!(server.wait().unwrap().success());
+    let _ = Command::new("kill").arg(server.0.id().to_string()).status();
+    assert!(server.0.wait().unwrap().success());
     // `--log-format json` (here by its env var): every line one JSON object,
     // no colour codes, one line per answered request.
     let logs = std::fs::read_to_string(log.path()).unwrap();
