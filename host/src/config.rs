@@ -452,6 +452,11 @@ impl Config {
     }
 
     /// Chains exposed in `role`, in the config's (sorted) order.
+    /// Every exposed chain, payer or target, sorted.
+    pub fn exposed_chains(&self) -> Vec<String> {
+        self.chains.iter().filter(|(_, c)| !c.roles.is_empty() && self.chain_exposed(c)).map(|(id, _)| id.clone()).collect()
+    }
+
     pub fn chains_with_role(&self, role: Role) -> Vec<String> {
         self.chains
             .iter()

@@ -502,11 +502,7 @@ async fn wallets(out: Output, store: StoreArgs) -> anyhow::Result<()> {
     for (name, address) in state.keys.list().await? {
         let owner: alloy_primitives::Address = address.parse()?;
         let mut chains = serde_json::Map::new();
-        let mut names: Vec<String> = state.config.chains_with_role(stablerail::config::Role::Payer);
-        names.extend(state.config.chains_with_role(stablerail::config::Role::Target));
-        names.sort();
-        names.dedup();
-        for chain in names {
+        for chain in state.config.exposed_chains() {
             let shown = match stablerail::wallets::on_chain(&state.config, &state.registry, &chain, owner).await {
                 Ok(balances) => serde_json::Value::Object(
                     balances.iter().map(|b| (b.asset.clone(), stablerail::wallets::display(b.raw, b.decimals).into())).collect(),

@@ -81,12 +81,7 @@ impl ChainProbe {
 /// Ask every exposed chain's node for its chain id, all at once, a few
 /// seconds each at most.
 pub async fn probe_chains(config: &Config, registry: &Registry) -> Vec<(String, ChainProbe)> {
-    use crate::config::Role;
-    let mut names = config.chains_with_role(Role::Payer);
-    names.extend(config.chains_with_role(Role::Target));
-    names.sort();
-    names.dedup();
-    let probes = names.into_iter().filter_map(|name| {
+    let probes = config.exposed_chains().into_iter().filter_map(|name| {
         let client = registry.chain(&name)?;
         let want = config.chains.get(&name)?.chain_id;
         Some(async move {

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::adapter::Registry;
 use crate::chain::ChainError;
-use crate::config::{Availability, Config, Family, Role};
+use crate::config::{Availability, Config, Family};
 
 sol! {
     function balanceOf(address owner) external view returns (uint256);
@@ -26,10 +26,7 @@ pub struct Balance {
 
 /// Exposed EVM chains, sorted.
 fn evm_chains(config: &Config) -> Vec<String> {
-    let mut chains: Vec<String> = config.chains_with_role(Role::Payer);
-    chains.extend(config.chains_with_role(Role::Target));
-    chains.sort();
-    chains.dedup();
+    let mut chains = config.exposed_chains();
     chains.retain(|c| config.chains.get(c).is_some_and(|c| c.family == Family::Evm));
     chains
 }

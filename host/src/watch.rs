@@ -81,10 +81,7 @@ pub async fn check_balances(state: &Shared) {
             return;
         }
     };
-    let mut chains: Vec<String> = cfg.chains_with_role(crate::config::Role::Payer);
-    chains.extend(cfg.chains_with_role(crate::config::Role::Target));
-    chains.sort();
-    chains.dedup();
+    let chains = cfg.exposed_chains();
     for (name, address) in wallets {
         let Ok(owner) = address.parse() else { continue };
         for chain in chains.iter().filter(|c| state.watch.exposed(c)) {
