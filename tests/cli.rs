@@ -235,6 +235,21 @@ async fn imported_keys_and_keys_bound_to_names() {
     assert!(out.status.success());
     let imported: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(imported["address"], "0x70997970C51812dc3A010C7d01b50e0d17dc79C8");
+    // Malformed keys are refused with one sentence, and nothing is stored.
+    for (bad, says) in [("nothex", "is not hex"), ("0x1234", "not a valid secp256k1 key")] {
+        let mut import = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+            .args(["keys", "import", "--name", "bad:evm", "--config"])
+            .arg(&env.config)
+            .args(["--database", &env.database])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        import.stdin.take().unwrap().write_all(bad.as_bytes()).unwrap();
+        let out = import.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && said.contains(says) && !said.contains(bad.trim_start_matches("0x")), "{said}");
+    }
     // The same name twice is refused.
     let again = Command::new(env!("CARGO_BIN_EXE_stablerail"))
         .args(["keys", "import", "--name", "treasury:evm", "--config"])
@@ -254,6 +269,7 @@ async fn imported_keys_and_keys_bound_to_names() {
         .execute(&db.pool)
         .await
         .unwrap();
+    assert!(!keys.list().await.unwrap().iter().any(|(name, _)| name == "bad:evm"), "a refused import stores nothing");
     let fresh = stablerail::keys::Keystore::open(db.clone(), &master).unwrap();
     let err = fresh.signer(stablerail::keys::PROXY).await.unwrap_err().to_string();
     assert!(err.contains("does not open"), "{err}");

@@ -524,3 +524,26 @@ mod env_tests {
         assert_eq!(expand_env("https://x/${STABLERAIL_TEST_UNSET_VAR}").unwrap_err(), "STABLERAIL_TEST_UNSET_VAR");
     }
 }
+
+#[cfg(test)]
+mod floor_tests {
+    use super::Config;
+
+    const BASE: &str = "[chains.base]\nfamily = \"evm\"\nchain_id = 8453\nroles = [\"payer\"]\n";
+
+    #[test]
+    fn floors_name_a_real_chain_asset_and_amount() {
+        let with = |floor: &str| Config::parse(&format!("{BASE}\n[[floors]]\nwallet = \"relayer:evm\"\n{floor}"));
+        assert!(with("chain = \"base\"\namount = \"0.05\"\n").is_ok());
+        for (floor, says) in [
+            ("chain = \"nowhere\"\namount = \"1\"\n", "`nowhere` is not a configured chain"),
+            ("chain = \"base\"\nasset = \"dai\"\namount = \"1\"\n", "has no asset `dai`"),
+            ("chain = \"base\"\namount = \"-1\"\n", "is not a non-negative decimal amount"),
+            ("chain = \"base\"\namount = \"1e3\"\n", "is not a non-negative decimal amount"),
+        ] {
+            let err = with(floor).unwrap_err().to_string();
+            assert!(err.contains(says), "{floor}: {err}");
+        }
+        assert!(with("chain = \"base\"\n").is_err(), "amount is required");
+    }
+}
