@@ -1,4 +1,6 @@
 // Compile a contract of contracts/ with the npm solc, caching artifacts by the sources' hash.
+// Target: the berlin EVM (no PUSH0, no MCOPY), so the same bytecode runs on
+// every devnet chain, skale-base's berlin chain included.
 import fs from "node:fs";
 import path from "node:path";
 import crypto from "node:crypto";
@@ -6,6 +8,8 @@ import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 const here = path.dirname(new URL(import.meta.url).pathname);
+
+const EVM_VERSION = "berlin";
 
 export function compile(name) {
   // Every contract source goes in, so imports between them resolve.
@@ -17,6 +21,7 @@ export function compile(name) {
     sources[f] = { content };
     hasher.update(f).update(content);
   }
+  hasher.update(`evm:${EVM_VERSION}`);
   const hash = hasher.digest("hex").slice(0, 16);
   const cache = path.join(here, "build", `${name}-${hash}.json`);
   if (fs.existsSync(cache)) return JSON.parse(fs.readFileSync(cache, "utf8"));
@@ -24,7 +29,7 @@ export function compile(name) {
   const input = {
     language: "Solidity",
     sources,
-    settings: { optimizer: { enabled: true, runs: 200 }, outputSelection: { [`${name}.sol`]: { [name]: ["abi", "evm.bytecode.object"] } } },
+    settings: { evmVersion: EVM_VERSION, optimizer: { enabled: true, runs: 200 }, outputSelection: { [`${name}.sol`]: { [name]: ["abi", "evm.bytecode.object"] } } },
   };
   const out = JSON.parse(solc.compile(JSON.stringify(input)));
   const errors = (out.errors || []).filter((e) => e.severity === "error");

@@ -2,7 +2,7 @@
 // proxy, deploy the token fixtures each (chain, asset) needs, fund wallets, and
 // describe it all in DIR/devnet.json and DIR/chains.toml.
 //
-//   node up.mjs --dir DIR [--port 18545] [--chains base,arbitrum,polygon,bsc]
+//   node up.mjs --dir DIR [--port 18545] [--chains base,arbitrum,polygon,bsc | all]
 //               [--gas 0xA,0xB] [--tokens 0xC,0xD] [--adapters-dir PATH]
 import fs from "node:fs";
 import path from "node:path";
@@ -24,9 +24,11 @@ const usdc = (decimals = 6) => ({ kind: "fiat", scheme: "eip3009", name: "USD Co
 const usdt0 = (name) => ({ kind: "fiat", scheme: "eip3009", name, version: "1", decimals: 6 });
 const tether = (decimals, reset = false) => ({ kind: "tether", scheme: "permit2", decimals, reset });
 
-// Chain ids as on mainnet (REFERENCE.md) where known; monad's is not in our
-// reference, so its devnet uses a devnet-only id. Fees are devnet values.
-// The assets and schemes mirror the shipped chains.toml.
+// Chain ids as on mainnet (REFERENCE.md). Fees are devnet values. The assets,
+// schemes, roles and transaction types mirror the shipped chains.toml
+// (assets the operator must still fill in there are live here). skale-base
+// runs without EIP-1559 (anvil's berlin hardfork), as the real chain does.
+const PAYER_ONLY = ["payer"];
 const CHAINS = {
   base: { id: 8453, fee: "0.01", assets: { usdc: usdc(), usdt: tether(6) } },
   arbitrum: { id: 42161, fee: "0.01", assets: { usdc: usdc(), usdt0: usdt0("USD\u20ae0") }, aliases: { usdt: "usdt0" } },
@@ -37,7 +39,16 @@ const CHAINS = {
   },
   bsc: { id: 56, fee: "0.02", assets: { usdc: tether(18), usdt: tether(18) } },
   ethereum: { id: 1, fee: "0.05", assets: { usdc: usdc(), usdt: tether(6, true) } },
-  monad: { id: 31143, fee: "0.01", assets: { usdc: { ...usdc(), scheme: "permit2" }, usdt0: usdt0("USDT0") } },
+  monad: { id: 143, fee: "0.01", assets: { usdc: { ...usdc(), name: "USDC", scheme: "permit2" }, usdt0: usdt0("USDT0") } },
+  hyperevm: { id: 999, fee: "0.01", assets: { usdc: usdc(), usdt0: usdt0("USD\u20ae0") } },
+  megaeth: {
+    id: 4326, fee: "0.01", roles: PAYER_ONLY,
+    assets: { usdc: { kind: "fiat", scheme: "permit2", name: "MegaUSD", version: "1", decimals: 18 }, usdt0: usdt0("USDT0") },
+  },
+  "skale-base": {
+    id: 1187947933, fee: "0.00", roles: PAYER_ONLY, legacy: true,
+    assets: { usdc: { ...usdc(), name: "Bridged USDC (SKALE Bridge)" } },
+  },
 };
 const MNEMONIC = "test test test test test test test test test test test junk";
 
@@ -49,7 +60,8 @@ const list = (s) => (s ? s.split(",").filter(Boolean) : []);
 
 const dir = path.resolve(arg("dir", path.join(here, "..", ".stablerail", "devnet")));
 const basePort = Number(arg("port", "18545"));
-const chains = list(arg("chains", "base,arbitrum,polygon,bsc"));
+const chosen = arg("chains", "base,arbitrum,polygon,bsc");
+const chains = chosen === "all" ? Object.keys(CHAINS) : list(chosen);
 const gas = list(arg("gas", ""));
 const tokens = list(arg("tokens", ""));
 const adaptersDir = path.resolve(arg("adapters-dir", path.join(here, "..", "adapters/target/wasm32-wasip2/release")));
@@ -77,8 +89,11 @@ const payers = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => {
   return { address: acct.address, private_key: `0x${Buffer.from(acct.getHdKey().privateKey).toString("hex")}` };
 });
 
+// Transaction type of the chain being set up: legacy on a berlin chain.
+let txType = {};
+
 async function deploy(pub, wallet, artifact, args) {
-  const hash = await wallet.deployContract({ abi: artifact.abi, bytecode: artifact.bytecode, args });
+  const hash = await wallet.deployContract({ abi: artifact.abi, bytecode: artifact.bytecode, args, ...txType });
   return (await pub.waitForTransactionReceipt({ hash })).contractAddress;
 }
 
@@ -118,7 +133,9 @@ for (const name of chains) {
   const c = CHAINS[name];
   if (!c) throw new Error(`unknown devnet chain ${name}`);
   const rpc = `http://127.0.0.1:${port}`;
-  const child = spawn(ANVIL, ["--chain-id", String(c.id), "--port", String(port), "--host", "127.0.0.1", "--silent", "--mnemonic", MNEMONIC, "--state", path.join(dir, `${name}.state.json`)], {
+  const hardfork = c.legacy ? ["--hardfork", "berlin"] : [];
+  txType = c.legacy ? { type: "legacy" } : {};
+  const child = spawn(ANVIL, ["--chain-id", String(c.id), "--port", String(port), "--host", "127.0.0.1", "--silent", "--mnemonic", MNEMONIC, "--state", path.join(dir, `${name}.state.json`), ...hardfork], {
     detached: true,
     stdio: "ignore",
   });
@@ -142,7 +159,7 @@ for (const name of chains) {
     const address = await deployAsset(pub, wallet, a);
     const million = 1_000_000n * 10n ** BigInt(a.decimals);
     for (const to of [...payers.map((p) => p.address), ...tokens]) {
-      const h = await wallet.writeContract({ address, abi: artifacts[a.kind].abi, functionName: "mint", args: [to, million] });
+      const h = await wallet.writeContract({ address, abi: artifacts[a.kind].abi, functionName: "mint", args: [to, million], ...txType });
       await pub.waitForTransactionReceipt({ hash: h });
     }
     assets[key] = { address, kind: a.kind, scheme: a.scheme, decimals: a.decimals, name: a.name, version: a.version, salted: Boolean(a.salted), reset: Boolean(a.reset) };
@@ -151,7 +168,7 @@ for (const name of chains) {
   for (const a of gas) {
     await pub.request({ method: "anvil_setBalance", params: [a, `0x${parseEther("1000").toString(16)}`] });
   }
-  out.chains[name] = { chain_id: c.id, rpc, port, pid: child.pid, fee: c.fee, assets };
+  out.chains[name] = { chain_id: c.id, rpc, port, pid: child.pid, fee: c.fee, roles: c.roles ?? ["payer", "target"], legacy: Boolean(c.legacy), assets };
   port += 1;
 }
 fs.writeFileSync(path.join(dir, "devnet.json"), JSON.stringify(out, null, 2));
@@ -164,7 +181,7 @@ adapters_dir = ${JSON.stringify(adaptersDir)}
 cache_dir = ${JSON.stringify(path.join(dir, "cache"))}
 pepper_file = ${JSON.stringify(path.join(dir, "pepper"))}
 master_key_file = ${JSON.stringify(path.join(dir, "master.key"))}
-default_target_chain = ${JSON.stringify(chains.includes("base") ? "base" : chains[0])}
+default_target_chain = ${JSON.stringify(chains.includes("base") ? "base" : chains.find((n) => !CHAINS[n].roles) ?? chains[0])}
 
 [flags]
 USDT_ENABLED = true
@@ -184,11 +201,12 @@ for (const [name, c] of Object.entries(out.chains)) {
 [chains.${name}]
 family = "evm"
 chain_id = ${c.chain_id}
-roles = ["payer", "target"]
+roles = ${JSON.stringify(c.roles)}
 rpc_urls = [${JSON.stringify(c.rpc)}]
 explorer_tx_url = "${c.rpc}/tx/{tx}"
 fee = "${c.fee}"
 `;
+  if (c.legacy) toml += `transaction_type = "legacy"\n`;
   for (const [key, a] of Object.entries(c.assets)) {
     toml += `
 [chains.${name}.assets.${key}]

@@ -44,7 +44,7 @@ fn fixture() -> Fixture {
 impl Fixture {
     fn requirements(&self, amount: &str) -> PaymentRequirements {
         let terms = Terms { amount: amount.into(), pay_to: COLLECTOR.to_string(), max_timeout_seconds: 600 };
-        self.usdc.requirements(&terms).unwrap().expect("requirements build")
+        common::wait(self.usdc.requirements(&terms)).unwrap().expect("requirements build")
     }
 
     fn authorization(&self, value: u64) -> TransferWithAuthorization {
@@ -68,7 +68,7 @@ impl Fixture {
     }
 
     fn verify(&self, req: &PaymentRequirements, proof: &Value) -> Result<stablerail::adapter::bindings::types::VerifiedPayment, ProofError> {
-        self.usdc.verify(req, &proof.to_string()).expect("call completes")
+        common::wait(self.usdc.verify(req, &proof.to_string())).expect("call completes")
     }
 }
 
@@ -203,7 +203,7 @@ fn malformed_proofs_are_refused() {
     let f = fixture();
     let req = f.requirements("1000000");
     for bad in ["", "not json", "{}", "[1,2]", r#"{"x402Version":2}"#] {
-        assert!(matches!(f.usdc.verify(&req, bad).unwrap(), Err(ProofError::Malformed(_))), "{bad:?}");
+        assert!(matches!(common::wait(f.usdc.verify(&req, bad)).unwrap(), Err(ProofError::Malformed(_))), "{bad:?}");
     }
     let auth = f.authorization(1_000_000);
     let good = f.proof(&req, &auth, &f.sign(&auth, &domain(Some(8453), None)));
@@ -232,7 +232,7 @@ fn settle_is_transfer_with_authorization_vrs() {
     let auth = f.authorization(1_000_000);
     let sig_hex = f.sign(&auth, &domain(Some(8453), None));
     let proof = f.proof(&req, &auth, &sig_hex);
-    let steps = f.usdc.settle(&req, &proof.to_string()).unwrap().expect("settles");
+    let steps = common::wait(f.usdc.settle(&req, &proof.to_string())).unwrap().expect("settles");
     assert_eq!(steps.len(), 1);
     let Submission::EvmCall(call) = &steps[0].submission else { panic!("expected an EVM call") };
     assert_eq!(call.to, USDC.to_checksum(None));
@@ -250,7 +250,7 @@ fn settle_is_transfer_with_authorization_vrs() {
     // settle re-checks: a bad proof yields no transaction.
     let mut bad = proof;
     bad["payload"]["authorization"]["value"] = json!("5");
-    assert!(f.usdc.settle(&req, &bad.to_string()).unwrap().is_err());
+    assert!(common::wait(f.usdc.settle(&req, &bad.to_string())).unwrap().is_err());
 }
 
 #[test]
@@ -266,7 +266,7 @@ fn authorize_and_assemble_round_trip() {
         valid_before: now + 300,
         nonce: vec![7u8; 32],
     };
-    let SigningRequest::Eip712Digest(digest) = f.usdc.authorize(&transfer).unwrap().unwrap() else {
+    let SigningRequest::Eip712Digest(digest) = common::wait(f.usdc.authorize(&transfer)).unwrap().unwrap() else {
         panic!("EIP-3009 asks for an EIP-712 digest")
     };
     // The digest is the standard one: the same struct hashed by alloy here.
@@ -282,8 +282,8 @@ fn authorize_and_assemble_round_trip() {
     assert_eq!(digest, expected.to_vec());
 
     let sig = f.payer.sign_hash_sync(&B256::from_slice(&digest)).unwrap();
-    let proof = f.usdc.assemble(&req, &transfer, &sig.as_bytes()).unwrap().expect("assembles");
-    let paid = f.usdc.verify(&req, &proof).unwrap().expect("assembled proof verifies");
+    let proof = common::wait(f.usdc.assemble(&req, &transfer, sig.as_bytes().to_vec())).unwrap().expect("assembles");
+    let paid = common::wait(f.usdc.verify(&req, &proof)).unwrap().expect("assembled proof verifies");
     assert_eq!(paid.amount, "2500000");
 }
 
@@ -311,7 +311,7 @@ fn salted_domain_signature_verifies_and_chain_id_domain_does_not() {
 #[test]
 fn amounts_and_addresses() {
     let f = fixture();
-    let units = |a: &str| f.usdc.to_base_units(a).unwrap();
+    let units = |a: &str| common::wait(f.usdc.to_base_units(a)).unwrap();
     assert_eq!(units("1").unwrap(), "1000000");
     assert_eq!(units("0.02").unwrap(), "20000");
     assert_eq!(units("1000000.123456").unwrap(), "1000000123456");
@@ -319,7 +319,7 @@ fn amounts_and_addresses() {
         assert!(matches!(units(bad), Err(AdapterError::InvalidAmount(_))), "{bad:?}");
     }
     let evm = stablerail::adapter::bindings::types::Family::Evm;
-    let norm = |a: &str| f.usdc.normalize_address(evm, a).unwrap();
+    let norm = |a: &str| common::wait(f.usdc.normalize_address(evm, a)).unwrap();
     assert_eq!(norm("0x833589fcd6edb6e08f4c7c32d4f71b54bda02913").unwrap(), USDC.to_checksum(None));
     assert_eq!(norm("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913").unwrap(), USDC.to_checksum(None));
     for bad in ["0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02914", "0x833589fCD6eDb6E08F4c7C32D4f71b54bdA02913", "833589fcd6edb6e08f4c7c32d4f71b54bda02913", "0x1234", "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"] {
@@ -334,8 +334,8 @@ fn bsc_eighteen_decimals_scale_exactly() {
         .replace("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d")
         .replace("decimals = 6", "decimals = 18");
     let f = fixture_with(&body, "base", "usdc");
-    assert_eq!(f.usdc.to_base_units("0.02").unwrap().unwrap(), "20000000000000000");
-    assert_eq!(f.usdc.to_base_units("1000000").unwrap().unwrap(), "1000000000000000000000000");
+    assert_eq!(common::wait(f.usdc.to_base_units("0.02")).unwrap().unwrap(), "20000000000000000");
+    assert_eq!(common::wait(f.usdc.to_base_units("1000000")).unwrap().unwrap(), "1000000000000000000000000");
     let req = f.requirements("20000000000000000");
     let extra: Value = serde_json::from_str(&req.extra).unwrap();
     assert_eq!(extra["decimals"], 18);
@@ -362,7 +362,7 @@ fn receipts_are_read_for_the_exact_transfer() {
         })
         .to_string()
     };
-    let read = |r: &str| f.usdc.read_receipt(&paid, r).unwrap();
+    let read = |r: &str| common::wait(f.usdc.read_receipt(&paid, r)).unwrap();
     match read(&receipt("0x1", 1_000_000)).unwrap() {
         ReceiptStatus::Settled(s) => {
             assert_eq!(s.amount, "1000000");
@@ -410,8 +410,6 @@ fn chain_checks_report_an_unreachable_chain() {
     let req = f.requirements("1000000");
     let auth = f.authorization(1_000_000);
     let paid = f.verify(&req, &f.proof(&req, &auth, &f.sign(&auth, &domain(Some(8453), None)))).unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let usdc = f.usdc.clone();
-    let r = rt.block_on(async move { tokio::task::spawn_blocking(move || usdc.preflight(&paid)).await.unwrap() });
+    let r = common::wait(f.usdc.preflight(&paid));
     assert!(matches!(r.unwrap(), Err(ProofError::ChainUnavailable(_))));
 }

@@ -275,12 +275,13 @@ async fn payout_completes_after_a_long_target_outage_and_no_secret_leaks() {
 /// leave): the keeper fills it, and the next one lands. Nothing is paid twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn nonce_gaps_are_filled_and_nothing_lands_twice() {
-    use stablerail::settle::evm::{self, FeeCache, GasLimit, Nonces, TxCall};
+    use stablerail::family::evm::tx::{self as evm, FeeCache, GasLimit, Net, Nonces, TxCall};
     use stablerail::store::settlement::{self as repo, Taken, TxRow};
     let dn = Devnet::start_with(23245, "base", "", 0, None).await;
     let engine = stablerail::settle::Engine::new(dn.state.engine_deps());
     let chain = dn.state.registry.chain("base").unwrap();
     let chain_id = 8453;
+    let net = Net { chain_id, kind: stablerail::config::TxType::Eip1559 };
     let url = dn.rpc_url("base");
     let relayer = dn.state.keys.signer(keys::RELAYER).await.unwrap();
     let sender = relayer.address().to_checksum(None);
@@ -309,7 +310,7 @@ async fn nonce_gaps_are_filled_and_nothing_lands_twice() {
     let taken = repo::sign_with_next_nonce(&dn.state.db, "base", &sender, Some(start), &[row(0)], sign_a, 0).await.unwrap();
     assert!(matches!(taken, Taken::Stored { nonce, .. } if nonce == start));
     // B: the next nonce, sent: it waits behind A.
-    let b = evm::sign_store_send(&chain, chain_id, &nonces, &fees, false, &relayer, pay(&y, 2000), &[row(1)]).await.unwrap();
+    let b = evm::sign_store_send(&chain, net, &nonces, &fees, false, &relayer, pay(&y, 2000), &[row(1)]).await.unwrap();
     assert_eq!(b.nonce, start + 1);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(native_nonce(&url, &sender, "latest").await, start, "B waits behind the gap");
@@ -331,7 +332,7 @@ async fn nonce_gaps_are_filled_and_nothing_lands_twice() {
         .execute(&dn.state.db.pool)
         .await
         .unwrap();
-    let c = evm::sign_store_send(&chain, chain_id, &nonces, &fees, false, &relayer, pay(&z, 3000), &[row(2)]).await.unwrap();
+    let c = evm::sign_store_send(&chain, net, &nonces, &fees, false, &relayer, pay(&z, 3000), &[row(2)]).await.unwrap();
     assert_eq!(c.nonce, start + 3);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(native_nonce(&url, &sender, "latest").await, start + 2, "C waits behind the lost nonce");

@@ -25,6 +25,7 @@ on_both_engines!(
     replayed_authorization_is_refused,
     expiry,
     execute_flow,
+    execute_answers_from_the_failure_code,
     concurrent_proofs_make_one_transition,
     concurrent_executes_make_one_transition,
     idempotency_keys,
@@ -455,6 +456,51 @@ async fn execute_flow(b: Backend) {
     let (s, _) = app.call("POST", &format!("/v2/intents/{id}/execute"), None, &[]).await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     app.close().await;
+}
+
+/// Execute's 402 comes from the code the engine stored, never from the
+/// stored text: the engine (played here by the store calls it makes) puts
+/// the intent back with `agent_wallet_short` and a message in other words,
+/// and the agent gets 402 with the code's fixed sentence; a failure whose
+/// message mentions a short balance but whose code says otherwise is not a 402.
+async fn execute_answers_from_the_failure_code(b: Backend) {
+    use stablerail::failure::{Failure, Reason};
+    use stablerail::intent::Status;
+    use stablerail::store::settlement as repo;
+    let app = std::sync::Arc::new(App::start_with(b, "", 10).await);
+    let (_, auth) = app.agent("carol", None).await;
+    let engine_says = |why: Reason, to: Option<Status>| {
+        let (app, auth) = (app.clone(), auth.clone());
+        async move {
+            let (_, r) = app.call("POST", "/v2/intents", Some(body("2")), &[("authorization", &auth)]).await;
+            let id = r["intent_id"].as_str().unwrap().to_string();
+            let db = app.state.db.clone();
+            let (id2, why2) = (id.clone(), why.clone());
+            let engine = tokio::spawn(async move {
+                loop {
+                    let done = match to {
+                        None => repo::back_to_awaiting(&db, &id2, &why2, 1).await.unwrap(),
+                        Some(to) => repo::transition(&db, &id2, Status::Pending, to, Some(&why2), 1).await.unwrap(),
+                    };
+                    if done {
+                        return;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+            });
+            let answer = app.call("POST", &format!("/v2/intents/{id}/execute"), None, &[("authorization", &auth)]).await;
+            engine.await.unwrap();
+            answer
+        }
+    };
+    let short = Reason { code: Failure::AgentWalletShort, message: "the wallet needs topping up (wording of the day)".into() };
+    let (s, e) = engine_says(short, None).await;
+    assert_error(s, &e, StatusCode::PAYMENT_REQUIRED, Failure::AgentWalletShort.sentence());
+    let other = Reason { code: Failure::ProofInvalid, message: "insufficient balance".into() };
+    let (s, ok) = engine_says(other, Some(Status::VerificationFailed)).await;
+    assert_eq!(s, StatusCode::OK, "{ok}");
+    assert_eq!(ok["status"], "VERIFICATION_FAILED");
+    std::sync::Arc::into_inner(app).unwrap().close().await;
 }
 
 /// Exactly one request moved the intent; every other one lost the

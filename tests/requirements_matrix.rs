@@ -41,7 +41,7 @@ const LIVE: &[Row] = &[
     row("arbitrum", "usdc", 6, USDC, false, None),
     row("skale-base", "usdc", 6, Some(("Bridged USDC (SKALE Bridge)", "2")), false, None),
     row("bsc", "usdc", 18, None, false, Some(BOTH)),
-    row("monad", "usdc", 6, USDC, false, Some(PERMIT)),
+    row("monad", "usdc", 6, Some(("USDC", "2")), false, Some(PERMIT)),
     row("megaeth", "usdc", 18, Some(("MegaUSD", "1")), false, Some(PERMIT)),
     row("polygon", "usdt0", 6, USDT0_ASCII, true, Some(PERMIT)),
     row("polygon", "usdt", 6, USDT0_ASCII, true, Some(PERMIT)),
@@ -87,8 +87,8 @@ fn shipped_config(dir: &std::path::Path, usdt: bool) -> String {
         chain.insert("collection_address".into(), filler(&format!("collect:{name}")).into());
         for (key, asset) in chain["assets"].as_table_mut().unwrap().iter_mut() {
             let asset = asset.as_table_mut().unwrap();
-            // OPERATOR: arbitrum USDT0's address; both names are live in the spec.
-            if *name == "arbitrum" && (key == "usdt0" || key == "usdt") {
+            // OPERATOR: USDT0's address on these chains; live in the spec.
+            if (*name == "arbitrum" && (key == "usdt0" || key == "usdt")) || (["monad", "hyperevm", "megaeth"].contains(&name.as_str()) && key == "usdt0") {
                 asset.insert("state".into(), "live".into());
             }
             if !asset.contains_key("alias_of") && asset.get("token").is_none_or(|t| t.as_str() == Some("")) {

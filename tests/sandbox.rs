@@ -42,7 +42,7 @@ fn req() -> PaymentRequirements {
 }
 
 fn verify(reg: &Registry, mode: &str) -> Result<Result<stablerail::adapter::bindings::types::VerifiedPayment, ProofError>, CallError> {
-    reg.asset("lab", mode).unwrap().verify(&req(), "{}")
+    common::wait(reg.asset("lab", mode).unwrap().verify(&req(), "{}"))
 }
 
 #[test]
@@ -71,7 +71,7 @@ fn each_misbehaviour_fails_only_its_call() {
     // The same adapter answers normally right after, and so do others.
     assert!(matches!(verify(&reg, "ok").unwrap(), Err(ProofError::Malformed(_))));
     let usdc = reg.asset("base", "usdc").unwrap();
-    assert_eq!(usdc.to_base_units("1.5").unwrap().unwrap(), "1500000");
+    assert_eq!(common::wait(usdc.to_base_units("1.5")).unwrap().unwrap(), "1500000");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,8 +93,8 @@ async fn server_answers_while_adapters_spin() {
     for mode in ["loop", "loop", "hog"] {
         let asset = state.registry.asset("lab", mode).unwrap();
         let finished = finished.clone();
-        spinners.push(tokio::task::spawn_blocking(move || {
-            let r = asset.verify(&req(), "{}");
+        spinners.push(tokio::spawn(async move {
+            let r = asset.verify(&req(), "{}").await;
             finished.fetch_add(1, Ordering::SeqCst);
             r
         }));
@@ -189,6 +189,6 @@ fn precompiled_artifacts_are_cached_and_stale_ones_replaced() {
     // A corrupt artifact is detected, recompiled and replaced.
     std::fs::write(&files[0], b"corrupt").unwrap();
     let reg = load();
-    assert_eq!(reg.asset("base", "usdc").unwrap().to_base_units("2").unwrap().unwrap(), "2000000");
+    assert_eq!(common::wait(reg.asset("base", "usdc").unwrap().to_base_units("2")).unwrap().unwrap(), "2000000");
     assert!(std::fs::metadata(&files[0]).unwrap().len() > 1000);
 }

@@ -173,6 +173,15 @@ pub enum Family {
     Tron,
 }
 
+/// An EVM chain's transaction type for the service's own transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TxType {
+    #[default]
+    Eip1559,
+    Legacy,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -215,6 +224,10 @@ pub struct Chain {
     /// Multicall3, used to send several settlements in one transaction
     /// (default: its canonical address; without one there, calls go alone).
     pub multicall3_address: Option<String>,
+    /// The transactions the service signs here (EVM): "eip1559" (default)
+    /// or "legacy" (type 0) for chains that take nothing else.
+    #[serde(default)]
+    pub transaction_type: TxType,
     #[serde(default)]
     pub assets: BTreeMap<String, Asset>,
 }

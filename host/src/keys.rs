@@ -5,8 +5,9 @@
 //! `service.master_key_file`), stored in `wallet_keys`, and never logged or
 //! given to adapters. Each sealed key is bound to its name (the name is the
 //! AEAD's associated data), so a row copied under another name does not
-//! open. Names: `relayer:evm`, `collection:evm`, `proxy:evm`,
-//! `agent:<agent_id>:evm`.
+//! open. A key is named for its role and family (`Role::key_name`):
+//! `relayer:evm`, `collection:evm`, `proxy:evm`, `agent:<agent_id>:evm`;
+//! its kind follows from the family (`KeyKind::of`).
 //!
 //! Only `stablerail keys init` (or `devnet up`) creates the master key and
 //! the service wallets; `serve` refuses to start without them. An agent's
@@ -21,6 +22,7 @@ use aes_gcm::{Aes256Gcm, Nonce};
 use alloy_signer_local::PrivateKeySigner;
 use rand::RngCore;
 
+use crate::config::Family;
 use crate::db::Db;
 use crate::store::is_unique_violation;
 
@@ -30,6 +32,54 @@ pub struct Keystore {
     cache: Mutex<HashMap<String, PrivateKeySigner>>,
 }
 
+/// What a wallet's secret is, by family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// EVM and TRON.
+    Secp256k1,
+    /// Solana.
+    Ed25519,
+}
+
+impl KeyKind {
+    pub fn of(family: Family) -> KeyKind {
+        match family {
+            Family::Evm | Family::Tron => KeyKind::Secp256k1,
+            Family::Solana => KeyKind::Ed25519,
+        }
+    }
+}
+
+/// What a host-held wallet is for. Each role has one wallet per family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// Sends settlement transactions and pays their fees.
+    Relayer,
+    /// Receives payers' funds (x402 `payTo`).
+    Collection,
+    /// Pays merchants on target legs.
+    Proxy,
+    /// An agent's hosted wallet (`/v2`).
+    Agent(String),
+}
+
+impl Role {
+    /// The keystore name of this role's wallet in `family`.
+    pub fn key_name(&self, family: Family) -> String {
+        let f = match family {
+            Family::Evm => "evm",
+            Family::Solana => "solana",
+            Family::Tron => "tron",
+        };
+        match self {
+            Role::Relayer => format!("relayer:{f}"),
+            Role::Collection => format!("collection:{f}"),
+            Role::Proxy => format!("proxy:{f}"),
+            Role::Agent(id) => format!("agent:{id}:{f}"),
+        }
+    }
+}
+
 pub const RELAYER: &str = "relayer:evm";
 pub const COLLECTION: &str = "collection:evm";
 pub const PROXY: &str = "proxy:evm";
@@ -37,11 +87,23 @@ pub const PROXY: &str = "proxy:evm";
 /// The wallets the service itself signs with.
 pub const SERVICE_WALLETS: [&str; 3] = [RELAYER, COLLECTION, PROXY];
 
+
 /// Sealed with the key's name as associated data.
 const BOUND: &str = "v2:";
 
+/// The family a key belongs to, from its name's last part. A key imported
+/// under a name of the operator's choosing is a secp256k1 key with an EVM
+/// address.
+pub fn family_of(name: &str) -> Family {
+    match name.rsplit(':').next() {
+        Some("solana") => Family::Solana,
+        Some("tron") => Family::Tron,
+        _ => Family::Evm,
+    }
+}
+
 pub fn agent_key(agent_id: &str) -> String {
-    format!("agent:{agent_id}:evm")
+    Role::Agent(agent_id.to_string()).key_name(Family::Evm)
 }
 
 const INIT_HINT: &str = "run `stablerail keys init` with the same --config and --database first";
@@ -136,6 +198,12 @@ impl Keystore {
             Err(e) if is_unique_violation(&e) => Ok(false),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// The secp256k1 signer of `role` in `family`.
+    pub async fn secp256k1(&self, role: &Role, family: Family) -> anyhow::Result<PrivateKeySigner> {
+        anyhow::ensure!(KeyKind::of(family) == KeyKind::Secp256k1, "{family:?} wallets are not secp256k1 keys");
+        self.signer(&role.key_name(family)).await
     }
 
     /// The signer called `name`. A service wallet must exist already
@@ -240,4 +308,22 @@ pub async fn init(master_key_file: &Path, pepper_file: &Path, db: Db) -> anyhow:
     }
     let rebound = keys.bind_names().await?;
     Ok(Initialized { master_key: said(master_created), pepper: said(pepper_created), wallets, rebound })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_name_their_keys_by_family() {
+        assert_eq!(Role::Relayer.key_name(Family::Evm), RELAYER);
+        assert_eq!(Role::Collection.key_name(Family::Evm), COLLECTION);
+        assert_eq!(Role::Proxy.key_name(Family::Solana), "proxy:solana");
+        assert_eq!(Role::Agent("ag1".into()).key_name(Family::Tron), "agent:ag1:tron");
+        assert_eq!(KeyKind::of(Family::Solana), KeyKind::Ed25519);
+        assert_eq!(KeyKind::of(Family::Tron), KeyKind::Secp256k1);
+        assert_eq!(family_of(&agent_key("ag1")), Family::Evm);
+        assert_eq!(family_of("proxy:solana"), Family::Solana);
+        assert_eq!(family_of("treasury"), Family::Evm);
+    }
 }

@@ -11,6 +11,7 @@ pub mod crypto;
 pub mod db;
 pub mod decimal;
 pub mod failure;
+pub mod family;
 pub mod intent;
 pub mod keys;
 pub mod output;

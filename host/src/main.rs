@@ -472,9 +472,9 @@ async fn recipient(out: Output, cmd: RecipientCommand, store: StoreArgs) -> anyh
                 .registry
                 .any_for_family(family)
                 .ok_or_else(|| anyhow::anyhow!("no adapter serves {chain}'s address family"))?;
-            let given = address.clone();
-            let address = tokio::task::spawn_blocking(move || adapter.normalize_address(family, &given))
-                .await??
+            let address = adapter
+                .normalize_address(family, &address)
+                .await?
                 .map_err(|_| anyhow::anyhow!("`{address}` is not a valid address on {chain}"))?;
             repo::set_recipient(&state.db, &email, &chain, &address).await?;
             json!({ "email": email.trim().to_lowercase(), "chain": chain, "address": address, "status": "active" })
@@ -500,10 +500,10 @@ async fn wallets(out: Output, store: StoreArgs) -> anyhow::Result<()> {
     let state = stablerail::server::build_state(&store.config, store.database()?, system_clock()).await?;
     let mut rows = Vec::new();
     for (name, address) in state.keys.list().await? {
-        let owner: alloy_primitives::Address = address.parse()?;
+        let family = stablerail::keys::family_of(&name);
         let mut chains = serde_json::Map::new();
-        for chain in state.config.exposed_chains() {
-            let shown = match stablerail::wallets::on_chain(&state.config, &state.registry, &chain, owner).await {
+        for chain in state.config.exposed_chains().into_iter().filter(|c| state.config.chains[c].family == family) {
+            let shown = match stablerail::wallets::on_chain(&state.drivers, &chain, &address).await {
                 Ok(balances) => serde_json::Value::Object(
                     balances.iter().map(|b| (b.asset.clone(), stablerail::wallets::display(b.raw, b.decimals).into())).collect(),
                 ),
@@ -668,7 +668,7 @@ fn inspect(output: Output, file: &std::path::Path, config: &std::path::Path) -> 
         "file": file.display().to_string(),
         "name": d.name,
         "version": d.version,
-        "interface": "stablerail:adapter@0.1.0",
+        "interface": format!("stablerail:adapter@{}", adapter.interface),
         "serves": d.serves.iter().map(|s| serde_json::json!({
             "family": family_name(s.family),
             "scheme": s.scheme,

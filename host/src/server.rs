@@ -30,9 +30,12 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     }
     let limiter = Limiter::per_minute(config.limits.requests_per_minute);
     let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
+    let (config, registry) = (Arc::new(config), Arc::new(registry));
+    let drivers = Arc::new(crate::family::Drivers::new(config.clone(), registry.clone(), db.clone(), keys.clone()));
     Ok(Arc::new(AppState {
-        config: Arc::new(config),
-        registry: Arc::new(registry),
+        config,
+        registry,
+        drivers,
         db,
         pepper,
         sanctions: Arc::new(sanctions),

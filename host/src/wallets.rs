@@ -1,76 +1,40 @@
-//! Balances of a wallet on every exposed chain of its family: what
-//! `/v2/agents/balances` shows an agent and `stablerail wallets` shows an
-//! operator.
+//! Balances of a wallet on every exposed chain of its family, read by that
+//! family's driver: what `/v2/agents/balances` shows an agent, `stablerail
+//! wallets` an operator, and the balance watch the metrics.
 
-use alloy_primitives::{Address, U256};
-use alloy_sol_types::{sol, SolCall};
 use rust_decimal::Decimal;
-use serde_json::{json, Value};
 
-use crate::adapter::Registry;
 use crate::chain::ChainError;
-use crate::config::{Availability, Config, Family};
+use crate::config::{Config, Family};
+use crate::family::{Balance, Drivers};
 
-sol! {
-    function balanceOf(address owner) external view returns (uint256);
+/// Balances of `owner` on one chain; none when this build has no driver
+/// for the chain's family.
+pub async fn on_chain(drivers: &Drivers, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError> {
+    match drivers.for_chain(chain) {
+        Some(d) => d.balances(chain, owner).await,
+        None => Ok(vec![]),
+    }
 }
 
-/// One balance: the chain's native coin (under its `native_asset` key) or
-/// a served asset, in base units.
-pub struct Balance {
-    pub chain: String,
-    pub asset: String,
-    pub raw: U256,
-    pub decimals: u8,
-}
-
-/// Exposed EVM chains, sorted.
-fn evm_chains(config: &Config) -> Vec<String> {
+/// Exposed chains of `family`, sorted.
+pub fn chains_of(config: &Config, family: Family) -> Vec<String> {
     let mut chains = config.exposed_chains();
-    chains.retain(|c| config.chains.get(c).is_some_and(|c| c.family == Family::Evm));
+    chains.retain(|c| config.chains.get(c).is_some_and(|c| c.family == family));
     chains
 }
 
-/// Native and every served asset's balance of `owner` on every exposed EVM
-/// chain (zero rows included).
-pub async fn evm_balances(config: &Config, registry: &Registry, owner: Address) -> Result<Vec<Balance>, ChainError> {
+/// Balances of `owner` on every exposed chain of `family` (zero rows included).
+pub async fn of_family(config: &Config, drivers: &Drivers, family: Family, owner: &str) -> Result<Vec<Balance>, ChainError> {
     let mut out = Vec::new();
-    for name in evm_chains(config) {
-        out.extend(on_chain(config, registry, &name, owner).await?);
-    }
-    Ok(out)
-}
-
-/// The same on one chain.
-pub async fn on_chain(config: &Config, registry: &Registry, name: &str, owner: Address) -> Result<Vec<Balance>, ChainError> {
-    let (Some(chain), Some(client)) = (config.chains.get(name), registry.chain(name)) else { return Ok(vec![]) };
-    if chain.family != Family::Evm {
-        return Ok(vec![]); // this build reads EVM balances only
-    }
-    let number = |v: Value| {
-        v.as_str()
-            .and_then(|h| U256::from_str_radix(h.trim_start_matches("0x"), 16).ok())
-            .ok_or_else(|| ChainError::BadAnswer(format!("not a quantity: {v}")))
-    };
-    let mut out = vec![Balance {
-        chain: name.to_string(),
-        asset: chain.native_asset.clone(),
-        raw: number(client.rpc("eth_getBalance", json!([owner, "latest"])).await?)?,
-        decimals: 18,
-    }];
-    for (key, asset) in &chain.assets {
-        if config.availability(asset) != Availability::Available {
-            continue;
-        }
-        let data = alloy_primitives::hex::encode_prefixed(balanceOfCall { owner }.abi_encode());
-        let raw = number(client.rpc("eth_call", json!([{ "to": asset.token, "data": data }, "latest"])).await?)?;
-        out.push(Balance { chain: name.to_string(), asset: key.clone(), raw, decimals: asset.decimals });
+    for chain in chains_of(config, family) {
+        out.extend(on_chain(drivers, &chain, owner).await?);
     }
     Ok(out)
 }
 
 /// Base units as an exact decimal, trailing zeros trimmed.
-pub fn display(raw: U256, decimals: u8) -> String {
+pub fn display(raw: alloy_primitives::U256, decimals: u8) -> String {
     let s = raw.to_string();
     let d = decimals as usize;
     let (int, frac) = if s.len() > d { (s[..s.len() - d].to_string(), s[s.len() - d..].to_string()) } else { ("0".into(), format!("{s:0>d$}")) };
@@ -82,6 +46,7 @@ pub fn display(raw: U256, decimals: u8) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloy_primitives::U256;
 
     #[test]
     fn display_is_exact() {

@@ -83,9 +83,9 @@ pub async fn check_balances(state: &Shared) {
     };
     let chains = cfg.exposed_chains();
     for (name, address) in wallets {
-        let Ok(owner) = address.parse() else { continue };
-        for chain in chains.iter().filter(|c| state.watch.exposed(c)) {
-            let balances = match crate::wallets::on_chain(cfg, &state.registry, chain, owner).await {
+        let family = crate::keys::family_of(&name);
+        for chain in chains.iter().filter(|c| state.watch.exposed(c) && cfg.chains[*c].family == family) {
+            let balances = match crate::wallets::on_chain(&state.drivers, chain, &address).await {
                 Ok(b) => b,
                 Err(e) => {
                     tracing::warn!(wallet = %name, chain = %chain, error = %e, "balance check: chain unavailable");

@@ -138,10 +138,17 @@ pub async fn database(backend: Backend, dir: &std::path::Path) -> (String, Optio
 
 impl App {
     pub async fn start(backend: Backend, extra: &str) -> App {
+        // No engine runs here: execute answers at once.
+        App::start_with(backend, extra, 0).await
+    }
+
+    /// `execute_wait_seconds` set: for tests that play the engine's part.
+    pub async fn start_with(backend: Backend, extra: &str, execute_wait_seconds: u64) -> App {
         let dir = tempfile::tempdir().unwrap();
         let path: PathBuf = super::write_config(dir.path(), &config(extra));
-        // No engine runs here: execute answers at once.
-        let text = std::fs::read_to_string(&path).unwrap().replace("[service]\n", "[service]\nexecute_wait_seconds = 0\n");
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("[service]\n", &format!("[service]\nexecute_wait_seconds = {execute_wait_seconds}\n"));
         std::fs::write(&path, text).unwrap();
         let (url, pg_schema) = database(backend, dir.path()).await;
         super::init_keys(&path, &url).await;

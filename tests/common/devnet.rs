@@ -39,7 +39,14 @@ impl Drop for Devnet {
 }
 
 pub async fn rpc(url: &str, method: &str, params: Value) -> Value {
-    let v: Value = reqwest::Client::new()
+    let v = rpc_answer(url, method, params).await;
+    assert!(v.get("error").is_none(), "{method}: {v}");
+    v["result"].clone()
+}
+
+/// The node's whole JSON-RPC answer, an error answer included.
+pub async fn rpc_answer(url: &str, method: &str, params: Value) -> Value {
+    reqwest::Client::new()
         .post(url)
         .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }))
         .send()
@@ -47,9 +54,7 @@ pub async fn rpc(url: &str, method: &str, params: Value) -> Value {
         .unwrap()
         .json()
         .await
-        .unwrap();
-    assert!(v.get("error").is_none(), "{method}: {v}");
-    v["result"].clone()
+        .unwrap()
 }
 
 // Devnet ports sit below Linux's ephemeral range (32768–60999), so no

@@ -80,13 +80,20 @@ eip712_version = "2"
 /// whose cache lives in `dir`.
 pub fn write_config(dir: &Path, body: &str) -> PathBuf {
     let text = format!(
-        "[service]\nadapters_dir = {:?}\ncache_dir = {:?}\nadapter_fuel = 200000000\nadapter_memory_mib = 32\n\n[adapters]\neip3009 = \"eip3009.wasm\"\nmisbehave = \"misbehave.wasm\"\n{body}",
+        "[service]\nadapters_dir = {:?}\ncache_dir = {:?}\nadapter_fuel = 200000000\nadapter_memory_mib = 32\n\n[adapters]\neip3009 = \"eip3009.wasm\"\nmisbehave = \"misbehave.wasm\"\nlab-v2 = \"lab_v2.wasm\"\n{body}",
         adapters_dir().display().to_string(),
         dir.join("cache").display().to_string(),
     );
     let path = dir.join("chains.toml");
     std::fs::write(&path, text).unwrap();
     path
+}
+
+/// Await an async call (an adapter's) from a synchronous test.
+pub fn wait<F: std::future::Future>(f: F) -> F::Output {
+    static RUNTIME: std::sync::LazyLock<tokio::runtime::Runtime> =
+        std::sync::LazyLock::new(|| tokio::runtime::Runtime::new().expect("a tokio runtime starts"));
+    RUNTIME.block_on(f)
 }
 
 pub fn registry(dir: &Path, body: &str, clock: Clock) -> Result<Registry, anyhow::Error> {

@@ -7,6 +7,7 @@
 
 pub mod bindings;
 mod engine;
+pub mod exports;
 mod registry;
 pub(crate) mod state;
 
@@ -16,12 +17,12 @@ use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store, Trap};
 
-use bindings::scheme::Guest;
 use bindings::types as wit;
-use bindings::{Adapter as AdapterWorld, AdapterPre};
+use bindings::{v0_1, v0_2};
 use crate::chain::ChainClient;
+pub use exports::Exports;
 
-pub use registry::{family_name, wit_family, AssetAdapter, Registry, StartupError};
+pub use registry::{family_name, wit_family, AdapterFailure, Answer, AssetAdapter, Refusal, Registry, StartupError};
 pub use state::{system_clock, Clock};
 pub(crate) use state::HostState;
 
@@ -72,7 +73,8 @@ impl Runtime {
         let (engine, allocator) = engine::build(limits.memory_bytes);
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        AdapterWorld::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+        // 0.2.0 imports 0.1.0's interfaces: one linker serves both versions.
+        v0_1::Adapter::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
         Ok(Arc::new(Runtime { engine, linker, limits, cache_dir, clock, allocator }))
     }
 
@@ -91,23 +93,35 @@ impl Runtime {
             .imports(&self.engine)
             .map(|(name, _)| name.to_string())
             .collect();
+        // The newest interface version the component exports.
+        let exported: Vec<String> = component.component_type().exports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        let Some(version) = exports::VERSIONS.iter().rev().find(|v| exported.contains(&format!("stablerail:adapter/scheme@{v}"))) else {
+            return Err(invalid(format!(
+                "does not export stablerail:adapter/scheme at a version this host links ({})",
+                exports::VERSIONS.join(", ")
+            )));
+        };
         let pre = self
             .linker
             .instantiate_pre(&component)
-            .map_err(|e| invalid(format!("does not fit the stablerail:adapter@0.1.0 world: {e:#}")))?;
-        let pre = AdapterPre::new(pre)
-            .map_err(|e| invalid(format!("does not export stablerail:adapter/scheme@0.1.0: {e:#}")))?;
+            .map_err(|e| invalid(format!("does not fit the stablerail:adapter@{version} world: {e:#}")))?;
+        let misfit = |e: wasmtime::Error| invalid(format!("does not export stablerail:adapter/scheme@{version} as this host knows it: {e:#}"));
+        let pre = match *version {
+            "0.1.0" => Pre::V0_1(v0_1::AdapterPre::new(pre).map_err(misfit)?),
+            _ => Pre::V0_2(v0_2::AdapterPre::new(pre).map_err(misfit)?),
+        };
         let name: Arc<str> = file.file_name().map(|n| n.to_string_lossy().into()).unwrap_or_else(|| "adapter".into());
         let mut adapter = Adapter {
             runtime: self.clone(),
             pre,
             file: file.to_path_buf(),
             name,
+            interface: version,
             imports,
             description: wit::Description { name: String::new(), version: String::new(), serves: vec![], config_keys: vec![] },
         };
         adapter.description = adapter
-            .call(None, |g, s| g.call_describe(s))
+            .call(None, |g, s| g.describe(s))
             .map_err(|e| invalid(format!("describe failed: {e}")))?;
         adapter.name = adapter.description.name.as_str().into();
         tracing::debug!(file = %file.display(), cached, "adapter loaded");
@@ -115,12 +129,20 @@ impl Runtime {
     }
 }
 
+/// A linked component, by the interface version it exports.
+enum Pre {
+    V0_1(v0_1::AdapterPre<HostState>),
+    V0_2(v0_2::AdapterPre<HostState>),
+}
+
 /// One loaded adapter, ready to be instantiated per call.
 pub struct Adapter {
     runtime: Arc<Runtime>,
-    pre: AdapterPre<HostState>,
+    pre: Pre,
     pub file: PathBuf,
     pub name: Arc<str>,
+    /// The `stablerail:adapter` version it was built against, e.g. "0.1.0".
+    pub interface: &'static str,
     /// Interfaces the component imports (host imports and WASI).
     pub imports: Vec<String>,
     pub description: wit::Description,
@@ -132,7 +154,7 @@ impl Adapter {
     pub fn call<R>(
         &self,
         chain: Option<Arc<ChainClient>>,
-        f: impl FnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<R>,
+        f: impl FnOnce(Exports<'_>, &mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         let rt = &self.runtime;
         let state = HostState::new(self.name.clone(), rt.limits.memory_bytes, chain, rt.clock.clone());
@@ -140,8 +162,16 @@ impl Adapter {
         store.limiter(|s| &mut s.limiter);
         let outcome = store
             .set_fuel(rt.limits.fuel)
-            .and_then(|_| self.pre.instantiate(&mut store))
-            .and_then(|instance| f(instance.stablerail_adapter_scheme(), &mut store));
+            .and_then(|_| match &self.pre {
+                Pre::V0_1(pre) => {
+                    let instance = pre.instantiate(&mut store)?;
+                    f(Exports::V0_1(instance.stablerail_adapter_scheme()), &mut store)
+                }
+                Pre::V0_2(pre) => {
+                    let instance = pre.instantiate(&mut store)?;
+                    f(Exports::V0_2(instance.stablerail_adapter0_2_0_scheme()), &mut store)
+                }
+            });
         outcome.map_err(|e| self.classify(e, &store))
     }
 

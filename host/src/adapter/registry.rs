@@ -138,63 +138,121 @@ fn asset_context(chain_id: &str, chain: &config::Chain, key: &str, asset: &confi
     }
 }
 
-/// Typed calls. Outer `Result`: the call itself failed (trap, budget).
-/// Inner: the adapter's own answer.
+/// An adapter call that did not end in an answer the caller can use: it
+/// did not come back (trap, budget), or the adapter refused. Typed, so
+/// callers branch on it; its text is for the logs.
+#[derive(Debug, thiserror::Error)]
+pub enum AdapterFailure {
+    #[error(transparent)]
+    Call(#[from] CallError),
+    #[error("{function} refused: {error:?}")]
+    Refused { function: &'static str, error: Refusal },
+}
+
+#[derive(Debug)]
+pub enum Refusal {
+    Adapter(wit::AdapterError),
+    Proof(wit::ProofError),
+}
+
+impl From<wit::AdapterError> for Refusal {
+    fn from(e: wit::AdapterError) -> Self {
+        Refusal::Adapter(e)
+    }
+}
+
+impl From<wit::ProofError> for Refusal {
+    fn from(e: wit::ProofError) -> Self {
+        Refusal::Proof(e)
+    }
+}
+
+/// An adapter's answer where any refusal is a failure of the caller's task.
+pub trait Answer<T> {
+    fn or_refused(self, function: &'static str) -> Result<T, AdapterFailure>;
+}
+
+impl<T, E: Into<Refusal>> Answer<T> for Result<Result<T, E>, CallError> {
+    fn or_refused(self, function: &'static str) -> Result<T, AdapterFailure> {
+        self?.map_err(|e| AdapterFailure::Refused { function, error: e.into() })
+    }
+}
+
+/// The adapter interface the engine and the API call: async (each call runs
+/// on a blocking thread, in a fresh sandboxed instance), typed. Outer
+/// `Result`: the call itself failed (trap, budget). Inner: the adapter's
+/// own answer.
 impl AssetAdapter {
-    fn call<R>(
-        &self,
+    async fn call<R: Send + 'static>(
+        self: &Arc<Self>,
         function: &'static str,
-        f: impl FnOnce(&super::bindings::scheme::Guest, &mut wasmtime::Store<super::HostState>) -> wasmtime::Result<R>,
+        f: impl FnOnce(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, &wit::AssetContext) -> wasmtime::Result<R> + Send + 'static,
     ) -> Result<R, CallError> {
-        let started = std::time::Instant::now();
-        let answer = self.adapter.call(Some(self.chain.clone()), f);
-        let outcome = match &answer {
-            Ok(_) => "ok",
-            Err(CallError::OutOfFuel(_)) => "out_of_fuel",
-            Err(CallError::MemoryLimit(..)) => "memory_limit",
-            Err(CallError::Trap(..)) => "trap",
-        };
-        crate::telemetry::adapter_call(&self.adapter.name, function, outcome, started.elapsed());
-        answer
+        let me = self.clone();
+        let name = self.adapter.name.clone();
+        tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            let answer = me.adapter.call(Some(me.chain.clone()), |g, s| f(g, s, &me.ctx));
+            let outcome = match &answer {
+                Ok(_) => "ok",
+                Err(CallError::OutOfFuel(_)) => "out_of_fuel",
+                Err(CallError::MemoryLimit(..)) => "memory_limit",
+                Err(CallError::Trap(..)) => "trap",
+            };
+            crate::telemetry::adapter_call(&me.adapter.name, function, outcome, started.elapsed());
+            answer
+        })
+        .await
+        .unwrap_or_else(|e| Err(CallError::Trap(name, format!("the call's thread failed: {e}"))))
     }
 
-    pub fn normalize_address(&self, family: wit::Family, address: &str) -> Result<Result<String, wit::AdapterError>, CallError> {
-        self.call("normalize-address", |g, s| g.call_normalize_address(s, family, address))
+    pub async fn normalize_address(self: &Arc<Self>, family: wit::Family, address: &str) -> Result<Result<String, wit::AdapterError>, CallError> {
+        let address = address.to_string();
+        self.call("normalize-address", move |g, s, _| g.normalize_address(s, family, &address)).await
     }
 
-    pub fn to_base_units(&self, amount: &str) -> Result<Result<String, wit::AdapterError>, CallError> {
-        self.call("to-base-units", |g, s| g.call_to_base_units(s, amount, self.ctx.decimals))
+    pub async fn to_base_units(self: &Arc<Self>, amount: &str) -> Result<Result<String, wit::AdapterError>, CallError> {
+        let amount = amount.to_string();
+        self.call("to-base-units", move |g, s, ctx| g.to_base_units(s, &amount, ctx.decimals)).await
     }
 
-    pub fn requirements(&self, terms: &wit::Terms) -> Result<Result<wit::PaymentRequirements, wit::AdapterError>, CallError> {
-        self.call("requirements", |g, s| g.call_requirements(s, &self.ctx, terms))
+    pub async fn requirements(self: &Arc<Self>, terms: &wit::Terms) -> Result<Result<wit::PaymentRequirements, wit::AdapterError>, CallError> {
+        let terms = terms.clone();
+        self.call("requirements", move |g, s, ctx| g.requirements(s, ctx, &terms)).await
     }
 
-    pub fn verify(&self, req: &wit::PaymentRequirements, proof: &str) -> Result<Result<wit::VerifiedPayment, wit::ProofError>, CallError> {
-        self.call("verify", |g, s| g.call_verify(s, &self.ctx, req, proof))
+    pub async fn verify(self: &Arc<Self>, req: &wit::PaymentRequirements, proof: &str) -> Result<Result<wit::VerifiedPayment, wit::ProofError>, CallError> {
+        let (req, proof) = (req.clone(), proof.to_string());
+        self.call("verify", move |g, s, ctx| g.verify(s, ctx, &req, &proof)).await
     }
 
-    pub fn preflight(&self, payment: &wit::VerifiedPayment) -> Result<Result<(), wit::ProofError>, CallError> {
-        self.call("preflight", |g, s| g.call_preflight(s, &self.ctx, payment))
+    pub async fn preflight(self: &Arc<Self>, payment: &wit::VerifiedPayment) -> Result<Result<(), wit::ProofError>, CallError> {
+        let payment = payment.clone();
+        self.call("preflight", move |g, s, ctx| g.preflight(s, ctx, &payment)).await
     }
 
-    pub fn settle(&self, req: &wit::PaymentRequirements, proof: &str) -> Result<Result<Vec<wit::SettleStep>, wit::ProofError>, CallError> {
-        self.call("settle", |g, s| g.call_settle(s, &self.ctx, req, proof))
+    pub async fn settle(self: &Arc<Self>, req: &wit::PaymentRequirements, proof: &str) -> Result<Result<Vec<wit::SettleStep>, wit::ProofError>, CallError> {
+        let (req, proof) = (req.clone(), proof.to_string());
+        self.call("settle", move |g, s, ctx| g.settle(s, ctx, &req, &proof)).await
     }
 
-    pub fn read_receipt(&self, payment: &wit::VerifiedPayment, receipt: &str) -> Result<Result<wit::ReceiptStatus, wit::AdapterError>, CallError> {
-        self.call("read-receipt", |g, s| g.call_read_receipt(s, &self.ctx, payment, receipt))
+    pub async fn read_receipt(self: &Arc<Self>, payment: &wit::VerifiedPayment, receipt: &str) -> Result<Result<wit::ReceiptStatus, wit::AdapterError>, CallError> {
+        let (payment, receipt) = (payment.clone(), receipt.to_string());
+        self.call("read-receipt", move |g, s, ctx| g.read_receipt(s, ctx, &payment, &receipt)).await
     }
 
-    pub fn authorize(&self, transfer: &wit::Transfer) -> Result<Result<wit::SigningRequest, wit::AdapterError>, CallError> {
-        self.call("authorize", |g, s| g.call_authorize(s, &self.ctx, transfer))
+    pub async fn authorize(self: &Arc<Self>, transfer: &wit::Transfer) -> Result<Result<wit::SigningRequest, wit::AdapterError>, CallError> {
+        let transfer = transfer.clone();
+        self.call("authorize", move |g, s, ctx| g.authorize(s, ctx, &transfer)).await
     }
 
-    pub fn prepare_sender(&self, sender: &str, amount: &str) -> Result<Result<Vec<wit::EvmCall>, wit::AdapterError>, CallError> {
-        self.call("prepare-sender", |g, s| g.call_prepare_sender(s, &self.ctx, sender, amount))
+    pub async fn prepare_sender(self: &Arc<Self>, sender: &str, amount: &str) -> Result<Result<Vec<wit::SettleStep>, wit::AdapterError>, CallError> {
+        let (sender, amount) = (sender.to_string(), amount.to_string());
+        self.call("prepare-sender", move |g, s, ctx| g.prepare_sender(s, ctx, &sender, &amount)).await
     }
 
-    pub fn assemble(&self, req: &wit::PaymentRequirements, transfer: &wit::Transfer, signature: &[u8]) -> Result<Result<String, wit::AdapterError>, CallError> {
-        self.call("assemble", |g, s| g.call_assemble(s, &self.ctx, req, transfer, signature))
+    pub async fn assemble(self: &Arc<Self>, req: &wit::PaymentRequirements, transfer: &wit::Transfer, signature: Vec<u8>) -> Result<Result<String, wit::AdapterError>, CallError> {
+        let (req, transfer) = (req.clone(), transfer.clone());
+        self.call("assemble", move |g, s, ctx| g.assemble(s, ctx, &req, &transfer, &signature)).await
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use alloy_primitives::Address;
+use crate::config::Family;
 use axum::extract::State;
 use axum::{Extension, Json};
 use serde::Serialize;
@@ -50,8 +50,7 @@ pub async fn balances(State(s): State<Shared>, Extension(agent): Extension<Agent
     let account = agent.account_id.clone().ok_or_else(|| ApiError::Forbidden("agent owner not set".into()))?;
     let mut wallets = Vec::new();
     for address in crate::store::agents::account_wallets(&s.db, &account).await? {
-        let owner: Address = address.parse().map_err(|_| ApiError::Internal("stored wallet address".into()))?;
-        let balances = crate::wallets::evm_balances(&s.config, &s.registry, owner)
+        let balances = crate::wallets::of_family(&s.config, &s.drivers, Family::Evm, &address)
             .await
             .map_err(|e| {
                 tracing::warn!(error = %e, "wallet balances");

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::{blocking, views, ApiError, Shared};
+use super::{views, ApiError, Shared};
 use crate::adapter::bindings::types::Terms;
 use crate::adapter::wit_family;
 use crate::config::{Availability, Family, Role};
@@ -174,10 +174,7 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<views:
     let target_family = wit_family(cfg.chains[&target_chain].family);
     let merchant = match (recipient, email) {
         (Some(addr), _) => {
-            let t = target.clone();
-            blocking(move || t.normalize_address(target_family, &addr))
-                .await??
-                .map_err(|_| bad("invalid recipient address format"))?
+            target.normalize_address(target_family, &addr).await?.map_err(|_| bad("invalid recipient address format"))?
         }
         (None, Some(email)) => {
             if !email.contains('@') || email.len() > 254 {
@@ -194,11 +191,8 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<views:
     let payer_address = match given(&req.payer_address) {
         None => None,
         Some(addr) => {
-            let p = payer.clone();
             let family = wit_family(cfg.chains[&payer_chain].family);
-            let addr = blocking(move || p.normalize_address(family, &addr))
-                .await??
-                .map_err(|_| bad("invalid payer_address"))?;
+            let addr = payer.normalize_address(family, &addr).await?.map_err(|_| bad("invalid payer_address"))?;
             if s.sanctions.is_listed(&addr) {
                 tracing::warn!(payer = %addr, "create refused by the sanctions screen");
                 return Err(ApiError::Forbidden("payment declined".into()));
@@ -226,13 +220,9 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<views:
     let now = intent::now_ms();
     let expires_at = now + intent::LIFETIME_MS;
     let sending = fees::show(q.sending);
-    let p = payer.clone();
-    let requirements = blocking(move || -> Result<_, ApiError> {
-        let units = p.to_base_units(&sending)??;
-        let terms = Terms { amount: units, pay_to: collection, max_timeout_seconds: (intent::LIFETIME_MS / 1000) as u64 };
-        Ok(p.requirements(&terms)??)
-    })
-    .await??;
+    let units = payer.to_base_units(&sending).await??;
+    let terms = Terms { amount: units, pay_to: collection, max_timeout_seconds: (intent::LIFETIME_MS / 1000) as u64 };
+    let requirements = payer.requirements(&terms).await??;
 
     let breakdown = json!({
         "source_chain": payer_chain,

@@ -10,7 +10,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::views::{Accepted, IntentList, IntentView};
-use super::{blocking, views, ApiError, Shared};
+use super::{views, ApiError, Shared};
 use crate::failure::Failure;
 use crate::intent::{self, requirements, Intent, Status};
 use crate::store::agents::Agent;
@@ -188,8 +188,7 @@ pub async fn submit_proof(
         .registry
         .asset(&i.payer_chain, &i.payer_asset)
         .ok_or_else(|| ApiError::Unavailable(format!("{}/{} is no longer served", i.payer_chain, i.payer_asset)))?;
-    let proof_for_adapter = proof.clone();
-    let paid = blocking(move || adapter.verify(&req, &proof_for_adapter)).await???;
+    let paid = adapter.verify(&req, &proof).await??;
 
     let acceptance = Acceptance { settle_proof: Some(&proof), replay_key: Some(&paid.replay_key), payer: Some(&paid.payer) };
     match repo::accept(&s.db, &i.id, &acceptance, intent::now_ms()).await {

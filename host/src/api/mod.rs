@@ -42,6 +42,8 @@ pub struct AppState {
     pub sanctions: Arc<SanctionsList>,
     pub limiter: guard::Limiter,
     pub keys: Arc<crate::keys::Keystore>,
+    /// Each chain family's driver (signing, sending, finality, balances).
+    pub drivers: Arc<crate::family::Drivers>,
     /// Wakes this replica's settlement workers when work is queued.
     pub work: Arc<tokio::sync::Notify>,
     /// Chains withheld until they answer; wallets below their floors.
@@ -58,6 +60,7 @@ impl AppState {
             registry: self.registry.clone(),
             db: self.db.clone(),
             keys: self.keys.clone(),
+            drivers: self.drivers.clone(),
             sanctions: self.sanctions.clone(),
             work: self.work.clone(),
         }
@@ -190,12 +193,6 @@ async fn envelope_everything(resp: axum::response::Response) -> axum::response::
     out
 }
 
-/// Run blocking work (adapter calls) off the request workers.
-pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::Internal(format!("blocking task failed: {e}")))
-}
 
 /// Requests by route template, method and status, with their latency.
 async fn http_metrics(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {

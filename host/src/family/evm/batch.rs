@@ -21,9 +21,10 @@ use alloy_sol_types::{sol, SolCall};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
-use super::evm::{self, FeeCache, GasLimit, Nonces, SendError, Signed, TxCall};
+use super::tx::{self, FeeCache, GasLimit, Net, Nonces, Signed, TxCall};
 use crate::chain::ChainClient;
 use crate::db::Db;
+use crate::family::SendError;
 use crate::store::settlement as repo;
 
 sol! {
@@ -57,7 +58,7 @@ pub struct Call {
 /// What a batch needs to sign, store and send for one chain.
 pub struct Lane {
     pub chain: Arc<ChainClient>,
-    pub chain_id: u64,
+    pub net: Net,
     pub relayer: PrivateKeySigner,
     pub multicall: Address,
     pub max: usize,
@@ -99,13 +100,13 @@ impl Relay {
     pub async fn send(
         &self,
         chain: &ChainClient,
-        chain_id: u64,
+        net: Net,
         signer: &PrivateKeySigner,
         resync: bool,
         call: TxCall,
         rows: &[Row],
     ) -> Result<Signed, SendError> {
-        evm::sign_store_send(chain, chain_id, &self.nonces, &self.fees, resync, signer, call, rows).await
+        tx::sign_store_send(chain, net, &self.nonces, &self.fees, resync, signer, call, rows).await
     }
 }
 
@@ -154,7 +155,7 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
     tracing::debug!(chain = %lane.chain.chain, calls = calls.len(), "sending settlement calls");
     let (rows, replies): (Vec<Row>, Vec<_>) = calls.into_iter().map(|c| (c.row, c.reply)).unzip();
     let many = rows.len() > 1;
-    let sent = relay.send(&lane.chain, lane.chain_id, &lane.relayer, resync, call, &rows).await;
+    let sent = relay.send(&lane.chain, lane.net, &lane.relayer, resync, call, &rows).await;
     // The calls passed their simulation moments ago: if the batch as a whole
     // would now revert, state changed in between; every call is retried
     // rather than failed.
@@ -162,7 +163,7 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
         Err(SendError::WouldRevert(m)) if many => Err(SendError::Unavailable(format!("batch would revert: {m}"))),
         other => other,
     };
-    let taken = matches!(&sent, Err(SendError::NonceTaken));
+    let taken = matches!(&sent, Err(SendError::Superseded));
     for reply in replies {
         let _ = reply.send(sent.as_ref().map(|s| s.hash.clone()).map_err(Clone::clone));
     }

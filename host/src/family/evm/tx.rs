@@ -1,7 +1,8 @@
-//! EVM transactions the service signs: EIP-1559, built and signed with
-//! alloy, one nonce sequence per (chain, signer).
+//! EVM transactions the service signs, built and signed with alloy: EIP-1559,
+//! or legacy (type 0) where a chain takes nothing else; one nonce sequence
+//! per (chain, signer).
 
-use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope, TxLegacy};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{keccak256, Address, Bytes, TxKind, U256};
 use alloy_signer::SignerSync;
@@ -9,26 +10,70 @@ use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
 
 use crate::chain::{ChainClient, ChainError};
+use crate::config::TxType;
+use crate::family::{Receipt, SendError};
 use crate::store::settlement as repo;
 
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum SendError {
-    /// The node (or the database) could not be reached: try again later.
-    #[error("unavailable: {0}")]
-    Unavailable(String),
-    /// The call would revert (simulation or gas estimation): sending it is pointless.
-    #[error("transaction would revert: {0}")]
-    WouldRevert(String),
-    /// The transaction's nonce is used by another transaction: unless this
-    /// one was mined, it never will be; the step is signed again.
-    #[error("nonce taken by another transaction")]
-    NonceTaken,
-    /// The sender cannot pay for gas.
-    #[error("sender cannot pay gas: {0}")]
-    Unfunded(String),
-    /// The node refused the signed bytes for another reason (fees, size, …).
-    #[error("node refused the transaction: {0}")]
-    Refused(String),
+/// Which chain a transaction is for and what type it must be.
+#[derive(Debug, Clone, Copy)]
+pub struct Net {
+    pub chain_id: u64,
+    pub kind: TxType,
+}
+
+/// A transaction before its nonce and signature.
+#[derive(Clone)]
+pub enum Unsigned {
+    Eip1559(TxEip1559),
+    Legacy(TxLegacy),
+}
+
+impl Unsigned {
+    /// A call of `kind` at the current fees; `headroom` multiplies the gas
+    /// price so the transaction still gets in after fees rose a little.
+    fn new(Net { chain_id, kind }: Net, (price, tip): (u128, u128), headroom: u128, gas_limit: u64, to: Address, value: U256, input: Bytes) -> Unsigned {
+        match kind {
+            TxType::Eip1559 => Unsigned::Eip1559(TxEip1559 {
+                chain_id,
+                nonce: 0,
+                gas_limit,
+                max_fee_per_gas: price * headroom + tip,
+                max_priority_fee_per_gas: tip,
+                to: TxKind::Call(to),
+                value,
+                access_list: Default::default(),
+                input,
+            }),
+            // A legacy price is paid in full, so less headroom: a fifth per step.
+            TxType::Legacy => Unsigned::Legacy(TxLegacy {
+                chain_id: Some(chain_id),
+                nonce: 0,
+                gas_price: price + price * (headroom - 1) / 5 + tip,
+                gas_limit,
+                to: TxKind::Call(to),
+                value,
+                input,
+            }),
+        }
+    }
+
+    /// Sign with `nonce`: the raw bytes and the transaction hash.
+    fn sign(&self, signer: &PrivateKeySigner, nonce: u64) -> Result<(Vec<u8>, String), alloy_signer::Error> {
+        let raw = match self.clone() {
+            Unsigned::Eip1559(tx) => {
+                let tx = TxEip1559 { nonce, ..tx };
+                let sig = signer.sign_hash_sync(&tx.signature_hash())?;
+                TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
+            }
+            Unsigned::Legacy(tx) => {
+                let tx = TxLegacy { nonce, ..tx };
+                let sig = signer.sign_hash_sync(&tx.signature_hash())?;
+                TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
+            }
+        };
+        let hash = format!("{:#x}", keccak256(&raw));
+        Ok((raw, hash))
+    }
 }
 
 /// What a node's error answer means. The one place that reads nodes'
@@ -104,7 +149,7 @@ impl Nonces {
         chain: &ChainClient,
         signer: &PrivateKeySigner,
         resync: bool,
-        tx: TxEip1559,
+        tx: Unsigned,
         rows: &[repo::TxRow],
     ) -> Result<Signed, SendError> {
         let from = signer.address();
@@ -113,13 +158,7 @@ impl Nonces {
         let fresh = resync || !self.synced.lock().unwrap().contains(&key);
         let mut floor = if fresh { Some(pending_nonce(chain, from).await?) } else { None };
         loop {
-            let sign = |nonce: u64| -> Result<(Vec<u8>, String), alloy_signer::Error> {
-                let tx = TxEip1559 { nonce, ..tx.clone() };
-                let sig = signer.sign_hash_sync(&tx.signature_hash())?;
-                let raw = TxEnvelope::from(tx.into_signed(sig)).encoded_2718();
-                let hash = format!("{:#x}", keccak256(&raw));
-                Ok((raw, hash))
-            };
+            let sign = |nonce: u64| tx.sign(signer, nonce);
             let taken = repo::sign_with_next_nonce(&self.db, &chain.chain, &sender, floor, rows, sign, crate::intent::now_ms())
                 .await
                 .map_err(|e| SendError::Unavailable(format!("storing the signed transaction: {e}")))?;
@@ -232,7 +271,7 @@ async fn gas_limit(chain: &ChainClient, call: &Value, how: GasLimit) -> Result<u
 #[allow(clippy::too_many_arguments)]
 pub async fn sign_store_send(
     chain: &ChainClient,
-    chain_id: u64,
+    net: Net,
     nonces: &Nonces,
     fees: &FeeCache,
     resync: bool,
@@ -244,22 +283,11 @@ pub async fn sign_store_send(
     let TxCall { to, data, value, gas } = call;
     let json_call = json!({ "from": from, "to": to, "data": Bytes::from(data.clone()), "value": format!("{value:#x}") });
     let gas_limit = gas_limit(chain, &json_call, gas).await?;
-    let (gas_price, tip) = fees.get(chain).await?;
-    let tx = TxEip1559 {
-        chain_id,
-        nonce: 0,
-        gas_limit,
-        max_fee_per_gas: gas_price * 2 + tip,
-        max_priority_fee_per_gas: tip,
-        to: TxKind::Call(to),
-        value,
-        access_list: Default::default(),
-        input: Bytes::from(data),
-    };
+    let tx = Unsigned::new(net, fees.get(chain).await?, 2, gas_limit, to, value, Bytes::from(data));
     let stored = nonces.sign_and_store(chain, signer, resync, tx, rows).await?;
     match broadcast(chain, &stored.raw).await? {
         Broadcast::Accepted | Broadcast::Known | Broadcast::Occupied => Ok(stored),
-        Broadcast::NonceTaken => Err(SendError::NonceTaken),
+        Broadcast::NonceTaken => Err(SendError::Superseded),
     }
 }
 
@@ -270,28 +298,15 @@ pub async fn sign_store_send(
 pub async fn fill_nonce(
     db: &crate::db::Db,
     chain: &ChainClient,
-    chain_id: u64,
+    net: Net,
     fees: &FeeCache,
     signer: &PrivateKeySigner,
     nonce: u64,
 ) -> Result<Option<String>, SendError> {
-    let (gas_price, tip) = fees.get(chain).await?;
     let me = signer.address();
-    let tx = TxEip1559 {
-        chain_id,
-        nonce,
-        gas_limit: 21_000,
-        // Generous: a filler must get in even after fees rose.
-        max_fee_per_gas: gas_price * 3 + tip,
-        max_priority_fee_per_gas: tip,
-        to: TxKind::Call(me),
-        value: U256::ZERO,
-        access_list: Default::default(),
-        input: Bytes::new(),
-    };
-    let sig = signer.sign_hash_sync(&tx.signature_hash()).map_err(|e| SendError::Unavailable(format!("signing failed: {e}")))?;
-    let raw = TxEnvelope::from(tx.into_signed(sig)).encoded_2718();
-    let hash = format!("{:#x}", keccak256(&raw));
+    // Generous: a filler must get in even after fees rose.
+    let tx = Unsigned::new(net, fees.get(chain).await?, 3, 21_000, me, U256::ZERO, Bytes::new());
+    let (raw, hash) = tx.sign(signer, nonce).map_err(|e| SendError::Unavailable(format!("signing failed: {e}")))?;
     let fresh = repo::insert_filler(db, &chain.chain, &me.to_checksum(None), nonce, &raw, &hash, crate::intent::now_ms())
         .await
         .map_err(|e| SendError::Unavailable(format!("storing the filler: {e}")))?;
@@ -345,19 +360,15 @@ pub fn sent_to(raw: &[u8]) -> Option<Address> {
     TxEnvelope::decode_2718(&mut &raw[..]).ok()?.to()
 }
 
+/// One transaction's receipt once found, and the lock its waiters share.
+type Slot = std::sync::Arc<tokio::sync::Mutex<Option<std::sync::Arc<Receipt>>>>;
+
 /// Receipts shared by the workers that wait on one transaction (a batch is
 /// many intents' one transaction): one of them asks the node at a time, and
 /// the others reuse a receipt it found.
 #[derive(Default)]
 pub struct Receipts {
-    slots: std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<Option<std::sync::Arc<Receipt>>>>>>,
-}
-
-/// A mined transaction's receipt, and its JSON text for adapters (a batch's
-/// receipt is read by every intent in it: serialized once).
-pub struct Receipt {
-    pub json: Value,
-    pub text: String,
+    slots: std::sync::Mutex<std::collections::HashMap<String, Slot>>,
 }
 
 impl Receipts {

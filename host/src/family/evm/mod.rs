@@ -1,0 +1,174 @@
+//! The EVM family: secp256k1 wallets, EIP-1559 or legacy transactions with
+//! nonces allocated in the database, Multicall3 batching of relayer calls,
+//! receipts, and native and ERC-20 balances.
+
+pub mod balances;
+pub mod batch;
+mod keeper;
+pub mod tx;
+
+use std::sync::Arc;
+
+use alloy_primitives::{keccak256, Address, B256, U256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use serde_json::{json, Value};
+
+use super::{Balance, Driver, Finality, Resent, SendError, Submit, Upkeep};
+use crate::adapter::bindings::types::{SigningRequest, Submission};
+use crate::adapter::Registry;
+use crate::chain::{ChainClient, ChainError};
+use crate::config::{Config, Family};
+use crate::db::Db;
+use crate::intent::now_ms;
+use crate::keys::{Keystore, Role};
+use crate::store::settlement::{self as repo, StoredTx, TxRow};
+use tx::{Broadcast, GasLimit, Net, Nonces, TxCall};
+
+pub struct EvmDriver {
+    config: Arc<Config>,
+    registry: Arc<Registry>,
+    db: Db,
+    keys: Arc<Keystore>,
+    relay: batch::Relay,
+    batchers: batch::Batchers,
+    receipts: tx::Receipts,
+}
+
+impl EvmDriver {
+    pub fn new(config: Arc<Config>, registry: Arc<Registry>, db: Db, keys: Arc<Keystore>) -> EvmDriver {
+        let relay = batch::Relay { db: db.clone(), nonces: Arc::new(Nonces::new(db.clone())), fees: Default::default() };
+        EvmDriver { config, registry, db, keys, relay, batchers: Default::default(), receipts: Default::default() }
+    }
+
+    fn chain(&self, chain: &str) -> Result<Arc<ChainClient>, SendError> {
+        self.registry.chain(chain).ok_or_else(|| SendError::Unavailable(format!("{chain} has no transport")))
+    }
+
+    /// Chain id and transaction type, from config.
+    fn net(&self, chain: &str) -> Net {
+        let c = self.config.chains.get(chain);
+        Net { chain_id: c.and_then(|c| c.chain_id).unwrap_or(0), kind: c.map(|c| c.transaction_type).unwrap_or_default() }
+    }
+
+    fn multicall(&self, chain: &str) -> Address {
+        self.config
+            .chains
+            .get(chain)
+            .and_then(|c| c.multicall3_address.as_deref())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(batch::MULTICALL3)
+    }
+
+    async fn signer(&self, wallet: &Role) -> anyhow::Result<PrivateKeySigner> {
+        self.keys.secp256k1(wallet, Family::Evm).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Driver for EvmDriver {
+    fn family(&self) -> Family {
+        Family::Evm
+    }
+
+    async fn address(&self, wallet: &Role) -> anyhow::Result<String> {
+        Ok(self.signer(wallet).await?.address().to_checksum(None))
+    }
+
+    async fn sign(&self, wallet: &Role, request: &SigningRequest) -> anyhow::Result<Vec<u8>> {
+        let SigningRequest::Eip712Digest(digest) = request else {
+            anyhow::bail!("EVM wallets sign EIP-712 digests only");
+        };
+        anyhow::ensure!(digest.len() == 32, "an EIP-712 digest is 32 bytes, not {}", digest.len());
+        let signer = self.signer(wallet).await?;
+        Ok(signer.sign_hash_sync(&B256::from_slice(digest))?.as_bytes().to_vec())
+    }
+
+    async fn submit(&self, chain: &str, wallet: &Role, submission: &Submission, row: TxRow, how: Submit) -> Result<String, SendError> {
+        let client = self.chain(chain)?;
+        match submission {
+            Submission::EvmCall(call) => {
+                let to: Address = call.to.parse().map_err(|_| SendError::WouldRevert(format!("bad address {}", call.to)))?;
+                let value = U256::from_str_radix(&call.value, 10).map_err(|_| SendError::WouldRevert(format!("bad value {}", call.value)))?;
+                let signer = self.signer(wallet).await.map_err(|e| SendError::Unavailable(format!("wallet: {e:#}")))?;
+                let batch_max = self.config.service.settlement_batch_max;
+                // Calls that carry no value may share a transaction.
+                if !(how.shareable && value.is_zero() && batch_max > 1) {
+                    let call = TxCall { to, data: call.data.clone(), value, gas: GasLimit::Estimate };
+                    let sent = self.relay.send(&client, self.net(chain), &signer, how.resync, call, std::slice::from_ref(&row)).await?;
+                    return Ok(sent.hash);
+                }
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                let c = batch::Call { row, to, data: call.data.clone(), reply };
+                let lane = || batch::Lane { chain: client.clone(), net: self.net(chain), relayer: signer.clone(), multicall: self.multicall(chain), max: batch_max };
+                self.batchers.submit(chain, lane, &self.relay, c).await;
+                answer.await.map_err(|_| SendError::Unavailable("settlement batcher stopped".into()))?
+            }
+            Submission::EvmRaw(raw) => {
+                let hash = format!("{:#x}", keccak256(raw));
+                let new = repo::NewTx {
+                    intent_id: &row.intent_id, leg: &row.leg, step: row.step, label: &row.label, chain, sender: "external",
+                    nonce: -1, raw, tx_hash: &hash,
+                };
+                repo::insert_tx(&self.db, &new, now_ms()).await.map_err(|e| SendError::Unavailable(format!("database: {e}")))?;
+                match tx::broadcast(&client, raw).await? {
+                    Broadcast::NonceTaken => Err(SendError::Lost(format!("{} was superseded", row.label))),
+                    _ => Ok(hash),
+                }
+            }
+            Submission::SolanaCosign(_) | Submission::TronSigned(_) => Err(SendError::Unsupported("not an EVM submission".into())),
+        }
+    }
+
+    async fn resend(&self, chain: &str, stored: &StoredTx) -> Result<Resent, SendError> {
+        let client = self.chain(chain)?;
+        if tx::receipt(&client, &stored.tx_hash).await?.is_some() {
+            return Ok(Resent::InFlight);
+        }
+        match tx::broadcast(&client, &stored.raw).await? {
+            // Its nonce is used: by itself (mined just now) or by another.
+            Broadcast::NonceTaken if tx::receipt(&client, &stored.tx_hash).await?.is_none() => Ok(Resent::Superseded),
+            _ => Ok(Resent::InFlight),
+        }
+    }
+
+    async fn finality(&self, chain: &str, hash: &str, confirmations: u64) -> Result<Finality, SendError> {
+        let client = self.chain(chain)?;
+        let Some(r) = self.receipts.get(&client, hash).await? else { return Ok(Finality::Pending) };
+        let number = |v: &Value| u64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok();
+        let mined = r.json.get("blockNumber").and_then(number);
+        let head = match confirmations {
+            0 | 1 => mined,
+            _ => number(&tx::rpc(&client, "eth_blockNumber", json!([])).await?),
+        };
+        match (mined, head) {
+            (Some(mined), Some(head)) if head + 1 >= mined + confirmations.max(1) => {}
+            _ => return Ok(Finality::Pending),
+        }
+        Ok(if r.json.get("status").and_then(Value::as_str) == Some("0x1") { Finality::Confirmed(r) } else { Finality::Failed })
+    }
+
+    fn shared(&self, chain: &str, stored: &StoredTx) -> bool {
+        tx::sent_to(&stored.raw) == Some(self.multicall(chain))
+    }
+
+    /// A stored transaction is done with once it was mined or once the
+    /// chain shows its nonce used by another transaction.
+    async fn can_land(&self, chain: &str, stored: &StoredTx) -> bool {
+        let (Ok(client), Ok(sender)) = (self.chain(chain), stored.sender.parse::<Address>()) else { return true };
+        match tx::receipt(&client, &stored.tx_hash).await {
+            Ok(Some(_)) => false,
+            Ok(None) => !matches!(tx::mined_nonce(&client, sender).await, Ok(mined) if mined > stored.nonce as u64),
+            Err(_) => true,
+        }
+    }
+
+    async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError> {
+        let owner: Address = owner.parse().map_err(|_| ChainError::BadAnswer(format!("{owner} is not an EVM address")))?;
+        balances::on_chain(&self.config, &self.registry, chain, owner).await
+    }
+
+    async fn upkeep(&self, seen: &mut Upkeep) -> anyhow::Result<()> {
+        self.check_nonces(seen).await
+    }
+}

@@ -1,0 +1,160 @@
+//! Chain families. Each family is a driver that the settlement engine calls
+//! for everything chain-specific: signing an adapter's signing request with a
+//! host-held key, turning a settle step into signed bytes that are stored
+//! before they are broadcast, re-sending stored bytes, following a
+//! transaction to finality, and reading balances. The engine's state machine
+//! knows none of it; a new family is a folder here, an adapter and config.
+
+pub mod evm;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::adapter::bindings::types::{SigningRequest, Submission};
+use crate::adapter::Registry;
+use crate::chain::ChainError;
+use crate::config::{Config, Family};
+use crate::db::Db;
+use crate::keys::{Keystore, Role};
+use crate::store::settlement::{StoredTx, TxRow};
+
+/// Why signed bytes did not go out, or what the node made of them. The
+/// strings are for the logs only.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SendError {
+    /// The node (or the database) could not be reached: try again later.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    /// The call would fail on chain (simulation or estimation): nothing was sent.
+    #[error("transaction would revert: {0}")]
+    WouldRevert(String),
+    /// The transaction's slot (its nonce) is used by another transaction:
+    /// unless this one was mined, it never will be, so the step is signed again.
+    #[error("superseded by another transaction")]
+    Superseded,
+    /// A payer's own signed transaction can never land (its slot is used).
+    #[error("the payer's transaction can never land: {0}")]
+    Lost(String),
+    /// The sender cannot pay the network fee.
+    #[error("sender cannot pay the network fee: {0}")]
+    Unfunded(String),
+    /// The node refused the signed bytes for another reason (fees, size, …).
+    #[error("node refused the transaction: {0}")]
+    Refused(String),
+    /// The submission is not one this family can send.
+    #[error("cannot submit: {0}")]
+    Unsupported(String),
+}
+
+/// What a stored transaction's re-send found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resent {
+    /// It is on chain or in the node's pool: follow it.
+    InFlight,
+    /// Another transaction took its slot and it was not mined: it never will be.
+    Superseded,
+}
+
+/// A transaction's final record, as the chain gives it, for the adapter's
+/// `read-receipt` (the text) and the driver (the JSON).
+pub struct Receipt {
+    pub json: serde_json::Value,
+    pub text: String,
+}
+
+/// Where a transaction stands.
+pub enum Finality {
+    /// Not included yet, or not as deep as required.
+    Pending,
+    /// Included and executed, with at least the confirmations asked for.
+    Confirmed(Arc<Receipt>),
+    /// Included and failed.
+    Failed,
+}
+
+/// How a submission is sent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Submit {
+    /// Re-read the sender's chain state (nonce) before signing: the last
+    /// attempt found its slot taken.
+    pub resync: bool,
+    /// It may share a transaction with other intents' calls.
+    pub shareable: bool,
+}
+
+/// One balance: the chain's native coin (under its `native_asset` key) or
+/// a served asset, in base units.
+pub struct Balance {
+    pub chain: String,
+    pub asset: String,
+    pub raw: alloy_primitives::U256,
+    pub decimals: u8,
+}
+
+/// Per-process memory of the upkeep between passes: each (chain, sender)'s
+/// progress at the previous look.
+pub type Upkeep = HashMap<(String, String), u64>;
+
+#[async_trait::async_trait]
+pub trait Driver: Send + Sync {
+    fn family(&self) -> Family;
+
+    /// A host-held wallet's address, in this family's form.
+    async fn address(&self, wallet: &Role) -> anyhow::Result<String>;
+
+    /// Sign an adapter's signing request with a host-held wallet.
+    async fn sign(&self, wallet: &Role, request: &SigningRequest) -> anyhow::Result<Vec<u8>>;
+
+    /// Turn a step's submission into signed bytes (`wallet` signs what the
+    /// host signs), store them under `row`, and only then broadcast.
+    /// Returns the transaction's id.
+    async fn submit(&self, chain: &str, wallet: &Role, submission: &Submission, row: TxRow, how: Submit) -> Result<String, SendError>;
+
+    /// Send stored bytes again, as they are.
+    async fn resend(&self, chain: &str, stored: &StoredTx) -> Result<Resent, SendError>;
+
+    /// Where a transaction stands; `Confirmed` only with `confirmations`.
+    async fn finality(&self, chain: &str, tx: &str, confirmations: u64) -> Result<Finality, SendError>;
+
+    /// Did a stored transaction carry other intents' calls too (a batch)?
+    /// Then its failure says nothing certain about any one of them.
+    fn shared(&self, chain: &str, stored: &StoredTx) -> bool;
+
+    /// Could a stored transaction still be included? `true` when unsure.
+    async fn can_land(&self, chain: &str, stored: &StoredTx) -> bool;
+
+    /// Native and served-asset balances of `owner` on `chain`.
+    async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError>;
+
+    /// Repair what a crash or a lost mempool left behind (stalled senders).
+    async fn upkeep(&self, seen: &mut Upkeep) -> anyhow::Result<()>;
+}
+
+/// The drivers of the families this build has, by family.
+pub struct Drivers {
+    config: Arc<Config>,
+    evm: Arc<evm::EvmDriver>,
+}
+
+impl Drivers {
+    pub fn new(config: Arc<Config>, registry: Arc<Registry>, db: Db, keys: Arc<Keystore>) -> Drivers {
+        let evm = Arc::new(evm::EvmDriver::new(config.clone(), registry, db, keys));
+        Drivers { config, evm }
+    }
+
+    pub fn of(&self, family: Family) -> Option<Arc<dyn Driver>> {
+        match family {
+            Family::Evm => Some(self.evm.clone()),
+            Family::Solana | Family::Tron => None,
+        }
+    }
+
+    /// The driver of a configured chain's family.
+    pub fn for_chain(&self, chain: &str) -> Option<Arc<dyn Driver>> {
+        self.of(self.config.chains.get(chain)?.family)
+    }
+
+    pub fn all(&self) -> Vec<Arc<dyn Driver>> {
+        vec![self.evm.clone()]
+    }
+}

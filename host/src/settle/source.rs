@@ -1,0 +1,176 @@
+//! The source leg: PENDING → SOURCE_SETTLED, or VERIFICATION_FAILED /
+//! BLOCKED, or back to AWAITING_PAYMENT when a `/v2` agent's wallet is
+//! short. The payer's proof is verified again, screened, settled on the
+//! payer chain by the relayer, and the receipt must show the transfer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy_primitives::keccak256;
+
+use super::{expected, Engine, Next, StepError};
+use crate::adapter::bindings::types::{PaymentRequirements, ProofError, ReceiptStatus, SettleStep, Submission, Transfer, VerifiedPayment};
+use crate::adapter::{Answer, AssetAdapter};
+use crate::failure::{Failure, Reason};
+use crate::intent::{now_ms, requirements, Intent, Status};
+use crate::keys::Role;
+use crate::store::{intents, settlement as repo};
+
+/// A settlement of one step that the host signs is checked by the chain
+/// (simulated) as it is sent, which covers what `preflight` checks.
+fn checked_on_send(steps: &[SettleStep]) -> bool {
+    matches!(steps, [SettleStep { submission: Submission::EvmCall(_) | Submission::SolanaCosign(_), .. }])
+}
+
+impl Engine {
+    pub(super) async fn source_leg(&self, mut i: Intent) -> anyhow::Result<Next> {
+        let db = &self.deps.db;
+        let adapter = self.adapter(&i.payer_chain, &i.payer_asset)?;
+        let req = requirements::from_json(&serde_json::from_str(&i.payment_requirements)?)
+            .ok_or_else(|| anyhow::anyhow!("stored requirements are incomplete"))?;
+        if i.settle_proof.is_none() {
+            // `/v2` execute: the agent's hosted wallet authorizes the payment.
+            let Some(agent) = i.agent_id.clone() else {
+                return self.fail(&i, Status::VerificationFailed, Failure::ProofInvalid.into()).await;
+            };
+            let driver = self.driver(&i.payer_chain)?;
+            let wallet = Role::Agent(agent);
+            let sender = driver.address(&wallet).await?;
+            let now = (now_ms() / 1000) as u64;
+            let transfer = Transfer {
+                sender: sender.clone(),
+                recipient: req.pay_to.clone(),
+                amount: req.amount.clone(),
+                valid_after: now.saturating_sub(60),
+                valid_before: now + 600,
+                nonce: keccak256(format!("{}:source", i.id)).to_vec(),
+            };
+            match self.prepare_wallet(&i, "source", &adapter, &wallet, &sender, &req.amount).await {
+                Ok(()) => {}
+                Err(StepError::NotSent(code, m)) => return self.later_waiting(&i, code, &m).await,
+                Err(StepError::Pending(m)) => return Ok(self.later_unavailable(&i, &m)),
+                Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) => {
+                    tracing::warn!(intent = %i.id, detail = %m, "agent wallet could not approve its token spender");
+                    return self.fail(&i, Status::VerificationFailed, Failure::AgentWalletNotReady.into()).await;
+                }
+            }
+            let proof = self.authorize(&adapter, driver.as_ref(), &wallet, &req, transfer).await?;
+            let paid = adapter.verify(&req, &proof).await.or_refused("verify (own proof)")?;
+            match adapter.preflight(&paid).await? {
+                Ok(()) => {}
+                Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
+                // The agent can fund its wallet and execute again.
+                Err(ProofError::InsufficientFunds(m)) => {
+                    tracing::info!(intent = %i.id, detail = %m, "agent wallet is short; the intent awaits payment again");
+                    repo::back_to_awaiting(db, &i.id, &Failure::AgentWalletShort.into(), now_ms()).await?;
+                    return Ok(Next::Done);
+                }
+                Err(e) => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
+            }
+            repo::set_source_proof(db, &i.id, &proof, &paid.replay_key, &paid.payer).await?;
+            i = intents::get(db, &i.id).await?.ok_or_else(|| anyhow::anyhow!("intent vanished"))?;
+        }
+        let proof = i.settle_proof.clone().unwrap_or_default();
+        let stored = repo::list_txs(db, &i.id, "source").await?;
+        let sent_before = !stored.is_empty();
+
+        let payment = match adapter.verify(&req, &proof).await? {
+            Ok(p) => p,
+            Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
+            // A transaction already went out for it: its receipt decides.
+            Err(_) if sent_before => return self.resume_source(i, adapter, req, proof, None, stored).await,
+            Err(e) => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
+        };
+        if self.deps.sanctions.is_listed(&payment.payer) {
+            return self.fail(&i, Status::Blocked, Failure::Declined.into()).await;
+        }
+        self.resume_source(i, adapter, req, proof, (!sent_before).then_some(payment), stored).await
+    }
+
+    /// The adapter's chain-state check of a payment not yet sent: `Some`
+    /// says how the pass ends when the payment cannot settle.
+    async fn preflight(&self, i: &Intent, adapter: &Arc<AssetAdapter>, payment: &VerifiedPayment) -> anyhow::Result<Option<Next>> {
+        Ok(match adapter.preflight(payment).await? {
+            Ok(()) => None,
+            Err(ProofError::ChainUnavailable(m)) => Some(self.later_unavailable(i, &m)),
+            Err(e) => Some(self.fail(i, Status::VerificationFailed, Reason::proof(&e)).await?),
+        })
+    }
+
+    /// Settle the source leg. `fresh` is the verified payment when nothing
+    /// was sent for it yet. A settlement the chain checks as it is sent
+    /// (`checked_on_send`) is preflighted only to explain a refusal;
+    /// anything longer (a payer's approve goes first) is preflighted up front.
+    async fn resume_source(
+        &self,
+        i: Intent,
+        adapter: Arc<AssetAdapter>,
+        req: PaymentRequirements,
+        proof: String,
+        fresh: Option<VerifiedPayment>,
+        stored: Vec<repo::StoredTx>,
+    ) -> anyhow::Result<Next> {
+        let steps = match adapter.settle(&req, &proof).await? {
+            Ok(s) => s,
+            Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
+            Err(e) if stored.is_empty() => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
+            Err(_) => vec![], // signed before: only its receipt is left to read
+        };
+        let one_call = checked_on_send(&steps);
+        if let Some(payment) = fresh.as_ref().filter(|_| !one_call) {
+            if let Some(next) = self.preflight(&i, &adapter, payment).await? {
+                return Ok(next);
+            }
+        }
+        match self.run_steps(&i, "source", &i.payer_chain, &Role::Relayer, &steps, stored).await {
+            Ok((hash, receipt)) => {
+                let payer = i.payer.clone().unwrap_or_default();
+                match self.read_receipt(&adapter, expected(&payer, &req), receipt).await? {
+                    ReceiptStatus::Settled(_) => {
+                        repo::source_settled(&self.deps.db, &i.id, &hash, now_ms()).await?;
+                        crate::telemetry::settlement_leg(&i.payer_chain, "source", "settled", Some(super::elapsed_since(i.updated_at)));
+                        // The payout goes back in line behind source legs
+                        // already waiting: those hold payer authorizations
+                        // that expire, a payout has no deadline.
+                        Ok(Next::Payout)
+                    }
+                    ReceiptStatus::Failed(m) => {
+                        tracing::info!(intent = %i.id, detail = %m, "source transaction mined without the transfer");
+                        self.fail(&i, Status::VerificationFailed, Failure::SourceReverted.into()).await
+                    }
+                    ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
+                }
+            }
+            Err(StepError::NotSent(code, m)) => self.later_waiting(&i, code, &m).await,
+            Err(StepError::Pending(m)) => Ok(self.later_unavailable(&i, &m)),
+            Err(StepError::WouldRevert(m)) => {
+                // Nothing went out. Let the adapter say why, if it can.
+                if let Some(payment) = fresh.as_ref().filter(|_| one_call) {
+                    if let Some(next) = self.preflight(&i, &adapter, payment).await? {
+                        return Ok(next);
+                    }
+                }
+                tracing::info!(intent = %i.id, detail = %m, "source settlement would revert");
+                self.fail(&i, Status::VerificationFailed, Reason { code: Failure::SourceReverted, message: "source settlement failed: the transaction would revert; no funds moved".into() }).await
+            }
+            Err(StepError::Reverted(m)) => {
+                tracing::info!(intent = %i.id, detail = %m, "source transaction reverted");
+                self.fail(&i, Status::VerificationFailed, Failure::SourceReverted.into()).await
+            }
+        }
+    }
+
+    /// Nothing went out on the source leg: the intent keeps its status and
+    /// shows why it waits (an unfunded relayer is an operator's problem, so
+    /// it is a WARN and `/readyz` shows it); it completes once the cause is
+    /// gone, which clears the code.
+    async fn later_waiting(&self, i: &Intent, code: Failure, why: &str) -> anyhow::Result<Next> {
+        if code == Failure::RelayerUnfunded {
+            tracing::warn!(intent = %i.id, chain = %i.payer_chain, detail = why, "the relayer cannot pay gas; waiting for funds");
+        } else {
+            tracing::info!(intent = %i.id, code = code.code(), detail = why, "source leg not sent; retrying");
+        }
+        repo::transition(&self.deps.db, &i.id, i.status, i.status, Some(&code.into()), now_ms()).await?;
+        Ok(Next::Later(Duration::from_secs(if code == Failure::RelayerUnfunded { 2 } else { 1 }), false))
+    }
+}

@@ -1,0 +1,142 @@
+//! A leg's transactions, in order, through the chain's family driver: a
+//! stored step is sent again as it is, a new one is signed and stored before
+//! it is broadcast, and each must be final before the next goes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{Engine, StepError};
+use crate::adapter::bindings::types::{AdapterError, SettleStep};
+use crate::adapter::AssetAdapter;
+use crate::failure::Failure;
+use crate::family::{Driver, Finality, Receipt, Resent, Submit};
+use crate::intent::{now_ms, Intent};
+use crate::keys::Role;
+use crate::store::settlement::{self as repo, TxRow};
+
+impl Engine {
+    /// Get every step on chain, in order: re-send what was stored, sign and
+    /// store (then send) what was not. A step is known by its label, so a
+    /// retry whose adapter no longer needs an earlier step (an approval that
+    /// landed) still finds the steps it stored. With no steps given, the
+    /// stored ones are followed. `wallet` signs what the host signs. Returns
+    /// the last step's transaction id and receipt.
+    pub(super) async fn run_steps(
+        &self,
+        i: &Intent,
+        leg: &str,
+        chain: &str,
+        wallet: &Role,
+        steps: &[SettleStep],
+        stored: Vec<repo::StoredTx>,
+    ) -> Result<(String, Arc<Receipt>), StepError> {
+        let db = &self.deps.db;
+        let driver = self.driver(chain).map_err(|e| StepError::NotSent(Failure::PayoutNotDispatched, format!("{e:#}")))?;
+        let unavailable = |e: sqlx::Error| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}"));
+        let mut free = stored.iter().map(|t| t.step + 1).max().unwrap_or(0);
+        let plan: Vec<(i32, Option<&SettleStep>, Option<&repo::StoredTx>)> = if steps.is_empty() {
+            stored.iter().map(|t| (t.step, None, Some(t))).collect()
+        } else {
+            steps
+                .iter()
+                .map(|s| match stored.iter().find(|t| t.label == s.label) {
+                    Some(t) => (t.step, Some(s), Some(t)),
+                    None => {
+                        free += 1;
+                        (free - 1, Some(s), None)
+                    }
+                })
+                .collect()
+        };
+        let mut last = None;
+        for (n, step, row) in plan {
+            let submit = |resync: bool| {
+                let step = step.ok_or_else(|| StepError::NotSent(Failure::PayoutNotDispatched, "no step to send".into()));
+                let driver = driver.clone();
+                async move {
+                    let step = step?;
+                    let row = TxRow { intent_id: i.id.clone(), leg: leg.into(), step: n, label: step.label.clone() };
+                    // Relayer calls of the settlement legs (not wallet
+                    // preparation) may share a transaction.
+                    let how = Submit { resync, shareable: leg == "source" || leg == "target" };
+                    Ok::<_, StepError>(driver.submit(chain, wallet, &step.submission, row, how).await?)
+                }
+            };
+            let tx = match row {
+                // A stored transaction is sent again, as it is; only one that
+                // another took the place of is signed again (the
+                // authorization inside is the same, so it still moves money once).
+                Some(t) if t.status != "confirmed" && driver.resend(chain, t).await? == Resent::Superseded => {
+                    repo::drop_tx(db, &i.id, leg, n, now_ms()).await.map_err(unavailable)?;
+                    submit(true).await?
+                }
+                Some(t) => t.tx_hash.clone(),
+                None => submit(false).await?,
+            };
+            let receipt = match self.wait_final(driver.as_ref(), chain, &tx).await? {
+                Some(r) => r,
+                None => {
+                    let shared = repo::get_tx(db, &i.id, leg, n).await.map_err(unavailable)?.is_some_and(|t| driver.shared(chain, &t));
+                    repo::drop_tx(db, &i.id, leg, n, now_ms()).await.map_err(unavailable)?;
+                    if shared {
+                        // Its calls passed their simulation moments before:
+                        // someone else's call, or changed state, sank it. Try again.
+                        return Err(StepError::NotSent(Failure::PayoutNotDispatched, format!("shared transaction {tx} failed")));
+                    }
+                    return Err(StepError::Reverted(format!("transaction {tx} failed")));
+                }
+            };
+            repo::set_tx_status(db, &i.id, leg, n, "confirmed", now_ms()).await.map_err(unavailable)?;
+            last = Some((tx, receipt));
+        }
+        last.ok_or_else(|| StepError::NotSent(Failure::PayoutNotDispatched, "nothing was sent".into()))
+    }
+
+    /// Follow `tx` until it is final with the chain's confirmations: the
+    /// receipt, or `None` when it failed. Fast chains answer within
+    /// milliseconds; slow ones get polled gently.
+    async fn wait_final(&self, driver: &dyn Driver, chain: &str, tx: &str) -> Result<Option<Arc<Receipt>>, StepError> {
+        let deadline = Instant::now() + Duration::from_secs(self.deps.config.service.receipt_timeout_seconds);
+        let confirmations = self.deps.config.chains.get(chain).map_or(1, |c| c.confirmations.max(1));
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match driver.finality(chain, tx, confirmations).await? {
+                Finality::Confirmed(r) => return Ok(Some(r)),
+                Finality::Failed => return Ok(None),
+                Finality::Pending => {}
+            }
+            if Instant::now() > deadline {
+                return Err(StepError::Pending(format!("{tx} is not final yet")));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    /// One-time calls a host-held wallet must make before its transfers can
+    /// settle (e.g. approving Permit2 on a Permit2-only chain), sent from that
+    /// wallet and recorded under `<leg>-setup`. One at a time per (chain,
+    /// asset, wallet) in this replica, so concurrent payouts approve once.
+    pub(super) async fn prepare_wallet(&self, i: &Intent, leg: &str, adapter: &Arc<AssetAdapter>, wallet: &Role, sender: &str, amount: &str) -> Result<(), StepError> {
+        let key = format!("{}/{}/{sender}", adapter.ctx.chain, adapter.ctx.asset);
+        let lock = self.setup_locks.lock().await.entry(key).or_default().clone();
+        let _held = lock.lock().await;
+        let steps = adapter
+            .prepare_sender(sender, amount)
+            .await
+            .map_err(|e| StepError::NotSent(Failure::PayoutNotDispatched, e.to_string()))?
+            .map_err(|e| match e {
+                AdapterError::ChainUnavailable(m) => StepError::NotSent(Failure::ChainUnavailable, m),
+                other => StepError::WouldRevert(format!("wallet preparation: {other:?}")),
+            })?;
+        if steps.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(intent = %i.id, chain = %adapter.ctx.chain, asset = %adapter.ctx.asset, wallet = %sender, calls = steps.len(), "preparing a sending wallet");
+        let leg = format!("{leg}-setup");
+        let stored = repo::list_txs(&self.deps.db, &i.id, &leg)
+            .await
+            .map_err(|e| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}")))?;
+        self.run_steps(i, &leg, &adapter.ctx.chain, wallet, &steps, stored).await.map(|_| ())
+    }
+}

@@ -1,0 +1,140 @@
+//! The target leg: SOURCE_SETTLED → TARGET_SETTLING → TARGET_SETTLED. The
+//! service's proxy wallet authorizes the payout once (the first stored
+//! authorization is the one used), the relayer settles it on the target
+//! chain, and the receipt must show the merchant paid. A payout that cannot
+//! go out returns to SOURCE_SETTLED and is retried; PARTIAL_SETTLEMENT only
+//! when the retry budget is spent and no stored payout can land.
+
+use std::time::Duration;
+
+use alloy_primitives::keccak256;
+
+use super::{backoff, elapsed_since, expected, Engine, Next, StepError, PAYOUT_VALIDITY_SECS};
+use crate::adapter::bindings::types::{ProofError, ReceiptStatus, Terms, Transfer};
+use crate::adapter::Answer;
+use crate::failure::{Failure, Reason};
+use crate::intent::{now_ms, Intent, Status};
+use crate::keys::Role;
+use crate::store::settlement as repo;
+
+impl Engine {
+    pub(super) async fn target_leg(&self, i: Intent) -> anyhow::Result<Next> {
+        let db = &self.deps.db;
+        let adapter = self.adapter(&i.target_chain, &i.target_asset)?;
+        let driver = self.driver(&i.target_chain)?;
+        // The merchant is paid by the service's proxy wallet on both flows: a
+        // `/v2` agent pays once, on the payer chain.
+        let wallet = Role::Proxy;
+        let proxy = driver.address(&wallet).await?;
+        let units = adapter.to_base_units(&i.receiving_amount).await.or_refused("to-base-units")?;
+        let terms = Terms { amount: units.clone(), pay_to: i.merchant_recipient.clone(), max_timeout_seconds: PAYOUT_VALIDITY_SECS };
+        let req = adapter.requirements(&terms).await.or_refused("requirements")?;
+
+        let fresh = match &i.target_settle_proof {
+            Some(_) => None,
+            None => {
+                let transfer = Transfer {
+                    sender: proxy.clone(),
+                    recipient: i.merchant_recipient.clone(),
+                    amount: units,
+                    valid_after: 0,
+                    valid_before: (now_ms() / 1000) as u64 + PAYOUT_VALIDITY_SECS,
+                    nonce: keccak256(format!("{}:target", i.id)).to_vec(),
+                };
+                Some(self.authorize(&adapter, driver.as_ref(), &wallet, &req, transfer).await?)
+            }
+        };
+        // The first payout authorization ever stored is the one used.
+        let Some(proof) = repo::start_payout(db, &i.id, fresh.as_deref(), now_ms()).await? else {
+            return Ok(Next::Later(Duration::ZERO, false));
+        };
+        let stored = repo::list_txs(db, &i.id, "target").await?;
+        if let Err(e) = self.prepare_wallet(&i, "target", &adapter, &wallet, &proxy, &req.amount).await {
+            let code = match e {
+                StepError::NotSent(Failure::ChainUnavailable, _) => Failure::ChainUnavailable,
+                StepError::NotSent(Failure::RelayerUnfunded, _) => Failure::PayoutWalletShort,
+                _ => Failure::PayoutNotDispatched,
+            };
+            return self.payout_failed(&i, code, &format!("payout wallet not ready: {e:?}")).await;
+        }
+        let steps = match adapter.settle(&req, &proof).await? {
+            Ok(s) => s,
+            Err(e) if stored.is_empty() => {
+                let code = match e {
+                    ProofError::ChainUnavailable(_) => Failure::ChainUnavailable,
+                    ProofError::InsufficientFunds(_) => Failure::PayoutWalletShort,
+                    _ => Failure::PayoutNotDispatched,
+                };
+                return self.payout_failed(&i, code, &format!("payout not dispatchable: {e:?}")).await;
+            }
+            Err(_) => vec![],
+        };
+        match self.run_steps(&i, "target", &i.target_chain, &Role::Relayer, &steps, stored).await {
+            Ok((hash, receipt)) => match self.read_receipt(&adapter, expected(&proxy, &req), receipt).await? {
+                ReceiptStatus::Settled(_) => {
+                    repo::target_settled(db, &i.id, &hash, now_ms()).await?;
+                    crate::telemetry::settlement_leg(&i.target_chain, "target", "settled", i.source_settled_at.map(elapsed_since));
+                    tracing::info!(intent = %i.id, tx = %hash, "payment settled");
+                    Ok(Next::Done)
+                }
+                ReceiptStatus::Failed(m) => self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await,
+                ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
+            },
+            // Out and unconfirmed: the intent stays TARGET_SETTLING.
+            Err(StepError::Pending(m)) => {
+                tracing::info!(intent = %i.id, detail = %m, "payout sent; waiting for its receipt");
+                Ok(Next::Later(Duration::from_secs(2), false))
+            }
+            Err(StepError::NotSent(code, m)) => self.payout_failed(&i, code, &m).await,
+            Err(StepError::WouldRevert(m)) => {
+                // The payout wallet short is the usual reason a payout would
+                // revert: let the adapter check the stored authorization.
+                let short = match adapter.verify(&req, &proof).await? {
+                    Ok(paid) => matches!(adapter.preflight(&paid).await?, Err(ProofError::InsufficientFunds(_))),
+                    Err(_) => false,
+                };
+                let code = if short { Failure::PayoutWalletShort } else { Failure::PayoutNotDispatched };
+                self.payout_failed(&i, code, &m).await
+            }
+            Err(StepError::Reverted(m)) => self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await,
+        }
+    }
+
+    /// The payout could not be dispatched: back to SOURCE_SETTLED and retry
+    /// with backoff. PARTIAL_SETTLEMENT only once the retry budget is spent
+    /// and no stored payout transaction can still land.
+    async fn payout_failed(&self, i: &Intent, code: Failure, detail: &str) -> anyhow::Result<Next> {
+        let db = &self.deps.db;
+        let (attempts, since) = repo::attempts(db, &i.id).await?;
+        let budget = Duration::from_secs(self.deps.config.service.payout_retry_hours * 3600);
+        let spent = Duration::from_millis((now_ms() - since).max(0) as u64) >= budget;
+        tracing::warn!(intent = %i.id, attempts, code = code.code(), detail, "payout not dispatched; will retry");
+        if spent && !self.payout_can_land(i).await {
+            let why = Reason::from(Failure::NeedsReconciliation);
+            let from = [Status::TargetSettling, Status::SourceSettled];
+            repo::transition_from(db, &i.id, &from, Status::PartialSettlement, Some(&why), now_ms()).await?;
+            tracing::error!(intent = %i.id, "payout retry budget spent and no stored payout can land: needs reconciliation");
+            crate::telemetry::settlement_leg(&i.target_chain, "target", "partial", i.source_settled_at.map(elapsed_since));
+            return Ok(Next::Done);
+        }
+        // The current reason is recorded even when it was SOURCE_SETTLED already.
+        let from = [Status::TargetSettling, Status::SourceSettled];
+        repo::transition_from(db, &i.id, &from, Status::SourceSettled, Some(&code.into()), now_ms()).await?;
+        crate::telemetry::settlement_leg(&i.target_chain, "target", "retried", None);
+        Ok(Next::Later(backoff(attempts, self.max_backoff()), true))
+    }
+
+    /// Could a stored payout transaction of `i` still land? A payout that
+    /// landed is recorded, or reconciled, as TARGET_SETTLED. When the chain
+    /// cannot be asked, it may still land.
+    async fn payout_can_land(&self, i: &Intent) -> bool {
+        let Ok(stored) = repo::list_txs(&self.deps.db, &i.id, "target").await else { return true };
+        let Ok(driver) = self.driver(&i.target_chain) else { return true };
+        for t in &stored {
+            if driver.can_land(&i.target_chain, t).await {
+                return true;
+            }
+        }
+        false
+    }
+}

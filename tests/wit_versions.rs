@@ -1,0 +1,85 @@
+//! Two versions of the adapter interface in one server: the EIP-3009 adapter
+//! (built against `stablerail:adapter@0.1.0`, through the kit) and the
+//! `lab-v2` fixture (built against `0.2.0`) are loaded, described and called
+//! side by side, directly and through the HTTP API.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use stablerail::adapter::bindings::types::{Submission, Terms};
+use stablerail::adapter::system_clock;
+use tower::ServiceExt;
+
+use common::app::MERCHANT;
+
+const LAB: &str = r#"
+[chains.lab]
+family = "evm"
+chain_id = 31337
+roles = ["payer"]
+collection_address = "0x00000000000000000000000000000000000000c0"
+
+[chains.lab.assets.usdc]
+state = "live"
+scheme = "lab-v2"
+token = "0x0000000000000000000000000000000000000001"
+decimals = 6
+eip712_name = "Lab Dollar"
+eip712_version = "7"
+domain = "salted"
+"#;
+
+async fn call(app: &axum::Router, method: &str, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
+    let req = Request::builder().method(method).uri(uri).header("content-type", "application/json");
+    let req = req.body(body.map_or(Body::empty(), |b| Body::from(b.to_string()))).unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let status = resp.status();
+    (status, serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adapters_of_both_interface_versions_serve_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::write_config(dir.path(), &format!("{}{LAB}", common::BASE_USDC));
+    let db = format!("sqlite://{}", dir.path().join("sr.db").display());
+    common::init_keys(&path, &db).await;
+    let state = stablerail::server::build_state(&path, &db, system_clock()).await.unwrap();
+    let (v1, v2) = (state.registry.asset("base", "usdc").unwrap(), state.registry.asset("lab", "usdc").unwrap());
+    assert_eq!((v1.adapter.interface, v2.adapter.interface), ("0.1.0", "0.2.0"));
+    assert_eq!((&*v1.adapter.name, &*v2.adapter.name), ("eip3009", "lab-v2"));
+
+    // 0.2.0 receives the token's EIP-712 domain as one record.
+    let terms = Terms { amount: "1500000".into(), pay_to: MERCHANT.into(), max_timeout_seconds: 60 };
+    let r2 = v2.requirements(&terms).await.unwrap().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&r2.extra).unwrap(), json!({ "name": "Lab Dollar", "version": "7", "shape": "salted" }));
+    let r1 = v1.requirements(&terms).await.unwrap().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&r1.extra).unwrap()["name"], "USD Coin");
+
+    // 0.2.0's wallet setup arrives as the host's settle steps, label and all.
+    let steps = v2.prepare_sender(MERCHANT, "1").await.unwrap().unwrap();
+    assert_eq!(steps.len(), 1);
+    assert_eq!(steps[0].label, "setup:lab-v2");
+    assert!(matches!(&steps[0].submission, Submission::EvmCall(c) if c.to == "0x0000000000000000000000000000000000000001"));
+    assert_eq!(v2.to_base_units("2.5").await.unwrap().unwrap(), "2500000");
+    assert!(v2.normalize_address(stablerail::adapter::bindings::types::Family::Evm, "0x12").await.unwrap().is_err());
+
+    // One server, both versions: each chain listed, an intent on each.
+    let app = stablerail::api::router(state.clone());
+    let (_, chains) = call(&app, "GET", "/api/chains", None).await;
+    assert_eq!(chains["chains"], json!(["base", "lab"]));
+    for (chain, name) in [("base", "USD Coin"), ("lab", "Lab Dollar")] {
+        let body = json!({ "recipient": MERCHANT, "amount": "1.5", "payer_chain": chain });
+        let (status, intent) = call(&app, "POST", "/api/intents", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{intent}");
+        let req = &intent["payment_requirements"];
+        assert_eq!(req["network"], if chain == "lab" { "eip155:31337" } else { "eip155:8453" });
+        assert_eq!(req["extra"]["name"], name, "{intent}");
+    }
+    // An address the 0.2.0 adapter refuses is refused by the API.
+    let bad = json!({ "recipient": MERCHANT, "amount": "1.5", "payer_chain": "lab", "payer_address": "0x12" });
+    let (status, _) = call(&app, "POST", "/api/intents", Some(bad)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
