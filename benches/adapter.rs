@@ -15,7 +15,8 @@ use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::SolStruct;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde::Deserialize;
-use stablerail::adapter::bindings::types::{PaymentRequirements, Terms};
+use stablerail::adapter::bindings::types as wit;
+use stablerail::payment::{PaymentRequirements, Terms};
 use stablerail::adapter::{system_clock, Registry};
 use stablerail::config::Config;
 
@@ -130,7 +131,16 @@ fn bench(c: &mut Criterion) {
     g.bench_function("native", |b| b.iter(|| verify_native(&req, &proof, now).unwrap()));
     // The sandboxed call itself (a fresh instance per call), as the engine
     // makes it on its blocking thread.
-    let verify_in_sandbox = || adapter.call(None, |g, s| g.verify(s, &usdc.ctx, &req, &proof)).unwrap().unwrap();
+    let wit_req = wit::PaymentRequirements {
+        scheme: req.scheme.clone(),
+        network: req.network.clone(),
+        amount: req.amount.clone(),
+        asset: req.asset.clone(),
+        pay_to: req.pay_to.clone(),
+        max_timeout_seconds: req.max_timeout_seconds,
+        extra: req.extra.clone(),
+    };
+    let verify_in_sandbox = || adapter.call(None, |g, s| g.verify(s, &usdc.ctx, &wit_req, &proof)).unwrap().unwrap();
     g.bench_function("adapter", |b| b.iter(verify_in_sandbox));
     g.finish();
 

@@ -10,7 +10,7 @@ use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::{sol, Eip712Domain, SolCall, SolStruct};
 use serde_json::{json, Value};
-use stablerail::adapter::bindings::types::{
+use stablerail::payment::{
     AdapterError, PaymentRequirements, ProofError, ReceiptStatus, SigningRequest, Submission, Terms, Transfer,
 };
 use stablerail::adapter::AssetAdapter;
@@ -67,7 +67,7 @@ impl Fixture {
         common::eip3009::proof(req, auth, signature)
     }
 
-    fn verify(&self, req: &PaymentRequirements, proof: &Value) -> Result<stablerail::adapter::bindings::types::VerifiedPayment, ProofError> {
+    fn verify(&self, req: &PaymentRequirements, proof: &Value) -> Result<stablerail::payment::VerifiedPayment, ProofError> {
         common::wait(self.usdc.verify(req, &proof.to_string())).expect("call completes")
     }
 }
@@ -318,7 +318,7 @@ fn amounts_and_addresses() {
     for bad in ["1.1234567", "", "abc", "-1", "1.", ".5", "1e3", " 1"] {
         assert!(matches!(units(bad), Err(AdapterError::InvalidAmount(_))), "{bad:?}");
     }
-    let evm = stablerail::adapter::bindings::types::Family::Evm;
+    let evm = stablerail::payment::Family::Evm;
     let norm = |a: &str| common::wait(f.usdc.normalize_address(evm, a)).unwrap();
     assert_eq!(norm("0x833589fcd6edb6e08f4c7c32d4f71b54bda02913").unwrap(), USDC.to_checksum(None));
     assert_eq!(norm("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913").unwrap(), USDC.to_checksum(None));

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stablerail::adapter::bindings::types::{PaymentRequirements, ProofError};
+use stablerail::payment::{PaymentRequirements, ProofError};
 use stablerail::adapter::{system_clock, CallError, Registry};
 use stablerail::config::Config;
 
@@ -41,7 +41,7 @@ fn req() -> PaymentRequirements {
     }
 }
 
-fn verify(reg: &Registry, mode: &str) -> Result<Result<stablerail::adapter::bindings::types::VerifiedPayment, ProofError>, CallError> {
+fn verify(reg: &Registry, mode: &str) -> Result<Result<stablerail::payment::VerifiedPayment, ProofError>, CallError> {
     common::wait(reg.asset("lab", mode).unwrap().verify(&req(), "{}"))
 }
 

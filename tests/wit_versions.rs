@@ -9,7 +9,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use stablerail::adapter::bindings::types::{Submission, Terms};
+use stablerail::payment::{Submission, Terms};
 use stablerail::adapter::system_clock;
 use tower::ServiceExt;
 
@@ -64,7 +64,7 @@ async fn adapters_of_both_interface_versions_serve_side_by_side() {
     assert_eq!(steps[0].label, "setup:lab-v2");
     assert!(matches!(&steps[0].submission, Submission::EvmCall(c) if c.to == "0x0000000000000000000000000000000000000001"));
     assert_eq!(v2.to_base_units("2.5").await.unwrap().unwrap(), "2500000");
-    assert!(v2.normalize_address(stablerail::adapter::bindings::types::Family::Evm, "0x12").await.unwrap().is_err());
+    assert!(v2.normalize_address(stablerail::payment::Family::Evm, "0x12").await.unwrap().is_err());
 
     // One server, both versions: each chain listed, an intent on each.
     let app = stablerail::api::router(state.clone());

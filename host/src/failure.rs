@@ -2,7 +2,7 @@
 //! branch on, beside one fixed sentence that people read. Node errors, URLs
 //! and other internals never go into either; they go to the logs.
 
-use crate::adapter::bindings::types::ProofError;
+use crate::payment::ProofError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {

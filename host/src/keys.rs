@@ -29,7 +29,60 @@ use crate::store::is_unique_violation;
 pub struct Keystore {
     db: Db,
     cipher: Aes256Gcm,
-    cache: Mutex<HashMap<String, PrivateKeySigner>>,
+    cache: Mutex<HashMap<String, Key>>,
+}
+
+/// A wallet's secret, of its family's kind.
+#[derive(Clone)]
+pub enum Key {
+    Secp256k1(PrivateKeySigner),
+    Ed25519(ed25519_dalek::SigningKey),
+}
+
+impl Key {
+    fn random(kind: KeyKind) -> Key {
+        match kind {
+            KeyKind::Secp256k1 => Key::Secp256k1(PrivateKeySigner::random()),
+            KeyKind::Ed25519 => {
+                let mut seed = [0u8; 32];
+                rand::thread_rng().fill_bytes(&mut seed);
+                Key::Ed25519(ed25519_dalek::SigningKey::from_bytes(&seed))
+            }
+        }
+    }
+
+    /// A key of `kind` from its secret: a secp256k1 scalar or an ed25519 seed, 32 bytes each.
+    fn from_secret(kind: KeyKind, secret: &[u8]) -> anyhow::Result<Key> {
+        Ok(match kind {
+            KeyKind::Secp256k1 => {
+                Key::Secp256k1(PrivateKeySigner::from_slice(secret).map_err(|_| anyhow::anyhow!("not a valid secp256k1 key"))?)
+            }
+            KeyKind::Ed25519 => {
+                let seed: [u8; 32] = secret.try_into().map_err(|_| anyhow::anyhow!("an ed25519 seed is 32 bytes"))?;
+                Key::Ed25519(ed25519_dalek::SigningKey::from_bytes(&seed))
+            }
+        })
+    }
+
+    fn secret(&self) -> Vec<u8> {
+        match self {
+            Key::Secp256k1(k) => k.credential().to_bytes().to_vec(),
+            Key::Ed25519(k) => k.to_bytes().to_vec(),
+        }
+    }
+
+    /// The address in `family`'s form: EIP-55 hex (EVM), base58check of
+    /// 0x41 ‖ 20 bytes (TRON), base58 of the public key (Solana).
+    pub fn address(&self, family: Family) -> String {
+        match (self, family) {
+            (Key::Secp256k1(k), Family::Tron) => {
+                let body = [&[0x41u8][..], k.address().as_slice()].concat();
+                bs58::encode(body).with_check().into_string()
+            }
+            (Key::Secp256k1(k), _) => k.address().to_checksum(None),
+            (Key::Ed25519(k), _) => bs58::encode(k.verifying_key().as_bytes()).into_string(),
+        }
+    }
 }
 
 /// What a wallet's secret is, by family.
@@ -179,20 +232,20 @@ impl Keystore {
             .map_err(|_| anyhow::anyhow!("the key `{name}` does not open with this master key (or was stored under another name)"))
     }
 
-    async fn stored(&self, name: &str) -> anyhow::Result<Option<PrivateKeySigner>> {
-        if let Some(s) = self.cache.lock().unwrap().get(name) {
-            return Ok(Some(s.clone()));
+    async fn stored(&self, name: &str) -> anyhow::Result<Option<Key>> {
+        if let Some(k) = self.cache.lock().unwrap().get(name) {
+            return Ok(Some(k.clone()));
         }
         let Some(sealed) = crate::store::keys::sealed(&self.db, name).await? else { return Ok(None) };
-        let signer = PrivateKeySigner::from_slice(&self.open_sealed(name, &sealed)?)?;
-        self.cache.lock().unwrap().insert(name.to_string(), signer.clone());
-        Ok(Some(signer))
+        let key = Key::from_secret(KeyKind::of(family_of(name)), &self.open_sealed(name, &sealed)?)?;
+        self.cache.lock().unwrap().insert(name.to_string(), key.clone());
+        Ok(Some(key))
     }
 
-    /// Store `signer` as `name`; `false` when that name is already taken.
-    async fn insert(&self, name: &str, signer: &PrivateKeySigner) -> anyhow::Result<bool> {
-        let address = signer.address().to_checksum(None);
-        let sealed = self.seal(name, &signer.credential().to_bytes());
+    /// Store `key` as `name`; `false` when that name is already taken.
+    async fn insert(&self, name: &str, key: &Key) -> anyhow::Result<bool> {
+        let address = key.address(family_of(name));
+        let sealed = self.seal(name, &key.secret());
         match crate::store::keys::insert(&self.db, name, &address, &sealed, crate::intent::now_ms()).await {
             Ok(()) => Ok(true),
             Err(e) if is_unique_violation(&e) => Ok(false),
@@ -200,39 +253,60 @@ impl Keystore {
         }
     }
 
-    /// The secp256k1 signer of `role` in `family`.
+    /// The secp256k1 signer of `role` in `family` (EVM, TRON).
     pub async fn secp256k1(&self, role: &Role, family: Family) -> anyhow::Result<PrivateKeySigner> {
         anyhow::ensure!(KeyKind::of(family) == KeyKind::Secp256k1, "{family:?} wallets are not secp256k1 keys");
         self.signer(&role.key_name(family)).await
     }
 
-    /// The signer called `name`. A service wallet must exist already
-    /// (`keys init`); an agent's hosted wallet is created on first use.
-    pub async fn signer(&self, name: &str) -> anyhow::Result<PrivateKeySigner> {
-        if let Some(s) = self.stored(name).await? {
-            return Ok(s);
+    /// The ed25519 key of `role` in `family` (Solana).
+    pub async fn ed25519(&self, role: &Role, family: Family) -> anyhow::Result<ed25519_dalek::SigningKey> {
+        match self.key(&role.key_name(family)).await? {
+            Key::Ed25519(k) => Ok(k),
+            Key::Secp256k1(_) => anyhow::bail!("{family:?} wallets are not ed25519 keys"),
+        }
+    }
+
+    /// The key called `name`, of the kind its family takes. A service
+    /// wallet must exist already (`keys init`); an agent's hosted wallet is
+    /// created on first use.
+    pub async fn key(&self, name: &str) -> anyhow::Result<Key> {
+        if let Some(k) = self.stored(name).await? {
+            return Ok(k);
         }
         anyhow::ensure!(!SERVICE_WALLETS.contains(&name), "the service wallet `{name}` does not exist; {INIT_HINT}");
         // Another replica may create it at the same moment: theirs wins.
-        self.insert(name, &PrivateKeySigner::random()).await?;
+        self.insert(name, &Key::random(KeyKind::of(family_of(name)))).await?;
         self.stored(name).await?.ok_or_else(|| anyhow::anyhow!("wallet `{name}` vanished after creation"))
     }
 
-    /// Create `name` with a fresh key unless it exists; `true` if created.
+    /// The secp256k1 signer called `name`.
+    pub async fn signer(&self, name: &str) -> anyhow::Result<PrivateKeySigner> {
+        match self.key(name).await? {
+            Key::Secp256k1(k) => Ok(k),
+            Key::Ed25519(_) => anyhow::bail!("`{name}` is an ed25519 key, not a secp256k1 signer"),
+        }
+    }
+
+    /// Create `name` with a fresh key of its family's kind unless it
+    /// exists; `true` if created.
     pub async fn ensure(&self, name: &str) -> anyhow::Result<bool> {
         if self.stored(name).await?.is_some() {
             return Ok(false);
         }
-        self.insert(name, &PrivateKeySigner::random()).await
+        self.insert(name, &Key::random(KeyKind::of(family_of(name)))).await
     }
 
-    /// Store an existing secp256k1 key as `name`. Refuses a name in use.
+    /// Store an existing key as `name`, of the kind its family takes
+    /// (secp256k1 scalar, or ed25519 seed for `…:solana`), hex. Refuses a
+    /// name in use. Returns the address.
     pub async fn import(&self, name: &str, private_key_hex: &str) -> anyhow::Result<String> {
         let bytes = hex::decode(private_key_hex.trim().trim_start_matches("0x"))
             .map_err(|_| anyhow::anyhow!("the private key is not hex"))?;
-        let signer = PrivateKeySigner::from_slice(&bytes).map_err(|_| anyhow::anyhow!("the private key is not a valid secp256k1 key"))?;
-        anyhow::ensure!(self.insert(name, &signer).await?, "a key named `{name}` exists already; import under a new name or keep it");
-        Ok(signer.address().to_checksum(None))
+        let kind = KeyKind::of(family_of(name));
+        let key = Key::from_secret(kind, &bytes).map_err(|e| anyhow::anyhow!("the private key is {e}"))?;
+        anyhow::ensure!(self.insert(name, &key).await?, "a key named `{name}` exists already; import under a new name or keep it");
+        Ok(key.address(family_of(name)))
     }
 
     /// Re-seal keys stored before names were bound; how many were.
@@ -273,7 +347,7 @@ impl Keystore {
     }
 
     pub async fn address(&self, name: &str) -> anyhow::Result<String> {
-        Ok(self.signer(name).await?.address().to_checksum(None))
+        Ok(self.key(name).await?.address(family_of(name)))
     }
 }
 
@@ -325,5 +399,35 @@ mod tests {
         assert_eq!(family_of(&agent_key("ag1")), Family::Evm);
         assert_eq!(family_of("proxy:solana"), Family::Solana);
         assert_eq!(family_of("treasury"), Family::Evm);
+    }
+
+    /// Each family's wallets are keys of its kind, sealed alike, with
+    /// addresses in the family's form.
+    #[tokio::test]
+    async fn keys_of_each_kind_are_sealed_and_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::connect("sqlite::memory:").await.unwrap();
+        let (keys, _) = Keystore::create(db.clone(), &dir.path().join("master.key")).unwrap();
+        let agent = Role::Agent("ag1".into());
+        let sol = keys.ed25519(&agent, Family::Solana).await.unwrap();
+        let sol_address = keys.address(&agent.key_name(Family::Solana)).await.unwrap();
+        assert_eq!(bs58::decode(&sol_address).into_vec().unwrap(), sol.verifying_key().as_bytes());
+        assert!(keys.secp256k1(&agent, Family::Solana).await.is_err(), "a Solana wallet is not secp256k1");
+        let evm = keys.secp256k1(&agent, Family::Evm).await.unwrap();
+        let tron = keys.secp256k1(&agent, Family::Tron).await.unwrap();
+        assert_ne!(evm.address(), tron.address(), "one wallet per family");
+        let tron_address = keys.address(&agent.key_name(Family::Tron)).await.unwrap();
+        assert!(tron_address.starts_with('T'), "{tron_address}");
+        let raw = bs58::decode(&tron_address).with_check(None).into_vec().unwrap();
+        assert_eq!(&raw[1..], tron.address().as_slice());
+        // A second keystore over the same rows opens the same keys.
+        let again = Keystore::open(db, &dir.path().join("master.key")).unwrap();
+        assert_eq!(again.ed25519(&agent, Family::Solana).await.unwrap().to_bytes(), sol.to_bytes());
+        // An ed25519 seed imports under a Solana name; a short one does not.
+        let seed = "11".repeat(32);
+        let imported = again.import("treasury:solana", &seed).await.unwrap();
+        let expected = ed25519_dalek::SigningKey::from_bytes(&[0x11; 32]);
+        assert_eq!(imported, bs58::encode(expected.verifying_key().as_bytes()).into_string());
+        assert!(again.import("short:solana", "1111").await.is_err());
     }
 }

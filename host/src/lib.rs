@@ -15,6 +15,7 @@ pub mod family;
 pub mod intent;
 pub mod keys;
 pub mod output;
+pub mod payment;
 pub mod sanctions;
 pub mod server;
 pub mod settle;

@@ -467,7 +467,7 @@ async fn recipient(out: Output, cmd: RecipientCommand, store: StoreArgs) -> anyh
             anyhow::ensure!(email.contains('@'), "`{email}` is not an email address");
             let state = stablerail::server::build_state(&store.config, store.database()?, system_clock()).await?;
             let chain_cfg = state.config.chains.get(&chain).ok_or_else(|| anyhow::anyhow!("unknown chain `{chain}`"))?;
-            let family = stablerail::adapter::wit_family(chain_cfg.family);
+            let family = chain_cfg.family;
             let adapter = state
                 .registry
                 .any_for_family(family)

@@ -9,7 +9,7 @@ use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::{sol, Eip712Domain, SolStruct};
 use serde_json::{json, Value};
-use stablerail::adapter::bindings::types::PaymentRequirements;
+use stablerail::payment::PaymentRequirements;
 
 sol! {
     struct TransferWithAuthorization {

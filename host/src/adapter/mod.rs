@@ -6,6 +6,7 @@
 //! memory fails alone and leaves nothing behind.
 
 pub mod bindings;
+mod convert;
 mod engine;
 pub mod exports;
 mod registry;

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::bindings::types as wit;
-use super::{Adapter, CallError, LoadError, Runtime};
+use super::{convert, Adapter, CallError, LoadError, Runtime};
+use crate::payment as p;
 use crate::chain::ChainClient;
 use crate::config::{self, Config};
 
@@ -88,7 +89,8 @@ impl Registry {
     }
 
     /// Some served asset of a chain of this family (for address checks).
-    pub fn any_for_family(&self, family: wit::Family) -> Option<Arc<AssetAdapter>> {
+    pub fn any_for_family(&self, family: config::Family) -> Option<Arc<AssetAdapter>> {
+        let family = wit_family(family);
         self.assets.values().find(|a| a.ctx.family == family).cloned()
     }
 
@@ -151,18 +153,18 @@ pub enum AdapterFailure {
 
 #[derive(Debug)]
 pub enum Refusal {
-    Adapter(wit::AdapterError),
-    Proof(wit::ProofError),
+    Adapter(p::AdapterError),
+    Proof(p::ProofError),
 }
 
-impl From<wit::AdapterError> for Refusal {
-    fn from(e: wit::AdapterError) -> Self {
+impl From<p::AdapterError> for Refusal {
+    fn from(e: p::AdapterError) -> Self {
         Refusal::Adapter(e)
     }
 }
 
-impl From<wit::ProofError> for Refusal {
-    fn from(e: wit::ProofError) -> Self {
+impl From<p::ProofError> for Refusal {
+    fn from(e: p::ProofError) -> Self {
         Refusal::Proof(e)
     }
 }
@@ -206,53 +208,63 @@ impl AssetAdapter {
         .unwrap_or_else(|e| Err(CallError::Trap(name, format!("the call's thread failed: {e}"))))
     }
 
-    pub async fn normalize_address(self: &Arc<Self>, family: wit::Family, address: &str) -> Result<Result<String, wit::AdapterError>, CallError> {
-        let address = address.to_string();
-        self.call("normalize-address", move |g, s, _| g.normalize_address(s, family, &address)).await
+    pub async fn normalize_address(self: &Arc<Self>, family: p::Family, address: &str) -> Result<Result<String, p::AdapterError>, CallError> {
+        let (family, address) = (convert::family(family), address.to_string());
+        let r = self.call("normalize-address", move |g, s, _| g.normalize_address(s, family, &address)).await?;
+        Ok(convert::answer(r))
     }
 
-    pub async fn to_base_units(self: &Arc<Self>, amount: &str) -> Result<Result<String, wit::AdapterError>, CallError> {
+    pub async fn to_base_units(self: &Arc<Self>, amount: &str) -> Result<Result<String, p::AdapterError>, CallError> {
         let amount = amount.to_string();
-        self.call("to-base-units", move |g, s, ctx| g.to_base_units(s, &amount, ctx.decimals)).await
+        let r = self.call("to-base-units", move |g, s, ctx| g.to_base_units(s, &amount, ctx.decimals)).await?;
+        Ok(convert::answer(r))
     }
 
-    pub async fn requirements(self: &Arc<Self>, terms: &wit::Terms) -> Result<Result<wit::PaymentRequirements, wit::AdapterError>, CallError> {
-        let terms = terms.clone();
-        self.call("requirements", move |g, s, ctx| g.requirements(s, ctx, &terms)).await
+    pub async fn requirements(self: &Arc<Self>, terms: &p::Terms) -> Result<Result<p::PaymentRequirements, p::AdapterError>, CallError> {
+        let terms = convert::terms(terms);
+        let r = self.call("requirements", move |g, s, ctx| g.requirements(s, ctx, &terms)).await?;
+        Ok(convert::answer(r))
     }
 
-    pub async fn verify(self: &Arc<Self>, req: &wit::PaymentRequirements, proof: &str) -> Result<Result<wit::VerifiedPayment, wit::ProofError>, CallError> {
-        let (req, proof) = (req.clone(), proof.to_string());
-        self.call("verify", move |g, s, ctx| g.verify(s, ctx, &req, &proof)).await
+    pub async fn verify(self: &Arc<Self>, req: &p::PaymentRequirements, proof: &str) -> Result<Result<p::VerifiedPayment, p::ProofError>, CallError> {
+        let (req, proof) = (convert::requirements(req), proof.to_string());
+        let r = self.call("verify", move |g, s, ctx| g.verify(s, ctx, &req, &proof)).await?;
+        Ok(convert::answer(r))
     }
 
-    pub async fn preflight(self: &Arc<Self>, payment: &wit::VerifiedPayment) -> Result<Result<(), wit::ProofError>, CallError> {
-        let payment = payment.clone();
-        self.call("preflight", move |g, s, ctx| g.preflight(s, ctx, &payment)).await
+    pub async fn preflight(self: &Arc<Self>, payment: &p::VerifiedPayment) -> Result<Result<(), p::ProofError>, CallError> {
+        let payment = convert::payment(payment);
+        let r = self.call("preflight", move |g, s, ctx| g.preflight(s, ctx, &payment)).await?;
+        Ok(convert::answer(r))
     }
 
-    pub async fn settle(self: &Arc<Self>, req: &wit::PaymentRequirements, proof: &str) -> Result<Result<Vec<wit::SettleStep>, wit::ProofError>, CallError> {
-        let (req, proof) = (req.clone(), proof.to_string());
-        self.call("settle", move |g, s, ctx| g.settle(s, ctx, &req, &proof)).await
+    pub async fn settle(self: &Arc<Self>, req: &p::PaymentRequirements, proof: &str) -> Result<Result<Vec<p::SettleStep>, p::ProofError>, CallError> {
+        let (req, proof) = (convert::requirements(req), proof.to_string());
+        let r = self.call("settle", move |g, s, ctx| g.settle(s, ctx, &req, &proof)).await?;
+        Ok(r.map(|steps| steps.into_iter().map(Into::into).collect()).map_err(Into::into))
     }
 
-    pub async fn read_receipt(self: &Arc<Self>, payment: &wit::VerifiedPayment, receipt: &str) -> Result<Result<wit::ReceiptStatus, wit::AdapterError>, CallError> {
-        let (payment, receipt) = (payment.clone(), receipt.to_string());
-        self.call("read-receipt", move |g, s, ctx| g.read_receipt(s, ctx, &payment, &receipt)).await
+    pub async fn read_receipt(self: &Arc<Self>, payment: &p::VerifiedPayment, receipt: &str) -> Result<Result<p::ReceiptStatus, p::AdapterError>, CallError> {
+        let (payment, receipt) = (convert::payment(payment), receipt.to_string());
+        let r = self.call("read-receipt", move |g, s, ctx| g.read_receipt(s, ctx, &payment, &receipt)).await?;
+        Ok(convert::answer(r))
     }
 
-    pub async fn authorize(self: &Arc<Self>, transfer: &wit::Transfer) -> Result<Result<wit::SigningRequest, wit::AdapterError>, CallError> {
-        let transfer = transfer.clone();
-        self.call("authorize", move |g, s, ctx| g.authorize(s, ctx, &transfer)).await
+    pub async fn authorize(self: &Arc<Self>, transfer: &p::Transfer) -> Result<Result<p::SigningRequest, p::AdapterError>, CallError> {
+        let transfer = convert::transfer(transfer);
+        let r = self.call("authorize", move |g, s, ctx| g.authorize(s, ctx, &transfer)).await?;
+        Ok(convert::answer(r))
     }
 
-    pub async fn prepare_sender(self: &Arc<Self>, sender: &str, amount: &str) -> Result<Result<Vec<wit::SettleStep>, wit::AdapterError>, CallError> {
+    pub async fn prepare_sender(self: &Arc<Self>, sender: &str, amount: &str) -> Result<Result<Vec<p::SettleStep>, p::AdapterError>, CallError> {
         let (sender, amount) = (sender.to_string(), amount.to_string());
-        self.call("prepare-sender", move |g, s, ctx| g.prepare_sender(s, ctx, &sender, &amount)).await
+        let r = self.call("prepare-sender", move |g, s, ctx| g.prepare_sender(s, ctx, &sender, &amount)).await?;
+        Ok(r.map(|steps| steps.into_iter().map(Into::into).collect()).map_err(Into::into))
     }
 
-    pub async fn assemble(self: &Arc<Self>, req: &wit::PaymentRequirements, transfer: &wit::Transfer, signature: Vec<u8>) -> Result<Result<String, wit::AdapterError>, CallError> {
-        let (req, transfer) = (req.clone(), transfer.clone());
-        self.call("assemble", move |g, s, ctx| g.assemble(s, ctx, &req, &transfer, &signature)).await
+    pub async fn assemble(self: &Arc<Self>, req: &p::PaymentRequirements, transfer: &p::Transfer, signature: Vec<u8>) -> Result<Result<String, p::AdapterError>, CallError> {
+        let (req, transfer) = (convert::requirements(req), convert::transfer(transfer));
+        let r = self.call("assemble", move |g, s, ctx| g.assemble(s, ctx, &req, &transfer, &signature)).await?;
+        Ok(convert::answer(r))
     }
 }

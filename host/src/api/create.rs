@@ -11,8 +11,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::{views, ApiError, Shared};
-use crate::adapter::bindings::types::Terms;
-use crate::adapter::wit_family;
+use crate::payment::Terms;
 use crate::config::{Availability, Family, Role};
 use crate::intent::fees::{self, AmountError};
 use crate::intent::{self, AmountMode, Intent, Status};
@@ -171,7 +170,7 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<views:
     let target_asset = given(&req.target_asset).unwrap_or_else(|| "usdc".into()).to_lowercase();
     let target = served_asset(s, &target_chain, &target_asset, "target_asset")?;
 
-    let target_family = wit_family(cfg.chains[&target_chain].family);
+    let target_family = cfg.chains[&target_chain].family;
     let merchant = match (recipient, email) {
         (Some(addr), _) => {
             target.normalize_address(target_family, &addr).await?.map_err(|_| bad("invalid recipient address format"))?
@@ -191,7 +190,7 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<views:
     let payer_address = match given(&req.payer_address) {
         None => None,
         Some(addr) => {
-            let family = wit_family(cfg.chains[&payer_chain].family);
+            let family = cfg.chains[&payer_chain].family;
             let addr = payer.normalize_address(family, &addr).await?.map_err(|_| bad("invalid payer_address"))?;
             if s.sanctions.is_listed(&addr) {
                 tracing::warn!(payer = %addr, "create refused by the sanctions screen");

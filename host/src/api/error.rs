@@ -113,7 +113,7 @@ impl From<axum::extract::rejection::QueryRejection> for ApiError {
     }
 }
 
-use crate::adapter::bindings::types::{AdapterError, ProofError};
+use crate::payment::{AdapterError, ProofError};
 use crate::adapter::CallError;
 
 /// An adapter call that did not answer is the service's failure.

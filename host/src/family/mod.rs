@@ -10,7 +10,7 @@ pub mod evm;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::adapter::bindings::types::{SigningRequest, Submission};
+use crate::payment::{SigningRequest, Submission};
 use crate::adapter::Registry;
 use crate::chain::ChainError;
 use crate::config::{Config, Family};
@@ -51,7 +51,9 @@ pub enum SendError {
 pub enum Resent {
     /// It is on chain or in the node's pool: follow it.
     InFlight,
-    /// Another transaction took its slot and it was not mined: it never will be.
+    /// Dropped for good: its slot (an EVM nonce; a Solana blockhash once
+    /// expired) is used or gone and the chain does not have it. The step is
+    /// signed again; the authorization inside is the same, so money moves once.
     Superseded,
 }
 

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::adapter::bindings::types::PaymentRequirements;
+use crate::payment::PaymentRequirements;
 
 pub fn to_json(r: &PaymentRequirements) -> Value {
     json!({

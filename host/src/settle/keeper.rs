@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Engine;
-use crate::adapter::bindings::types::ReceiptStatus;
+use crate::payment::ReceiptStatus;
 use crate::family::{Finality, Upkeep};
 use crate::intent::{now_ms, Status};
 use crate::keys::Role;

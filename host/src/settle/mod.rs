@@ -18,7 +18,7 @@ mod target;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::adapter::bindings::types::{PaymentRequirements, ReceiptStatus, Transfer, VerifiedPayment};
+use crate::payment::{PaymentRequirements, ReceiptStatus, Transfer, VerifiedPayment};
 use crate::adapter::{AdapterFailure, Answer, AssetAdapter, Registry};
 use crate::config::Config;
 use crate::db::Db;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use alloy_primitives::keccak256;
 
 use super::{expected, Engine, Next, StepError};
-use crate::adapter::bindings::types::{PaymentRequirements, ProofError, ReceiptStatus, SettleStep, Submission, Transfer, VerifiedPayment};
+use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus, SettleStep, Submission, Transfer, VerifiedPayment};
 use crate::adapter::{Answer, AssetAdapter};
 use crate::failure::{Failure, Reason};
 use crate::intent::{now_ms, requirements, Intent, Status};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Engine, StepError};
-use crate::adapter::bindings::types::{AdapterError, SettleStep};
+use crate::payment::{AdapterError, SettleStep};
 use crate::adapter::AssetAdapter;
 use crate::failure::Failure;
 use crate::family::{Driver, Finality, Receipt, Resent, Submit};

@@ -10,7 +10,7 @@ use std::time::Duration;
 use alloy_primitives::keccak256;
 
 use super::{backoff, elapsed_since, expected, Engine, Next, StepError, PAYOUT_VALIDITY_SECS};
-use crate::adapter::bindings::types::{ProofError, ReceiptStatus, Terms, Transfer};
+use crate::payment::{ProofError, ReceiptStatus, Terms, Transfer};
 use crate::adapter::Answer;
 use crate::failure::{Failure, Reason};
 use crate::intent::{now_ms, Intent, Status};

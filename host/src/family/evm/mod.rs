@@ -15,7 +15,7 @@ use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
 
 use super::{Balance, Driver, Finality, Resent, SendError, Submit, Upkeep};
-use crate::adapter::bindings::types::{SigningRequest, Submission};
+use crate::payment::{SigningRequest, Submission};
 use crate::adapter::Registry;
 use crate::chain::{ChainClient, ChainError};
 use crate::config::{Config, Family};

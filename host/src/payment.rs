@@ -1,0 +1,149 @@
+//! The host's payment vocabulary, in its own types: what adapters compute
+//! (requirements, verified payments, settle steps, signing requests,
+//! receipts) and why they refuse. The engine, the API and the drivers speak
+//! these; adapter interface types are converted to and from them in
+//! `adapter/convert.rs` only, whatever interface version an adapter has.
+
+pub use crate::config::Family;
+
+/// What the host asks a payer to pay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Terms {
+    /// Base units, decimal integer string.
+    pub amount: String,
+    /// The wallet that receives the funds (x402 `payTo`).
+    pub pay_to: String,
+    pub max_timeout_seconds: u64,
+}
+
+/// x402 v2 PaymentRequirements; `extra` is the adapter's JSON object text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentRequirements {
+    pub scheme: String,
+    pub network: String,
+    pub amount: String,
+    pub asset: String,
+    pub pay_to: String,
+    pub max_timeout_seconds: u64,
+    pub extra: String,
+}
+
+/// A payment whose proof checked out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedPayment {
+    pub payer: String,
+    pub pay_to: String,
+    /// Base units, decimal integer string.
+    pub amount: String,
+    pub valid_after: u64,
+    pub valid_before: u64,
+    /// Unique per authorization on its chain; accepted once.
+    pub replay_key: String,
+}
+
+/// A transfer a host-held wallet authorizes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transfer {
+    pub sender: String,
+    pub recipient: String,
+    pub amount: String,
+    pub valid_after: u64,
+    pub valid_before: u64,
+    /// 32 bytes from the host, the authorization nonce where the scheme has one.
+    pub nonce: Vec<u8>,
+}
+
+/// An EVM call the host sends from one of its wallets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvmCall {
+    pub to: String,
+    pub data: Vec<u8>,
+    /// Wei, decimal integer string.
+    pub value: String,
+    pub gas_limit: Option<u64>,
+}
+
+/// A Solana v0 transaction the payer signed, for the host to co-sign as fee payer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SolanaCosign {
+    pub transaction: Vec<u8>,
+    pub fee_payer_index: u8,
+}
+
+/// A TRON transaction: protobuf `raw_data` and its signatures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TronTransaction {
+    pub raw_data: Vec<u8>,
+    pub signatures: Vec<Vec<u8>>,
+}
+
+/// One transaction the host must get on chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Submission {
+    /// Signed by a host-held wallet.
+    EvmCall(EvmCall),
+    /// Signed by someone else already; broadcast as it is.
+    EvmRaw(Vec<u8>),
+    SolanaCosign(SolanaCosign),
+    TronSigned(TronTransaction),
+}
+
+/// One step of a settlement; steps land in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettleStep {
+    pub label: String,
+    pub submission: Submission,
+}
+
+/// What a host-held wallet must sign.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SigningRequest {
+    Eip712Digest(Vec<u8>),
+    TronTxid(Vec<u8>),
+    SolanaMessage(Vec<u8>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettledTransfer {
+    pub tx_hash: String,
+    pub to: String,
+    pub amount: String,
+    pub block: u64,
+}
+
+/// What a receipt says about a settlement transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReceiptStatus {
+    Pending,
+    Settled(SettledTransfer),
+    Failed(String),
+}
+
+/// Why a proof was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProofError {
+    Malformed(String),
+    Unsupported(String),
+    RequirementsMismatch(String),
+    WrongRecipient(String),
+    WrongAmount(String),
+    NotYetValid,
+    Expired,
+    InvalidSignature(String),
+    SignerMismatch(String),
+    AlreadyUsed,
+    InsufficientFunds(String),
+    NotApproved(String),
+    ChainUnavailable(String),
+}
+
+/// Why an adapter refused any other request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdapterError {
+    InvalidAddress(String),
+    InvalidAmount(String),
+    Unsupported(String),
+    Config(String),
+    ChainUnavailable(String),
+    Malformed(String),
+}
