@@ -470,6 +470,15 @@ impl Config {
         self.chains.iter().filter(|(_, c)| !c.roles.is_empty() && self.chain_exposed(c)).map(|(id, _)| id.clone()).collect()
     }
 
+    /// The families of the exposed chains, each once, EVM first.
+    pub fn families(&self) -> Vec<Family> {
+        let exposed = self.exposed_chains();
+        [Family::Evm, Family::Solana, Family::Tron]
+            .into_iter()
+            .filter(|f| exposed.iter().any(|c| self.chains[c].family == *f))
+            .collect()
+    }
+
     pub fn chains_with_role(&self, role: Role) -> Vec<String> {
         self.chains
             .iter()

@@ -137,8 +137,19 @@ pub const RELAYER: &str = "relayer:evm";
 pub const COLLECTION: &str = "collection:evm";
 pub const PROXY: &str = "proxy:evm";
 
-/// The wallets the service itself signs with.
-pub const SERVICE_WALLETS: [&str; 3] = [RELAYER, COLLECTION, PROXY];
+/// The roles of the wallets the service itself holds, one each per family.
+pub const SERVICE_ROLES: [Role; 3] = [Role::Relayer, Role::Collection, Role::Proxy];
+
+/// The service's wallets for `families`, by name.
+pub fn service_wallets(families: &[Family]) -> Vec<String> {
+    families.iter().flat_map(|f| SERVICE_ROLES.iter().map(move |r| r.key_name(*f))).collect()
+}
+
+/// Is `name` one of the service's own wallets (of any family)?
+pub fn is_service_wallet(name: &str) -> bool {
+    let family = family_of(name);
+    SERVICE_ROLES.iter().any(|r| r.key_name(family) == name)
+}
 
 
 /// Sealed with the key's name as associated data.
@@ -274,7 +285,7 @@ impl Keystore {
         if let Some(k) = self.stored(name).await? {
             return Ok(k);
         }
-        anyhow::ensure!(!SERVICE_WALLETS.contains(&name), "the service wallet `{name}` does not exist; {INIT_HINT}");
+        anyhow::ensure!(!is_service_wallet(name), "the service wallet `{name}` does not exist; {INIT_HINT}");
         // Another replica may create it at the same moment: theirs wins.
         self.insert(name, &Key::random(KeyKind::of(family_of(name)))).await?;
         self.stored(name).await?.ok_or_else(|| anyhow::anyhow!("wallet `{name}` vanished after creation"))
@@ -322,11 +333,11 @@ impl Keystore {
         Ok(n)
     }
 
-    /// Service wallets that do not exist yet.
-    pub async fn missing_service_wallets(&self) -> anyhow::Result<Vec<&'static str>> {
+    /// Service wallets of `families` that do not exist yet.
+    pub async fn missing_service_wallets(&self, families: &[Family]) -> anyhow::Result<Vec<String>> {
         let mut missing = Vec::new();
-        for name in SERVICE_WALLETS {
-            if self.stored(name).await?.is_none() {
+        for name in service_wallets(families) {
+            if self.stored(&name).await?.is_none() {
                 missing.push(name);
             }
         }
@@ -364,21 +375,21 @@ pub struct Initialized {
 
 #[derive(Debug, serde::Serialize)]
 pub struct InitWallet {
-    pub name: &'static str,
+    pub name: String,
     pub address: String,
     pub created: bool,
 }
 
-/// Create what is missing (master key file, pepper file, service wallets)
-/// and keep what exists; safe to run again.
-pub async fn init(master_key_file: &Path, pepper_file: &Path, db: Db) -> anyhow::Result<Initialized> {
+/// Create what is missing (master key file, pepper file, the service
+/// wallets of `families`) and keep what exists; safe to run again.
+pub async fn init(master_key_file: &Path, pepper_file: &Path, db: Db, families: &[Family]) -> anyhow::Result<Initialized> {
     let said = |created: bool| if created { "created" } else { "kept" };
     let (keys, master_created) = Keystore::create(db, master_key_file)?;
     let pepper_created = crate::auth::Pepper::create(pepper_file)?;
     let mut wallets = Vec::new();
-    for name in SERVICE_WALLETS {
-        let created = keys.ensure(name).await?;
-        wallets.push(InitWallet { name, address: keys.address(name).await?, created });
+    for name in service_wallets(families) {
+        let created = keys.ensure(&name).await?;
+        wallets.push(InitWallet { address: keys.address(&name).await?, name, created });
     }
     let rebound = keys.bind_names().await?;
     Ok(Initialized { master_key: said(master_created), pepper: said(pepper_created), wallets, rebound })
@@ -399,6 +410,8 @@ mod tests {
         assert_eq!(family_of(&agent_key("ag1")), Family::Evm);
         assert_eq!(family_of("proxy:solana"), Family::Solana);
         assert_eq!(family_of("treasury"), Family::Evm);
+        assert_eq!(service_wallets(&[Family::Evm]), [RELAYER, COLLECTION, PROXY]);
+        assert!(is_service_wallet("proxy:solana") && !is_service_wallet("agent:a:solana") && !is_service_wallet("treasury"));
     }
 
     /// Each family's wallets are keys of its kind, sealed alike, with

@@ -338,7 +338,7 @@ async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
             let db = stablerail::server::connect(&database).await?;
             // The devnet's config names these files; its wallets exist before
             // the chains start so that they can be funded.
-            let made = stablerail::keys::init(&dir.join("master.key"), &dir.join("pepper"), db).await?;
+            let made = stablerail::keys::init(&dir.join("master.key"), &dir.join("pepper"), db, &[stablerail::config::Family::Evm]).await?;
             let address = |name: &str| made.wallets.iter().find(|w| w.name == name).map(|w| w.address.clone()).unwrap_or_default();
             let (relayer, proxy) = (address(stablerail::keys::RELAYER), address(stablerail::keys::PROXY));
             let adapters = std::fs::canonicalize("adapters/target/wasm32-wasip2/release").unwrap_or_else(|_| "adapters".into());
@@ -384,7 +384,7 @@ async fn keys(out: Output, cmd: KeysCommand, store: StoreArgs) -> anyhow::Result
     match cmd {
         KeysCommand::Init => {
             let files = (cfg.resolve(&cfg.service.master_key_file), cfg.resolve(&cfg.service.pepper_file));
-            let done = stablerail::keys::init(&files.0, &files.1, db).await?;
+            let done = stablerail::keys::init(&files.0, &files.1, db, &cfg.families()).await?;
             emit(out, &serde_json::to_value(&done)?);
         }
         KeysCommand::Import { name } => {

@@ -106,7 +106,7 @@ pub async fn probe_chains(config: &Config, registry: &Registry) -> Vec<(String, 
 
 pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -> anyhow::Result<()> {
     let state = build_state(&config_path, &database, system_clock()).await?;
-    let missing = state.keys.missing_service_wallets().await?;
+    let missing = state.keys.missing_service_wallets(&state.config.families()).await?;
     anyhow::ensure!(
         missing.is_empty(),
         "the service wallets {} do not exist in this database; run `stablerail keys init` with the same --config and --database first",

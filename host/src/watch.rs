@@ -75,7 +75,7 @@ pub async fn check_balances(state: &Shared) {
     let cfg = &state.config;
     let mut low = BTreeMap::new();
     let wallets = match state.keys.list().await {
-        Ok(all) => all.into_iter().filter(|(name, _)| crate::keys::SERVICE_WALLETS.contains(&name.as_str())).collect::<Vec<_>>(),
+        Ok(all) => all.into_iter().filter(|(name, _)| crate::keys::is_service_wallet(name)).collect::<Vec<_>>(),
         Err(e) => {
             tracing::warn!(error = %e, "balance check: keystore unavailable");
             return;

@@ -73,7 +73,7 @@ impl Devnet {
         // The files the devnet's config will name, and the service wallets,
         // before the chains start so that they can be funded.
         let db = stablerail::db::Db::connect(&db_url).await.unwrap();
-        let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone()).await.unwrap();
+        let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone(), &[stablerail::config::Family::Evm]).await.unwrap();
         let wallet = |name: &str| made.wallets.iter().find(|w| w.name == name).unwrap().address.clone();
         let (relayer, proxy) = (wallet(keys::RELAYER), wallet(keys::PROXY));
         db.pool.close().await;

@@ -80,10 +80,16 @@ impl Registry {
                 Arc::new(AssetAdapter { adapter, ctx, chain: client }),
             );
         }
+        // Every exposed chain gets its transport, served assets or not: the
+        // engine's drivers and the balance watch talk to it too.
+        for name in cfg.exposed_chains() {
+            let chain = &cfg.chains[&name];
+            chains.entry(name.clone()).or_insert_with(|| Arc::new(ChainClient::new(&name, chain.family, chain.rpc_urls.clone())));
+        }
         Ok(Registry { runtime, adapters, assets, chains })
     }
 
-    /// The transport of a chain with a served asset.
+    /// The transport of an exposed chain.
     pub fn chain(&self, chain: &str) -> Option<Arc<ChainClient>> {
         self.chains.get(chain).cloned()
     }

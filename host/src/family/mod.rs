@@ -6,6 +6,7 @@
 //! knows none of it; a new family is a folder here, an adapter and config.
 
 pub mod evm;
+pub mod solana;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -136,18 +137,26 @@ pub trait Driver: Send + Sync {
 pub struct Drivers {
     config: Arc<Config>,
     evm: Arc<evm::EvmDriver>,
+    solana: Arc<solana::SolanaDriver>,
 }
 
 impl Drivers {
     pub fn new(config: Arc<Config>, registry: Arc<Registry>, db: Db, keys: Arc<Keystore>) -> Drivers {
-        let evm = Arc::new(evm::EvmDriver::new(config.clone(), registry, db, keys));
-        Drivers { config, evm }
+        let evm = Arc::new(evm::EvmDriver::new(config.clone(), registry.clone(), db.clone(), keys.clone()));
+        let solana = Arc::new(solana::SolanaDriver::new(config.clone(), registry, db, keys));
+        Drivers { config, evm, solana }
+    }
+
+    /// The Solana driver itself, for what only it offers (tests).
+    pub fn solana(&self) -> Arc<solana::SolanaDriver> {
+        self.solana.clone()
     }
 
     pub fn of(&self, family: Family) -> Option<Arc<dyn Driver>> {
         match family {
             Family::Evm => Some(self.evm.clone()),
-            Family::Solana | Family::Tron => None,
+            Family::Solana => Some(self.solana.clone()),
+            Family::Tron => None,
         }
     }
 
@@ -157,6 +166,6 @@ impl Drivers {
     }
 
     pub fn all(&self) -> Vec<Arc<dyn Driver>> {
-        vec![self.evm.clone()]
+        vec![self.evm.clone(), self.solana.clone()]
     }
 }

@@ -1,0 +1,231 @@
+//! The Solana family: ed25519 wallets, fee-payer co-signing of transactions
+//! the payer signed (`solana-cosign`), signed bytes stored before they are
+//! sent, re-sent until their blockhash expires, finality from signature
+//! statuses (with history search), SOL and SPL balances.
+//!
+//! A node's refusal is read from its error's `data.err` (the transaction
+//! error, a typed value), never from its message text.
+
+mod wire;
+
+use std::sync::Arc;
+
+use alloy_primitives::U256;
+use base64::Engine as _;
+use ed25519_dalek::Signer;
+use serde_json::{json, Value};
+
+use super::{Balance, Driver, Finality, Receipt, Resent, SendError, Submit, Upkeep};
+use crate::adapter::Registry;
+use crate::chain::{ChainClient, ChainError};
+use crate::config::{Availability, Config, Family};
+use crate::db::Db;
+use crate::intent::now_ms;
+use crate::keys::{Keystore, Role};
+use crate::payment::{SigningRequest, Submission};
+use crate::store::settlement::{self as repo, StoredTx, TxRow};
+use wire::Wire;
+
+/// Lamports per SOL: the native balance's decimals.
+const SOL_DECIMALS: u8 = 9;
+
+pub struct SolanaDriver {
+    config: Arc<Config>,
+    registry: Arc<Registry>,
+    db: Db,
+    keys: Arc<Keystore>,
+}
+
+/// What a node made of signed bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Broadcast {
+    Accepted,
+    /// This exact transaction was processed already.
+    Known,
+    /// Its blockhash is unknown to the node or expired: it can never land.
+    Expired,
+}
+
+/// The transaction error a node attached to a refusal (`data.err`).
+fn refusal(e: &ChainError) -> Option<Value> {
+    let ChainError::Node { data: Some(data), .. } = e else { return None };
+    serde_json::from_str::<Value>(data).ok()?.get("err").cloned()
+}
+
+async fn rpc(client: &ChainClient, method: &str, params: Value) -> Result<Value, SendError> {
+    client.rpc(method, params).await.map_err(|e| SendError::Unavailable(e.to_string()))
+}
+
+async fn broadcast(client: &ChainClient, raw: &[u8]) -> Result<Broadcast, SendError> {
+    let text = base64::engine::general_purpose::STANDARD.encode(raw);
+    let params = json!([text, { "encoding": "base64", "preflightCommitment": "confirmed" }]);
+    match client.rpc("sendTransaction", params).await {
+        Ok(_) => Ok(Broadcast::Accepted),
+        Err(e @ ChainError::Node { .. }) => match refusal(&e).as_ref().and_then(Value::as_str) {
+            Some("AlreadyProcessed") => Ok(Broadcast::Known),
+            Some("BlockhashNotFound") => Ok(Broadcast::Expired),
+            Some("InsufficientFundsForFee") | Some("InsufficientFundsForRent") => Err(SendError::Unfunded(e.to_string())),
+            // A failed preflight simulation: the instructions would fail.
+            Some(_) => Err(SendError::WouldRevert(e.to_string())),
+            None => Err(SendError::Refused(e.to_string())),
+        },
+        Err(e) => Err(SendError::Unavailable(e.to_string())),
+    }
+}
+
+/// A signature's status, looked up in the node's whole history.
+async fn status(client: &ChainClient, signature: &str) -> Result<Option<Value>, SendError> {
+    let v = rpc(client, "getSignatureStatuses", json!([[signature], { "searchTransactionHistory": true }])).await?;
+    Ok(v.pointer("/value/0").filter(|s| !s.is_null()).cloned())
+}
+
+async fn blockhash_valid(client: &ChainClient, raw: &[u8]) -> Result<bool, SendError> {
+    let hash = Wire::parse(raw).and_then(|w| w.blockhash()).ok_or_else(|| SendError::Refused("stored bytes are not a transaction".into()))?;
+    let v = rpc(client, "isBlockhashValid", json!([bs58::encode(hash).into_string(), { "commitment": "confirmed" }])).await?;
+    Ok(v.pointer("/value").and_then(Value::as_bool).unwrap_or(false))
+}
+
+impl SolanaDriver {
+    pub fn new(config: Arc<Config>, registry: Arc<Registry>, db: Db, keys: Arc<Keystore>) -> SolanaDriver {
+        SolanaDriver { config, registry, db, keys }
+    }
+
+    fn client(&self, chain: &str) -> Result<Arc<ChainClient>, SendError> {
+        self.registry.chain(chain).ok_or_else(|| SendError::Unavailable(format!("{chain} has no transport")))
+    }
+
+    /// Sign as fee payer: `wallet`'s key must be the message's account at
+    /// `slot`. Returns the fully signed bytes and the transaction's id (its
+    /// first signature). `submit` stores them, then sends; tests call this
+    /// alone to stand for a crash between the two.
+    pub async fn cosign(&self, wallet: &Role, transaction: &[u8], slot: usize) -> Result<(Vec<u8>, String), SendError> {
+        let key = self.keys.ed25519(wallet, Family::Solana).await.map_err(|e| SendError::Unavailable(format!("wallet: {e:#}")))?;
+        let w = Wire::parse(transaction).ok_or_else(|| SendError::WouldRevert("not a Solana transaction".into()))?;
+        let keys = w.account_keys().unwrap_or_default();
+        if slot >= w.slots || keys.get(slot) != Some(&key.verifying_key().to_bytes()) {
+            return Err(SendError::WouldRevert(format!("signature slot {slot} is not this wallet's")));
+        }
+        let signature = key.sign(w.message()).to_bytes();
+        let range = w.signature_range(slot);
+        let mut raw = transaction.to_vec();
+        raw[range].copy_from_slice(&signature);
+        let id = bs58::encode(Wire::parse(&raw).expect("same shape").signature(0)).into_string();
+        Ok((raw, id))
+    }
+}
+
+#[async_trait::async_trait]
+impl Driver for SolanaDriver {
+    fn family(&self) -> Family {
+        Family::Solana
+    }
+
+    async fn address(&self, wallet: &Role) -> anyhow::Result<String> {
+        let key = self.keys.ed25519(wallet, Family::Solana).await?;
+        Ok(bs58::encode(key.verifying_key().as_bytes()).into_string())
+    }
+
+    async fn sign(&self, wallet: &Role, request: &SigningRequest) -> anyhow::Result<Vec<u8>> {
+        let SigningRequest::SolanaMessage(message) = request else {
+            anyhow::bail!("Solana wallets sign Solana messages only");
+        };
+        let key = self.keys.ed25519(wallet, Family::Solana).await?;
+        Ok(key.sign(message).to_bytes().to_vec())
+    }
+
+    async fn submit(&self, chain: &str, wallet: &Role, submission: &Submission, row: TxRow, _how: Submit) -> Result<String, SendError> {
+        let Submission::SolanaCosign(c) = submission else {
+            return Err(SendError::Unsupported("not a Solana submission".into()));
+        };
+        let client = self.client(chain)?;
+        let (raw, id) = self.cosign(wallet, &c.transaction, usize::from(c.fee_payer_index)).await?;
+        let sender = self.address(wallet).await.map_err(|e| SendError::Unavailable(format!("wallet: {e:#}")))?;
+        let new = repo::NewTx {
+            intent_id: &row.intent_id, leg: &row.leg, step: row.step, label: &row.label, chain, sender: &sender,
+            nonce: -1, raw: &raw, tx_hash: &id,
+        };
+        repo::insert_tx(&self.db, &new, now_ms()).await.map_err(|e| SendError::Unavailable(format!("database: {e}")))?;
+        match broadcast(&client, &raw).await? {
+            Broadcast::Accepted | Broadcast::Known => Ok(id),
+            // Signed by the payer against a blockhash that is gone: it can
+            // never land, and nothing moved.
+            Broadcast::Expired => Err(SendError::WouldRevert("the transaction's blockhash has expired".into())),
+        }
+    }
+
+    /// Stored bytes go out again until their blockhash expires; after that,
+    /// a signature the chain does not have was dropped for good.
+    async fn resend(&self, chain: &str, stored: &StoredTx) -> Result<Resent, SendError> {
+        let client = self.client(chain)?;
+        if status(&client, &stored.tx_hash).await?.is_some() {
+            return Ok(Resent::InFlight);
+        }
+        if blockhash_valid(&client, &stored.raw).await? && broadcast(&client, &stored.raw).await? != Broadcast::Expired {
+            return Ok(Resent::InFlight);
+        }
+        // Expired: unless it landed in between, it never will.
+        Ok(if status(&client, &stored.tx_hash).await?.is_some() { Resent::InFlight } else { Resent::Superseded })
+    }
+
+    async fn finality(&self, chain: &str, tx: &str, confirmations: u64) -> Result<Finality, SendError> {
+        let client = self.client(chain)?;
+        let Some(s) = status(&client, tx).await? else { return Ok(Finality::Pending) };
+        if !s.get("err").is_none_or(Value::is_null) {
+            return Ok(Finality::Failed);
+        }
+        let deep_enough = match s.get("confirmationStatus").and_then(Value::as_str) {
+            Some("finalized") => true,
+            Some("confirmed") => confirmations <= 1 || s.get("confirmations").and_then(Value::as_u64).is_some_and(|n| n + 1 >= confirmations),
+            _ => false,
+        };
+        if !deep_enough {
+            return Ok(Finality::Pending);
+        }
+        let json = rpc(&client, "getTransaction", json!([tx, { "encoding": "json", "maxSupportedTransactionVersion": 0, "commitment": "confirmed" }])).await?;
+        if json.is_null() {
+            return Ok(Finality::Pending);
+        }
+        Ok(Finality::Confirmed(Arc::new(Receipt { text: json.to_string(), json })))
+    }
+
+    fn shared(&self, _chain: &str, _stored: &StoredTx) -> bool {
+        false
+    }
+
+    async fn can_land(&self, chain: &str, stored: &StoredTx) -> bool {
+        let Ok(client) = self.client(chain) else { return true };
+        match status(&client, &stored.tx_hash).await {
+            Ok(Some(_)) => false,
+            Ok(None) => !matches!(blockhash_valid(&client, &stored.raw).await, Ok(false)),
+            Err(_) => true,
+        }
+    }
+
+    async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError> {
+        let (Some(cfg), Some(client)) = (self.config.chains.get(chain), self.registry.chain(chain)) else { return Ok(vec![]) };
+        let lamports = client.rpc("getBalance", json!([owner])).await?;
+        let lamports = lamports.pointer("/value").and_then(Value::as_u64).ok_or_else(|| ChainError::BadAnswer(format!("getBalance answered {lamports}")))?;
+        let mut out = vec![Balance { chain: chain.into(), asset: cfg.native_asset.clone(), raw: U256::from(lamports), decimals: SOL_DECIMALS }];
+        for (key, asset) in &cfg.assets {
+            if self.config.availability(asset) != Availability::Available || asset.token.is_empty() {
+                continue;
+            }
+            let accounts = client.rpc("getTokenAccountsByOwner", json!([owner, { "mint": asset.token }, { "encoding": "base64" }])).await?;
+            let mut raw = U256::ZERO;
+            for a in accounts.pointer("/value").and_then(Value::as_array).into_iter().flatten() {
+                let data = a.pointer("/account/data/0").and_then(Value::as_str).unwrap_or("");
+                let bytes = base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| ChainError::BadAnswer(e.to_string()))?;
+                // SPL token account: amount is a little-endian u64 at 64..72.
+                let amount = bytes.get(64..72).ok_or_else(|| ChainError::BadAnswer("not a token account".into()))?;
+                raw += U256::from(u64::from_le_bytes(amount.try_into().expect("8 bytes")));
+            }
+            out.push(Balance { chain: chain.into(), asset: key.clone(), raw, decimals: asset.decimals });
+        }
+        Ok(out)
+    }
+
+    async fn upkeep(&self, _seen: &mut Upkeep) -> anyhow::Result<()> {
+        // No nonces: a Solana transaction's lifetime is its blockhash.
+        Ok(())
+    }
+}

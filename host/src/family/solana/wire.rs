@@ -1,0 +1,114 @@
+//! The parts of Solana's transaction wire format the driver needs: where
+//! the signatures are, the message they sign, its account keys and its
+//! recent blockhash. Legacy and v0 messages alike.
+
+/// A compact-u16 ("shortvec") length at `at`: (value, bytes used).
+fn shortvec(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
+    let mut value = 0usize;
+    for i in 0..3 {
+        let b = *bytes.get(at + i)?;
+        value |= usize::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// A serialized transaction, checked for shape.
+pub struct Wire<'a> {
+    raw: &'a [u8],
+    /// Number of signature slots.
+    pub slots: usize,
+    /// Offset of the first signature.
+    first: usize,
+}
+
+impl<'a> Wire<'a> {
+    pub fn parse(raw: &'a [u8]) -> Option<Wire<'a>> {
+        let (slots, used) = shortvec(raw, 0)?;
+        let wire = Wire { raw, slots, first: used };
+        if slots == 0 || raw.len() <= wire.message_offset() {
+            return None;
+        }
+        wire.blockhash()?;
+        Some(wire)
+    }
+
+    fn message_offset(&self) -> usize {
+        self.first + 64 * self.slots
+    }
+
+    /// The bytes every signature signs.
+    pub fn message(&self) -> &'a [u8] {
+        &self.raw[self.message_offset()..]
+    }
+
+    pub fn signature(&self, slot: usize) -> &'a [u8] {
+        &self.raw[self.first + 64 * slot..self.first + 64 * (slot + 1)]
+    }
+
+    /// Where signature `slot` sits in the raw bytes.
+    pub fn signature_range(&self, slot: usize) -> std::ops::Range<usize> {
+        self.first + 64 * slot..self.first + 64 * (slot + 1)
+    }
+
+    /// Offset of the account-key list inside the message (after the
+    /// optional version byte and the three header bytes).
+    fn keys_offset(&self) -> usize {
+        let versioned = self.message()[0] & 0x80 != 0;
+        usize::from(versioned) + 3
+    }
+
+    /// The message's static account keys.
+    pub fn account_keys(&self) -> Option<Vec<[u8; 32]>> {
+        let m = self.message();
+        let at = self.keys_offset();
+        let (n, used) = shortvec(m, at)?;
+        let start = at + used;
+        let keys = m.get(start..start + 32 * n)?;
+        Some(keys.chunks_exact(32).map(|k| k.try_into().expect("32-byte chunks")).collect())
+    }
+
+    /// The recent blockhash the transaction's lifetime hangs on.
+    pub fn blockhash(&self) -> Option<[u8; 32]> {
+        let m = self.message();
+        let at = self.keys_offset();
+        let (n, used) = shortvec(m, at)?;
+        let start = at + used + 32 * n;
+        m.get(start..start + 32)?.try_into().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One signature slot; a v0 message with two keys.
+    fn sample() -> Vec<u8> {
+        let mut raw = vec![1u8];
+        raw.extend([0u8; 64]);
+        raw.push(0x80); // v0
+        raw.extend([1, 0, 1]); // header
+        raw.push(2);
+        raw.extend([7u8; 32]);
+        raw.extend([8u8; 32]);
+        raw.extend([9u8; 32]); // blockhash
+        raw.extend([0, 0]); // no instructions, no lookups
+        raw
+    }
+
+    #[test]
+    fn finds_signatures_keys_and_blockhash() {
+        let raw = sample();
+        let w = Wire::parse(&raw).unwrap();
+        assert_eq!(w.slots, 1);
+        assert_eq!(w.signature_range(0), 1..65);
+        assert_eq!(w.account_keys().unwrap(), vec![[7u8; 32], [8u8; 32]]);
+        assert_eq!(w.blockhash(), Some([9u8; 32]));
+        assert_eq!(w.message()[0], 0x80);
+        assert!(Wire::parse(&raw[..100]).is_none(), "cut short");
+        assert!(Wire::parse(&[0u8]).is_none(), "no signature slot");
+        assert_eq!(shortvec(&[0x80, 0x01], 0), Some((128, 2)));
+    }
+}
