@@ -170,6 +170,34 @@ async fn solana_driver_cosigns_stores_resends_and_follows_to_finality() {
     let balances = driver.balances("sol", &recipient).await.unwrap();
     assert_eq!(balances.len(), 1, "the unwired asset is not read");
     assert_eq!((balances[0].asset.as_str(), balances[0].raw, balances[0].decimals), ("sol", alloy_primitives::U256::from(1_000_000u64), 9));
+
+    // An agent's hosted Solana wallet: in /v2/me, and in its account's
+    // balances with the SOL it holds on chain.
+    let now = stablerail::intent::now_ms();
+    let account = stablerail::store::agents::create_account(&state.db, "acme", now).await.unwrap();
+    let agent = stablerail::store::agents::create_agent(&state.db, Some(&account), "sol-agent", now).await.unwrap();
+    let creds = stablerail::auth::issue_keys(&state.db, &state.pepper, &agent.id, now).await.unwrap();
+    let auth = format!("Bearer {}", creds.bearer());
+    let hosted = driver.address(&Role::Agent(agent.id.clone())).await.unwrap();
+    assert_eq!(bs58::decode(&hosted).into_vec().unwrap().len(), 32);
+    rpc(&url, "requestAirdrop", json!([hosted, 1_500_000_000u64])).await;
+    let get = |path: &'static str| {
+        let (app, auth) = (stablerail::api::router(state.clone()), auth.clone());
+        async move {
+            use tower::ServiceExt;
+            let req = axum::http::Request::get(path).header("authorization", auth).body(axum::body::Body::empty()).unwrap();
+            let resp = app.oneshot(req).await.unwrap();
+            let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
+            serde_json::from_slice::<Value>(&bytes).unwrap()
+        }
+    };
+    assert_eq!(get("/v2/me").await["solana_wallet_address"], hosted.as_str());
+    let wallets = get("/v2/agents/balances").await;
+    let sol = wallets["wallets"].as_array().unwrap().iter().find(|w| w["chain_type"] == "solana").expect("a Solana wallet row");
+    assert_eq!(sol["address"], hosted.as_str());
+    assert_eq!(sol["balances"][0]["chain"], "sol");
+    assert_eq!(sol["balances"][0]["raw_value"], "1500000000");
+    assert_eq!(sol["balances"][0]["display_values"]["sol"], "1.5");
 }
 
 fn cosign_of_bytes(tx: &Value) -> Vec<u8> {

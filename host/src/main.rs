@@ -430,7 +430,14 @@ async fn agent(out: Output, cmd: AgentCommand, store: StoreArgs) -> anyhow::Resu
         AgentCommand::Create { name, account } => {
             let a = repo::create_agent(&db, account.as_deref(), &name, now_ms()).await?;
             let keys = stablerail::keys::Keystore::open(db.clone(), &cfg.resolve(&cfg.service.master_key_file))?;
-            keys.ensure(&stablerail::keys::agent_key(&a.id)).await?;
+            // A hosted wallet for each family the service serves (EVM always).
+            let mut families = cfg.families();
+            if !families.contains(&stablerail::config::Family::Evm) {
+                families.insert(0, stablerail::config::Family::Evm);
+            }
+            for family in families {
+                keys.ensure(&stablerail::keys::Role::Agent(a.id.clone()).key_name(family)).await?;
+            }
             a.id
         }
         AgentCommand::Keys { agent } => agent,

@@ -18,6 +18,9 @@ pub struct Me {
     /// The agent's hosted EVM wallet; absent while it has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wallet_address: Option<String>,
+    /// The agent's hosted Solana wallet (base58); absent while it has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub solana_wallet_address: Option<String>,
 }
 
 /// The calling agent.
@@ -30,5 +33,6 @@ pub async fn me(Extension(agent): Extension<Agent>) -> Json<Me> {
         name: agent.name,
         status: agent.status,
         wallet_address: agent.wallet_address,
+        solana_wallet_address: agent.solana_wallet_address,
     })
 }

@@ -49,8 +49,9 @@ pub struct Balance {
 pub async fn balances(State(s): State<Shared>, Extension(agent): Extension<Agent>) -> Result<Json<Balances>, ApiError> {
     let account = agent.account_id.clone().ok_or_else(|| ApiError::Forbidden("agent owner not set".into()))?;
     let mut wallets = Vec::new();
-    for address in crate::store::agents::account_wallets(&s.db, &account).await? {
-        let balances = crate::wallets::of_family(&s.config, &s.drivers, Family::Evm, &address)
+    for (name, address) in crate::store::agents::account_wallets(&s.db, &account).await? {
+        let family = crate::keys::family_of(&name);
+        let balances = crate::wallets::of_family(&s.config, &s.drivers, family, &address)
             .await
             .map_err(|e| {
                 tracing::warn!(error = %e, "wallet balances");
@@ -65,7 +66,12 @@ pub async fn balances(State(s): State<Shared>, Extension(agent): Extension<Agent
                 display_values: BTreeMap::from([(b.asset.clone(), crate::wallets::display(b.raw, b.decimals))]),
             })
             .collect();
-        wallets.push(WalletBalances { address, chain_type: "ethereum", balances });
+        let chain_type = match family {
+            Family::Evm => "ethereum",
+            Family::Solana => "solana",
+            Family::Tron => "tron",
+        };
+        wallets.push(WalletBalances { address, chain_type, balances });
     }
     Ok(Json(Balances { wallets }))
 }

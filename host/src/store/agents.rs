@@ -17,6 +17,8 @@ pub struct Agent {
     pub account_id: Option<String>,
     /// The hosted EVM wallet, when the agent has one.
     pub wallet_address: Option<String>,
+    /// The hosted Solana wallet, when the agent has one.
+    pub solana_wallet_address: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +83,7 @@ pub async fn create_agent(db: &Db, account: Option<&str>, name: &str, now_ms: i6
             status: "active".into(),
             account_id: account.map(str::to_string),
             wallet_address: None,
+            solana_wallet_address: None,
         };
         let inserted = sqlx::query(
             "INSERT INTO agents (id, agent_number, account_id, name, status, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
@@ -131,9 +134,11 @@ pub async fn replace_key(db: &Db, agent_id: &str, api_key: &str, secret_hmac: &s
 /// The agent holding a live API key, and the stored HMAC of its secret.
 pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String)>, DbError> {
     let row = sqlx::query(
-        "SELECT a.id, a.agent_number, a.name, a.status, a.account_id, k.secret_hmac, w.address AS wallet_address \
+        "SELECT a.id, a.agent_number, a.name, a.status, a.account_id, k.secret_hmac, w.address AS wallet_address, \
+         s.address AS solana_wallet_address \
          FROM api_keys k JOIN agents a ON a.id = k.agent_id \
          LEFT JOIN wallet_keys w ON w.name = 'agent:' || a.id || ':evm' \
+         LEFT JOIN wallet_keys s ON s.name = 'agent:' || a.id || ':solana' \
          WHERE k.api_key = $1 AND k.revoked_at IS NULL",
     )
     .bind(api_key)
@@ -148,6 +153,7 @@ pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String)
                 status: r.try_get("status")?,
                 account_id: r.try_get("account_id")?,
                 wallet_address: r.try_get("wallet_address")?,
+                solana_wallet_address: r.try_get("solana_wallet_address")?,
             },
             r.try_get("secret_hmac")?,
         ))
@@ -184,15 +190,16 @@ pub async fn recipient(db: &Db, email: &str, chain: &str) -> Result<Option<Strin
 }
 
 /// Addresses of the hosted wallets of every agent of `account`, oldest agent first.
-pub async fn account_wallets(db: &Db, account: &str) -> Result<Vec<String>, DbError> {
+/// The hosted wallets of an account's agents, every family: (key name, address).
+pub async fn account_wallets(db: &Db, account: &str) -> Result<Vec<(String, String)>, DbError> {
     let rows = sqlx::query(
-        "SELECT w.address FROM agents a JOIN wallet_keys w ON w.name = 'agent:' || a.id || ':evm' \
-         WHERE a.account_id = $1 ORDER BY a.created_at, a.id",
+        "SELECT w.name, w.address FROM agents a JOIN wallet_keys w ON w.name LIKE 'agent:' || a.id || ':%' \
+         WHERE a.account_id = $1 ORDER BY a.created_at, a.id, w.name",
     )
     .bind(account)
     .fetch_all(&db.pool)
     .await?;
-    rows.iter().map(|r| r.try_get("address")).collect()
+    rows.iter().map(|r| Ok((r.try_get("name")?, r.try_get("address")?))).collect()
 }
 
 /// What `account list`/`show` print.
@@ -214,6 +221,7 @@ pub struct AgentRow {
     pub status: String,
     pub account_id: Option<String>,
     pub wallet_address: Option<String>,
+    pub solana_wallet_address: Option<String>,
     pub created_at: String,
 }
 
@@ -253,6 +261,7 @@ fn agent_row(r: &sqlx::any::AnyRow) -> Result<AgentRow, DbError> {
         status: r.try_get("status")?,
         account_id: r.try_get("account_id")?,
         wallet_address: r.try_get("wallet_address")?,
+        solana_wallet_address: r.try_get("solana_wallet_address")?,
         created_at: crate::intent::rfc3339(r.try_get("created_at")?),
     })
 }
@@ -260,8 +269,10 @@ fn agent_row(r: &sqlx::any::AnyRow) -> Result<AgentRow, DbError> {
 /// Agents, all or one account's or one.
 pub async fn agents(db: &Db, account: Option<&str>, id: Option<&str>) -> Result<Vec<AgentRow>, DbError> {
     let rows = sqlx::query(
-        "SELECT a.id, a.agent_number, a.name, a.status, a.account_id, a.created_at, w.address AS wallet_address \
+        "SELECT a.id, a.agent_number, a.name, a.status, a.account_id, a.created_at, w.address AS wallet_address, \
+         s.address AS solana_wallet_address \
          FROM agents a LEFT JOIN wallet_keys w ON w.name = 'agent:' || a.id || ':evm' \
+         LEFT JOIN wallet_keys s ON s.name = 'agent:' || a.id || ':solana' \
          WHERE (CAST($1 AS TEXT) IS NULL OR a.account_id = $1) AND (CAST($2 AS TEXT) IS NULL OR a.id = $2) ORDER BY a.agent_number",
     )
     .bind(account)
