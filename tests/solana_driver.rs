@@ -80,6 +80,19 @@ async fn solana_driver_cosigns_stores_resends_and_follows_to_finality() {
     let driver = state.drivers.for_chain("sol").expect("a Solana driver");
     assert_eq!(driver.family(), Family::Solana);
 
+    // The node's genesis hash must match the configured CAIP-2 network, as
+    // an EVM node's chain id must: a node of another cluster is refused.
+    use stablerail::server::{probe_chains, ChainProbe};
+    let genesis = rpc(&url, "getGenesisHash", json!([])).await.as_str().unwrap().to_string();
+    let probes = probe_chains(&state.config, &state.registry).await;
+    let sol = probes.iter().find(|(c, _)| c == "sol").map(|(_, p)| p.clone());
+    assert_eq!(sol, Some(ChainProbe::WrongChainId { node: genesis[..32].to_string(), config: "devnet".into() }));
+    let right = std::fs::read_to_string(&path).unwrap().replace("solana:devnet", &format!("solana:{}", &genesis[..32]));
+    let cfg = stablerail::config::Config::parse(&right).unwrap();
+    let registry = stablerail::adapter::Registry::from_config(&cfg, stablerail::server::runtime_for(&cfg, system_clock()).unwrap()).unwrap();
+    let probes = probe_chains(&cfg, &registry).await;
+    assert_eq!(probes.iter().find(|(c, _)| c == "sol").map(|(_, p)| p.clone()), Some(ChainProbe::Ok));
+
     // `keys init` made the Solana service wallets: ed25519, base58 addresses.
     let relayer = driver.address(&Role::Relayer).await.unwrap();
     assert_eq!(relayer, state.keys.address("relayer:solana").await.unwrap());

@@ -172,15 +172,24 @@ impl ChainClient {
         Err(last)
     }
 
-    /// What the node says its chain id is (EVM: `eth_chainId`); `None` for
-    /// families without one.
-    pub async fn chain_id(&self) -> Result<Option<u64>, ChainError> {
-        if self.family != Family::Evm {
-            return Ok(None);
+    /// Which chain the node says it is on, in chains.toml's terms: the EVM
+    /// chain id (`eth_chainId`), or Solana's CAIP-2 reference (the first 32
+    /// characters of `getGenesisHash`); `None` for TRON, whose HTTP API has
+    /// no such answer.
+    pub async fn identity(&self) -> Result<Option<String>, ChainError> {
+        match self.family {
+            Family::Evm => {
+                let v = self.rpc("eth_chainId", json!([])).await?;
+                let id = v.as_str().and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
+                id.map(|id| Some(id.to_string())).ok_or_else(|| ChainError::BadAnswer(format!("eth_chainId answered {v}")))
+            }
+            Family::Solana => {
+                let v = self.rpc("getGenesisHash", json!([])).await?;
+                let hash = v.as_str().filter(|h| h.len() >= 32).ok_or_else(|| ChainError::BadAnswer(format!("getGenesisHash answered {v}")))?;
+                Ok(Some(hash[..32].to_string()))
+            }
+            Family::Tron => Ok(None),
         }
-        let v = self.rpc("eth_chainId", json!([])).await?;
-        let id = v.as_str().and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
-        id.map(Some).ok_or_else(|| ChainError::BadAnswer(format!("eth_chainId answered {v}")))
     }
 
     /// `query` from a blocking thread (adapter calls run on one).

@@ -9,7 +9,7 @@ use anyhow::Context;
 use crate::adapter::{system_clock, Clock, Limits, Registry, Runtime};
 use crate::api::{self, guard::Limiter, AppState, Shared};
 use crate::auth::Pepper;
-use crate::config::Config;
+use crate::config::{Config, Family};
 use crate::db::Db;
 use crate::keys::Keystore;
 use crate::sanctions::SanctionsList;
@@ -64,15 +64,16 @@ pub fn runtime_for(config: &Config, clock: Clock) -> anyhow::Result<Arc<Runtime>
 }
 
 /// What a chain's node said to `eth_chainId`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChainProbe {
     Ok,
     Unreachable,
-    WrongChainId { node: u64, config: u64 },
+    /// The node is on another chain: EVM chain ids, or Solana CAIP-2 references.
+    WrongChainId { node: String, config: String },
 }
 
 impl ChainProbe {
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &'static str {
         match self {
             ChainProbe::Ok => "ok",
             ChainProbe::Unreachable => "unreachable",
@@ -86,9 +87,14 @@ impl ChainProbe {
 pub async fn probe_chains(config: &Config, registry: &Registry) -> Vec<(String, ChainProbe)> {
     let probes = config.exposed_chains().into_iter().filter_map(|name| {
         let client = registry.chain(&name)?;
-        let want = config.chains.get(&name)?.chain_id;
+        let chain = config.chains.get(&name)?;
+        let want = match chain.family {
+            Family::Evm => chain.chain_id.map(|id| id.to_string()),
+            Family::Solana => chain.network().and_then(|n| n.strip_prefix("solana:").map(str::to_string)),
+            Family::Tron => None,
+        };
         Some(async move {
-            let said = tokio::time::timeout(std::time::Duration::from_secs(3), client.chain_id()).await;
+            let said = tokio::time::timeout(std::time::Duration::from_secs(3), client.identity()).await;
             let state = match (said, want) {
                 (Ok(Ok(Some(node))), Some(config)) if node != config => ChainProbe::WrongChainId { node, config },
                 (Ok(Ok(_)), _) => ChainProbe::Ok,
@@ -125,7 +131,7 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
             }
             ChainProbe::Ok => {}
         }
-        state.watch.record(&chain, probe);
+        state.watch.record(&chain, &probe);
     }
     tokio::spawn(crate::watch::probe_withheld(state.clone()));
     tokio::spawn(crate::watch::balances(state.clone()));

@@ -27,7 +27,7 @@ impl Watch {
     }
 
     /// Record a probe; `true` when the chain's exposure changed.
-    pub fn record(&self, chain: &str, probe: ChainProbe) -> bool {
+    pub fn record(&self, chain: &str, probe: &ChainProbe) -> bool {
         let mut down = self.down.write().unwrap();
         match probe {
             ChainProbe::Ok => down.remove(chain),
@@ -50,7 +50,7 @@ pub async fn probe_withheld(state: Shared) {
             continue;
         }
         for (chain, probe) in crate::server::probe_chains(&state.config, &state.registry).await {
-            if state.watch.record(&chain, probe) {
+            if state.watch.record(&chain, &probe) {
                 match probe {
                     ChainProbe::Ok => tracing::info!(chain = %chain, "chain answers; now exposed"),
                     _ => tracing::warn!(chain = %chain, probe = probe.as_str(), "chain withheld"),
