@@ -569,3 +569,18 @@ mod floor_tests {
         assert!(with("chain = \"base\"\n").is_err(), "amount is required");
     }
 }
+
+#[cfg(test)]
+mod transaction_type_tests {
+    use super::{Config, Family, TxType};
+
+    #[test]
+    fn chains_declare_their_transaction_type() {
+        let with = |extra: &str| Config::parse(&format!("[chains.base]\nfamily = \"evm\"\nchain_id = 8453\nroles = [\"payer\"]\n{extra}"));
+        assert_eq!(with("").unwrap().chains["base"].transaction_type, TxType::Eip1559);
+        assert_eq!(with("transaction_type = \"legacy\"\n").unwrap().chains["base"].transaction_type, TxType::Legacy);
+        let err = with("transaction_type = \"type2\"\n").unwrap_err().to_string();
+        assert!(err.contains("transaction_type") && err.contains("eip1559") && err.contains("legacy"), "{err}");
+        assert_eq!(with("").unwrap().families(), [Family::Evm]);
+    }
+}
