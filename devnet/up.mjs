@@ -4,6 +4,7 @@
 //
 //   node up.mjs --dir DIR [--port 18545] [--chains base,arbitrum,polygon,bsc | all]
 //               [--gas 0xA,0xB] [--tokens 0xC,0xD] [--adapters-dir PATH]
+//               [--sol-gas A,B] [--sol-tokens C]   (with `solana` in --chains)
 import fs from "node:fs";
 import path from "node:path";
 import { spawn } from "node:child_process";
@@ -11,6 +12,7 @@ import { createPublicClient, createWalletClient, http, parseEther, toFunctionSel
 import { x402ExactPermit2ProxyABI } from "@x402/evm";
 import { privateKeyToAccount, mnemonicToAccount } from "viem/accounts";
 import { compile } from "./compile.mjs";
+import { startSolana } from "./solana-up.mjs";
 import { multicall3Creation, permit2Runtime, MULTICALL3_ADDRESS, PERMIT2_ADDRESS } from "./canonical.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
@@ -61,7 +63,10 @@ const list = (s) => (s ? s.split(",").filter(Boolean) : []);
 const dir = path.resolve(arg("dir", path.join(here, "..", ".stablerail", "devnet")));
 const basePort = Number(arg("port", "18545"));
 const chosen = arg("chains", "base,arbitrum,polygon,bsc");
-const chains = chosen === "all" ? Object.keys(CHAINS) : list(chosen);
+const requested = chosen === "all" ? Object.keys(CHAINS) : list(chosen);
+// Solana is its own cluster (solana-up.mjs); the rest are anvils.
+const solana = requested.includes("solana");
+const chains = requested.filter((n) => n !== "solana");
 const gas = list(arg("gas", ""));
 const tokens = list(arg("tokens", ""));
 const adaptersDir = path.resolve(arg("adapters-dir", path.join(here, "..", "adapters/target/wasm32-wasip2/release")));
@@ -171,6 +176,10 @@ for (const name of chains) {
   out.chains[name] = { chain_id: c.id, rpc, port, pid: child.pid, fee: c.fee, roles: c.roles ?? ["payer", "target"], legacy: Boolean(c.legacy), assets };
   port += 1;
 }
+if (solana) {
+  out.solana = await startSolana({ dir, port, gas: list(arg("sol-gas", "")), tokens: list(arg("sol-tokens", "")) });
+  port += 1;
+}
 fs.writeFileSync(path.join(dir, "devnet.json"), JSON.stringify(out, null, 2));
 
 // A stablerail config for this devnet: every chain payer and target, every
@@ -219,6 +228,27 @@ decimals = ${a.decimals}
     toml += `domain = "${a.kind === "tether" ? "none" : a.salted ? "salted" : "standard"}"\n`;
     if (a.reset) toml += `params = { reset-allowance-first = "true" }\n`;
   }
+}
+if (out.solana) {
+  const s = out.solana;
+  toml += `
+# Solana: listed for its transport, wallets and balances; off until the
+# solana-spl adapter is built (a chain with nothing it can serve is not exposed).
+[chains.solana]
+family = "solana"
+enabled = false
+caip2 = "${s.caip2}"
+roles = ["payer", "target"]
+rpc_urls = [${JSON.stringify(s.rpc)}]
+native_asset = "sol"
+fee = "0.01"
+
+[chains.solana.assets.usdc]
+state = "unwired"
+scheme = "solana-spl"
+token = "${s.assets.usdc.address}"
+decimals = ${s.assets.usdc.decimals}
+`;
 }
 fs.writeFileSync(path.join(dir, "chains.toml"), toml);
 console.log(JSON.stringify(out));

@@ -217,3 +217,33 @@ fn cosign_of_bytes(tx: &Value) -> Vec<u8> {
     let Submission::SolanaCosign(c) = cosign_of(tx) else { unreachable!() };
     c.transaction
 }
+
+/// `devnet up` with `solana`: a Solana node beside the anvils, a USDC-like
+/// mint, payers holding it, the service's Solana relayer and proxy funded
+/// with SOL and the proxy with tokens, and the cluster's CAIP-2 id in the
+/// generated config.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_devnet_has_a_funded_solana_cluster() {
+    let dn = common::devnet::Devnet::start(23845, "base,solana", "").await;
+    let sol = &dn.info["solana"];
+    let url = sol["rpc"].as_str().unwrap();
+    let mint = sol["assets"]["usdc"]["address"].as_str().unwrap();
+    let genesis = rpc(url, "getGenesisHash", json!([])).await;
+    assert_eq!(sol["caip2"], format!("solana:{}", &genesis.as_str().unwrap()[..32]));
+    let config = std::fs::read_to_string(dn.dir.path().join("chains.toml")).unwrap();
+    assert!(config.contains(&format!("caip2 = {:?}", sol["caip2"].as_str().unwrap())), "{config}");
+    let held = |owner: String| async move {
+        let v = rpc(url, "getTokenAccountsByOwner", json!([owner, { "mint": mint }, { "encoding": "base64" }])).await;
+        let accounts = v["value"].as_array().unwrap().clone();
+        assert_eq!(accounts.len(), 1, "one associated token account");
+        let pubkey = accounts[0]["pubkey"].as_str().unwrap().to_string();
+        rpc(url, "getTokenAccountBalance", json!([pubkey])).await["value"]["uiAmountString"].as_str().unwrap().to_string()
+    };
+    let payer = sol["payers"][0]["address"].as_str().unwrap().to_string();
+    assert_eq!(held(payer.clone()).await, "1000000");
+    assert!(lamports(url, &payer).await > 0);
+    let relayer = dn.state.keys.address("relayer:solana").await.unwrap();
+    let proxy = dn.state.keys.address("proxy:solana").await.unwrap();
+    assert_eq!(lamports(url, &relayer).await, 100_000_000_000);
+    assert_eq!(held(proxy).await, "1000000");
+}

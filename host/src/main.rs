@@ -338,15 +338,21 @@ async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
             let db = stablerail::server::connect(&database).await?;
             // The devnet's config names these files; its wallets exist before
             // the chains start so that they can be funded.
-            let made = stablerail::keys::init(&dir.join("master.key"), &dir.join("pepper"), db, &[stablerail::config::Family::Evm]).await?;
+            use stablerail::config::Family;
+            let with_solana = chains.split(',').any(|c| c == "solana");
+            let families = if with_solana { vec![Family::Evm, Family::Solana] } else { vec![Family::Evm] };
+            let made = stablerail::keys::init(&dir.join("master.key"), &dir.join("pepper"), db, &families).await?;
             let address = |name: &str| made.wallets.iter().find(|w| w.name == name).map(|w| w.address.clone()).unwrap_or_default();
             let (relayer, proxy) = (address(stablerail::keys::RELAYER), address(stablerail::keys::PROXY));
+            let (sol_relayer, sol_proxy) = (address("relayer:solana"), address("proxy:solana"));
             let adapters = std::fs::canonicalize("adapters/target/wasm32-wasip2/release").unwrap_or_else(|_| "adapters".into());
             let out = node(scripts.join("up.mjs"), vec![
                 "--dir".into(), dir.display().to_string(), "--port".into(), port.to_string(), "--chains".into(), chains,
                 // The proxy pays gas too: on Permit2 chains it approves Permit2 once.
                 "--gas".into(), format!("{relayer},{proxy}"), "--tokens".into(), proxy.clone(),
                 "--adapters-dir".into(), adapters.display().to_string(),
+                // Solana: the relayer pays fees, the proxy pays merchants.
+                "--sol-gas".into(), format!("{sol_relayer},{sol_proxy}"), "--sol-tokens".into(), sol_proxy,
             ])?;
             let info: serde_json::Value = serde_json::from_str(out.trim())?;
             let chains: Vec<serde_json::Value> = info["chains"]
@@ -365,6 +371,7 @@ async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
                 "proxy": proxy,
                 "payer": info["payers"][0]["address"],
                 "payer_private_key": info["payers"][0]["private_key"],
+                "solana": info.get("solana").map(|s| json!({ "rpc": s["rpc"], "caip2": s["caip2"], "usdc_mint": s["assets"]["usdc"]["address"] })),
                 "serve": format!("stablerail serve --config {}/chains.toml --database {database}", dir.display()),
                 "demo": format!("node {}/demo.mjs --dir {}", scripts.display(), dir.display()),
             }));

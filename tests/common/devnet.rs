@@ -73,15 +73,20 @@ impl Devnet {
         // The files the devnet's config will name, and the service wallets,
         // before the chains start so that they can be funded.
         let db = stablerail::db::Db::connect(&db_url).await.unwrap();
-        let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone(), &[stablerail::config::Family::Evm]).await.unwrap();
-        let wallet = |name: &str| made.wallets.iter().find(|w| w.name == name).unwrap().address.clone();
+        use stablerail::config::Family;
+        let with_solana = chains.split(',').any(|c| c == "solana");
+        let families = if with_solana { vec![Family::Evm, Family::Solana] } else { vec![Family::Evm] };
+        let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone(), &families).await.unwrap();
+        let wallet = |name: &str| made.wallets.iter().find(|w| w.name == name).map(|w| w.address.clone()).unwrap_or_default();
         let (relayer, proxy) = (wallet(keys::RELAYER), wallet(keys::PROXY));
+        let (sol_relayer, sol_proxy) = (wallet("relayer:solana"), wallet("proxy:solana"));
         db.pool.close().await;
         let out = Command::new("node")
             .arg(devnet_dir().join("up.mjs"))
             .args(["--dir", &dir.path().display().to_string(), "--port", &port.to_string(), "--chains", chains])
             .args(["--gas", &format!("{relayer},{proxy}"), "--tokens", &proxy])
             .args(["--adapters-dir", &super::adapters_dir().display().to_string()])
+            .args(["--sol-gas", &format!("{sol_relayer},{sol_proxy}"), "--sol-tokens", &sol_proxy])
             .output()
             .unwrap();
         assert!(out.status.success(), "devnet up: {}", String::from_utf8_lossy(&out.stderr));
