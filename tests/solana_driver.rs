@@ -174,6 +174,16 @@ async fn solana_driver_cosigns_stores_resends_and_follows_to_finality() {
     let refused = driver.submit("sol", &Role::Relayer, &cosign_of(&t4), row(3), Submit::default()).await;
     assert!(matches!(refused, Err(stablerail::family::SendError::WouldRevert(_))), "{refused:?}");
 
+    // Bad input gets the node's errors, not a crash: bytes that are no
+    // transaction, an unknown method, a body that is not JSON.
+    let garbage = common::devnet::rpc_answer(&url, "sendTransaction", json!(["bm90IGEgdHJhbnNhY3Rpb24=", { "encoding": "base64" }])).await;
+    assert_eq!(garbage["error"]["code"], -32602, "{garbage}");
+    let unknown = common::devnet::rpc_answer(&url, "getEverything", json!([])).await;
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    let text = reqwest::Client::new().post(&url).body("{not json").send().await.unwrap().json::<Value>().await.unwrap();
+    assert_eq!(text["error"]["code"], -32700, "{text}");
+    assert_eq!(rpc(&url, "getHealth", json!([])).await, "ok", "still serving");
+
     // 5. A transaction whose fee-payer slot is not this wallet's is refused.
     let other = craft(&url, "11111111111111111111111111111112", 1);
     let refused = driver.submit("sol", &Role::Relayer, &cosign_of(&other), row(4), Submit::default()).await;
