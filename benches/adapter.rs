@@ -140,7 +140,7 @@ fn bench(c: &mut Criterion) {
         max_timeout_seconds: req.max_timeout_seconds,
         extra: req.extra.clone(),
     };
-    let verify_in_sandbox = || adapter.call(None, |g, s| g.verify(s, &usdc.ctx, &wit_req, &proof)).unwrap().unwrap();
+    let verify_in_sandbox = || adapter.call(None, |g, s| g.verify(s, stablerail::adapter::exports::Context { asset: &usdc.ctx, relayer: None }, &wit_req, &proof)).unwrap().unwrap();
     g.bench_function("adapter", |b| b.iter(verify_in_sandbox));
     g.finish();
 

@@ -1,7 +1,9 @@
-// The devnet's Solana cluster: starts solana.mjs, places a USDC-like mint (6
-// decimals) and each payer's associated token account holding 1,000,000
-// tokens, funds `gas` wallets with SOL and gives `tokens` wallets token
-// accounts with the same holding. Payers are deterministic ed25519 keys.
+// The devnet's Solana cluster: starts solana.mjs and places USDC and USDT
+// mints (6 decimals, the Token program) at their mainnet addresses, so that
+// a config keeps real values. Each payer's associated token accounts hold
+// 1,000,000 of each; `gas` wallets get SOL, `tokens` wallets the same token
+// holdings, `accounts` wallets empty token accounts (a collection wallet
+// must have one to be paid). Payers are deterministic ed25519 keys.
 import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -19,9 +21,22 @@ async function call(rpc, method, params = []) {
   return r.result;
 }
 
+/// Write `owner`'s associated token account for `mint` holding `amount`
+/// (devnet_setAccount, rent-exempt, Token program).
+export async function putTokenAccount(rpc, mint, owner, amount) {
+  const [ata] = await findAssociatedTokenPda({ owner, mint, tokenProgram: TOKEN_PROGRAM_ADDRESS });
+  const data = getTokenEncoder().encode({ mint, owner, amount: BigInt(amount), delegate: none(), state: AccountState.Initialized, isNative: none(), delegatedAmount: 0n, closeAuthority: none() });
+  const lamports = await call(rpc, "getMinimumBalanceForRentExemption", [data.length]);
+  await call(rpc, "devnet_setAccount", [ata, { lamports, owner: TOKEN_PROGRAM_ADDRESS, data: Buffer.from(data).toString("base64") }]);
+  return ata;
+}
+
 const seed = (label) => crypto.createHash("sha256").update(`stablerail devnet solana ${label}`).digest();
 
-export async function startSolana({ dir, port, gas = [], tokens = [], payers = 4 }) {
+// Mainnet mints; the devnet holds their authority.
+const MINTS = { usdc: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", usdt: "Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB" };
+
+export async function startSolana({ dir, port, gas = [], tokens = [], accounts: empty = [], payers = 4 }) {
   const rpc = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, [path.join(here, "solana.mjs"), "--port", String(port)], { detached: true, stdio: "ignore" });
   child.unref();
@@ -35,7 +50,6 @@ export async function startSolana({ dir, port, gas = [], tokens = [], payers = 4
     await new Promise((r) => setTimeout(r, 50));
   }
   const genesis = await call(rpc, "getGenesisHash");
-  const mint = (await createKeyPairSignerFromPrivateKeyBytes(seed("usdc mint"))).address;
   const authority = (await createKeyPairSignerFromPrivateKeyBytes(seed("usdc authority"))).address;
   const rent = async (len) => call(rpc, "getMinimumBalanceForRentExemption", [len]);
   const put = async (address, data) => {
@@ -50,10 +64,10 @@ export async function startSolana({ dir, port, gas = [], tokens = [], payers = 4
     accounts.push({ address: signer.address, seed: s.toString("hex") });
   }
   holders.push(...accounts.map((a) => a.address), ...tokens);
-  await put(mint, getMintEncoder().encode({ mintAuthority: some(authority), supply: HOLDING * BigInt(holders.length), decimals: DECIMALS, isInitialized: true, freezeAuthority: none() }));
-  for (const owner of holders) {
-    const [ata] = await findAssociatedTokenPda({ owner, mint, tokenProgram: TOKEN_PROGRAM_ADDRESS });
-    await put(ata, getTokenEncoder().encode({ mint, owner, amount: HOLDING, delegate: none(), state: AccountState.Initialized, isNative: none(), delegatedAmount: 0n, closeAuthority: none() }));
+  for (const mint of Object.values(MINTS)) {
+    await put(mint, getMintEncoder().encode({ mintAuthority: some(authority), supply: HOLDING * BigInt(holders.length), decimals: DECIMALS, isInitialized: true, freezeAuthority: none() }));
+    const owners = [...holders.map((o) => [o, HOLDING]), ...empty.map((o) => [o, 0n])];
+    for (const [owner, amount] of owners) await putTokenAccount(rpc, mint, owner, amount);
   }
   for (const a of [...accounts.map((a) => a.address), ...gas]) await call(rpc, "requestAirdrop", [a, 100_000_000_000]);
   return {
@@ -63,6 +77,6 @@ export async function startSolana({ dir, port, gas = [], tokens = [], payers = 4
     genesis,
     caip2: `solana:${genesis.slice(0, 32)}`,
     payers: accounts,
-    assets: { usdc: { address: mint, decimals: DECIMALS } },
+    assets: Object.fromEntries(Object.entries(MINTS).map(([k, address]) => [k, { address, decimals: DECIMALS }])),
   };
 }

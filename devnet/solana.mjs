@@ -7,8 +7,12 @@
 // for without `maxSupportedTransactionVersion`; an old signature status
 // without `searchTransactionHistory`.
 //
-//   node solana.mjs --port 18899 [--slot-ms 400] [--ready FILE]
+//   node solana.mjs --port 18899 [--slot-ms 400] [--genesis HASH] [--ready FILE]
 //
+// The genesis hash (and so the CAIP-2 id) is mainnet's unless told
+// otherwise, as the anvils take mainnet chain ids: clients such as
+// @x402/svm serve only the public clusters' ids, and a config keeps real
+// values.
 // Slots advance on a timer; each slot has a fresh blockhash, valid for 150
 // blocks as on mainnet. `devnet_advanceSlots` (not a real method, like
 // anvil's `anvil_*`) moves time on for tests; `devnet_setAccount` writes an
@@ -32,6 +36,7 @@ const arg = (name, fallback) => {
 };
 const port = Number(arg("port", "18899"));
 const slotMs = Number(arg("slot-ms", "400"));
+const genesis = arg("genesis", "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d");
 const VALID_BLOCKS = 150n;
 const STATUS_CACHE_SLOTS = 150n;
 const FINALIZED_AFTER = 32n;
@@ -51,7 +56,6 @@ let height = 1n;
 const valid = new Map(); // blockhash -> last valid block height
 const processed = new Map(); // signature -> { slot, err, tx, meta }
 const known = new Set(); // accounts seen, for getTokenAccountsByOwner
-let genesis = null;
 
 function newBlock() {
   slot += 1n;
@@ -60,7 +64,6 @@ function newBlock() {
   svm.expireBlockhash();
   const hash = svm.latestBlockhash();
   valid.set(hash, height + VALID_BLOCKS);
-  genesis ??= hash;
   for (const [h, last] of valid) if (last < height) valid.delete(h);
 }
 newBlock();

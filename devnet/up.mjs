@@ -4,7 +4,7 @@
 //
 //   node up.mjs --dir DIR [--port 18545] [--chains base,arbitrum,polygon,bsc | all]
 //               [--gas 0xA,0xB] [--tokens 0xC,0xD] [--adapters-dir PATH]
-//               [--sol-gas A,B] [--sol-tokens C]   (with `solana` in --chains)
+//               [--sol-gas A,B] [--sol-tokens C] [--sol-accounts D]   (with `solana` in --chains)
 import fs from "node:fs";
 import path from "node:path";
 import { spawn } from "node:child_process";
@@ -177,7 +177,7 @@ for (const name of chains) {
   port += 1;
 }
 if (solana) {
-  out.solana = await startSolana({ dir, port, gas: list(arg("sol-gas", "")), tokens: list(arg("sol-tokens", "")) });
+  out.solana = await startSolana({ dir, port, gas: list(arg("sol-gas", "")), tokens: list(arg("sol-tokens", "")), accounts: list(arg("sol-accounts", "")) });
   port += 1;
 }
 fs.writeFileSync(path.join(dir, "devnet.json"), JSON.stringify(out, null, 2));
@@ -231,24 +231,26 @@ decimals = ${a.decimals}
 }
 if (out.solana) {
   const s = out.solana;
+  toml = toml.replace(`permit2 = "permit2.wasm"\n`, `permit2 = "permit2.wasm"\nsolana-spl = "solana_spl.wasm"\n`);
   toml += `
-# Solana: listed for its transport, wallets and balances; off until the
-# solana-spl adapter is built (a chain with nothing it can serve is not exposed).
 [chains.solana]
 family = "solana"
-enabled = false
 caip2 = "${s.caip2}"
 roles = ["payer", "target"]
 rpc_urls = [${JSON.stringify(s.rpc)}]
+explorer_tx_url = "https://explorer.solana.com/tx/{tx}?cluster=custom&customUrl=${encodeURIComponent(s.rpc)}"
 native_asset = "sol"
 fee = "0.01"
-
-[chains.solana.assets.usdc]
-state = "unwired"
-scheme = "solana-spl"
-token = "${s.assets.usdc.address}"
-decimals = ${s.assets.usdc.decimals}
 `;
+  for (const [key, a] of Object.entries(s.assets)) {
+    toml += `
+[chains.solana.assets.${key}]
+state = "live"
+scheme = "solana-spl"
+token = "${a.address}"
+decimals = ${a.decimals}
+`;
+  }
 }
 fs.writeFileSync(path.join(dir, "chains.toml"), toml);
 console.log(JSON.stringify(out));

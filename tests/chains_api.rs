@@ -138,10 +138,11 @@ async fn shipped_config_serves_and_refuses_tron_without_its_adapter() {
     let state = stablerail::server::build_state(&path, "sqlite::memory:", system_clock()).await.unwrap();
     let resp = stablerail::api::router(state).oneshot(Request::get("/api/chains").body(Body::empty()).unwrap()).await.unwrap();
     let listed: Value = serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
-    // The spec's whole EVM matrix: skale-base and megaeth pay, never receive.
+    // The spec's whole EVM matrix (skale-base and megaeth pay, never
+    // receive) and Solana on both sides.
     assert_eq!(listed, json!({
-        "chains": ["arbitrum", "base", "bsc", "ethereum", "hyperevm", "megaeth", "monad", "polygon", "skale-base"],
-        "target_chains": ["arbitrum", "base", "bsc", "ethereum", "hyperevm", "monad", "polygon"],
+        "chains": ["arbitrum", "base", "bsc", "ethereum", "hyperevm", "megaeth", "monad", "polygon", "skale-base", "solana"],
+        "target_chains": ["arbitrum", "base", "bsc", "ethereum", "hyperevm", "monad", "polygon", "solana"],
     }));
 
     // Turning TRON on asks for the TRON adapter, which this build does not ship.

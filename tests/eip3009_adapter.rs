@@ -266,7 +266,8 @@ fn authorize_and_assemble_round_trip() {
         valid_before: now + 300,
         nonce: vec![7u8; 32],
     };
-    let SigningRequest::Eip712Digest(digest) = common::wait(f.usdc.authorize(&transfer)).unwrap().unwrap() else {
+    let request = common::wait(f.usdc.authorize(&transfer)).unwrap().unwrap();
+    let SigningRequest::Eip712Digest(digest) = request.clone() else {
         panic!("EIP-3009 asks for an EIP-712 digest")
     };
     // The digest is the standard one: the same struct hashed by alloy here.
@@ -282,7 +283,7 @@ fn authorize_and_assemble_round_trip() {
     assert_eq!(digest, expected.to_vec());
 
     let sig = f.payer.sign_hash_sync(&B256::from_slice(&digest)).unwrap();
-    let proof = common::wait(f.usdc.assemble(&req, &transfer, sig.as_bytes().to_vec())).unwrap().expect("assembles");
+    let proof = common::wait(f.usdc.assemble(&req, &transfer, &request, sig.as_bytes().to_vec())).unwrap().expect("assembles");
     let paid = common::wait(f.usdc.verify(&req, &proof)).unwrap().expect("assembled proof verifies");
     assert_eq!(paid.amount, "2500000");
 }

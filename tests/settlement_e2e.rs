@@ -66,12 +66,8 @@ async fn public_flow_settles_across_chains() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn agent_execute_settles_from_its_hosted_wallet() {
     let dn = Devnet::start(21645, "base,arbitrum", "").await;
-    let now = stablerail::intent::now_ms();
-    let account = stablerail::store::agents::create_account(&dn.state.db, "acme", now).await.unwrap();
-    let agent = stablerail::store::agents::create_agent(&dn.state.db, Some(&account), "bot", now).await.unwrap();
-    let creds = stablerail::auth::issue_keys(&dn.state.db, &dn.state.pepper, &agent.id, now).await.unwrap();
-    let auth = format!("Bearer {}", creds.bearer());
-    let wallet = dn.state.keys.address(&keys::agent_key(&agent.id)).await.unwrap();
+    let (agent, auth) = dn.agent().await;
+    let wallet = dn.state.keys.address(&keys::agent_key(&agent)).await.unwrap();
     dn.mint("base", &wallet, U256::from(100_000_000u64)).await;
     dn.mint("arbitrum", &wallet, U256::from(100_000_000u64)).await;
     let (_, me) = dn.call("GET", "/v2/me", None, &[("authorization", &auth)]).await;

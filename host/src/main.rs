@@ -344,15 +344,17 @@ async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
             let made = stablerail::keys::init(&dir.join("master.key"), &dir.join("pepper"), db, &families).await?;
             let address = |name: &str| made.wallets.iter().find(|w| w.name == name).map(|w| w.address.clone()).unwrap_or_default();
             let (relayer, proxy) = (address(stablerail::keys::RELAYER), address(stablerail::keys::PROXY));
-            let (sol_relayer, sol_proxy) = (address("relayer:solana"), address("proxy:solana"));
+            let (sol_relayer, sol_proxy, sol_collection) = (address("relayer:solana"), address("proxy:solana"), address("collection:solana"));
             let adapters = std::fs::canonicalize("adapters/target/wasm32-wasip2/release").unwrap_or_else(|_| "adapters".into());
             let out = node(scripts.join("up.mjs"), vec![
                 "--dir".into(), dir.display().to_string(), "--port".into(), port.to_string(), "--chains".into(), chains,
                 // The proxy pays gas too: on Permit2 chains it approves Permit2 once.
                 "--gas".into(), format!("{relayer},{proxy}"), "--tokens".into(), proxy.clone(),
                 "--adapters-dir".into(), adapters.display().to_string(),
-                // Solana: the relayer pays fees, the proxy pays merchants.
+                // Solana: the relayer pays fees, the proxy pays merchants, the
+                // collection wallet is paid into its token accounts.
                 "--sol-gas".into(), format!("{sol_relayer},{sol_proxy}"), "--sol-tokens".into(), sol_proxy,
+                "--sol-accounts".into(), sol_collection,
             ])?;
             let info: serde_json::Value = serde_json::from_str(out.trim())?;
             let chains: Vec<serde_json::Value> = info["chains"]

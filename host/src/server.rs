@@ -32,6 +32,15 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
     let (config, registry) = (Arc::new(config), Arc::new(registry));
     let drivers = Arc::new(crate::family::Drivers::new(config.clone(), registry.clone(), db.clone(), keys.clone()));
+    // Adapters are told the relayer's address (Solana: the fee payer payers
+    // name). Without keys yet, `serve` refuses to start anyway.
+    for family in config.families() {
+        if let Some(driver) = drivers.of(family) {
+            if let Ok(address) = driver.address(&crate::keys::Role::Relayer).await {
+                registry.set_relayer(family, &address);
+            }
+        }
+    }
     Ok(Arc::new(AppState {
         config,
         registry,
@@ -138,8 +147,8 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     let every = std::time::Duration::from_secs(state.config.service.sweep_interval_seconds.max(1));
     tokio::spawn(crate::sweeper::run(state.db.clone(), every));
     Engine::new(state.engine_deps()).spawn(state.config.service.settlement_workers);
-    for name in [crate::keys::RELAYER, crate::keys::COLLECTION, crate::keys::PROXY] {
-        tracing::info!(wallet = name, address = %state.keys.address(name).await?, "service wallet");
+    for name in crate::keys::service_wallets(&state.config.families()) {
+        tracing::info!(wallet = %name, address = %state.keys.address(&name).await?, "service wallet");
     }
     tracing::info!(
         allocator = state.registry.runtime.allocator,

@@ -79,14 +79,14 @@ impl Devnet {
         let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone(), &families).await.unwrap();
         let wallet = |name: &str| made.wallets.iter().find(|w| w.name == name).map(|w| w.address.clone()).unwrap_or_default();
         let (relayer, proxy) = (wallet(keys::RELAYER), wallet(keys::PROXY));
-        let (sol_relayer, sol_proxy) = (wallet("relayer:solana"), wallet("proxy:solana"));
+        let (sol_relayer, sol_proxy, sol_collection) = (wallet("relayer:solana"), wallet("proxy:solana"), wallet("collection:solana"));
         db.pool.close().await;
         let out = Command::new("node")
             .arg(devnet_dir().join("up.mjs"))
             .args(["--dir", &dir.path().display().to_string(), "--port", &port.to_string(), "--chains", chains])
             .args(["--gas", &format!("{relayer},{proxy}"), "--tokens", &proxy])
             .args(["--adapters-dir", &super::adapters_dir().display().to_string()])
-            .args(["--sol-gas", &format!("{sol_relayer},{sol_proxy}"), "--sol-tokens", &sol_proxy])
+            .args(["--sol-gas", &format!("{sol_relayer},{sol_proxy}"), "--sol-tokens", &sol_proxy, "--sol-accounts", &sol_collection])
             .output()
             .unwrap();
         assert!(out.status.success(), "devnet up: {}", String::from_utf8_lossy(&out.stderr));
@@ -290,6 +290,45 @@ impl Devnet {
         (done, proof)
     }
 
+    /// A new agent of a new account: (agent id, `Authorization` header value).
+    pub async fn agent(&self) -> (String, String) {
+        let now = stablerail::intent::now_ms();
+        let account = stablerail::store::agents::create_account(&self.state.db, "acme", now).await.unwrap();
+        let agent = stablerail::store::agents::create_agent(&self.state.db, Some(&account), "bot", now).await.unwrap();
+        let creds = stablerail::auth::issue_keys(&self.state.db, &self.state.pepper, &agent.id, now).await.unwrap();
+        (agent.id, format!("Bearer {}", creds.bearer()))
+    }
+
+    /// Solana payer `n`: (address, ed25519 seed hex).
+    pub fn sol_payer(&self, n: usize) -> (String, String) {
+        let p = &self.info["solana"]["payers"][n];
+        (p["address"].as_str().unwrap().into(), p["seed"].as_str().unwrap().into())
+    }
+
+    pub fn sol_rpc(&self) -> String {
+        self.info["solana"]["rpc"].as_str().unwrap().to_string()
+    }
+
+    pub fn sol_mint(&self, asset: &str) -> String {
+        self.info["solana"]["assets"][asset]["address"].as_str().unwrap().to_string()
+    }
+
+    /// What `owner` holds of the Solana `asset`, over all its token accounts.
+    pub async fn sol_balance(&self, asset: &str, owner: &str) -> u64 {
+        let v = rpc(&self.sol_rpc(), "getTokenAccountsByOwner", json!([owner, { "mint": self.sol_mint(asset) }, { "encoding": "base64" }])).await;
+        let mut total = 0;
+        for a in v["value"].as_array().unwrap() {
+            let b = rpc(&self.sol_rpc(), "getTokenAccountBalance", json!([a["pubkey"]])).await;
+            total += b["value"]["amount"].as_str().unwrap().parse::<u64>().unwrap();
+        }
+        total
+    }
+
+    /// Set `owner`'s token account for the Solana `asset` to hold `amount`.
+    pub fn sol_fund(&self, owner: &str, asset: &str, amount: u64) {
+        node("sol-fund.mjs", &["--rpc", &self.sol_rpc(), "--owner", owner, "--mint", &self.sol_mint(asset), "--amount", &amount.to_string()], "");
+    }
+
     pub async fn wait_status(&self, id: &str, want: &str) -> Value {
         for _ in 0..600 {
             let (_, v) = self.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
@@ -339,6 +378,15 @@ pub fn x402_pay_on(requirements: &Value, private_key: &str, rpc: &str) -> String
 pub fn craft(requirements: &Value, private_key: &str, rpc: &str, case: &str) -> String {
     let input = json!({ "requirements": requirements, "key": private_key, "rpc": rpc, "case": case });
     node("craft.mjs", &[], &input.to_string())
+}
+
+/// A Solana payment of `requirements` by the payer with ed25519 `seed`:
+/// the real @x402/svm client, or with `case` a hand-built transaction with
+/// that fault (devnet/sol-pay.mjs). Returns the settle_proof.
+pub fn sol_pay(requirements: &Value, seed: &str, rpc: &str, case: Option<&str>) -> String {
+    let mut args = vec![seed, rpc];
+    args.extend(case);
+    node("sol-pay.mjs", &args, &requirements.to_string())
 }
 
 /// The PaymentPayload inside a settle_proof.

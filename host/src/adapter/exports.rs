@@ -1,7 +1,7 @@
 //! Where adapter interface versions meet the host: every export is called
-//! against the version the component was built for, and 0.2.0's own types
-//! are converted from and to the host's (0.1.0's records) here and nowhere
-//! else.
+//! against the version the component was built for, and the later versions'
+//! own types are converted from and to the host's (0.1.0's records) here and
+//! nowhere else.
 
 use alloy_primitives::{hex, keccak256};
 use wasmtime::Store;
@@ -10,84 +10,106 @@ use super::bindings::types as wit;
 use super::bindings::v0_1::exports::stablerail::adapter::scheme::Guest as V0_1;
 use super::bindings::v0_2::exports::stablerail::adapter0_2_0::scheme::Guest as V0_2;
 use super::bindings::v0_2::stablerail::adapter0_2_0::types as wit2;
+use super::bindings::v0_3::exports::stablerail::adapter0_3_0::scheme::Guest as V0_3;
+use super::bindings::v0_3::stablerail::adapter0_3_0::types as wit3;
 use super::HostState;
 
 /// The interface versions this host links, newest last.
-pub const VERSIONS: [&str; 2] = ["0.1.0", "0.2.0"];
+pub const VERSIONS: [&str; 3] = ["0.1.0", "0.2.0", "0.3.0"];
 
 /// One instance's `scheme` export, at its version.
 pub enum Exports<'a> {
     V0_1(&'a V0_1),
     V0_2(&'a V0_2),
+    V0_3(&'a V0_3),
 }
 
 type S<'a> = &'a mut Store<HostState>;
+
+/// What the host knows of one (chain, asset) for a call: the configured
+/// context (0.1.0's record) and the host's relayer on that chain, which
+/// 0.3.0 adapters are told.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    pub asset: &'a wit::AssetContext,
+    pub relayer: Option<&'a str>,
+}
+
 type Call<T> = wasmtime::Result<T>;
 
-/// Same call, both versions; `$ctx` converted for 0.2.0.
-macro_rules! both {
+/// Same call, every version; `$ctx` converted for 0.2.0 and later.
+macro_rules! all {
     ($self:ident, $s:ident, $f:ident ( $($arg:expr),* )) => {
         match $self {
             Exports::V0_1(g) => g.$f($s, $($arg),*),
             Exports::V0_2(g) => g.$f($s, $($arg),*),
+            Exports::V0_3(g) => g.$f($s, $($arg),*),
         }
     };
     ($self:ident, $s:ident, $ctx:ident, $f:ident ( $($arg:expr),* )) => {
         match $self {
-            Exports::V0_1(g) => g.$f($s, $ctx, $($arg),*),
-            Exports::V0_2(g) => g.$f($s, &context(&$ctx), $($arg),*),
+            Exports::V0_1(g) => g.$f($s, $ctx.asset, $($arg),*),
+            Exports::V0_2(g) => g.$f($s, &context_0_2($ctx.asset), $($arg),*),
+            Exports::V0_3(g) => g.$f($s, &context_0_3($ctx), $($arg),*),
         }
     };
 }
 
 impl Exports<'_> {
     pub fn describe(&self, s: S) -> Call<wit::Description> {
-        both!(self, s, call_describe())
+        all!(self, s, call_describe())
     }
 
     pub fn normalize_address(&self, s: S, family: wit::Family, address: &str) -> Call<Result<String, wit::AdapterError>> {
-        both!(self, s, call_normalize_address(family, address))
+        all!(self, s, call_normalize_address(family, address))
     }
 
     pub fn to_base_units(&self, s: S, amount: &str, decimals: u8) -> Call<Result<String, wit::AdapterError>> {
-        both!(self, s, call_to_base_units(amount, decimals))
+        all!(self, s, call_to_base_units(amount, decimals))
     }
 
-    pub fn requirements(&self, s: S, ctx: &wit::AssetContext, terms: &wit::Terms) -> Call<Result<wit::PaymentRequirements, wit::AdapterError>> {
-        both!(self, s, ctx, call_requirements(terms))
+    pub fn requirements(&self, s: S, ctx: Context, terms: &wit::Terms) -> Call<Result<wit::PaymentRequirements, wit::AdapterError>> {
+        all!(self, s, ctx, call_requirements(terms))
     }
 
-    pub fn verify(&self, s: S, ctx: &wit::AssetContext, req: &wit::PaymentRequirements, proof: &str) -> Call<Result<wit::VerifiedPayment, wit::ProofError>> {
-        both!(self, s, ctx, call_verify(req, proof))
+    pub fn verify(&self, s: S, ctx: Context, req: &wit::PaymentRequirements, proof: &str) -> Call<Result<wit::VerifiedPayment, wit::ProofError>> {
+        all!(self, s, ctx, call_verify(req, proof))
     }
 
-    pub fn preflight(&self, s: S, ctx: &wit::AssetContext, payment: &wit::VerifiedPayment) -> Call<Result<(), wit::ProofError>> {
-        both!(self, s, ctx, call_preflight(payment))
+    pub fn preflight(&self, s: S, ctx: Context, payment: &wit::VerifiedPayment) -> Call<Result<(), wit::ProofError>> {
+        all!(self, s, ctx, call_preflight(payment))
     }
 
-    pub fn settle(&self, s: S, ctx: &wit::AssetContext, req: &wit::PaymentRequirements, proof: &str) -> Call<Result<Vec<wit::SettleStep>, wit::ProofError>> {
-        both!(self, s, ctx, call_settle(req, proof))
+    pub fn settle(&self, s: S, ctx: Context, req: &wit::PaymentRequirements, proof: &str) -> Call<Result<Vec<wit::SettleStep>, wit::ProofError>> {
+        all!(self, s, ctx, call_settle(req, proof))
     }
 
-    pub fn read_receipt(&self, s: S, ctx: &wit::AssetContext, payment: &wit::VerifiedPayment, receipt: &str) -> Call<Result<wit::ReceiptStatus, wit::AdapterError>> {
-        both!(self, s, ctx, call_read_receipt(payment, receipt))
+    pub fn read_receipt(&self, s: S, ctx: Context, payment: &wit::VerifiedPayment, receipt: &str) -> Call<Result<wit::ReceiptStatus, wit::AdapterError>> {
+        all!(self, s, ctx, call_read_receipt(payment, receipt))
     }
 
-    pub fn authorize(&self, s: S, ctx: &wit::AssetContext, transfer: &wit::Transfer) -> Call<Result<wit::SigningRequest, wit::AdapterError>> {
-        both!(self, s, ctx, call_authorize(transfer))
+    pub fn authorize(&self, s: S, ctx: Context, transfer: &wit::Transfer) -> Call<Result<wit::SigningRequest, wit::AdapterError>> {
+        all!(self, s, ctx, call_authorize(transfer))
     }
 
     /// A wallet's one-time setup as settle steps. 0.1.0 adapters answer
     /// with EVM calls, which become steps labelled by their calldata.
-    pub fn prepare_sender(&self, s: S, ctx: &wit::AssetContext, sender: &str, amount: &str) -> Call<Result<Vec<wit::SettleStep>, wit::AdapterError>> {
+    pub fn prepare_sender(&self, s: S, ctx: Context, sender: &str, amount: &str) -> Call<Result<Vec<wit::SettleStep>, wit::AdapterError>> {
         match self {
-            Exports::V0_1(g) => Ok(g.call_prepare_sender(s, ctx, sender, amount)?.map(|calls| calls.into_iter().map(setup_step).collect())),
-            Exports::V0_2(g) => g.call_prepare_sender(s, &context(ctx), sender, amount),
+            Exports::V0_1(g) => Ok(g.call_prepare_sender(s, ctx.asset, sender, amount)?.map(|calls| calls.into_iter().map(setup_step).collect())),
+            Exports::V0_2(g) => g.call_prepare_sender(s, &context_0_2(ctx.asset), sender, amount),
+            Exports::V0_3(g) => g.call_prepare_sender(s, &context_0_3(ctx), sender, amount),
         }
     }
 
-    pub fn assemble(&self, s: S, ctx: &wit::AssetContext, req: &wit::PaymentRequirements, transfer: &wit::Transfer, signature: &[u8]) -> Call<Result<String, wit::AdapterError>> {
-        both!(self, s, ctx, call_assemble(req, transfer, signature))
+    /// Before 0.3.0 an adapter rebuilt what it asked to be signed from the
+    /// transfer; from 0.3.0 it is handed the request back.
+    pub fn assemble(&self, s: S, ctx: Context, req: &wit::PaymentRequirements, transfer: &wit::Transfer, request: &wit::SigningRequest, signature: &[u8]) -> Call<Result<String, wit::AdapterError>> {
+        match self {
+            Exports::V0_1(g) => g.call_assemble(s, ctx.asset, req, transfer, signature),
+            Exports::V0_2(g) => g.call_assemble(s, &context_0_2(ctx.asset), req, transfer, signature),
+            Exports::V0_3(g) => g.call_assemble(s, &context_0_3(ctx), req, transfer, request, signature),
+        }
     }
 }
 
@@ -98,16 +120,7 @@ fn setup_step(call: wit::EvmCall) -> wit::SettleStep {
 
 /// The host's asset context as 0.2.0 has it: the EIP-712 domain as one
 /// optional record.
-fn context(c: &wit::AssetContext) -> wit2::AssetContext {
-    let shape = match c.domain {
-        wit::DomainKind::Standard => Some(wit2::DomainShape::Standard),
-        wit::DomainKind::Salted => Some(wit2::DomainShape::Salted),
-        wit::DomainKind::None => None,
-    };
-    let eip712 = match (&c.eip712_name, &c.eip712_version, shape) {
-        (Some(name), Some(version), Some(shape)) => Some(wit2::Eip712Domain { name: name.clone(), version: version.clone(), shape }),
-        _ => None,
-    };
+fn context_0_2(c: &wit::AssetContext) -> wit2::AssetContext {
     wit2::AssetContext {
         chain: c.chain.clone(),
         network: c.network.clone(),
@@ -116,7 +129,36 @@ fn context(c: &wit::AssetContext) -> wit2::AssetContext {
         asset: c.asset.clone(),
         token: c.token.clone(),
         decimals: c.decimals,
-        eip712,
+        eip712: eip712(c),
         params: c.params.clone(),
+    }
+}
+
+/// 0.3.0's: 0.2.0's and the relayer.
+fn context_0_3(c: Context) -> wit3::AssetContext {
+    let a = c.asset;
+    wit3::AssetContext {
+        chain: a.chain.clone(),
+        network: a.network.clone(),
+        family: a.family,
+        chain_id: a.chain_id,
+        asset: a.asset.clone(),
+        token: a.token.clone(),
+        decimals: a.decimals,
+        eip712: eip712(a),
+        relayer: c.relayer.map(str::to_string),
+        params: a.params.clone(),
+    }
+}
+
+fn eip712(c: &wit::AssetContext) -> Option<wit2::Eip712Domain> {
+    let shape = match c.domain {
+        wit::DomainKind::Standard => wit2::DomainShape::Standard,
+        wit::DomainKind::Salted => wit2::DomainShape::Salted,
+        wit::DomainKind::None => return None,
+    };
+    match (&c.eip712_name, &c.eip712_version) {
+        (Some(name), Some(version)) => Some(wit2::Eip712Domain { name: name.clone(), version: version.clone(), shape }),
+        _ => None,
     }
 }

@@ -19,7 +19,7 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store, Trap};
 
 use bindings::types as wit;
-use bindings::{v0_1, v0_2};
+use bindings::{v0_1, v0_2, v0_3};
 use crate::chain::ChainClient;
 pub use exports::Exports;
 
@@ -74,7 +74,7 @@ impl Runtime {
         let (engine, allocator) = engine::build(limits.memory_bytes);
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        // 0.2.0 imports 0.1.0's interfaces: one linker serves both versions.
+        // Every version imports 0.1.0's interfaces: one linker serves them all.
         v0_1::Adapter::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
         Ok(Arc::new(Runtime { engine, linker, limits, cache_dir, clock, allocator }))
     }
@@ -109,7 +109,8 @@ impl Runtime {
         let misfit = |e: wasmtime::Error| invalid(format!("does not export stablerail:adapter/scheme@{version} as this host knows it: {e:#}"));
         let pre = match *version {
             "0.1.0" => Pre::V0_1(v0_1::AdapterPre::new(pre).map_err(misfit)?),
-            _ => Pre::V0_2(v0_2::AdapterPre::new(pre).map_err(misfit)?),
+            "0.2.0" => Pre::V0_2(v0_2::AdapterPre::new(pre).map_err(misfit)?),
+            _ => Pre::V0_3(v0_3::AdapterPre::new(pre).map_err(misfit)?),
         };
         let name: Arc<str> = file.file_name().map(|n| n.to_string_lossy().into()).unwrap_or_else(|| "adapter".into());
         let mut adapter = Adapter {
@@ -134,6 +135,7 @@ impl Runtime {
 enum Pre {
     V0_1(v0_1::AdapterPre<HostState>),
     V0_2(v0_2::AdapterPre<HostState>),
+    V0_3(v0_3::AdapterPre<HostState>),
 }
 
 /// One loaded adapter, ready to be instantiated per call.
@@ -171,6 +173,10 @@ impl Adapter {
                 Pre::V0_2(pre) => {
                     let instance = pre.instantiate(&mut store)?;
                     f(Exports::V0_2(instance.stablerail_adapter0_2_0_scheme()), &mut store)
+                }
+                Pre::V0_3(pre) => {
+                    let instance = pre.instantiate(&mut store)?;
+                    f(Exports::V0_3(instance.stablerail_adapter0_3_0_scheme()), &mut store)
                 }
             });
         outcome.map_err(|e| self.classify(e, &store))

@@ -25,6 +25,8 @@ pub struct AssetAdapter {
     pub adapter: Arc<Adapter>,
     pub ctx: wit::AssetContext,
     pub chain: Arc<ChainClient>,
+    /// The host's relayer on this chain, once keys are loaded.
+    relayer: std::sync::OnceLock<String>,
 }
 
 pub struct Registry {
@@ -77,7 +79,7 @@ impl Registry {
             let ctx = asset_context(chain_id, chain, asset_key, asset);
             assets.insert(
                 (chain_id.to_string(), asset_key.to_string()),
-                Arc::new(AssetAdapter { adapter, ctx, chain: client }),
+                Arc::new(AssetAdapter { adapter, ctx, chain: client, relayer: Default::default() }),
             );
         }
         // Every exposed chain gets its transport, served assets or not: the
@@ -98,6 +100,16 @@ impl Registry {
     pub fn any_for_family(&self, family: config::Family) -> Option<Arc<AssetAdapter>> {
         let family = wit_family(family);
         self.assets.values().find(|a| a.ctx.family == family).cloned()
+    }
+
+    /// Tell every served asset of `family` the host's relayer address there
+    /// (0.3.0 adapters receive it in their context). Set once, at start-up,
+    /// after the keystore is open; later calls change nothing.
+    pub fn set_relayer(&self, family: config::Family, address: &str) {
+        let family = wit_family(family);
+        for a in self.assets.values().filter(|a| a.ctx.family == family) {
+            let _ = a.relayer.set(address.to_string());
+        }
     }
 
     /// The adapter serving (chain, asset), if that pair is served.
@@ -194,13 +206,14 @@ impl AssetAdapter {
     async fn call<R: Send + 'static>(
         self: &Arc<Self>,
         function: &'static str,
-        f: impl FnOnce(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, &wit::AssetContext) -> wasmtime::Result<R> + Send + 'static,
+        f: impl FnOnce(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, super::exports::Context) -> wasmtime::Result<R> + Send + 'static,
     ) -> Result<R, CallError> {
         let me = self.clone();
         let name = self.adapter.name.clone();
         tokio::task::spawn_blocking(move || {
             let started = std::time::Instant::now();
-            let answer = me.adapter.call(Some(me.chain.clone()), |g, s| f(g, s, &me.ctx));
+            let ctx = super::exports::Context { asset: &me.ctx, relayer: me.relayer.get().map(String::as_str) };
+            let answer = me.adapter.call(Some(me.chain.clone()), |g, s| f(g, s, ctx));
             let outcome = match &answer {
                 Ok(_) => "ok",
                 Err(CallError::OutOfFuel(_)) => "out_of_fuel",
@@ -222,7 +235,7 @@ impl AssetAdapter {
 
     pub async fn to_base_units(self: &Arc<Self>, amount: &str) -> Result<Result<String, p::AdapterError>, CallError> {
         let amount = amount.to_string();
-        let r = self.call("to-base-units", move |g, s, ctx| g.to_base_units(s, &amount, ctx.decimals)).await?;
+        let r = self.call("to-base-units", move |g, s, ctx| g.to_base_units(s, &amount, ctx.asset.decimals)).await?;
         Ok(convert::answer(r))
     }
 
@@ -268,9 +281,9 @@ impl AssetAdapter {
         Ok(r.map(|steps| steps.into_iter().map(Into::into).collect()).map_err(Into::into))
     }
 
-    pub async fn assemble(self: &Arc<Self>, req: &p::PaymentRequirements, transfer: &p::Transfer, signature: Vec<u8>) -> Result<Result<String, p::AdapterError>, CallError> {
-        let (req, transfer) = (convert::requirements(req), convert::transfer(transfer));
-        let r = self.call("assemble", move |g, s, ctx| g.assemble(s, ctx, &req, &transfer, &signature)).await?;
+    pub async fn assemble(self: &Arc<Self>, req: &p::PaymentRequirements, transfer: &p::Transfer, request: &p::SigningRequest, signature: Vec<u8>) -> Result<Result<String, p::AdapterError>, CallError> {
+        let (req, transfer, request) = (convert::requirements(req), convert::transfer(transfer), convert::signing_request(request));
+        let r = self.call("assemble", move |g, s, ctx| g.assemble(s, ctx, &req, &transfer, &request, &signature)).await?;
         Ok(convert::answer(r))
     }
 }

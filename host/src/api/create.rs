@@ -205,7 +205,7 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<views:
         Some(a) => a,
         None => s
             .keys
-            .address(crate::keys::COLLECTION)
+            .address(&crate::keys::Role::Collection.key_name(cfg.chains[&payer_chain].family))
             .await
             .map_err(|e| ApiError::Internal(format!("collection wallet: {e:#}")))?,
     };
@@ -283,8 +283,8 @@ async fn refuse_unreceivable(s: &Shared, chain: &str, asset: &str, recipient: &s
         return Err(bad("invalid recipient address format: the token contract cannot receive payments"));
     }
     let mut own = vec![];
-    for name in [crate::keys::RELAYER, crate::keys::COLLECTION, crate::keys::PROXY] {
-        own.push(s.keys.address(name).await.map_err(|e| ApiError::Internal(format!("service wallet: {e:#}")))?);
+    for role in crate::keys::SERVICE_ROLES {
+        own.push(s.keys.address(&role.key_name(c.family)).await.map_err(|e| ApiError::Internal(format!("service wallet: {e:#}")))?);
     }
     own.extend(c.collection_address.clone());
     if own.iter().any(|a| same(a)) {

@@ -229,7 +229,7 @@ impl Engine {
     async fn authorize(&self, adapter: &Arc<AssetAdapter>, driver: &dyn Driver, wallet: &Role, req: &PaymentRequirements, transfer: Transfer) -> anyhow::Result<String> {
         let request = adapter.authorize(&transfer).await.or_refused("authorize")?;
         let signature = driver.sign(wallet, &request).await?;
-        Ok(adapter.assemble(req, &transfer, signature).await.or_refused("assemble")?)
+        Ok(adapter.assemble(req, &transfer, &request, signature).await.or_refused("assemble")?)
     }
 
     async fn read_receipt(&self, adapter: &Arc<AssetAdapter>, payment: VerifiedPayment, receipt: Arc<Receipt>) -> Result<ReceiptStatus, AdapterFailure> {

@@ -59,6 +59,17 @@ impl Engine {
         }
         let steps = match adapter.settle(&req, &proof).await? {
             Ok(s) => s,
+            // The stored authorization expired (a Solana blockhash, an EVM
+            // validBefore) and no transaction of it is stored: none was
+            // sent, or each was dropped once its driver showed it can never
+            // land (`run_steps`). Only then is a new one built: the merchant
+            // is paid once.
+            Err(ProofError::Expired) if stored.is_empty() => {
+                if repo::renew_payout(db, &i.id, &proof, now_ms()).await? {
+                    tracing::info!(intent = %i.id, "payout authorization expired unsent; authorizing a new one");
+                }
+                return Ok(Next::Later(Duration::ZERO, false));
+            }
             Err(e) if stored.is_empty() => {
                 let code = match e {
                     ProofError::ChainUnavailable(_) => Failure::ChainUnavailable,

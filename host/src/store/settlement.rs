@@ -333,6 +333,28 @@ pub async fn set_tx_status(db: &Db, id: &str, leg: &str, step: i32, status: &str
         .map(|_| ())
 }
 
+/// TARGET_SETTLING with `proof` → TARGET_SETTLING with none: a payout
+/// authorization that expired with no transaction of it stored (none was
+/// sent, or each was dropped once shown unable to land) is set aside, so
+/// that the next pass authorizes a new one. Compare-and-set on the proof and
+/// on there being no stored payout transaction: of two replicas, one renews,
+/// and never while a transaction of it may still land.
+pub async fn renew_payout(db: &Db, id: &str, proof: &str, now_ms: i64) -> Result<bool, DbError> {
+    let done = sqlx::query(
+        "UPDATE intents SET target_settle_proof = NULL, updated_at = $1, version = version + 1 \
+         WHERE id = $2 AND status = $3 AND target_settle_proof = $4 \
+         AND NOT EXISTS (SELECT 1 FROM chain_transactions WHERE intent_id = $2 AND leg = $5)",
+    )
+    .bind(now_ms)
+    .bind(id)
+    .bind(Status::TargetSettling.as_str())
+    .bind(proof)
+    .bind("target")
+    .execute(&db.pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Forget a reverted transaction so the step can be signed again. Safe for
 /// payouts: the authorization inside carries a fixed nonce, so the token
 /// contract accepts at most one of them.
