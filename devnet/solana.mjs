@@ -14,9 +14,12 @@
 // @x402/svm serve only the public clusters' ids, and a config keeps real
 // values.
 // Slots advance on a timer; each slot has a fresh blockhash, valid for 150
-// blocks as on mainnet. `devnet_advanceSlots` (not a real method, like
-// anvil's `anvil_*`) moves time on for tests; `devnet_setAccount` writes an
-// account (mints and token accounts for the devnet's fixtures).
+// blocks as on mainnet. Methods that are not real (like anvil's `anvil_*`),
+// for tests: `devnet_advanceSlots` moves time on; `devnet_setAccount` writes
+// an account (mints and token accounts for the devnet's fixtures);
+// `devnet_hold` makes the node accept transactions without processing them,
+// as a leader that has not got to them yet, and `devnet_release` then lands
+// or drops what it holds.
 import http from "node:http";
 import fs from "node:fs";
 import { LiteSVM } from "litesvm";
@@ -56,6 +59,8 @@ let height = 1n;
 const valid = new Map(); // blockhash -> last valid block height
 const processed = new Map(); // signature -> { slot, err, tx, meta }
 const known = new Set(); // accounts seen, for getTokenAccountsByOwner
+let holding = false;
+const held = []; // [wire, config] accepted while holding
 
 function newBlock() {
   slot += 1n;
@@ -156,6 +161,10 @@ function send([wire, config = {}]) {
   const blockhash = message.lifetimeToken;
   if (!valid.has(blockhash) || valid.get(blockhash) < height) {
     throw new RpcError(-32002, "Transaction simulation failed: Blockhash not found", { err: "BlockhashNotFound", logs: [] });
+  }
+  if (holding) {
+    held.push([wire, config]);
+    return signature;
   }
   const keys = message.staticAccounts;
   keys.forEach((k) => known.add(k));
@@ -308,6 +317,25 @@ const methods = {
   devnet_advanceSlots: ([n]) => {
     for (let i = 0; i < n; i++) newBlock();
     return Number(slot);
+  },
+  devnet_hold: () => {
+    holding = true;
+    return null;
+  },
+  // "land": process what is held (what expired meanwhile fails as it would);
+  // "drop": forget it, as a network that lost it.
+  devnet_release: ([mode]) => {
+    holding = false;
+    const out = held.splice(0);
+    let landed = 0;
+    for (const h of out) {
+      if (mode !== "land") continue;
+      try {
+        send(h);
+        landed += 1;
+      } catch {}
+    }
+    return { held: out.length, landed };
   },
   devnet_setAccount: ([key, { lamports, owner, data, executable = false }]) => {
     known.add(key);

@@ -78,6 +78,10 @@ pub struct Service {
     pub nonce_check_seconds: u64,
     /// How long a worker waits for a receipt before retrying later, in seconds.
     pub receipt_timeout_seconds: u64,
+    /// How long a worker's claim on an intent lasts, in seconds: a replica
+    /// that dies mid-pass holds its intents this long. Keep it well above a
+    /// pass (receipt_timeout_seconds and the RPC timeouts).
+    pub claim_lease_seconds: u64,
     /// How long `POST /v2/intents/{id}/execute` waits for settlement before
     /// answering with the status at that moment (0: answer at once).
     pub execute_wait_seconds: u64,
@@ -123,6 +127,7 @@ impl Default for Service {
             retry_max_backoff_seconds: 60,
             nonce_check_seconds: 10,
             receipt_timeout_seconds: 30,
+            claim_lease_seconds: 60,
             execute_wait_seconds: 30,
             balance_check_seconds: 60,
             chain_probe_seconds: 15,

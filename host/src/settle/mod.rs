@@ -29,7 +29,6 @@ use crate::keys::{Keystore, Role};
 use crate::sanctions::SanctionsList;
 use crate::store::{intents, settlement as repo};
 
-const LEASE_MS: i64 = 60_000;
 /// Most queue entries taken by one claim.
 const CLAIM_MAX: usize = 64;
 /// How long a payout authorization stays valid.
@@ -148,7 +147,7 @@ impl Engine {
                     Err(_) => break,
                 }
             }
-            match repo::claim(&self.deps.db, &holder, now_ms(), LEASE_MS, permits.len()).await {
+            match repo::claim(&self.deps.db, &holder, now_ms(), self.deps.config.service.claim_lease_seconds as i64 * 1000, permits.len()).await {
                 Ok(ids) if !ids.is_empty() => {
                     for (id, permit) in ids.into_iter().zip(permits) {
                         let me = self.clone();
