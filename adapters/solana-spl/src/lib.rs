@@ -76,7 +76,7 @@ impl Guest for SolanaSpl {
 
     fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<VerifiedPayment, ProofError> {
         let tx = payer_tx::decode_proof(&proof, &requirements)?;
-        let checked = payer_tx::check(&tx, &expectations(&ctx, &requirements)?)?;
+        let checked = payer_tx::check(&tx, &expectations(&ctx, &requirements)?, ed25519_verify)?;
         let now = stablerail::adapter0_1_0::clock::now();
         Ok(VerifiedPayment {
             payer: checked.payer.to_string(),
@@ -106,7 +106,7 @@ impl Guest for SolanaSpl {
 
     fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<Vec<SettleStep>, ProofError> {
         let tx = payer_tx::decode_proof(&proof, &requirements)?;
-        let checked = payer_tx::check(&tx, &expectations(&ctx, &requirements)?)?;
+        let checked = payer_tx::check(&tx, &expectations(&ctx, &requirements)?, ed25519_verify)?;
         // Signed against a blockhash that is gone, it can never land.
         if !chain::blockhash_valid(&checked.blockhash)? {
             return Err(ProofError::Expired);
@@ -156,6 +156,11 @@ impl Guest for SolanaSpl {
         });
         Ok(payload.to_string())
     }
+}
+
+/// The host's ed25519 verification.
+fn ed25519_verify(key: &[u8], message: &[u8], signature: &[u8]) -> bool {
+    stablerail::adapter0_1_0::crypto::ed25519_verify(key, message, signature)
 }
 
 /// The configured mint.

@@ -8,7 +8,6 @@ use solana_message::{v0, VersionedMessage};
 use spl_token_interface::instruction::TokenInstruction;
 
 use crate::accounts::{self, is_token_program, Key};
-use crate::stablerail::adapter0_1_0::crypto;
 use crate::stablerail::adapter0_1_0::types::{PaymentRequirements, ProofError};
 
 /// How long a blockhash lives: 150 blocks of about 400 ms, with margin.
@@ -134,7 +133,9 @@ struct Ix<'a> {
     data: &'a [u8],
 }
 
-pub fn check(tx: &Tx, want: &Expected) -> Result<Checked, ProofError> {
+/// Check `tx` against every rule; `ed25519_verify(key, message, signature)`
+/// is the host's (`crypto.ed25519-verify`) in the component.
+pub fn check(tx: &Tx, want: &Expected, ed25519_verify: impl Fn(&[u8], &[u8], &[u8]) -> bool) -> Result<Checked, ProofError> {
     let m = &tx.message;
     let keys = &m.account_keys;
     let signers = usize::from(m.header.num_required_signatures);
@@ -187,7 +188,7 @@ pub fn check(tx: &Tx, want: &Expected) -> Result<Checked, ProofError> {
     }
     // Every signer but the fee payer has signed this very message.
     for (n, key) in keys.iter().enumerate().take(signers).skip(1) {
-        if !crypto::ed25519_verify(key.as_ref(), &tx.message_bytes, &tx.signatures[n]) {
+        if !ed25519_verify(key.as_ref(), &tx.message_bytes, &tx.signatures[n]) {
             let whose = if *key == payer { "the payer's" } else { "a signer's" };
             return Err(ProofError::InvalidSignature(format!("{whose} signature ({key}) does not verify over the message")));
         }
@@ -262,4 +263,202 @@ fn create_account(ix: &Ix, payer: &Key, want: &Expected, program: &Key) -> Resul
         return Err(malformed("the associated-token-account instruction is not the idempotent creation of the recipient's account, funded by the payer"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use ed25519_dalek::{Signer, SigningKey, Verifier};
+    use solana_compute_budget_interface::ComputeBudgetInstruction;
+    use solana_message::{legacy, AccountMeta, Hash, Instruction};
+
+    use super::*;
+    use crate::accounts::{ata, MEMO, TOKEN, TOKEN_2022};
+
+    struct Fixture {
+        fee_payer: Key,
+        payer: SigningKey,
+        mint: Key,
+        pay_to: Key,
+    }
+
+    fn key(k: &SigningKey) -> Key {
+        Key::new_from_array(k.verifying_key().to_bytes())
+    }
+
+    fn fixture() -> Fixture {
+        Fixture {
+            fee_payer: key(&SigningKey::from_bytes(&[1; 32])),
+            payer: SigningKey::from_bytes(&[2; 32]),
+            mint: key(&SigningKey::from_bytes(&[3; 32])),
+            pay_to: key(&SigningKey::from_bytes(&[4; 32])),
+        }
+    }
+
+    fn expected(f: &Fixture) -> Expected {
+        Expected { fee_payer: f.fee_payer, mint: f.mint, pay_to: f.pay_to, amount: 2_500_000, decimals: 6 }
+    }
+
+    fn transfer(f: &Fixture, program: Key, authority: Key, amount: u64, to: Key) -> Instruction {
+        Instruction {
+            program_id: program,
+            accounts: vec![
+                AccountMeta::new(ata(&authority, &f.mint, &program), false),
+                AccountMeta::new_readonly(f.mint, false),
+                AccountMeta::new(to, false),
+                AccountMeta::new_readonly(authority, true),
+            ],
+            data: TokenInstruction::TransferChecked { amount, decimals: 6 }.pack(),
+        }
+    }
+
+    fn budget(units: u32, price: u64) -> Vec<Instruction> {
+        vec![ComputeBudgetInstruction::set_compute_unit_limit(units), ComputeBudgetInstruction::set_compute_unit_price(price)]
+    }
+
+    fn memo(text: &str) -> Instruction {
+        Instruction { program_id: MEMO, accounts: vec![], data: text.as_bytes().to_vec() }
+    }
+
+    /// What an x402 client sends: limit, price, TransferChecked, memo.
+    fn payment(f: &Fixture, program: Key) -> Vec<Instruction> {
+        let mut ixs = budget(20_000, 1);
+        ixs.push(transfer(f, program, key(&f.payer), 2_500_000, ata(&f.pay_to, &f.mint, &program)));
+        ixs.push(memo("0123456789abcdef"));
+        ixs
+    }
+
+    fn wire(message: &VersionedMessage, signatures: &[[u8; 64]]) -> Vec<u8> {
+        let mut raw = bincode::serialize(&solana_short_vec::ShortU16(signatures.len() as u16)).unwrap();
+        signatures.iter().for_each(|s| raw.extend_from_slice(s));
+        raw.extend_from_slice(&message.serialize());
+        raw
+    }
+
+    /// The payer signs; the fee payer's slot stays empty.
+    fn signed(f: &Fixture, ixs: &[Instruction]) -> Vec<u8> {
+        let m = VersionedMessage::V0(v0::Message::try_compile(&f.fee_payer, ixs, &[], Hash::new_from_array([9; 32])).unwrap());
+        let bytes = m.serialize();
+        let signers = usize::from(m.header().num_required_signatures);
+        let sigs: Vec<[u8; 64]> = (0..signers)
+            .map(|n| if m.static_account_keys()[n] == key(&f.payer) { f.payer.sign(&bytes).to_bytes() } else { [0; 64] })
+            .collect();
+        wire(&m, &sigs)
+    }
+
+    fn verify(k: &[u8], m: &[u8], s: &[u8]) -> bool {
+        let key = ed25519_dalek::VerifyingKey::from_bytes(k.try_into().unwrap()).unwrap();
+        key.verify(m, &ed25519_dalek::Signature::from_slice(s).unwrap()).is_ok()
+    }
+
+    fn run(f: &Fixture, raw: Vec<u8>) -> Result<Checked, ProofError> {
+        check(&parse(raw)?, &expected(f), verify)
+    }
+
+    #[test]
+    fn accepts_what_an_x402_client_sends_on_token_and_token_2022() {
+        let f = fixture();
+        for program in [TOKEN, TOKEN_2022] {
+            let raw = signed(&f, &payment(&f, program));
+            let ok = run(&f, raw.clone()).unwrap();
+            assert_eq!((ok.payer, ok.amount), (key(&f.payer), 2_500_000));
+            let tx = parse(raw).unwrap();
+            assert_eq!(ok.replay_key, bs58::encode(tx.signatures[1]).into_string(), "the payer's signature");
+        }
+    }
+
+    #[test]
+    fn refuses_the_wrong_amount_recipient_or_program_account() {
+        let f = fixture();
+        let mut ixs = payment(&f, TOKEN);
+        ixs[2] = transfer(&f, TOKEN, key(&f.payer), 2_499_999, ata(&f.pay_to, &f.mint, &TOKEN));
+        assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::WrongAmount(_))));
+        // ATA of the Token program, but the instruction is Token-2022's.
+        ixs[2] = transfer(&f, TOKEN_2022, key(&f.payer), 2_500_000, ata(&f.pay_to, &f.mint, &TOKEN));
+        assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::WrongRecipient(_))));
+        ixs[2] = transfer(&f, TOKEN, key(&f.payer), 2_500_000, f.pay_to);
+        assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::WrongRecipient(_))), "the owner, not its token account");
+    }
+
+    #[test]
+    fn caps_the_compute_budget() {
+        let f = fixture();
+        let mut ixs = payment(&f, TOKEN);
+        ixs.splice(0..2, budget(MAX_COMPUTE_UNITS + 1, 1));
+        assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::Malformed(m)) if m.contains("limit")));
+        ixs.splice(0..2, budget(MAX_COMPUTE_UNITS, MAX_PRICE_MICRO_LAMPORTS + 1));
+        assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::Malformed(m)) if m.contains("price")));
+        ixs.splice(0..2, budget(MAX_COMPUTE_UNITS, MAX_PRICE_MICRO_LAMPORTS));
+        assert!(run(&f, signed(&f, &ixs)).is_ok());
+        ixs.remove(1);
+        assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::Malformed(_))), "the price instruction is required");
+    }
+
+    #[test]
+    fn allows_only_memo_or_lighthouse_after_the_transfer() {
+        let f = fixture();
+        let mut ixs = payment(&f, TOKEN);
+        ixs.extend([memo("a"), memo("b")]);
+        assert!(run(&f, signed(&f, &ixs)).is_ok(), "three memos");
+        ixs.push(memo("c"));
+        assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::Malformed(_))), "four are too many");
+        let mut ixs = payment(&f, TOKEN);
+        ixs.push(Instruction { program_id: TOKEN, accounts: vec![AccountMeta::new(f.mint, false)], data: vec![9] });
+        assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::Unsupported(_))));
+    }
+
+    #[test]
+    fn keeps_the_fee_payer_out_of_every_instruction() {
+        let f = fixture();
+        let mut ixs = payment(&f, TOKEN);
+        ixs[2] = transfer(&f, TOKEN, f.fee_payer, 2_500_000, ata(&f.pay_to, &f.mint, &TOKEN));
+        assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::RequirementsMismatch(_))), "the fee payer as authority");
+        let mut ixs = payment(&f, TOKEN);
+        ixs[3] = Instruction { program_id: MEMO, accounts: vec![AccountMeta::new_readonly(f.fee_payer, true)], data: b"x".to_vec() };
+        assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::RequirementsMismatch(_))), "the fee payer in a memo");
+    }
+
+    #[test]
+    fn takes_the_recipient_account_creation_funded_by_the_payer_only() {
+        let f = fixture();
+        let create = |funder: &Key| {
+            spl_associated_token_account_interface::instruction::create_associated_token_account_idempotent(funder, &f.pay_to, &f.mint, &TOKEN)
+        };
+        let mut ixs = payment(&f, TOKEN);
+        ixs.insert(2, create(&key(&f.payer)));
+        assert!(run(&f, signed(&f, &ixs)).is_ok());
+        ixs[2] = create(&f.fee_payer);
+        assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::RequirementsMismatch(_))), "never the fee payer's rent");
+        let other = key(&SigningKey::from_bytes(&[5; 32]));
+        ixs[2] = spl_associated_token_account_interface::instruction::create_associated_token_account_idempotent(&key(&f.payer), &other, &f.mint, &TOKEN);
+        assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::Malformed(_))), "another owner's account");
+    }
+
+    #[test]
+    fn checks_the_signature_slots() {
+        let f = fixture();
+        let raw = signed(&f, &payment(&f, TOKEN));
+        let mut tampered = raw.clone();
+        let at = tampered.windows(16).position(|w| w == b"0123456789abcdef").unwrap();
+        tampered[at] ^= 1; // a byte of the memo
+        assert!(matches!(run(&f, tampered), Err(ProofError::InvalidSignature(_))));
+        let mut filled = raw.clone();
+        filled[1..65].copy_from_slice(&[7; 64]);
+        assert!(matches!(run(&f, filled), Err(ProofError::Malformed(m)) if m.contains("fee payer")));
+        let mut unsigned = raw.clone();
+        unsigned[65..129].copy_from_slice(&[0; 64]);
+        assert!(matches!(run(&f, unsigned), Err(ProofError::InvalidSignature(_))));
+        let mut longer = raw;
+        longer.push(0);
+        assert!(matches!(run(&f, longer), Err(ProofError::Malformed(_))), "trailing bytes");
+    }
+
+    #[test]
+    fn takes_version_0_only_and_the_right_fee_payer() {
+        let f = fixture();
+        let legacy = VersionedMessage::Legacy(legacy::Message::new(&payment(&f, TOKEN), Some(&f.fee_payer)));
+        assert!(matches!(parse(wire(&legacy, &[[0; 64], [0; 64]])), Err(ProofError::Unsupported(_))));
+        let other = Fixture { fee_payer: key(&SigningKey::from_bytes(&[6; 32])), ..fixture() };
+        let raw = signed(&other, &payment(&other, TOKEN));
+        assert!(matches!(run(&f, raw), Err(ProofError::RequirementsMismatch(m)) if m.contains("fee payer")));
+    }
 }
