@@ -13,6 +13,7 @@ import { x402ExactPermit2ProxyABI } from "@x402/evm";
 import { privateKeyToAccount, mnemonicToAccount } from "viem/accounts";
 import { compile } from "./compile.mjs";
 import { startSolana } from "./solana-up.mjs";
+import { utils as tronUtils } from "tronweb";
 import { multicall3Creation, permit2Runtime, MULTICALL3_ADDRESS, PERMIT2_ADDRESS } from "./canonical.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
@@ -52,6 +53,9 @@ const CHAINS = {
     assets: { usdc: { ...usdc(), name: "Bridged USDC (SKALE Bridge)" } },
   },
 };
+// TRON: an anvil with TRON's chain id behind devnet/tron.mjs (the full
+// node's HTTP API). It charges no gas: energy and bandwidth are not modelled.
+const TRON = { id: 728126428, fee: "0.01", assets: { usdt: tether(6) }, extraArgs: ["--block-base-fee-per-gas", "0"] };
 const MNEMONIC = "test test test test test test test test test test test junk";
 
 function arg(name, fallback) {
@@ -135,10 +139,10 @@ async function deployAsset(pub, wallet, a) {
 const out = { chains: {}, payers, deployer: deployer.address, permit2: PERMIT2_ADDRESS, permit2_proxy: PROXY_ADDRESS, multicall3: MULTICALL3_ADDRESS };
 let port = basePort;
 for (const name of chains) {
-  const c = CHAINS[name];
+  const c = name === "tron" ? TRON : CHAINS[name];
   if (!c) throw new Error(`unknown devnet chain ${name}`);
   const rpc = `http://127.0.0.1:${port}`;
-  const hardfork = c.legacy ? ["--hardfork", "berlin"] : [];
+  const hardfork = [...(c.legacy ? ["--hardfork", "berlin"] : []), ...(c.extraArgs ?? [])];
   txType = c.legacy ? { type: "legacy" } : {};
   const child = spawn(ANVIL, ["--chain-id", String(c.id), "--port", String(port), "--host", "127.0.0.1", "--silent", "--mnemonic", MNEMONIC, "--state", path.join(dir, `${name}.state.json`), ...hardfork], {
     detached: true,
@@ -176,6 +180,36 @@ for (const name of chains) {
   out.chains[name] = { chain_id: c.id, rpc, port, pid: child.pid, fee: c.fee, roles: c.roles ?? ["payer", "target"], legacy: Boolean(c.legacy), assets };
   port += 1;
 }
+if (out.chains.tron) {
+  // The TRON node's HTTP API in front of its anvil; addresses in base58check.
+  const t = out.chains.tron;
+  delete out.chains.tron;
+  const b58 = (a) => tronUtils.address.fromHex(`41${a.slice(2)}`);
+  const child = spawn(process.execPath, [path.join(here, "tron.mjs"), "--port", String(port), "--anvil", t.rpc], { detached: true, stdio: "ignore" });
+  child.unref();
+  fs.writeFileSync(path.join(dir, "tron-api.pid"), String(child.pid));
+  const api = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${api}/wallet/getnowblock`, { method: "POST" })).ok) break;
+    } catch (e) {
+      if (i > 200) throw new Error(`the TRON node at ${api} did not start: ${e.message}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  out.tron = {
+    ...t,
+    http: api,
+    anvil: t.rpc,
+    api_pid: child.pid,
+    assets: Object.fromEntries(Object.entries(t.assets).map(([k, a]) => [k, { ...a, address: b58(a.address), evm_address: a.address }])),
+    permit2: b58(PERMIT2_ADDRESS),
+    permit2_proxy: b58(PROXY_ADDRESS),
+    payers: payers.map((p) => ({ address: b58(p.address), private_key: p.private_key })),
+  };
+  delete out.tron.rpc;
+  port += 1;
+}
 if (solana) {
   out.solana = await startSolana({ dir, port, gas: list(arg("sol-gas", "")), tokens: list(arg("sol-tokens", "")), accounts: list(arg("sol-accounts", "")) });
   port += 1;
@@ -190,7 +224,7 @@ adapters_dir = ${JSON.stringify(adaptersDir)}
 cache_dir = ${JSON.stringify(path.join(dir, "cache"))}
 pepper_file = ${JSON.stringify(path.join(dir, "pepper"))}
 master_key_file = ${JSON.stringify(path.join(dir, "master.key"))}
-default_target_chain = ${JSON.stringify(chains.includes("base") ? "base" : chains.find((n) => !CHAINS[n].roles) ?? chains[0])}
+default_target_chain = ${JSON.stringify(chains.includes("base") ? "base" : chains.find((n) => CHAINS[n] && !CHAINS[n].roles) ?? chains[0])}
 
 [flags]
 USDT_ENABLED = true

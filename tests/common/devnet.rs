@@ -389,6 +389,16 @@ pub fn sol_pay(requirements: &Value, seed: &str, rpc: &str, case: Option<&str>) 
     node("sol-pay.mjs", &args, &requirements.to_string())
 }
 
+/// A TRC-20 transfer by tronweb against the devnet's TRON node
+/// (devnet/tron-send.mjs): built by the node, signed, broadcast unless
+/// `extra` says otherwise. Returns {from, transaction, broadcast?, info?}.
+pub fn tron_send(api: &str, key: &str, token: &str, to: &str, amount: u64, extra: &[&str]) -> Value {
+    let amount = amount.to_string();
+    let mut args = vec!["--api", api, "--key", key, "--token", token, "--to", to, "--amount", &amount];
+    args.extend_from_slice(extra);
+    serde_json::from_str(&node("tron-send.mjs", &args, "")).unwrap()
+}
+
 /// The PaymentPayload inside a settle_proof.
 pub fn decode_proof(proof: &str) -> Value {
     use base64::Engine as _;

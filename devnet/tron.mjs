@@ -1,0 +1,245 @@
+// A TRON full node's HTTP API over an anvil started with TRON's chain id, for
+// the devnet (no TRON node installs here). Transactions are real TRON
+// transactions: protobuf `raw_data` built and read with tronweb's own codec,
+// txID = sha256(raw_data), secp256k1 signatures over the txID that must
+// recover to the owner. The node refuses what a real one refuses, with its
+// error codes: a bad signature (SIGERROR), an expired transaction
+// (TRANSACTION_EXPIRATION_ERROR), one it has seen (DUP_TRANSACTION_ERROR), a
+// reference block it does not know (TAPOS_ERROR). A valid transaction is
+// executed on the anvil as its owner (impersonated): a TRON address is
+// 0x41 ‖ the 20-byte EVM address of the same key.
+//
+// Not modelled: energy, bandwidth and their prices (the anvil charges no
+// gas; `fee_limit` is recorded, not enforced), resource delegation,
+// multi-signature permissions, TRC-10 tokens, block production by
+// witnesses (blocks are the anvil's).
+//
+//   node tron.mjs --port P --anvil URL [--ready FILE]
+import http from "node:http";
+import fs from "node:fs";
+import crypto from "node:crypto";
+import { TronWeb, utils } from "tronweb";
+import { recoverAddress } from "viem";
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : fallback;
+};
+const port = Number(arg("port", "18190"));
+const anvil = arg("anvil", "http://127.0.0.1:8545");
+/// A transaction may not be set to expire further out than this.
+const MAX_EXPIRATION_MS = 24 * 60 * 60 * 1000;
+const builder = new TronWeb({ fullHost: "http://127.0.0.1:1" });
+
+async function eth(method, params = []) {
+  const r = await (await fetch(anvil, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })).json();
+  if (r.error) throw Object.assign(new Error(r.error.message), { rpc: r.error });
+  return r.result;
+}
+
+const hex = (s) => s.replace(/^0x/, "").toLowerCase();
+const textHex = (s) => Buffer.from(s, "utf8").toString("hex");
+
+/// `41…` hex (21 bytes) or base58check `T…` to the 20-byte EVM address.
+function evm(address) {
+  if (typeof address !== "string") throw new Refusal("INVALID_ADDRESS", "address is missing");
+  const h = address.startsWith("T") ? utils.address.toHex(address) : hex(address);
+  if (!/^41[0-9a-f]{40}$/.test(h)) throw new Refusal("INVALID_ADDRESS", `invalid address ${address}`);
+  return `0x${h.slice(2)}`;
+}
+const tronHex = (evmAddress) => `41${hex(evmAddress)}`;
+const show = (evmAddress, visible) => (visible ? utils.address.fromHex(tronHex(evmAddress)) : tronHex(evmAddress));
+
+/// A TRON API refusal: `{code, message: hex(text)}` as the node answers.
+class Refusal extends Error {
+  constructor(code, text) {
+    super(text);
+    this.code = code;
+  }
+}
+
+/// A block as TRON shows it: blockID = 8-byte number ‖ the last 24 bytes of the hash.
+async function block(tag) {
+  const b = await eth("eth_getBlockByNumber", [tag, false]);
+  const number = BigInt(b.number);
+  const blockID = number.toString(16).padStart(16, "0") + hex(b.hash).slice(16);
+  return {
+    blockID,
+    block_header: {
+      raw_data: { number: Number(number), timestamp: Number(BigInt(b.timestamp)) * 1000, parentHash: hex(b.parentHash), version: 30, txTrieRoot: hex(b.transactionsRoot), witness_address: "41" + "00".repeat(20) },
+      witness_signature: "",
+    },
+  };
+}
+
+const seen = new Map(); // txID -> { info, tx }
+
+async function constant({ owner_address, contract_address, function_selector, parameter = "", data, visible }) {
+  const calldata = data ? hex(data) : selector(function_selector) + hex(parameter);
+  try {
+    const out = await eth("eth_call", [{ from: owner_address ? evm(owner_address) : undefined, to: evm(contract_address), data: `0x${calldata}` }, "latest"]);
+    const gas = await eth("eth_estimateGas", [{ from: owner_address ? evm(owner_address) : undefined, to: evm(contract_address), data: `0x${calldata}` }]).catch(() => "0x0");
+    return { result: { result: true }, energy_used: Number(BigInt(gas)), constant_result: [hex(out)] };
+  } catch (e) {
+    if (e instanceof Refusal) throw e;
+    return { result: { code: "CONTRACT_EXE_ERROR", message: textHex(e.message) }, energy_used: 0, constant_result: [hex(e.rpc?.data ?? "")] };
+  }
+}
+
+function selector(signature) {
+  if (!signature) throw new Refusal("CONTRACT_VALIDATE_ERROR", "function_selector is required");
+  return utils.ethersUtils.id(signature).slice(2, 10);
+}
+
+async function trigger({ owner_address, contract_address, function_selector, parameter = "", fee_limit = 0, call_value = 0, visible }) {
+  evm(owner_address);
+  evm(contract_address);
+  selector(function_selector);
+  const head = await block("latest");
+  const number = BigInt(head.block_header.raw_data.number);
+  const blockHeader = {
+    ref_block_bytes: (number & 0xffffn).toString(16).padStart(4, "0"),
+    ref_block_hash: head.blockID.slice(16, 32),
+    expiration: Date.now() + 60_000,
+    timestamp: Date.now(),
+  };
+  const options = { feeLimit: fee_limit, callValue: call_value, txLocal: true, blockHeader, rawParameter: hex(parameter) };
+  const owner = tronHex(evm(owner_address));
+  const contract = tronHex(evm(contract_address));
+  const built = await builder.transactionBuilder.triggerSmartContract(contract, function_selector, options, [], owner);
+  built.transaction.visible = Boolean(visible);
+  return built;
+}
+
+/// The transaction inside `raw_data_hex`, by its contract type.
+function decode(rawHex) {
+  for (const type of ["TriggerSmartContract", "TransferContract"]) {
+    try {
+      return { type, raw: utils.deserializeTx.deserializeTransaction(type, rawHex) };
+    } catch {}
+  }
+  throw new Refusal("OTHER_ERROR", "unsupported or undecodable transaction");
+}
+
+async function tapos(raw) {
+  const head = BigInt((await eth("eth_blockNumber")));
+  const low = BigInt(parseInt(raw.ref_block_bytes, 16));
+  const n = head - ((head - low) & 0xffffn);
+  if (n < 0n) throw new Refusal("TAPOS_ERROR", "Tapos check error");
+  const b = await block(`0x${n.toString(16)}`);
+  if (b.blockID.slice(16, 32) !== raw.ref_block_hash.toLowerCase()) throw new Refusal("TAPOS_ERROR", "Tapos check error");
+}
+
+async function broadcast(tx) {
+  const rawHex = hex(tx.raw_data_hex ?? "");
+  if (!rawHex) throw new Refusal("OTHER_ERROR", "raw_data_hex is required");
+  // The id is recomputed from the bytes; a given txID is never trusted.
+  const txID = crypto.createHash("sha256").update(Buffer.from(rawHex, "hex")).digest("hex");
+  if (seen.has(txID)) throw new Refusal("DUP_TRANSACTION_ERROR", "dup transaction");
+  const { type, raw } = decode(rawHex);
+  const now = Date.now();
+  if (raw.expiration <= now) throw new Refusal("TRANSACTION_EXPIRATION_ERROR", "Transaction expired");
+  if (raw.expiration > now + MAX_EXPIRATION_MS) throw new Refusal("TRANSACTION_EXPIRATION_ERROR", "expiration is too far in the future");
+  const value = raw.contract[0].parameter.value;
+  const owner = evm(value.owner_address.toLowerCase());
+  const signatures = tx.signature ?? [];
+  if (signatures.length !== 1) throw new Refusal("SIGERROR", "validate signature error: one signature from the owner is required");
+  let signer;
+  try {
+    signer = await recoverAddress({ hash: `0x${txID}`, signature: `0x${hex(signatures[0])}` });
+  } catch {
+    throw new Refusal("SIGERROR", "validate signature error: malformed signature");
+  }
+  if (signer.toLowerCase() !== owner) throw new Refusal("SIGERROR", `validate signature error: ${tronHex(signer)} is not the owner`);
+  await tapos(raw);
+  seen.set(txID, { pending: true });
+  const call =
+    type === "TriggerSmartContract"
+      ? { from: owner, to: evm(value.contract_address.toLowerCase()), data: `0x${value.data.toLowerCase()}`, value: `0x${BigInt(value.call_value ?? 0).toString(16)}` }
+      : { from: owner, to: evm(value.to_address.toLowerCase()), value: `0x${(BigInt(value.amount) * 10n ** 12n).toString(16)}` };
+  await eth("anvil_impersonateAccount", [owner]);
+  let hash;
+  try {
+    hash = await eth("eth_sendTransaction", [{ ...call, gas: "0x989680", maxFeePerGas: "0x0", maxPriorityFeePerGas: "0x0" }]);
+  } finally {
+    await eth("anvil_stopImpersonatingAccount", [owner]);
+  }
+  const receipt = await eth("eth_getTransactionReceipt", [hash]);
+  const b = await block(receipt.blockNumber);
+  const ok = receipt.status === "0x1";
+  const info = {
+    id: txID,
+    fee: 0,
+    blockNumber: b.block_header.raw_data.number,
+    blockTimeStamp: b.block_header.raw_data.timestamp,
+    contractResult: [""],
+    receipt: { energy_usage_total: Number(BigInt(receipt.gasUsed)), net_usage: rawHex.length / 2, result: ok ? "SUCCESS" : "REVERT" },
+    log: receipt.logs.map((l) => ({ address: hex(l.address), topics: l.topics.map(hex), data: hex(l.data) })),
+  };
+  if (type === "TriggerSmartContract") info.contract_address = tronHex(call.to);
+  if (!ok) Object.assign(info, { result: "FAILED", resMessage: textHex("REVERT opcode executed") });
+  seen.set(txID, { info, tx: { ...tx, txID, ret: [{ contractRet: ok ? "SUCCESS" : "REVERT" }] } });
+  return { result: true, txid: txID };
+}
+
+const routes = {
+  "/wallet/getnowblock": () => block("latest"),
+  "/wallet/getblockbynum": async ({ num }) => block(`0x${BigInt(num).toString(16)}`),
+  "/wallet/triggerconstantcontract": constant,
+  "/wallet/triggersmartcontract": trigger,
+  "/wallet/broadcasttransaction": async (tx) => {
+    try {
+      return await broadcast(tx);
+    } catch (e) {
+      if (e instanceof Refusal) return { code: e.code, txid: tx.txID ?? "", message: textHex(e.message) };
+      throw e;
+    }
+  },
+  "/wallet/gettransactioninfobyid": async ({ value }) => seen.get(hex(value ?? ""))?.info ?? {},
+  "/wallet/gettransactionbyid": async ({ value }) => seen.get(hex(value ?? ""))?.tx ?? {},
+  "/wallet/getaccount": async ({ address, visible }) => {
+    const a = evm(address);
+    const wei = BigInt(await eth("eth_getBalance", [a, "latest"]));
+    const code = await eth("eth_getCode", [a, "latest"]);
+    // A node knows no account that never received anything.
+    if (wei === 0n && code === "0x") return {};
+    return { address: show(a, visible), balance: Number(wei / 10n ** 12n), create_time: 0 };
+  },
+  "/wallet/getchainparameters": async () => ({ chainParameter: [{ key: "getEnergyFee", value: 420 }, { key: "getTransactionFee", value: 1000 }] }),
+};
+
+// The solidity node's view (what is confirmed): on the devnet, everything
+// executed is final at once.
+for (const path of ["getnowblock", "getblockbynum", "gettransactioninfobyid", "gettransactionbyid", "getaccount", "triggerconstantcontract"]) {
+  routes[`/walletsolidity/${path}`] = routes[`/wallet/${path}`];
+}
+
+const server = http.createServer((req, res) => {
+  let body = "";
+  req.on("data", (c) => (body += c));
+  req.on("end", async () => {
+    const path = req.url.split("?")[0];
+    const answer = (status, value) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(value));
+    };
+    const route = routes[path];
+    if (!route) return answer(404, { Error: `${path} is not a route of this node` });
+    let params = {};
+    try {
+      params = body ? JSON.parse(body) : Object.fromEntries(new URL(req.url, "http://x").searchParams);
+    } catch {
+      return answer(200, { Error: "class com.alibaba.fastjson.JSONException : malformed JSON" });
+    }
+    try {
+      answer(200, await route(params));
+    } catch (e) {
+      if (e instanceof Refusal) return answer(200, { Error: `${e.code}: ${e.message}` });
+      answer(200, { Error: `class java.lang.IllegalStateException : ${e.message}` });
+    }
+  });
+});
+server.listen(port, "127.0.0.1", () => {
+  const ready = arg("ready", null);
+  if (ready) fs.writeFileSync(ready, JSON.stringify({ http: `http://127.0.0.1:${port}`, pid: process.pid }));
+});
