@@ -4,6 +4,7 @@
 //
 //   node tron-send.mjs --api URL --key 0xPRIVATE --token T… --to T… --amount N
 //                      [--no-broadcast] [--signer 0xOTHER] [--local expired|unknown-block]
+//                      [--approve SPENDER]   (approve(SPENDER, amount) instead of a transfer)
 //
 // --signer signs with another key than the owner's; --local builds the
 // transaction offline (tronweb's txLocal) with an expiry in the past or a
@@ -30,11 +31,12 @@ if (local) {
     timestamp: Date.now() - 2_000,
   };
 }
+const approve = arg("approve");
 const built = await tronWeb.transactionBuilder.triggerSmartContract(
   arg("token"),
-  "transfer(address,uint256)",
+  approve ? "approve(address,uint256)" : "transfer(address,uint256)",
   options,
-  [{ type: "address", value: arg("to") }, { type: "uint256", value: arg("amount") }],
+  [{ type: "address", value: approve ?? arg("to") }, { type: "uint256", value: arg("amount") }],
   from,
 );
 if (!built.result?.result) throw new Error(`the node did not build the transaction: ${JSON.stringify(built)}`);

@@ -178,21 +178,58 @@ async function broadcast(tx) {
   };
   if (type === "TriggerSmartContract") info.contract_address = tronHex(call.to);
   if (!ok) Object.assign(info, { result: "FAILED", resMessage: textHex("REVERT opcode executed") });
-  seen.set(txID, { info, tx: { ...tx, txID, ret: [{ contractRet: ok ? "SUCCESS" : "REVERT" }] } });
+  const record = { visible: false, txID, raw_data: raw, raw_data_hex: rawHex, signature: signatures, ret: [{ contractRet: ok ? "SUCCESS" : "REVERT" }] };
+  seen.set(txID, { info, tx: record });
   return { result: true, txid: txID };
 }
+
+/// `protocol.Transaction` bytes: raw_data (field 1) and signatures (field 2).
+function splitTransaction(bytes) {
+  const out = { raw: null, signatures: [] };
+  let i = 0;
+  const varint = () => {
+    let v = 0n;
+    for (let shift = 0n; ; shift += 7n) {
+      if (i >= bytes.length) throw new Refusal("OTHER_ERROR", "truncated transaction");
+      const b = bytes[i++];
+      v |= BigInt(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+  };
+  while (i < bytes.length) {
+    const key = Number(varint());
+    const wire = key & 7;
+    if (wire === 2) {
+      const len = Number(varint());
+      const value = bytes.subarray(i, i + len);
+      i += len;
+      if (key >> 3 === 1) out.raw = value;
+      if (key >> 3 === 2) out.signatures.push(Buffer.from(value).toString("hex"));
+    } else if (wire === 0) varint();
+    else throw new Refusal("OTHER_ERROR", "unexpected field in transaction");
+  }
+  if (!out.raw) throw new Refusal("OTHER_ERROR", "transaction has no raw_data");
+  return out;
+}
+
+const refused = (e, txid = "") => {
+  if (e instanceof Refusal) return { code: e.code, txid, message: textHex(e.message) };
+  throw e;
+};
 
 const routes = {
   "/wallet/getnowblock": () => block("latest"),
   "/wallet/getblockbynum": async ({ num }) => block(`0x${BigInt(num).toString(16)}`),
   "/wallet/triggerconstantcontract": constant,
   "/wallet/triggersmartcontract": trigger,
-  "/wallet/broadcasttransaction": async (tx) => {
+  "/wallet/broadcasttransaction": (tx) => broadcast(tx).catch((e) => refused(e, tx.txID ?? "")),
+  // The whole signed Transaction protobuf, as hex.
+  "/wallet/broadcasthex": async ({ transaction }) => {
     try {
-      return await broadcast(tx);
+      const { raw, signatures } = splitTransaction(Buffer.from(hex(transaction ?? ""), "hex"));
+      return await broadcast({ raw_data_hex: Buffer.from(raw).toString("hex"), signature: signatures });
     } catch (e) {
-      if (e instanceof Refusal) return { code: e.code, txid: tx.txID ?? "", message: textHex(e.message) };
-      throw e;
+      return refused(e);
     }
   },
   "/wallet/gettransactioninfobyid": async ({ value }) => seen.get(hex(value ?? ""))?.info ?? {},

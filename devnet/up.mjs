@@ -263,6 +263,34 @@ decimals = ${a.decimals}
     if (a.reset) toml += `params = { reset-allowance-first = "true" }\n`;
   }
 }
+if (out.tron) {
+  // TRON pays (the public flow); TRON payouts and /v2 TRON payers are not built yet.
+  const t = out.tron;
+  toml = toml.replace(`permit2 = "permit2.wasm"\n`, `permit2 = "permit2.wasm"\ntron-permit2 = "tron_permit2.wasm"\n`).replace("[flags]\n", "[flags]\nTRON_ENABLED = true\n");
+  toml += `
+[chains.tron]
+family = "tron"
+gate = "TRON_ENABLED"
+chain_id = ${t.chain_id}
+caip2 = "tron:0x${t.chain_id.toString(16)}"
+roles = ["payer"]
+rpc_urls = [${JSON.stringify(t.http)}]
+explorer_tx_url = "${t.http}/wallet/gettransactionbyid?value={tx}"
+native_asset = "trx"
+fee = "${t.fee}"
+`;
+  for (const [key, a] of Object.entries(t.assets)) {
+    toml += `
+[chains.tron.assets.${key}]
+state = "gated"
+flag = "TRON_ENABLED"
+scheme = "tron-permit2"
+token = "${a.address}"
+decimals = ${a.decimals}
+params = { permit2-address = "${t.permit2}", proxy-address = "${t.permit2_proxy}" }
+`;
+  }
+}
 if (out.solana) {
   const s = out.solana;
   toml = toml.replace(`permit2 = "permit2.wasm"\n`, `permit2 = "permit2.wasm"\nsolana-spl = "solana_spl.wasm"\n`);

@@ -120,7 +120,7 @@ fn environment_overrides_the_config_flag() {
 }
 
 #[tokio::test]
-async fn shipped_config_serves_and_refuses_tron_without_its_adapter() {
+async fn shipped_config_serves_the_matrix_and_keeps_tron_unwired() {
     common::adapters_dir();
     let shipped = common::repo_root().join("chains.toml");
     let dir = tempfile::tempdir().unwrap();
@@ -145,16 +145,13 @@ async fn shipped_config_serves_and_refuses_tron_without_its_adapter() {
         "target_chains": ["arbitrum", "base", "bsc", "ethereum", "hyperevm", "monad", "polygon", "solana"],
     }));
 
-    // Turning TRON on asks for the TRON adapter, which this build does not ship.
-    let out = binary()
-        .args(["serve", "--listen", "127.0.0.1:0", "--database", "sqlite::memory:", "--config"])
-        .arg(&path)
-        .env("TRON_ENABLED", "true")
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("tron_permit2.wasm") && err.contains("not found"), "{err}");
+    // Turning TRON on serves no TRON asset yet: its USDT entry waits for the
+    // operator's x402 proxy address on TRON (`unwired`), which no public
+    // source gives. Nothing is invented to fill it.
+    let on = std::fs::read_to_string(&path).unwrap().replace("TRON_ENABLED = false", "TRON_ENABLED = true");
+    let cfg = stablerail::config::Config::parse(&on).unwrap();
+    let served: Vec<&str> = cfg.served_assets().map(|(chain, ..)| chain).collect();
+    assert!(served.contains(&"solana") && !served.iter().any(|c| c.starts_with("tron")), "{served:?}");
 }
 
 #[test]

@@ -75,7 +75,13 @@ impl Devnet {
         let db = stablerail::db::Db::connect(&db_url).await.unwrap();
         use stablerail::config::Family;
         let with_solana = chains.split(',').any(|c| c == "solana");
-        let families = if with_solana { vec![Family::Evm, Family::Solana] } else { vec![Family::Evm] };
+        let mut families = vec![Family::Evm];
+        if with_solana {
+            families.push(Family::Solana);
+        }
+        if chains.split(',').any(|c| c == "tron") {
+            families.push(Family::Tron);
+        }
         let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone(), &families).await.unwrap();
         let wallet = |name: &str| made.wallets.iter().find(|w| w.name == name).map(|w| w.address.clone()).unwrap_or_default();
         let (relayer, proxy) = (wallet(keys::RELAYER), wallet(keys::PROXY));
@@ -397,6 +403,12 @@ pub fn tron_send(api: &str, key: &str, token: &str, to: &str, amount: u64, extra
     let mut args = vec!["--api", api, "--key", key, "--token", token, "--to", to, "--amount", &amount];
     args.extend_from_slice(extra);
     serde_json::from_str(&node("tron-send.mjs", &args, "")).unwrap()
+}
+
+/// A TRON Permit2 payment of `requirements` signed over TIP-712 by tronweb
+/// (devnet/tron-pay.mjs) with the payer's `key`: the settle_proof.
+pub fn tron_pay(requirements: &Value, key: &str) -> String {
+    node("tron-pay.mjs", &[key], &requirements.to_string())
 }
 
 /// The PaymentPayload inside a settle_proof.

@@ -9,9 +9,6 @@
 //! tokens that refuse to change a non-zero allowance (ethereum USDT).
 
 mod sponsor;
-mod wire;
-
-use std::borrow::Cow;
 
 use adapter_kit::amount::{base_units, parse_units};
 use adapter_kit::evm::{self, as_adapter_error, parse_address, same_address};
@@ -22,53 +19,16 @@ use adapter_kit::types::{
 use adapter_kit::x402::{decode_payload, PaymentPayload, Requirements, VALIDITY_MARGIN_SECS, X402_VERSION};
 use adapter_kit::{host, Guest};
 use alloy_primitives::{address, hex, Address, Bytes, U256};
-use alloy_sol_types::{sol, Eip712Domain, SolCall, SolStruct};
+use alloy_sol_types::{Eip712Domain, SolCall, SolStruct};
+use permit2_wire::payload::{self as wire, Authorization, Extensions, Permit2Payload, Permitted, WitnessJson};
+use permit2_wire::*;
 use serde_json::json;
 
 use sponsor::{Expect, Sponsor};
-use wire::{Authorization, Extensions, Permit2Payload, Permitted, WitnessJson};
 
 const PERMIT2: Address = address!("000000000022D473030F116dDEE9F6B43aC78BA3");
 const X402_PROXY: Address = address!("402085c248EeA27D92E8b30b2C58ed07f9E20001");
 
-sol! {
-    struct TokenPermissions {
-        address token;
-        uint256 amount;
-    }
-
-    struct Witness {
-        address to;
-        uint256 validAfter;
-    }
-
-    struct PermitWitnessTransferFrom {
-        TokenPermissions permitted;
-        address spender;
-        uint256 nonce;
-        uint256 deadline;
-        Witness witness;
-    }
-
-    struct PermitTransferFrom {
-        TokenPermissions permitted;
-        uint256 nonce;
-        uint256 deadline;
-    }
-
-    struct EIP2612Permit {
-        uint256 value;
-        uint256 deadline;
-        bytes32 r;
-        bytes32 s;
-        uint8 v;
-    }
-
-    function settle(PermitTransferFrom permit, address owner, Witness witness, bytes signature) external;
-    function settleWithPermit(EIP2612Permit permit2612, PermitTransferFrom permit, address owner, Witness witness, bytes signature) external;
-    function nonceBitmap(address owner, uint256 wordPos) external view returns (uint256);
-    function nonces(address owner) external view returns (uint256);
-}
 
 /// This (chain, asset)'s Permit2 settings.
 struct Setup {
@@ -119,7 +79,7 @@ impl Setup {
 
     fn domain(&self, ctx: &AssetContext) -> Result<Eip712Domain, AdapterError> {
         let chain_id = ctx.chain_id.ok_or_else(|| AdapterError::Config(format!("{}: chain id is not set", ctx.chain)))?;
-        Ok(Eip712Domain::new(Some(Cow::Borrowed("Permit2")), None, Some(U256::from(chain_id)), Some(self.permit2), None))
+        Ok(permit2_wire::domain(chain_id, self.permit2))
     }
 }
 

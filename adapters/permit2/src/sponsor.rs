@@ -9,7 +9,7 @@ use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::{hex, Address, B256, U256};
 use alloy_sol_types::{sol, Eip712Domain, SolStruct};
 
-use crate::wire::{ApprovalInfo, PermitInfo};
+use permit2_wire::payload::{ApprovalInfo, PermitInfo};
 
 sol! {
     struct Permit {

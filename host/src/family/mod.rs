@@ -7,6 +7,7 @@
 
 pub mod evm;
 pub mod solana;
+pub mod tron;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -138,13 +139,15 @@ pub struct Drivers {
     config: Arc<Config>,
     evm: Arc<evm::EvmDriver>,
     solana: Arc<solana::SolanaDriver>,
+    tron: Arc<tron::TronDriver>,
 }
 
 impl Drivers {
     pub fn new(config: Arc<Config>, registry: Arc<Registry>, db: Db, keys: Arc<Keystore>) -> Drivers {
         let evm = Arc::new(evm::EvmDriver::new(config.clone(), registry.clone(), db.clone(), keys.clone()));
-        let solana = Arc::new(solana::SolanaDriver::new(config.clone(), registry, db, keys));
-        Drivers { config, evm, solana }
+        let solana = Arc::new(solana::SolanaDriver::new(config.clone(), registry.clone(), db.clone(), keys.clone()));
+        let tron = Arc::new(tron::TronDriver::new(config.clone(), registry, db, keys));
+        Drivers { config, evm, solana, tron }
     }
 
     /// The Solana driver itself, for what only it offers (tests).
@@ -156,7 +159,7 @@ impl Drivers {
         match family {
             Family::Evm => Some(self.evm.clone()),
             Family::Solana => Some(self.solana.clone()),
-            Family::Tron => None,
+            Family::Tron => Some(self.tron.clone()),
         }
     }
 
@@ -166,6 +169,6 @@ impl Drivers {
     }
 
     pub fn all(&self) -> Vec<Arc<dyn Driver>> {
-        vec![self.evm.clone(), self.solana.clone()]
+        vec![self.evm.clone(), self.solana.clone(), self.tron.clone()]
     }
 }

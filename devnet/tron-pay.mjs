@@ -1,0 +1,46 @@
+// The payer side on TRON: read PaymentRequirements JSON (x402 exact, Permit2)
+// on stdin, sign Permit2's PermitWitnessTransferFrom with the x402 witness
+// over TIP-712 with tronweb (TRON's chain id, base58check addresses), print
+// the settle_proof (base64 of the x402 v2 PaymentPayload).
+//
+//   echo '<requirements>' | node tron-pay.mjs 0x<payer key> [chain id]
+import crypto from "node:crypto";
+import { TronWeb, Trx } from "tronweb";
+
+const chunks = [];
+for await (const c of process.stdin) chunks.push(c);
+const req = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+const key = process.argv[2].replace(/^0x/, "");
+const chainId = Number(process.argv[3] ?? 728126428);
+const from = TronWeb.address.fromPrivateKey(key);
+const now = Math.floor(Date.now() / 1000);
+const domain = { name: "Permit2", chainId, verifyingContract: req.extra.permit2Address };
+const types = {
+  PermitWitnessTransferFrom: [
+    { name: "permitted", type: "TokenPermissions" },
+    { name: "spender", type: "address" },
+    { name: "nonce", type: "uint256" },
+    { name: "deadline", type: "uint256" },
+    { name: "witness", type: "Witness" },
+  ],
+  TokenPermissions: [
+    { name: "token", type: "address" },
+    { name: "amount", type: "uint256" },
+  ],
+  Witness: [
+    { name: "to", type: "address" },
+    { name: "validAfter", type: "uint256" },
+  ],
+};
+const authorization = {
+  from,
+  permitted: { token: req.asset, amount: req.amount },
+  spender: req.extra.spender,
+  nonce: BigInt(`0x${crypto.randomBytes(16).toString("hex")}`).toString(),
+  deadline: String(now + Math.min(req.maxTimeoutSeconds, 3600)),
+  witness: { to: req.payTo, validAfter: String(now - 60) },
+};
+const value = { permitted: authorization.permitted, spender: authorization.spender, nonce: authorization.nonce, deadline: authorization.deadline, witness: authorization.witness };
+const signature = Trx._signTypedData(domain, types, value, key);
+const payload = { x402Version: 2, accepted: req, payload: { signature, permit2Authorization: authorization } };
+process.stdout.write(Buffer.from(JSON.stringify(payload)).toString("base64"));

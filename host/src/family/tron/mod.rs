@@ -1,0 +1,226 @@
+//! The TRON family: secp256k1 wallets with base58check addresses, the full
+//! node's HTTP API (not JSON-RPC), transactions whose id is sha256 of their
+//! `raw_data`, recomputed here and never taken from a node. A settlement's
+//! `raw_data` comes from the adapter unsigned; the wallet that owns it signs
+//! it here, the whole `Transaction` protobuf is stored, then broadcast
+//! (`/wallet/broadcasthex`). Stored bytes are re-sent until they expire; a
+//! transaction is called dropped only once it has expired and the node has
+//! no record of it.
+//!
+//! A node's refusal is read from its `code` (a typed value), never from its
+//! message text.
+
+use std::sync::Arc;
+
+use alloy_primitives::{B256, U256};
+use alloy_signer::SignerSync;
+use prost::Message;
+use serde_json::{json, Value};
+use sha2::Digest;
+
+use super::{Balance, Driver, Finality, Receipt, Resent, SendError, Submit, Upkeep};
+use crate::adapter::Registry;
+use crate::chain::{ChainClient, ChainError};
+use crate::config::{Availability, Config, Family};
+use crate::db::Db;
+use crate::intent::now_ms;
+use crate::keys::{Keystore, Role};
+use crate::payment::{SigningRequest, Submission};
+use crate::store::settlement::{self as repo, StoredTx, TxRow};
+
+/// TRX has 6 decimals (sun).
+const TRX_DECIMALS: u8 = 6;
+
+/// `protocol.Transaction`: the raw data and its signatures.
+#[derive(Clone, PartialEq, Message)]
+struct Transaction {
+    #[prost(bytes = "vec", tag = "1")]
+    raw_data: Vec<u8>,
+    #[prost(bytes = "vec", repeated, tag = "2")]
+    signature: Vec<Vec<u8>>,
+}
+
+/// The one field of `Transaction.raw` the driver reads.
+#[derive(Clone, PartialEq, Message)]
+struct Expiry {
+    #[prost(int64, tag = "8")]
+    expiration: i64,
+}
+
+/// What a node made of a broadcast.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Broadcast {
+    Accepted,
+    /// This exact transaction was seen already.
+    Known,
+    /// Expired, or its reference block is unknown: it can never land.
+    Expired,
+}
+
+pub struct TronDriver {
+    config: Arc<Config>,
+    registry: Arc<Registry>,
+    db: Db,
+    keys: Arc<Keystore>,
+}
+
+fn tx_id(raw_data: &[u8]) -> String {
+    hex::encode(sha2::Sha256::digest(raw_data))
+}
+
+async fn call(client: &ChainClient, path: &str, body: Value) -> Result<Value, SendError> {
+    client.rpc(path, body).await.map_err(|e| SendError::Unavailable(e.to_string()))
+}
+
+async fn broadcast(client: &ChainClient, bytes: &[u8]) -> Result<Broadcast, SendError> {
+    let v = call(client, "/wallet/broadcasthex", json!({ "transaction": hex::encode(bytes) })).await?;
+    if v.get("result").and_then(Value::as_bool) == Some(true) {
+        return Ok(Broadcast::Accepted);
+    }
+    let detail = || v.to_string();
+    match v.get("code").and_then(Value::as_str) {
+        Some("DUP_TRANSACTION_ERROR") => Ok(Broadcast::Known),
+        Some("TRANSACTION_EXPIRATION_ERROR") | Some("TAPOS_ERROR") => Ok(Broadcast::Expired),
+        Some("BANDWITH_ERROR") => Err(SendError::Unfunded(detail())),
+        Some("CONTRACT_VALIDATE_ERROR") | Some("CONTRACT_EXE_ERROR") => Err(SendError::WouldRevert(detail())),
+        Some("SERVER_BUSY") | Some("NOT_ENOUGH_EFFECTIVE_CONNECTION") | Some("NO_CONNECTION") | Some("BLOCK_UNSOLIDIFIED") => Err(SendError::Unavailable(detail())),
+        _ => Err(SendError::Refused(detail())),
+    }
+}
+
+/// The node's execution record of `id`, or `None` while it has none.
+async fn info(client: &ChainClient, id: &str) -> Result<Option<Value>, SendError> {
+    let v = call(client, "/wallet/gettransactioninfobyid", json!({ "value": id })).await?;
+    Ok(v.get("id").is_some().then_some(v))
+}
+
+fn expired(bytes: &[u8]) -> bool {
+    let expiration = Transaction::decode(bytes).ok().and_then(|t| Expiry::decode(t.raw_data.as_slice()).ok()).map_or(0, |e| e.expiration);
+    expiration <= now_ms()
+}
+
+impl TronDriver {
+    pub fn new(config: Arc<Config>, registry: Arc<Registry>, db: Db, keys: Arc<Keystore>) -> TronDriver {
+        TronDriver { config, registry, db, keys }
+    }
+
+    fn client(&self, chain: &str) -> Result<Arc<ChainClient>, SendError> {
+        self.registry.chain(chain).ok_or_else(|| SendError::Unavailable(format!("{chain} has no transport")))
+    }
+
+    /// secp256k1 over the 32-byte txID as it is; 65 bytes r‖s‖v, v 27 or 28.
+    async fn sign_id(&self, wallet: &Role, id: &[u8]) -> anyhow::Result<Vec<u8>> {
+        anyhow::ensure!(id.len() == 32, "a TRON txID is 32 bytes, not {}", id.len());
+        let signer = self.keys.secp256k1(wallet, Family::Tron).await?;
+        Ok(signer.sign_hash_sync(&B256::from_slice(id))?.as_bytes().to_vec())
+    }
+}
+
+#[async_trait::async_trait]
+impl Driver for TronDriver {
+    fn family(&self) -> Family {
+        Family::Tron
+    }
+
+    async fn address(&self, wallet: &Role) -> anyhow::Result<String> {
+        self.keys.address(&wallet.key_name(Family::Tron)).await
+    }
+
+    async fn sign(&self, wallet: &Role, request: &SigningRequest) -> anyhow::Result<Vec<u8>> {
+        let SigningRequest::TronTxid(id) = request else {
+            anyhow::bail!("TRON wallets sign TRON transaction ids only");
+        };
+        self.sign_id(wallet, id).await
+    }
+
+    async fn submit(&self, chain: &str, wallet: &Role, submission: &Submission, row: TxRow, _how: Submit) -> Result<String, SendError> {
+        let Submission::TronSigned(t) = submission else {
+            return Err(SendError::Unsupported("not a TRON submission".into()));
+        };
+        let client = self.client(chain)?;
+        let id = tx_id(&t.raw_data);
+        let unavailable = |e: anyhow::Error| SendError::Unavailable(format!("wallet: {e:#}"));
+        let signature = match t.signatures.as_slice() {
+            // Built for this wallet to sign (it is the transaction's owner).
+            [] => vec![self.sign_id(wallet, &hex::decode(&id).expect("hex")).await.map_err(unavailable)?],
+            given => given.to_vec(),
+        };
+        let bytes = Transaction { raw_data: t.raw_data.clone(), signature }.encode_to_vec();
+        let sender = self.address(wallet).await.map_err(unavailable)?;
+        let new = repo::NewTx { intent_id: &row.intent_id, leg: &row.leg, step: row.step, label: &row.label, chain, sender: &sender, nonce: -1, raw: &bytes, tx_hash: &id };
+        repo::insert_tx(&self.db, &new, now_ms()).await.map_err(|e| SendError::Unavailable(format!("database: {e}")))?;
+        match broadcast(&client, &bytes).await? {
+            Broadcast::Accepted | Broadcast::Known => Ok(id),
+            Broadcast::Expired => Err(SendError::WouldRevert("the transaction expired before it was sent".into())),
+        }
+    }
+
+    async fn resend(&self, chain: &str, stored: &StoredTx) -> Result<Resent, SendError> {
+        let client = self.client(chain)?;
+        if info(&client, &stored.tx_hash).await?.is_some() {
+            return Ok(Resent::InFlight);
+        }
+        if !expired(&stored.raw) && broadcast(&client, &stored.raw).await? != Broadcast::Expired {
+            return Ok(Resent::InFlight);
+        }
+        // Expired: unless it landed in between, it never will.
+        Ok(if info(&client, &stored.tx_hash).await?.is_some() { Resent::InFlight } else { Resent::Superseded })
+    }
+
+    async fn finality(&self, chain: &str, tx: &str, confirmations: u64) -> Result<Finality, SendError> {
+        let client = self.client(chain)?;
+        let Some(v) = info(&client, tx).await? else { return Ok(Finality::Pending) };
+        let Some(block) = v.get("blockNumber").and_then(Value::as_u64) else { return Ok(Finality::Pending) };
+        let head = call(&client, "/wallet/getnowblock", json!({})).await?;
+        let head = head.pointer("/block_header/raw_data/number").and_then(Value::as_u64).unwrap_or(0);
+        if head + 1 < block + confirmations.max(1) {
+            return Ok(Finality::Pending);
+        }
+        if v.pointer("/receipt/result").and_then(Value::as_str) != Some("SUCCESS") {
+            return Ok(Finality::Failed);
+        }
+        Ok(Finality::Confirmed(Arc::new(Receipt { text: v.to_string(), json: v })))
+    }
+
+    fn shared(&self, _chain: &str, _stored: &StoredTx) -> bool {
+        false
+    }
+
+    async fn can_land(&self, chain: &str, stored: &StoredTx) -> bool {
+        let Ok(client) = self.client(chain) else { return true };
+        match info(&client, &stored.tx_hash).await {
+            Ok(Some(_)) => false,
+            Ok(None) => !expired(&stored.raw),
+            Err(_) => true,
+        }
+    }
+
+    async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError> {
+        let (Some(cfg), Some(client)) = (self.config.chains.get(chain), self.registry.chain(chain)) else { return Ok(vec![]) };
+        let account = client.rpc("/wallet/getaccount", json!({ "address": owner, "visible": true })).await?;
+        // A node knows no account that never received anything: zero.
+        let sun = account.get("balance").and_then(Value::as_u64).unwrap_or(0);
+        let mut out = vec![Balance { chain: chain.into(), asset: cfg.native_asset.clone(), raw: U256::from(sun), decimals: TRX_DECIMALS }];
+        let owner_hex = bs58::decode(owner).with_check(None).into_vec().map_err(|_| ChainError::BadAnswer(format!("{owner} is not a TRON address")))?;
+        for (key, asset) in &cfg.assets {
+            if self.config.availability(asset) != Availability::Available || asset.token.is_empty() {
+                continue;
+            }
+            let v = client
+                .rpc("/wallet/triggerconstantcontract", json!({
+                    "owner_address": owner, "contract_address": asset.token, "visible": true,
+                    "function_selector": "balanceOf(address)", "parameter": format!("{:0>64}", hex::encode(&owner_hex[1..])),
+                }))
+                .await?;
+            let raw = v.pointer("/constant_result/0").and_then(Value::as_str).and_then(|h| U256::from_str_radix(h, 16).ok());
+            let raw = raw.ok_or_else(|| ChainError::BadAnswer(format!("balanceOf answered {v}")))?;
+            out.push(Balance { chain: chain.into(), asset: key.clone(), raw, decimals: asset.decimals });
+        }
+        Ok(out)
+    }
+
+    async fn upkeep(&self, _seen: &mut Upkeep) -> anyhow::Result<()> {
+        // No nonces: a TRON transaction's lifetime is its expiration.
+        Ok(())
+    }
+}
