@@ -30,9 +30,8 @@ use stablerail::adapter0_3_0::types::AssetContext;
 
 use accounts::{Key, Parse};
 
-/// x402's scheme name and version.
+/// x402's scheme name.
 const SCHEME: &str = "exact";
-const X402_VERSION: u64 = 2;
 
 struct SolanaSpl;
 
@@ -54,7 +53,8 @@ impl Guest for SolanaSpl {
     }
 
     fn to_base_units(amount: String, decimals: u8) -> Result<String, AdapterError> {
-        units::base_units(&amount, decimals).map(|u| u.to_string()).map_err(AdapterError::InvalidAmount)
+        let digits = x402_wire::base_units(&amount, decimals).map_err(AdapterError::InvalidAmount)?;
+        units::parse(&digits).map(|u| u.to_string()).map_err(AdapterError::InvalidAmount)
     }
 
     fn requirements(ctx: AssetContext, terms: Terms) -> Result<PaymentRequirements, AdapterError> {
@@ -142,7 +142,7 @@ impl Guest for SolanaSpl {
         let raw = build::signed(&message, &sender, &signature)?;
         let _ = ctx;
         let payload = serde_json::json!({
-            "x402Version": X402_VERSION,
+            "x402Version": x402_wire::X402_VERSION,
             "accepted": {
                 "scheme": requirements.scheme,
                 "network": requirements.network,
@@ -155,6 +155,19 @@ impl Guest for SolanaSpl {
             "payload": { "transaction": base64::engine::general_purpose::STANDARD.encode(raw) },
         });
         Ok(payload.to_string())
+    }
+}
+
+/// The issued requirements a payload's `accepted` must repeat.
+fn issued(r: &PaymentRequirements) -> x402_wire::Issued<'_> {
+    x402_wire::Issued { scheme: &r.scheme, network: &r.network, amount: &r.amount, asset: &r.asset, pay_to: &r.pay_to }
+}
+
+fn refused(r: x402_wire::Refusal) -> ProofError {
+    match r {
+        x402_wire::Refusal::Malformed(m) => ProofError::Malformed(m),
+        x402_wire::Refusal::Unsupported(m) => ProofError::Unsupported(m),
+        x402_wire::Refusal::Mismatch(m) => ProofError::RequirementsMismatch(m),
     }
 }
 

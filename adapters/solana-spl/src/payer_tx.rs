@@ -52,24 +52,6 @@ pub struct Checked {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Payload {
-    x402_version: u64,
-    accepted: Accepted,
-    payload: Inner,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Accepted {
-    scheme: String,
-    network: String,
-    amount: String,
-    asset: String,
-    pay_to: String,
-}
-
-#[derive(Deserialize)]
 struct Inner {
     transaction: String,
 }
@@ -80,26 +62,9 @@ fn malformed(m: impl Into<String>) -> ProofError {
 
 /// The x402 payload's transaction, once its `accepted` matches `req`.
 pub fn decode_proof(proof: &str, req: &PaymentRequirements) -> Result<Tx, ProofError> {
-    let p: Payload = serde_json::from_str(proof).map_err(|e| malformed(format!("payment payload: {e}")))?;
-    if p.x402_version != crate::X402_VERSION {
-        return Err(ProofError::Unsupported(format!("x402Version {} (expected 2)", p.x402_version)));
-    }
-    let a = &p.accepted;
-    if a.scheme != req.scheme {
-        return Err(ProofError::Unsupported(format!("scheme `{}`", a.scheme)));
-    }
-    for (what, got, want) in [
-        ("network", &a.network, &req.network),
-        ("amount", &a.amount, &req.amount),
-        ("asset", &a.asset, &req.asset),
-        ("payTo", &a.pay_to, &req.pay_to),
-    ] {
-        if got != want {
-            return Err(ProofError::RequirementsMismatch(format!("accepted {what} is {got}, required {want}")));
-        }
-    }
+    let inner: Inner = x402_wire::decode(proof, &crate::issued(req)).map_err(crate::refused)?;
     let raw = base64::engine::general_purpose::STANDARD
-        .decode(p.payload.transaction.trim())
+        .decode(inner.transaction.trim())
         .map_err(|_| malformed("payload.transaction is not base64"))?;
     parse(raw)
 }

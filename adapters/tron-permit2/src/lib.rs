@@ -30,14 +30,12 @@ use alloy_sol_types::{SolCall, SolStruct};
 use exports::stablerail::adapter0_3_0::scheme::Guest;
 use permit2_wire::payload::Permit2Payload;
 use permit2_wire::{settleCall, PermitTransferFrom, PermitWitnessTransferFrom, TokenPermissions, Witness};
-use serde::Deserialize;
 use serde_json::json;
 use stablerail::adapter0_1_0::types::*;
 use stablerail::adapter0_1_0::{clock, crypto};
 use stablerail::adapter0_3_0::types::AssetContext;
 
 const SCHEME: &str = "exact";
-const X402_VERSION: u64 = 2;
 /// Seconds an authorization must still be valid for, so the settlement lands.
 const VALIDITY_MARGIN_SECS: u64 = 6;
 /// How long a settlement transaction stays valid, in milliseconds.
@@ -87,24 +85,6 @@ fn units(text: &str) -> Result<U256, String> {
     U256::from_str_radix(text, 10).map_err(|_| format!("`{text}` is too large"))
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Payload {
-    x402_version: u64,
-    accepted: Accepted,
-    payload: Permit2Payload,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Accepted {
-    scheme: String,
-    network: String,
-    amount: String,
-    asset: String,
-    pay_to: String,
-}
-
 /// A proof that passed every offline check.
 struct Checked {
     payment: VerifiedPayment,
@@ -114,20 +94,13 @@ struct Checked {
 }
 
 fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &str) -> Result<Checked, ProofError> {
-    let p: Payload = serde_json::from_str(proof).map_err(|e| ProofError::Malformed(format!("payment payload: {e}")))?;
-    if p.x402_version != X402_VERSION {
-        return Err(ProofError::Unsupported(format!("x402Version {} (expected 2)", p.x402_version)));
-    }
-    let a = &p.accepted;
-    if a.scheme != req.scheme {
-        return Err(ProofError::Unsupported(format!("scheme `{}`", a.scheme)));
-    }
-    for (what, got, want) in [("network", &a.network, &req.network), ("amount", &a.amount, &req.amount), ("asset", &a.asset, &req.asset), ("payTo", &a.pay_to, &req.pay_to)] {
-        if got != want {
-            return Err(ProofError::RequirementsMismatch(format!("accepted {what} is {got}, required {want}")));
-        }
-    }
-    let auth = &p.payload.permit2_authorization;
+    let issued = x402_wire::Issued { scheme: &req.scheme, network: &req.network, amount: &req.amount, asset: &req.asset, pay_to: &req.pay_to };
+    let p: Permit2Payload = x402_wire::decode(proof, &issued).map_err(|r| match r {
+        x402_wire::Refusal::Malformed(m) => ProofError::Malformed(m),
+        x402_wire::Refusal::Unsupported(m) => ProofError::Unsupported(m),
+        x402_wire::Refusal::Mismatch(m) => ProofError::RequirementsMismatch(m),
+    })?;
+    let auth = &p.permit2_authorization;
     let addr = |what: &str, text: &str| address::parse(text).ok_or_else(|| ProofError::Malformed(format!("{what} `{text}` is not a TRON address")));
     let num = |text: &str| units(text).map_err(ProofError::Malformed);
     let owner = addr("from", &auth.from)?;
@@ -138,7 +111,7 @@ fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &s
         deadline: num(&auth.deadline)?,
         witness: Witness { to: addr("witness.to", &auth.witness.to)?, validAfter: num(&auth.witness.valid_after)? },
     };
-    let signature = hex::decode(p.payload.signature.trim_start_matches("0x")).map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
+    let signature = hex::decode(p.signature.trim_start_matches("0x")).map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
     if permit.permitted.token != setup.token {
         return Err(ProofError::RequirementsMismatch(format!("permitted token is {}, must be {}", address::show(&permit.permitted.token), address::show(&setup.token))));
     }
@@ -198,17 +171,7 @@ impl Guest for TronPermit2 {
     }
 
     fn to_base_units(amount: String, decimals: u8) -> Result<String, AdapterError> {
-        let bad = |m: &str| AdapterError::InvalidAmount(format!("`{amount}` {m}"));
-        let (whole, fraction) = amount.split_once('.').unwrap_or((&amount, ""));
-        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        if !digits(whole) || (amount.contains('.') && !digits(fraction)) {
-            return Err(bad("is not a decimal amount"));
-        }
-        if fraction.len() > 6 || fraction.len() > usize::from(decimals) {
-            return Err(bad("has more decimal places than allowed"));
-        }
-        let scaled = format!("{whole}{fraction:0<width$}", width = usize::from(decimals));
-        units(&scaled).map(|u| u.to_string()).map_err(AdapterError::InvalidAmount)
+        x402_wire::base_units(&amount, decimals).map_err(AdapterError::InvalidAmount)
     }
 
     fn requirements(ctx: AssetContext, terms: Terms) -> Result<PaymentRequirements, AdapterError> {
