@@ -73,6 +73,12 @@ async function block(tag) {
 }
 
 const seen = new Map(); // txID -> { info, tx }
+// Tests: the clock can be moved on (expiry), and broadcasts held unexecuted
+// (accepted, as by a node that has not relayed them yet), then landed or dropped.
+let skewMs = 0;
+const clock = () => Date.now() + skewMs;
+let holding = false;
+const held = []; // [txID, run]
 
 async function constant({ owner_address, contract_address, function_selector, parameter = "", data, visible }) {
   const calldata = data ? hex(data) : selector(function_selector) + hex(parameter);
@@ -100,8 +106,8 @@ async function trigger({ owner_address, contract_address, function_selector, par
   const blockHeader = {
     ref_block_bytes: (number & 0xffffn).toString(16).padStart(4, "0"),
     ref_block_hash: head.blockID.slice(16, 32),
-    expiration: Date.now() + 60_000,
-    timestamp: Date.now(),
+    expiration: clock() + 60_000,
+    timestamp: clock(),
   };
   const options = { feeLimit: fee_limit, callValue: call_value, txLocal: true, blockHeader, rawParameter: hex(parameter) };
   const owner = tronHex(evm(owner_address));
@@ -137,7 +143,7 @@ async function broadcast(tx) {
   const txID = crypto.createHash("sha256").update(Buffer.from(rawHex, "hex")).digest("hex");
   if (seen.has(txID)) throw new Refusal("DUP_TRANSACTION_ERROR", "dup transaction");
   const { type, raw } = decode(rawHex);
-  const now = Date.now();
+  const now = clock();
   if (raw.expiration <= now) throw new Refusal("TRANSACTION_EXPIRATION_ERROR", "Transaction expired");
   if (raw.expiration > now + MAX_EXPIRATION_MS) throw new Refusal("TRANSACTION_EXPIRATION_ERROR", "expiration is too far in the future");
   const value = raw.contract[0].parameter.value;
@@ -153,6 +159,15 @@ async function broadcast(tx) {
   if (signer.toLowerCase() !== owner) throw new Refusal("SIGERROR", `validate signature error: ${tronHex(signer)} is not the owner`);
   await tapos(raw);
   seen.set(txID, { pending: true });
+  const run = () => execute(txID, type, raw, rawHex, signatures, owner, value);
+  if (holding) {
+    held.push([txID, run]);
+    return { result: true, txid: txID };
+  }
+  return run();
+}
+
+async function execute(txID, type, raw, rawHex, signatures, owner, value) {
   const call =
     type === "TriggerSmartContract"
       ? { from: owner, to: evm(value.contract_address.toLowerCase()), data: `0x${value.data.toLowerCase()}`, value: `0x${BigInt(value.call_value ?? 0).toString(16)}` }
@@ -241,6 +256,30 @@ const routes = {
     // A node knows no account that never received anything.
     if (wei === 0n && code === "0x") return {};
     return { address: show(a, visible), balance: Number(wei / 10n ** 12n), create_time: 0 };
+  },
+  // Devnet only, like anvil's anvil_*: move the clock, hold and release broadcasts.
+  "/devnet/advance_time": async ({ seconds }) => {
+    skewMs += Number(seconds) * 1000;
+    // Blocks keep up: new transactions reference a block of the new time.
+    await eth("evm_increaseTime", [Number(seconds)]);
+    await eth("evm_mine");
+    return { now: clock() };
+  },
+  "/devnet/hold": async () => {
+    holding = true;
+    return {};
+  },
+  "/devnet/release": async ({ mode }) => {
+    holding = false;
+    const out = held.splice(0);
+    let landed = 0;
+    for (const [txID, run] of out) {
+      if (mode === "land") {
+        await run();
+        landed += 1;
+      } else seen.delete(txID);
+    }
+    return { held: out.length, landed };
   },
   "/wallet/getchainparameters": async () => ({ chainParameter: [{ key: "getEnergyFee", value: 420 }, { key: "getTransactionFee", value: 1000 }] }),
 };

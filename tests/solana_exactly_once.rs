@@ -16,33 +16,15 @@ mod common;
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use stablerail::config::Family;
 use stablerail::keys::Role;
 
 use common::devnet::{rpc, x402_pay, Devnet};
-use common::process::{free_port, http, kill, serve};
+use common::process::{free_port, http, kill, serve, stored_txs, wait_status};
 
 /// Blocks a blockhash stays valid for, plus margin.
 const EXPIRY_SLOTS: u64 = 160;
-
-fn wait_for(port: u16, id: &str, want: &str, within: Duration) -> Value {
-    let end = std::time::Instant::now() + within;
-    loop {
-        let (_, v) = http(port, "GET", &format!("/api/intents/{id}"), None);
-        if v["status"] == want {
-            return v;
-        }
-        assert!(std::time::Instant::now() < end, "intent {id} never reached {want}: {v}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// The stored payout transactions' ids.
-async fn stored_payouts(dn: &Devnet, id: &str) -> Vec<String> {
-    let q = sqlx::query("SELECT tx_hash FROM chain_transactions WHERE intent_id = $1 AND leg = 'target'").bind(id);
-    q.fetch_all(&dn.state.db.pool).await.unwrap().iter().map(|r| sqlx::Row::get(r, "tx_hash")).collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_nine_after_a_solana_payout_is_stored_pays_the_merchant_once() {
@@ -70,14 +52,14 @@ async fn kill_nine_after_a_solana_payout_is_stored_pays_the_merchant_once() {
         let proof = x402_pay(&intent["payment_requirements"], &dn.payer(n).1);
         let (s, r) = http(port, "POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })));
         assert_eq!(s, 200, "{r}");
-        wait_for(port, &id, "TARGET_SETTLING", Duration::from_secs(60));
+        wait_status(port, &id, "TARGET_SETTLING", Duration::from_secs(60));
         for _ in 0..100 {
-            if !stored_payouts(&dn, &id).await.is_empty() {
+            if !stored_txs(&dn, &id, "target").await.is_empty() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let first = stored_payouts(&dn, &id).await;
+        let first = stored_txs(&dn, &id, "target").await;
         assert_eq!(first.len(), 1, "the payout is signed and stored");
         let proxy_before = dn.sol_balance("usdc", &proxy).await;
         kill(server.0.id(), "-KILL");
@@ -106,7 +88,7 @@ async fn kill_nine_after_a_solana_payout_is_stored_pays_the_merchant_once() {
         let started = std::time::Instant::now();
         let port = free_port();
         let _server = serve(&dn, port);
-        let done = wait_for(port, &id, "TARGET_SETTLED", Duration::from_secs(90));
+        let done = wait_status(port, &id, "TARGET_SETTLED", Duration::from_secs(90));
         eprintln!("{release}: settled {} ms after the restart", started.elapsed().as_millis());
         assert_eq!(dn.sol_balance("usdc", merchant).await, 2_000_000, "{release}: the merchant is paid exactly once");
         assert_eq!(dn.sol_balance("usdc", &proxy).await, proxy_before - 2_000_000, "{release}: the proxy paid once");

@@ -80,3 +80,22 @@ pub fn kill(pid: u32, signal: &str) {
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
+
+/// Poll `GET /api/intents/{id}` on a server process until it says `want`.
+pub fn wait_status(port: u16, id: &str, want: &str, within: std::time::Duration) -> Value {
+    let end = std::time::Instant::now() + within;
+    loop {
+        let (_, v) = http(port, "GET", &format!("/api/intents/{id}"), None);
+        if v["status"] == want {
+            return v;
+        }
+        assert!(std::time::Instant::now() < end, "intent {id} never reached {want}: {v}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// The ids of the transactions stored for an intent's leg.
+pub async fn stored_txs(dn: &Devnet, id: &str, leg: &str) -> Vec<String> {
+    let q = sqlx::query("SELECT tx_hash FROM chain_transactions WHERE intent_id = $1 AND leg = $2").bind(id).bind(leg);
+    q.fetch_all(&dn.state.db.pool).await.unwrap().iter().map(|r| sqlx::Row::get(r, "tx_hash")).collect()
+}
