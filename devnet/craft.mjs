@@ -16,20 +16,10 @@
 //                   (garbage: bytes that are no transaction at all)
 import { createPublicClient, encodeFunctionData, getAddress, http, maxUint256, pad, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { permit2Types } from "./permit2-types.mjs";
 
 const PERMIT2 = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 const PROXY = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
-const permit2Types = {
-  PermitWitnessTransferFrom: [
-    { name: "permitted", type: "TokenPermissions" },
-    { name: "spender", type: "address" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint256" },
-    { name: "witness", type: "Witness" },
-  ],
-  TokenPermissions: [{ name: "token", type: "address" }, { name: "amount", type: "uint256" }],
-  Witness: [{ name: "to", type: "address" }, { name: "validAfter", type: "uint256" }],
-};
 const permitTypes = {
   Permit: [
     { name: "owner", type: "address" },

@@ -6,6 +6,7 @@
 //   echo '<requirements>' | node tron-pay.mjs 0x<payer key> [chain id]
 import crypto from "node:crypto";
 import { TronWeb, Trx } from "tronweb";
+import { permit2Types } from "./permit2-types.mjs";
 
 const chunks = [];
 for await (const c of process.stdin) chunks.push(c);
@@ -15,23 +16,6 @@ const chainId = Number(process.argv[3] ?? 728126428);
 const from = TronWeb.address.fromPrivateKey(key);
 const now = Math.floor(Date.now() / 1000);
 const domain = { name: "Permit2", chainId, verifyingContract: req.extra.permit2Address };
-const types = {
-  PermitWitnessTransferFrom: [
-    { name: "permitted", type: "TokenPermissions" },
-    { name: "spender", type: "address" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint256" },
-    { name: "witness", type: "Witness" },
-  ],
-  TokenPermissions: [
-    { name: "token", type: "address" },
-    { name: "amount", type: "uint256" },
-  ],
-  Witness: [
-    { name: "to", type: "address" },
-    { name: "validAfter", type: "uint256" },
-  ],
-};
 const authorization = {
   from,
   permitted: { token: req.asset, amount: req.amount },
@@ -41,6 +25,6 @@ const authorization = {
   witness: { to: req.payTo, validAfter: String(now - 60) },
 };
 const value = { permitted: authorization.permitted, spender: authorization.spender, nonce: authorization.nonce, deadline: authorization.deadline, witness: authorization.witness };
-const signature = Trx._signTypedData(domain, types, value, key);
+const signature = Trx._signTypedData(domain, permit2Types, value, key);
 const payload = { x402Version: 2, accepted: req, payload: { signature, permit2Authorization: authorization } };
 process.stdout.write(Buffer.from(JSON.stringify(payload)).toString("base64"));

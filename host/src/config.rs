@@ -178,6 +178,19 @@ pub enum Family {
     Tron,
 }
 
+impl Family {
+    /// The families of a devnet's `--chains` list (comma-separated): `solana`
+    /// and `tron` are their own clusters, every other name an EVM chain, and
+    /// EVM is always there (the devnet's config serves base).
+    pub fn of_devnet_chains(chains: &str) -> Vec<Family> {
+        let named = |n: &str| chains.split(',').any(|c| c == n);
+        let mut families = vec![Family::Evm];
+        families.extend(named("solana").then_some(Family::Solana));
+        families.extend(named("tron").then_some(Family::Tron));
+        families
+    }
+}
+
 /// An EVM chain's transaction type for the service's own transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -338,15 +338,7 @@ async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
             let db = stablerail::server::connect(&database).await?;
             // The devnet's config names these files; its wallets exist before
             // the chains start so that they can be funded.
-            use stablerail::config::Family;
-            let with_solana = chains.split(',').any(|c| c == "solana");
-            let mut families = vec![Family::Evm];
-            if with_solana {
-                families.push(Family::Solana);
-            }
-            if chains.split(',').any(|c| c == "tron") {
-                families.push(Family::Tron);
-            }
+            let families = stablerail::config::Family::of_devnet_chains(&chains);
             let made = stablerail::keys::init(&dir.join("master.key"), &dir.join("pepper"), db, &families).await?;
             let address = |name: &str| made.wallets.iter().find(|w| w.name == name).map(|w| w.address.clone()).unwrap_or_default();
             let (relayer, proxy) = (address(stablerail::keys::RELAYER), address(stablerail::keys::PROXY));

@@ -73,15 +73,7 @@ impl Devnet {
         // The files the devnet's config will name, and the service wallets,
         // before the chains start so that they can be funded.
         let db = stablerail::db::Db::connect(&db_url).await.unwrap();
-        use stablerail::config::Family;
-        let with_solana = chains.split(',').any(|c| c == "solana");
-        let mut families = vec![Family::Evm];
-        if with_solana {
-            families.push(Family::Solana);
-        }
-        if chains.split(',').any(|c| c == "tron") {
-            families.push(Family::Tron);
-        }
+        let families = stablerail::config::Family::of_devnet_chains(&chains);
         let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone(), &families).await.unwrap();
         let wallet = |name: &str| made.wallets.iter().find(|w| w.name == name).map(|w| w.address.clone()).unwrap_or_default();
         let (relayer, proxy) = (wallet(keys::RELAYER), wallet(keys::PROXY));
