@@ -5,6 +5,7 @@
 //   node tron-send.mjs --api URL --key 0xPRIVATE --token T… --to T… --amount N
 //                      [--no-broadcast] [--signer 0xOTHER] [--local expired|unknown-block]
 //                      [--approve SPENDER]   (approve(SPENDER, amount) instead of a transfer)
+//                      [--fee-limit SUN]     (default 50 TRX)
 //
 // --signer signs with another key than the owner's; --local builds the
 // transaction offline (tronweb's txLocal) with an expiry in the past or a
@@ -18,7 +19,7 @@ const arg = (name, fallback) => {
 const tronWeb = new TronWeb({ fullHost: arg("api") });
 const key = arg("key").replace(/^0x/, "");
 const from = tronWeb.address.fromPrivateKey(key);
-const options = { feeLimit: 50_000_000 };
+const options = { feeLimit: Number(arg("fee-limit", "50000000")) };
 const local = arg("local");
 if (local) {
   const head = await tronWeb.trx.getCurrentBlock();

@@ -73,6 +73,10 @@ const solana = requested.includes("solana");
 const chains = requested.filter((n) => n !== "solana");
 const gas = list(arg("gas", ""));
 const tokens = list(arg("tokens", ""));
+// The service's TRON wallets (base58check) get TRX and USDT on the TRON anvil.
+const tronEvm = (a) => `0x${tronUtils.address.toHex(a).slice(2)}`;
+const tronGas = list(arg("tron-gas", "")).map(tronEvm);
+const tronTokens = list(arg("tron-tokens", "")).map(tronEvm);
 const adaptersDir = path.resolve(arg("adapters-dir", path.join(here, "..", "adapters/target/wasm32-wasip2/release")));
 fs.mkdirSync(dir, { recursive: true });
 
@@ -167,14 +171,14 @@ for (const name of chains) {
   for (const [key, a] of Object.entries(c.assets)) {
     const address = await deployAsset(pub, wallet, a);
     const million = 1_000_000n * 10n ** BigInt(a.decimals);
-    for (const to of [...payers.map((p) => p.address), ...tokens]) {
+    for (const to of [...payers.map((p) => p.address), ...tokens, ...(name === "tron" ? tronTokens : [])]) {
       const h = await wallet.writeContract({ address, abi: artifacts[a.kind].abi, functionName: "mint", args: [to, million], ...txType });
       await pub.waitForTransactionReceipt({ hash: h });
     }
     assets[key] = { address, kind: a.kind, scheme: a.scheme, decimals: a.decimals, name: a.name, version: a.version, salted: Boolean(a.salted), reset: Boolean(a.reset) };
   }
   for (const [alias, of] of Object.entries(c.aliases ?? {})) assets[alias] = { ...assets[of], alias_of: of };
-  for (const a of gas) {
+  for (const a of [...gas, ...(name === "tron" ? tronGas : [])]) {
     await pub.request({ method: "anvil_setBalance", params: [a, `0x${parseEther("1000").toString(16)}`] });
   }
   out.chains[name] = { chain_id: c.id, rpc, port, pid: child.pid, fee: c.fee, roles: c.roles ?? ["payer", "target"], legacy: Boolean(c.legacy), assets };
@@ -264,7 +268,8 @@ decimals = ${a.decimals}
   }
 }
 if (out.tron) {
-  // TRON pays (the public flow); TRON payouts and /v2 TRON payers are not built yet.
+  // TRON pays and is paid: payers sign Permit2 witness transfers, host-held
+  // wallets (the proxy, agents) send plain TRC-20 transfers.
   const t = out.tron;
   toml = toml.replace(`permit2 = "permit2.wasm"\n`, `permit2 = "permit2.wasm"\ntron-permit2 = "tron_permit2.wasm"\n`).replace("[flags]\n", "[flags]\nTRON_ENABLED = true\n");
   toml += `
@@ -273,7 +278,7 @@ family = "tron"
 gate = "TRON_ENABLED"
 chain_id = ${t.chain_id}
 caip2 = "tron:0x${t.chain_id.toString(16)}"
-roles = ["payer"]
+roles = ["payer", "target"]
 rpc_urls = [${JSON.stringify(t.http)}]
 explorer_tx_url = "${t.http}/wallet/gettransactionbyid?value={tx}"
 native_asset = "trx"

@@ -373,6 +373,35 @@ pub struct Initialized {
     pub rebound: usize,
 }
 
+impl Initialized {
+    /// A service wallet's address ("" when this run has no such wallet).
+    pub fn wallet(&self, name: &str) -> String {
+        self.wallets.iter().find(|w| w.name == name).map(|w| w.address.clone()).unwrap_or_default()
+    }
+
+    /// What `devnet/up.mjs` funds, per family: each relayer and proxy gets
+    /// the native coin (the proxy pays merchants and, on Permit2 chains,
+    /// approves Permit2 once), each proxy the devnet's tokens, and the
+    /// Solana collection wallet its token accounts.
+    pub fn devnet_funding_args(&self) -> Vec<String> {
+        let [relayer, proxy] = [RELAYER, PROXY].map(|n| self.wallet(n));
+        let [sol_relayer, sol_proxy, sol_collection] = ["relayer:solana", "proxy:solana", "collection:solana"].map(|n| self.wallet(n));
+        let [tron_relayer, tron_proxy] = ["relayer:tron", "proxy:tron"].map(|n| self.wallet(n));
+        [
+            ("--gas", format!("{relayer},{proxy}")),
+            ("--tokens", proxy),
+            ("--sol-gas", format!("{sol_relayer},{sol_proxy}")),
+            ("--sol-tokens", sol_proxy),
+            ("--sol-accounts", sol_collection),
+            ("--tron-gas", format!("{tron_relayer},{tron_proxy}")),
+            ("--tron-tokens", tron_proxy),
+        ]
+        .into_iter()
+        .flat_map(|(flag, value)| [flag.to_string(), value])
+        .collect()
+    }
+}
+
 #[derive(Debug, serde::Serialize)]
 pub struct InitWallet {
     pub name: String,

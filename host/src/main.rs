@@ -340,20 +340,13 @@ async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
             // the chains start so that they can be funded.
             let families = stablerail::config::Family::of_devnet_chains(&chains);
             let made = stablerail::keys::init(&dir.join("master.key"), &dir.join("pepper"), db, &families).await?;
-            let address = |name: &str| made.wallets.iter().find(|w| w.name == name).map(|w| w.address.clone()).unwrap_or_default();
-            let (relayer, proxy) = (address(stablerail::keys::RELAYER), address(stablerail::keys::PROXY));
-            let (sol_relayer, sol_proxy, sol_collection) = (address("relayer:solana"), address("proxy:solana"), address("collection:solana"));
             let adapters = std::fs::canonicalize("adapters/target/wasm32-wasip2/release").unwrap_or_else(|_| "adapters".into());
-            let out = node(scripts.join("up.mjs"), vec![
+            let mut args = vec![
                 "--dir".into(), dir.display().to_string(), "--port".into(), port.to_string(), "--chains".into(), chains,
-                // The proxy pays gas too: on Permit2 chains it approves Permit2 once.
-                "--gas".into(), format!("{relayer},{proxy}"), "--tokens".into(), proxy.clone(),
                 "--adapters-dir".into(), adapters.display().to_string(),
-                // Solana: the relayer pays fees, the proxy pays merchants, the
-                // collection wallet is paid into its token accounts.
-                "--sol-gas".into(), format!("{sol_relayer},{sol_proxy}"), "--sol-tokens".into(), sol_proxy,
-                "--sol-accounts".into(), sol_collection,
-            ])?;
+            ];
+            args.extend(made.devnet_funding_args());
+            let out = node(scripts.join("up.mjs"), args)?;
             let info: serde_json::Value = serde_json::from_str(out.trim())?;
             let chains: Vec<serde_json::Value> = info["chains"]
                 .as_object()
@@ -367,11 +360,12 @@ async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
             emit(output, &json!({
                 "dir": dir.display().to_string(),
                 "chains": chains,
-                "relayer": relayer,
-                "proxy": proxy,
+                "relayer": made.wallet(stablerail::keys::RELAYER),
+                "proxy": made.wallet(stablerail::keys::PROXY),
                 "payer": info["payers"][0]["address"],
                 "payer_private_key": info["payers"][0]["private_key"],
                 "solana": info.get("solana").map(|s| json!({ "rpc": s["rpc"], "caip2": s["caip2"], "usdc_mint": s["assets"]["usdc"]["address"] })),
+                "tron": info.get("tron").map(|t| json!({ "http": t["http"], "usdt": t["assets"]["usdt"]["address"], "permit2": t["permit2"], "proxy_wallet": made.wallet("proxy:tron") })),
                 "serve": format!("stablerail serve --config {}/chains.toml --database {database}", dir.display()),
                 "demo": format!("node {}/demo.mjs --dir {}", scripts.display(), dir.display()),
             }));

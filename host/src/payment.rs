@@ -99,7 +99,10 @@ pub struct SettleStep {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SigningRequest {
     Eip712Digest(Vec<u8>),
+    /// A TRON txID as a 0.1.0–0.3.0 adapter computed it.
     TronTxid(Vec<u8>),
+    /// TRON `raw_data` bytes (0.4.0): the host computes the txID itself.
+    TronRawData(Vec<u8>),
     SolanaMessage(Vec<u8>),
 }
 

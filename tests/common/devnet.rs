@@ -75,16 +75,12 @@ impl Devnet {
         let db = stablerail::db::Db::connect(&db_url).await.unwrap();
         let families = stablerail::config::Family::of_devnet_chains(&chains);
         let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone(), &families).await.unwrap();
-        let wallet = |name: &str| made.wallets.iter().find(|w| w.name == name).map(|w| w.address.clone()).unwrap_or_default();
-        let (relayer, proxy) = (wallet(keys::RELAYER), wallet(keys::PROXY));
-        let (sol_relayer, sol_proxy, sol_collection) = (wallet("relayer:solana"), wallet("proxy:solana"), wallet("collection:solana"));
         db.pool.close().await;
         let out = Command::new("node")
             .arg(devnet_dir().join("up.mjs"))
             .args(["--dir", &dir.path().display().to_string(), "--port", &port.to_string(), "--chains", chains])
-            .args(["--gas", &format!("{relayer},{proxy}"), "--tokens", &proxy])
+            .args(made.devnet_funding_args())
             .args(["--adapters-dir", &super::adapters_dir().display().to_string()])
-            .args(["--sol-gas", &format!("{sol_relayer},{sol_proxy}"), "--sol-tokens", &sol_proxy, "--sol-accounts", &sol_collection])
             .output()
             .unwrap();
         assert!(out.status.success(), "devnet up: {}", String::from_utf8_lossy(&out.stderr));
@@ -179,16 +175,14 @@ impl Devnet {
     }
 
     pub async fn call(&self, method: &str, uri: &str, body: Option<Value>, headers: &[(&str, &str)]) -> (u16, Value) {
-        use tower::ServiceExt;
-        let mut req = axum::http::Request::builder().method(method).uri(uri).header("content-type", "application/json");
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        let req = req.body(axum::body::Body::from(body.map(|b| b.to_string()).unwrap_or_default())).unwrap();
-        let resp = stablerail::api::router(self.state.clone()).oneshot(req).await.unwrap();
-        let status = resp.status().as_u16();
-        let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
-        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+        call_state(&self.state, method, uri, body, headers).await
+    }
+
+    /// Another service state on this devnet's config file (after it was
+    /// edited) and database.
+    pub async fn restate(&self) -> Shared {
+        let db_url = format!("sqlite://{}", self.dir.path().join("sr.db").display());
+        stablerail::server::build_state(&self.dir.path().join("chains.toml"), &db_url, system_clock()).await.unwrap()
     }
 
     /// `n` intents of 1 USDC base → arbitrum, each signed through the x402
@@ -297,6 +291,24 @@ impl Devnet {
         (agent.id, format!("Bearer {}", creds.bearer()))
     }
 
+    /// The devnet TRON node's HTTP API.
+    pub fn tron_api(&self) -> String {
+        self.info["tron"]["http"].as_str().unwrap().to_string()
+    }
+
+    /// Give TRON account `who` (base58check) `trx` TRX and `usdt` base
+    /// units of the devnet USDT (sent by payer 1 with tronweb).
+    pub async fn tron_fund(&self, who: &str, trx: u64, usdt: u64) {
+        let t = &self.info["tron"];
+        let evm = format!("0x{}", hex::encode(&bs58::decode(who).with_check(None).into_vec().unwrap()[1..]));
+        let wei = U256::from(trx) * U256::from(10u64).pow(U256::from(18));
+        rpc(t["anvil"].as_str().unwrap(), "anvil_setBalance", json!([evm, format!("{wei:#x}")])).await;
+        if usdt > 0 {
+            let sent = tron_send(&self.tron_api(), t["payers"][1]["private_key"].as_str().unwrap(), t["assets"]["usdt"]["address"].as_str().unwrap(), who, usdt, &[]);
+            assert_eq!(sent["info"]["receipt"]["result"], "SUCCESS", "{sent}");
+        }
+    }
+
     /// Solana payer `n`: (address, ed25519 seed hex).
     pub fn sol_payer(&self, n: usize) -> (String, String) {
         let p = &self.info["solana"]["payers"][n];
@@ -390,7 +402,7 @@ pub fn sol_pay(requirements: &Value, seed: &str, rpc: &str, case: Option<&str>) 
 /// A TRC-20 transfer by tronweb against the devnet's TRON node
 /// (devnet/tron-send.mjs): built by the node, signed, broadcast unless
 /// `extra` says otherwise. Returns {from, transaction, broadcast?, info?}.
-pub fn tron_send(api: &str, key: &str, token: &str, to: &str, amount: u64, extra: &[&str]) -> Value {
+pub fn tron_send(api: &str, key: &str, token: &str, to: &str, amount: impl std::fmt::Display, extra: &[&str]) -> Value {
     let amount = amount.to_string();
     let mut args = vec!["--api", api, "--key", key, "--token", token, "--to", to, "--amount", &amount];
     args.extend_from_slice(extra);
@@ -401,6 +413,28 @@ pub fn tron_send(api: &str, key: &str, token: &str, to: &str, amount: u64, extra
 /// (devnet/tron-pay.mjs) with the payer's `key`: the settle_proof.
 pub fn tron_pay(requirements: &Value, key: &str) -> String {
     node("tron-pay.mjs", &[key], &requirements.to_string())
+}
+
+/// One request through the router of `state`: (status, JSON body).
+pub async fn call_state(state: &Shared, method: &str, uri: &str, body: Option<Value>, headers: &[(&str, &str)]) -> (u16, Value) {
+    use tower::ServiceExt;
+    let mut req = axum::http::Request::builder().method(method).uri(uri).header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req.body(axum::body::Body::from(body.map(|b| b.to_string()).unwrap_or_default())).unwrap();
+    let resp = stablerail::api::router(state.clone()).oneshot(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+/// The signature tronweb's `trx.sign` makes over a prepared transaction
+/// ({tx_id, raw_data, raw_data_hex}), by the owner's `key` or, with
+/// `cosign`, by any key.
+pub fn tron_sign(prepared: &Value, key: &str, cosign: bool) -> String {
+    let args: Vec<&str> = std::iter::once(key).chain(cosign.then_some("--cosign")).collect();
+    node("tron-sign.mjs", &args, &prepared.to_string()).trim().to_string()
 }
 
 /// The PaymentPayload inside a settle_proof.

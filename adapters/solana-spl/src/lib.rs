@@ -141,20 +141,8 @@ impl Guest for SolanaSpl {
         let sender = Key::parse(&transfer.sender).ok_or_else(|| AdapterError::InvalidAddress(transfer.sender.clone()))?;
         let raw = build::signed(&message, &sender, &signature)?;
         let _ = ctx;
-        let payload = serde_json::json!({
-            "x402Version": x402_wire::X402_VERSION,
-            "accepted": {
-                "scheme": requirements.scheme,
-                "network": requirements.network,
-                "amount": requirements.amount,
-                "asset": requirements.asset,
-                "payTo": requirements.pay_to,
-                "maxTimeoutSeconds": requirements.max_timeout_seconds,
-                "extra": serde_json::from_str::<serde_json::Value>(&requirements.extra).unwrap_or_default(),
-            },
-            "payload": { "transaction": base64::engine::general_purpose::STANDARD.encode(raw) },
-        });
-        Ok(payload.to_string())
+        let payload = serde_json::json!({ "transaction": base64::engine::general_purpose::STANDARD.encode(raw) });
+        Ok(x402_wire::envelope(&issued(&requirements), requirements.max_timeout_seconds, &requirements.extra, payload))
     }
 }
 

@@ -1,6 +1,6 @@
 //! stablerail's TRON adapter: x402 `exact` payments in TRC-20 tokens through
 //! Permit2 (`extra.assetTransferMethod == "permit2"`), built against
-//! `stablerail:adapter@0.3.0`.
+//! `stablerail:adapter@0.4.0`.
 //!
 //! The payer signs Permit2's `PermitWitnessTransferFrom` with the x402
 //! witness over TIP-712 (EIP-712 with TRON's chain id, addresses as their 20
@@ -12,39 +12,43 @@
 //! required: TRON's Permit2 is not at the EVM address), `fee-limit` (sun per
 //! settlement, default 100 TRX, at most 1,000 TRX).
 //!
-//! Not yet: transfers from host-held wallets (`authorize`/`assemble`: TRON
-//! payouts and `/v2` payers); they answer `unsupported`.
+//! Host-held wallets (the proxy paying a merchant, an agent's wallet
+//! paying the collection wallet) send a plain TRC-20 `transfer` they own:
+//! `authorize` builds its `raw_data` (signed by the host as `tron-raw-data`),
+//! `assemble` wraps the signed transaction as the proof (see `transfer`).
 
 wit_bindgen::generate!({
-    world: "stablerail:adapter/adapter@0.3.0",
-    path: "../../wit/0.3.0",
+    world: "stablerail:adapter/adapter@0.4.0",
+    path: "../../wit/0.4.0",
     generate_all,
 });
 
-mod address;
 mod node;
-mod raw;
+mod permit;
+mod transfer;
 
-use alloy_primitives::{keccak256, Address, Bytes, U256};
-use alloy_sol_types::{SolCall, SolStruct};
-use exports::stablerail::adapter0_3_0::scheme::Guest;
+use alloy_primitives::{hex, Address, Bytes, U256};
+use alloy_sol_types::SolCall;
+use exports::stablerail::adapter0_4_0::scheme::Guest;
 use permit2_wire::payload::Permit2Payload;
-use permit2_wire::{settleCall, PermitTransferFrom, PermitWitnessTransferFrom, TokenPermissions, Witness};
-use serde_json::json;
+use permit2_wire::{settleCall, PermitTransferFrom};
+use serde_json::{json, Value};
+use stablerail::adapter0_1_0::clock;
 use stablerail::adapter0_1_0::types::*;
-use stablerail::adapter0_1_0::{clock, crypto};
 use stablerail::adapter0_3_0::types::AssetContext;
+use stablerail::adapter0_4_0::types::SigningRequest;
+use tron_wire::{address, raw};
 
 const SCHEME: &str = "exact";
 /// Seconds an authorization must still be valid for, so the settlement lands.
-const VALIDITY_MARGIN_SECS: u64 = 6;
+pub(crate) const VALIDITY_MARGIN_SECS: u64 = 6;
 /// How long a settlement transaction stays valid, in milliseconds.
 const TX_LIFETIME_MS: i64 = 60_000;
 const DEFAULT_FEE_LIMIT: i64 = 100_000_000;
-const MAX_FEE_LIMIT: i64 = 1_000_000_000;
+pub(crate) const MAX_FEE_LIMIT: i64 = 1_000_000_000;
 
 /// This (chain, asset)'s Permit2 settings.
-struct Setup {
+pub(crate) struct Setup {
     token: Address,
     permit2: Address,
     proxy: Address,
@@ -78,77 +82,53 @@ impl Setup {
     }
 }
 
-fn units(text: &str) -> Result<U256, String> {
+pub(crate) fn units(text: &str) -> Result<U256, String> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!("`{text}` is not a base-unit integer"));
     }
     U256::from_str_radix(text, 10).map_err(|_| format!("`{text}` is too large"))
 }
 
-/// A proof that passed every offline check.
-struct Checked {
-    payment: VerifiedPayment,
-    permit: PermitWitnessTransferFrom,
-    owner: Address,
-    signature: Vec<u8>,
+/// The issued requirements a payload's `accepted` repeats.
+fn issued(req: &PaymentRequirements) -> x402_wire::Issued<'_> {
+    x402_wire::Issued { scheme: &req.scheme, network: &req.network, amount: &req.amount, asset: &req.asset, pay_to: &req.pay_to }
 }
 
-fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &str) -> Result<Checked, ProofError> {
-    let issued = x402_wire::Issued { scheme: &req.scheme, network: &req.network, amount: &req.amount, asset: &req.asset, pay_to: &req.pay_to };
-    let p: Permit2Payload = x402_wire::decode(proof, &issued).map_err(|r| match r {
-        x402_wire::Refusal::Malformed(m) => ProofError::Malformed(m),
-        x402_wire::Refusal::Unsupported(m) => ProofError::Unsupported(m),
-        x402_wire::Refusal::Mismatch(m) => ProofError::RequirementsMismatch(m),
-    })?;
-    let auth = &p.permit2_authorization;
-    let addr = |what: &str, text: &str| address::parse(text).ok_or_else(|| ProofError::Malformed(format!("{what} `{text}` is not a TRON address")));
-    let num = |text: &str| units(text).map_err(ProofError::Malformed);
-    let owner = addr("from", &auth.from)?;
-    let permit = PermitWitnessTransferFrom {
-        permitted: TokenPermissions { token: addr("permitted.token", &auth.permitted.token)?, amount: num(&auth.permitted.amount)? },
-        spender: addr("spender", &auth.spender)?,
-        nonce: num(&auth.nonce)?,
-        deadline: num(&auth.deadline)?,
-        witness: Witness { to: addr("witness.to", &auth.witness.to)?, validAfter: num(&auth.witness.valid_after)? },
-    };
-    let signature = hex::decode(p.signature.trim_start_matches("0x")).map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
-    if permit.permitted.token != setup.token {
-        return Err(ProofError::RequirementsMismatch(format!("permitted token is {}, must be {}", address::show(&permit.permitted.token), address::show(&setup.token))));
+/// The two proofs this adapter takes, told apart by their payload's shape.
+enum Proof {
+    Permit2(permit::Checked),
+    Transfer(transfer::Checked),
+}
+
+impl Proof {
+    fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, text: &str) -> Result<Proof, ProofError> {
+        let payload: Value = x402_wire::decode(text, &issued(req)).map_err(|r| match r {
+            x402_wire::Refusal::Malformed(m) => ProofError::Malformed(m),
+            x402_wire::Refusal::Unsupported(m) => ProofError::Unsupported(m),
+            x402_wire::Refusal::Mismatch(m) => ProofError::RequirementsMismatch(m),
+        })?;
+        let shape = |e: serde_json::Error| ProofError::Malformed(format!("payload: {e}"));
+        if payload.get("transaction").is_some() {
+            Ok(Proof::Transfer(transfer::check(ctx, setup, req, serde_json::from_value(payload).map_err(shape)?)?))
+        } else {
+            let p: Permit2Payload = serde_json::from_value(payload).map_err(shape)?;
+            Ok(Proof::Permit2(permit::check(ctx, setup, req, p)?))
+        }
     }
-    if permit.spender != setup.proxy {
-        return Err(ProofError::RequirementsMismatch(format!("spender is {}, must be the x402 Permit2 proxy {}", address::show(&permit.spender), address::show(&setup.proxy))));
+
+    fn payment(self) -> VerifiedPayment {
+        match self {
+            Proof::Permit2(c) => c.payment,
+            Proof::Transfer(c) => c.payment,
+        }
     }
-    if Some(permit.witness.to) != address::parse(&req.pay_to) {
-        return Err(ProofError::WrongRecipient(format!("witness pays {}, not {}", auth.witness.to, req.pay_to)));
+}
+
+fn chain_error(e: ProofError) -> AdapterError {
+    match e {
+        ProofError::ChainUnavailable(m) => AdapterError::ChainUnavailable(m),
+        other => AdapterError::Malformed(format!("{other:?}")),
     }
-    let required = num(&req.amount)?;
-    if permit.permitted.amount != required {
-        return Err(ProofError::WrongAmount(format!("permitted amount {} != {required}", permit.permitted.amount)));
-    }
-    let now = clock::now();
-    if permit.witness.validAfter > U256::from(now) {
-        return Err(ProofError::NotYetValid);
-    }
-    if permit.deadline < U256::from(now + VALIDITY_MARGIN_SECS) {
-        return Err(ProofError::Expired);
-    }
-    let digest = permit.eip712_signing_hash(&permit2_wire::domain(setup.chain_id, setup.permit2));
-    let key = crypto::secp256k1_recover(digest.as_slice(), &signature).map_err(ProofError::InvalidSignature)?;
-    let signer = Address::from_slice(&keccak256(&key[1..])[12..]);
-    if signer != owner {
-        return Err(ProofError::SignerMismatch(format!("signed by {}, not by {}", address::show(&signer), auth.from)));
-    }
-    let window = |v: U256| u64::try_from(v).unwrap_or(u64::MAX);
-    let payment = VerifiedPayment {
-        payer: address::show(&owner),
-        pay_to: address::show(&permit.witness.to),
-        amount: required.to_string(),
-        valid_after: window(permit.witness.validAfter),
-        valid_before: window(permit.deadline),
-        // Permit2 nonces are per owner and chain, whatever the token.
-        replay_key: format!("permit2:{}:{:#x}:{:#x}:{}", ctx.network, setup.permit2, owner, permit.nonce),
-    };
-    Ok(Checked { payment, permit, owner, signature })
 }
 
 struct TronPermit2;
@@ -197,7 +177,7 @@ impl Guest for TronPermit2 {
 
     fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<VerifiedPayment, ProofError> {
         let setup = Setup::for_proof(&ctx)?;
-        Ok(check(&ctx, &setup, &requirements, &proof)?.payment)
+        Ok(Proof::check(&ctx, &setup, &requirements, &proof)?.payment())
     }
 
     fn preflight(ctx: AssetContext, payment: VerifiedPayment) -> Result<(), ProofError> {
@@ -207,6 +187,10 @@ impl Guest for TronPermit2 {
         let held = node::balance_of(&setup.token, &owner)?;
         if held < amount {
             return Err(ProofError::InsufficientFunds(format!("the payer holds {held}, the payment is {amount}")));
+        }
+        // A signed transfer spends the owner's own tokens: no allowance.
+        if payment.replay_key.starts_with(transfer::TRANSFER_KEY) {
+            return Ok(());
         }
         let allowance = node::allowance(&setup.token, &owner, &setup.permit2)?;
         if allowance < amount {
@@ -219,7 +203,13 @@ impl Guest for TronPermit2 {
 
     fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<Vec<SettleStep>, ProofError> {
         let setup = Setup::for_proof(&ctx)?;
-        let c = check(&ctx, &setup, &requirements, &proof)?;
+        let c = match Proof::check(&ctx, &setup, &requirements, &proof)? {
+            // Signed by its owner already: sent as it is.
+            Proof::Transfer(t) => {
+                return Ok(vec![SettleStep { label: "transfer".into(), submission: Submission::TronSigned(TronTransaction { raw_data: t.raw_data, signatures: vec![t.signature] }) }]);
+            }
+            Proof::Permit2(c) => c,
+        };
         let relayer = ctx.relayer.as_deref().and_then(address::parse).ok_or_else(|| ProofError::Unsupported("the host named no TRON relayer".into()))?;
         let permit = PermitTransferFrom { permitted: c.permit.permitted.clone(), nonce: c.permit.nonce, deadline: c.permit.deadline };
         let call = settleCall { permit, owner: c.owner, witness: c.permit.witness, signature: Bytes::from(c.signature) };
@@ -237,16 +227,29 @@ impl Guest for TronPermit2 {
         node::read_receipt(&receipt, &setup.token, &to, amount)
     }
 
-    fn authorize(_ctx: AssetContext, _transfer: Transfer) -> Result<SigningRequest, AdapterError> {
-        Err(AdapterError::Unsupported("transfers from host-held TRON wallets are not built yet".into()))
+    fn authorize(ctx: AssetContext, t: Transfer) -> Result<SigningRequest, AdapterError> {
+        let setup = Setup::of(&ctx)?;
+        let party = |text: &str| address::parse(text).ok_or_else(|| AdapterError::InvalidAddress(text.into()));
+        let (sender, recipient) = (party(&t.sender)?, party(&t.recipient)?);
+        let amount = units(&t.amount).map_err(AdapterError::InvalidAmount)?;
+        let head = node::now_block().map_err(chain_error)?;
+        let now_ms = (clock::now() as i64) * 1000;
+        // Short-lived: a stored payout that expires unsent is authorized anew.
+        let expiration = (now_ms.max(head.timestamp_ms) + TX_LIFETIME_MS).min(i64::try_from(t.valid_before.saturating_mul(1000)).unwrap_or(i64::MAX));
+        Ok(SigningRequest::TronRawData(transfer::build(&setup, &sender, &recipient, amount, &head, now_ms, expiration)))
     }
 
     fn prepare_sender(_ctx: AssetContext, _sender: String, _amount: String) -> Result<Vec<SettleStep>, AdapterError> {
-        Err(AdapterError::Unsupported("transfers from host-held TRON wallets are not built yet".into()))
+        // A wallet's own transfer needs no approval.
+        Ok(vec![])
     }
 
-    fn assemble(_ctx: AssetContext, _req: PaymentRequirements, _transfer: Transfer, _request: SigningRequest, _signature: Vec<u8>) -> Result<String, AdapterError> {
-        Err(AdapterError::Unsupported("transfers from host-held TRON wallets are not built yet".into()))
+    fn assemble(_ctx: AssetContext, req: PaymentRequirements, _t: Transfer, request: SigningRequest, signature: Vec<u8>) -> Result<String, AdapterError> {
+        let SigningRequest::TronRawData(raw_data) = request else {
+            return Err(AdapterError::Malformed("tron-permit2 signs TRON transactions only".into()));
+        };
+        let signed = transfer::TransferPayload { transaction: transfer::Signed { raw_data_hex: hex::encode(raw_data), signature: hex::encode(signature) } };
+        Ok(x402_wire::envelope(&issued(&req), req.max_timeout_seconds, &req.extra, serde_json::to_value(signed).expect("serializable")))
     }
 }
 

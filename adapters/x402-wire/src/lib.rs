@@ -66,6 +66,25 @@ pub fn decode<P: DeserializeOwned>(proof: &str, issued: &Issued) -> Result<P, Re
     Ok(p.payload)
 }
 
+/// A payment payload (proof) that `decode` accepts for `issued`: what a
+/// host-held wallet's signed `payload` travels as.
+pub fn envelope(issued: &Issued, max_timeout_seconds: u64, extra: &str, payload: serde_json::Value) -> String {
+    serde_json::json!({
+        "x402Version": X402_VERSION,
+        "accepted": {
+            "scheme": issued.scheme,
+            "network": issued.network,
+            "amount": issued.amount,
+            "asset": issued.asset,
+            "payTo": issued.pay_to,
+            "maxTimeoutSeconds": max_timeout_seconds,
+            "extra": serde_json::from_str::<serde_json::Value>(extra).unwrap_or_default(),
+        },
+        "payload": payload,
+    })
+    .to_string()
+}
+
 /// `12.5` with `decimals` 6 is "12500000", exactly: the base-unit digits, or
 /// why not.
 pub fn base_units(amount: &str, decimals: u8) -> Result<String, String> {

@@ -51,14 +51,6 @@ pub(super) fn transfer(t: &p::Transfer) -> wit::Transfer {
     }
 }
 
-pub(super) fn signing_request(r: &p::SigningRequest) -> wit::SigningRequest {
-    match r {
-        p::SigningRequest::Eip712Digest(d) => wit::SigningRequest::Eip712Digest(d.clone()),
-        p::SigningRequest::TronTxid(d) => wit::SigningRequest::TronTxid(d.clone()),
-        p::SigningRequest::SolanaMessage(m) => wit::SigningRequest::SolanaMessage(m.clone()),
-    }
-}
-
 impl From<wit::PaymentRequirements> for p::PaymentRequirements {
     fn from(r: wit::PaymentRequirements) -> Self {
         p::PaymentRequirements {

@@ -12,16 +12,20 @@ use super::bindings::v0_2::exports::stablerail::adapter0_2_0::scheme::Guest as V
 use super::bindings::v0_2::stablerail::adapter0_2_0::types as wit2;
 use super::bindings::v0_3::exports::stablerail::adapter0_3_0::scheme::Guest as V0_3;
 use super::bindings::v0_3::stablerail::adapter0_3_0::types as wit3;
+use super::bindings::v0_4::exports::stablerail::adapter0_4_0::scheme::Guest as V0_4;
+use super::bindings::v0_4::stablerail::adapter0_4_0::types as wit4;
+use crate::payment as p;
 use super::HostState;
 
 /// The interface versions this host links, newest last.
-pub const VERSIONS: [&str; 3] = ["0.1.0", "0.2.0", "0.3.0"];
+pub const VERSIONS: [&str; 4] = ["0.1.0", "0.2.0", "0.3.0", "0.4.0"];
 
 /// One instance's `scheme` export, at its version.
 pub enum Exports<'a> {
     V0_1(&'a V0_1),
     V0_2(&'a V0_2),
     V0_3(&'a V0_3),
+    V0_4(&'a V0_4),
 }
 
 type S<'a> = &'a mut Store<HostState>;
@@ -44,6 +48,7 @@ macro_rules! all {
             Exports::V0_1(g) => g.$f($s, $($arg),*),
             Exports::V0_2(g) => g.$f($s, $($arg),*),
             Exports::V0_3(g) => g.$f($s, $($arg),*),
+            Exports::V0_4(g) => g.$f($s, $($arg),*),
         }
     };
     ($self:ident, $s:ident, $ctx:ident, $f:ident ( $($arg:expr),* )) => {
@@ -51,6 +56,7 @@ macro_rules! all {
             Exports::V0_1(g) => g.$f($s, $ctx.asset, $($arg),*),
             Exports::V0_2(g) => g.$f($s, &context_0_2($ctx.asset), $($arg),*),
             Exports::V0_3(g) => g.$f($s, &context_0_3($ctx), $($arg),*),
+            Exports::V0_4(g) => g.$f($s, &context_0_3($ctx), $($arg),*),
         }
     };
 }
@@ -88,8 +94,18 @@ impl Exports<'_> {
         all!(self, s, ctx, call_read_receipt(payment, receipt))
     }
 
-    pub fn authorize(&self, s: S, ctx: Context, transfer: &wit::Transfer) -> Call<Result<wit::SigningRequest, wit::AdapterError>> {
-        all!(self, s, ctx, call_authorize(transfer))
+    /// What to sign, as the host has it (0.4.0 has its own variant).
+    pub fn authorize(&self, s: S, ctx: Context, transfer: &wit::Transfer) -> Call<Result<p::SigningRequest, wit::AdapterError>> {
+        Ok(match self {
+            Exports::V0_1(g) => g.call_authorize(s, ctx.asset, transfer)?.map(Into::into),
+            Exports::V0_2(g) => g.call_authorize(s, &context_0_2(ctx.asset), transfer)?.map(Into::into),
+            Exports::V0_3(g) => g.call_authorize(s, &context_0_3(ctx), transfer)?.map(Into::into),
+            Exports::V0_4(g) => g.call_authorize(s, &context_0_3(ctx), transfer)?.map(|r| match r {
+                wit4::SigningRequest::Eip712Digest(d) => p::SigningRequest::Eip712Digest(d),
+                wit4::SigningRequest::TronRawData(raw) => p::SigningRequest::TronRawData(raw),
+                wit4::SigningRequest::SolanaMessage(m) => p::SigningRequest::SolanaMessage(m),
+            }),
+        })
     }
 
     /// A wallet's one-time setup as settle steps. 0.1.0 adapters answer
@@ -99,16 +115,34 @@ impl Exports<'_> {
             Exports::V0_1(g) => Ok(g.call_prepare_sender(s, ctx.asset, sender, amount)?.map(|calls| calls.into_iter().map(setup_step).collect())),
             Exports::V0_2(g) => g.call_prepare_sender(s, &context_0_2(ctx.asset), sender, amount),
             Exports::V0_3(g) => g.call_prepare_sender(s, &context_0_3(ctx), sender, amount),
+            Exports::V0_4(g) => g.call_prepare_sender(s, &context_0_3(ctx), sender, amount),
         }
     }
 
     /// Before 0.3.0 an adapter rebuilt what it asked to be signed from the
     /// transfer; from 0.3.0 it is handed the request back.
-    pub fn assemble(&self, s: S, ctx: Context, req: &wit::PaymentRequirements, transfer: &wit::Transfer, request: &wit::SigningRequest, signature: &[u8]) -> Call<Result<String, wit::AdapterError>> {
+    pub fn assemble(&self, s: S, ctx: Context, req: &wit::PaymentRequirements, transfer: &wit::Transfer, request: &p::SigningRequest, signature: &[u8]) -> Call<Result<String, wit::AdapterError>> {
         match self {
             Exports::V0_1(g) => g.call_assemble(s, ctx.asset, req, transfer, signature),
             Exports::V0_2(g) => g.call_assemble(s, &context_0_2(ctx.asset), req, transfer, signature),
-            Exports::V0_3(g) => g.call_assemble(s, &context_0_3(ctx), req, transfer, request, signature),
+            Exports::V0_3(g) => {
+                let request = match request {
+                    p::SigningRequest::Eip712Digest(d) => wit::SigningRequest::Eip712Digest(d.clone()),
+                    p::SigningRequest::TronTxid(d) => wit::SigningRequest::TronTxid(d.clone()),
+                    p::SigningRequest::SolanaMessage(m) => wit::SigningRequest::SolanaMessage(m.clone()),
+                    p::SigningRequest::TronRawData(_) => wasmtime::bail!("a 0.3.0 adapter cannot be handed tron-raw-data"),
+                };
+                g.call_assemble(s, &context_0_3(ctx), req, transfer, &request, signature)
+            }
+            Exports::V0_4(g) => {
+                let request = match request {
+                    p::SigningRequest::Eip712Digest(d) => wit4::SigningRequest::Eip712Digest(d.clone()),
+                    p::SigningRequest::TronRawData(raw) => wit4::SigningRequest::TronRawData(raw.clone()),
+                    p::SigningRequest::SolanaMessage(m) => wit4::SigningRequest::SolanaMessage(m.clone()),
+                    p::SigningRequest::TronTxid(_) => wasmtime::bail!("0.4.0 asks for TRON signatures as tron-raw-data"),
+                };
+                g.call_assemble(s, &context_0_3(ctx), req, transfer, &request, signature)
+            }
         }
     }
 }

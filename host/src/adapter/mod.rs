@@ -19,7 +19,7 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store, Trap};
 
 use bindings::types as wit;
-use bindings::{v0_1, v0_2, v0_3};
+use bindings::{v0_1, v0_2, v0_3, v0_4};
 use crate::chain::ChainClient;
 pub use exports::Exports;
 
@@ -110,7 +110,8 @@ impl Runtime {
         let pre = match *version {
             "0.1.0" => Pre::V0_1(v0_1::AdapterPre::new(pre).map_err(misfit)?),
             "0.2.0" => Pre::V0_2(v0_2::AdapterPre::new(pre).map_err(misfit)?),
-            _ => Pre::V0_3(v0_3::AdapterPre::new(pre).map_err(misfit)?),
+            "0.3.0" => Pre::V0_3(v0_3::AdapterPre::new(pre).map_err(misfit)?),
+            _ => Pre::V0_4(v0_4::AdapterPre::new(pre).map_err(misfit)?),
         };
         let name: Arc<str> = file.file_name().map(|n| n.to_string_lossy().into()).unwrap_or_else(|| "adapter".into());
         let mut adapter = Adapter {
@@ -136,6 +137,7 @@ enum Pre {
     V0_1(v0_1::AdapterPre<HostState>),
     V0_2(v0_2::AdapterPre<HostState>),
     V0_3(v0_3::AdapterPre<HostState>),
+    V0_4(v0_4::AdapterPre<HostState>),
 }
 
 /// One loaded adapter, ready to be instantiated per call.
@@ -177,6 +179,10 @@ impl Adapter {
                 Pre::V0_3(pre) => {
                     let instance = pre.instantiate(&mut store)?;
                     f(Exports::V0_3(instance.stablerail_adapter0_3_0_scheme()), &mut store)
+                }
+                Pre::V0_4(pre) => {
+                    let instance = pre.instantiate(&mut store)?;
+                    f(Exports::V0_4(instance.stablerail_adapter0_4_0_scheme()), &mut store)
                 }
             });
         outcome.map_err(|e| self.classify(e, &store))

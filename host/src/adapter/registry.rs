@@ -272,7 +272,7 @@ impl AssetAdapter {
     pub async fn authorize(self: &Arc<Self>, transfer: &p::Transfer) -> Result<Result<p::SigningRequest, p::AdapterError>, CallError> {
         let transfer = convert::transfer(transfer);
         let r = self.call("authorize", move |g, s, ctx| g.authorize(s, ctx, &transfer)).await?;
-        Ok(convert::answer(r))
+        Ok(r.map_err(Into::into))
     }
 
     pub async fn prepare_sender(self: &Arc<Self>, sender: &str, amount: &str) -> Result<Result<Vec<p::SettleStep>, p::AdapterError>, CallError> {
@@ -282,7 +282,7 @@ impl AssetAdapter {
     }
 
     pub async fn assemble(self: &Arc<Self>, req: &p::PaymentRequirements, transfer: &p::Transfer, request: &p::SigningRequest, signature: Vec<u8>) -> Result<Result<String, p::AdapterError>, CallError> {
-        let (req, transfer, request) = (convert::requirements(req), convert::transfer(transfer), convert::signing_request(request));
+        let (req, transfer, request) = (convert::requirements(req), convert::transfer(transfer), request.clone());
         let r = self.call("assemble", move |g, s, ctx| g.assemble(s, ctx, &req, &transfer, &request, &signature)).await?;
         Ok(convert::answer(r))
     }

@@ -21,6 +21,9 @@ pub struct Me {
     /// The agent's hosted Solana wallet (base58); absent while it has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub solana_wallet_address: Option<String>,
+    /// The agent's hosted TRON wallet (base58check `T…`); absent while it has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tron_wallet_address: Option<String>,
 }
 
 /// The calling agent.
@@ -34,5 +37,6 @@ pub async fn me(Extension(agent): Extension<Agent>) -> Json<Me> {
         status: agent.status,
         wallet_address: agent.wallet_address,
         solana_wallet_address: agent.solana_wallet_address,
+        tron_wallet_address: agent.tron_wallet_address,
     })
 }

@@ -4,6 +4,8 @@
 
 use std::sync::LazyLock;
 
+use axum::extract::State;
+
 use axum::http::header;
 use axum::response::IntoResponse;
 use serde::Serialize;
@@ -39,6 +41,7 @@ pub struct ErrorBody {
     tags(
         (name = "intents", description = "Public payment intents, paid with an x402 proof"),
         (name = "agents", description = "Agent-owned intents, paid from hosted wallets (Bearer)"),
+        (name = "tron", description = "TRON payers' one-time Permit2 approval; routed only while TRON is enabled"),
         (name = "operations", description = "Probes, metrics and this document; not rate-limited"),
     ),
 )]
@@ -78,13 +81,24 @@ impl Modify for Conventions {
     }
 }
 
-/// The document as served, built once.
-pub static DOCUMENT: LazyLock<String> =
-    LazyLock::new(|| super::openapi().to_pretty_json().expect("the OpenAPI document serializes"));
+/// Every operation the service has, the TRON approval helpers included.
+pub static DOCUMENT: LazyLock<String> = LazyLock::new(|| render(true));
+/// What a deployment without TRON routes (and serves).
+static WITHOUT_TRON: LazyLock<String> = LazyLock::new(|| render(false));
+
+fn render(tron: bool) -> String {
+    super::openapi(tron).to_pretty_json().expect("the OpenAPI document serializes")
+}
+
+/// The document of the operations a deployment routes: the TRON helpers
+/// only while TRON is enabled.
+pub fn document(tron: bool) -> &'static str {
+    if tron { DOCUMENT.as_str() } else { WITHOUT_TRON.as_str() }
+}
 
 /// This document.
 #[utoipa::path(get, path = "/api/openapi.json", tag = "operations",
-    responses((status = 200, description = "OpenAPI 3.1 document", content_type = "application/json", body = Object)))]
-pub async fn openapi_json() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/json")], DOCUMENT.as_str())
+    responses((status = 200, description = "OpenAPI 3.1 document of the operations this deployment routes", content_type = "application/json", body = Object)))]
+pub async fn openapi_json(State(s): State<super::Shared>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], document(super::tron_approve::enabled(&s)))
 }

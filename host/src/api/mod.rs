@@ -9,6 +9,7 @@ pub mod error;
 pub mod guard;
 mod intents;
 mod probes;
+mod tron_approve;
 mod views;
 
 use std::sync::Arc;
@@ -72,6 +73,8 @@ impl AppState {
 /// with it.
 struct Routes {
     public: OpenApiRouter<Shared>,
+    /// Public too, but routed only while TRON is wired and enabled.
+    tron: OpenApiRouter<Shared>,
     agent: OpenApiRouter<Shared>,
     probes: OpenApiRouter<Shared>,
 }
@@ -83,6 +86,9 @@ fn routes() -> Routes {
             .routes(routes!(probes::health))
             .routes(routes!(create::create_public, intents::get_public_query))
             .routes(routes!(intents::get_public, intents::submit_proof)),
+        tron: OpenApiRouter::new()
+            .routes(routes!(tron_approve::prepare))
+            .routes(routes!(tron_approve::submit)),
         agent: OpenApiRouter::new()
             .routes(routes!(agents::me))
             .routes(routes!(balances::balances))
@@ -98,16 +104,18 @@ fn routes() -> Routes {
     }
 }
 
-/// The OpenAPI document of every route.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    let Routes { public, agent, probes } = routes();
+/// The OpenAPI document of every route (the TRON helpers with `tron`).
+pub fn openapi(tron: bool) -> utoipa::openapi::OpenApi {
+    let Routes { public, tron: helpers, agent, probes } = routes();
+    let public = if tron { public.merge(helpers) } else { public };
     let mut doc = OpenApiRouter::with_openapi(docs::ApiDoc::openapi()).merge(public).merge(agent).merge(probes).into_openapi();
     utoipa::Modify::modify(&docs::Conventions, &mut doc);
     doc
 }
 
 pub fn router(state: Shared) -> Router {
-    let Routes { public, agent, probes } = routes();
+    let Routes { public, tron, agent, probes } = routes();
+    let public = if tron_approve::enabled(&state) { public.merge(tron) } else { public };
     let public = public.layer(from_fn_with_state(state.clone(), guard::public_limit));
     let agent = agent.layer(from_fn_with_state(state.clone(), guard::agent_auth));
     // Probes and the document are never rate-limited.

@@ -19,6 +19,7 @@ pub struct Agent {
     pub wallet_address: Option<String>,
     /// The hosted Solana wallet, when the agent has one.
     pub solana_wallet_address: Option<String>,
+    pub tron_wallet_address: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +85,7 @@ pub async fn create_agent(db: &Db, account: Option<&str>, name: &str, now_ms: i6
             account_id: account.map(str::to_string),
             wallet_address: None,
             solana_wallet_address: None,
+            tron_wallet_address: None,
         };
         let inserted = sqlx::query(
             "INSERT INTO agents (id, agent_number, account_id, name, status, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
@@ -135,10 +137,11 @@ pub async fn replace_key(db: &Db, agent_id: &str, api_key: &str, secret_hmac: &s
 pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String)>, DbError> {
     let row = sqlx::query(
         "SELECT a.id, a.agent_number, a.name, a.status, a.account_id, k.secret_hmac, w.address AS wallet_address, \
-         s.address AS solana_wallet_address \
+         s.address AS solana_wallet_address, t.address AS tron_wallet_address \
          FROM api_keys k JOIN agents a ON a.id = k.agent_id \
          LEFT JOIN wallet_keys w ON w.name = 'agent:' || a.id || ':evm' \
          LEFT JOIN wallet_keys s ON s.name = 'agent:' || a.id || ':solana' \
+         LEFT JOIN wallet_keys t ON t.name = 'agent:' || a.id || ':tron' \
          WHERE k.api_key = $1 AND k.revoked_at IS NULL",
     )
     .bind(api_key)
@@ -154,6 +157,7 @@ pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String)
                 account_id: r.try_get("account_id")?,
                 wallet_address: r.try_get("wallet_address")?,
                 solana_wallet_address: r.try_get("solana_wallet_address")?,
+                tron_wallet_address: r.try_get("tron_wallet_address")?,
             },
             r.try_get("secret_hmac")?,
         ))
@@ -222,6 +226,7 @@ pub struct AgentRow {
     pub account_id: Option<String>,
     pub wallet_address: Option<String>,
     pub solana_wallet_address: Option<String>,
+    pub tron_wallet_address: Option<String>,
     pub created_at: String,
 }
 
@@ -262,6 +267,7 @@ fn agent_row(r: &sqlx::any::AnyRow) -> Result<AgentRow, DbError> {
         account_id: r.try_get("account_id")?,
         wallet_address: r.try_get("wallet_address")?,
         solana_wallet_address: r.try_get("solana_wallet_address")?,
+                tron_wallet_address: r.try_get("tron_wallet_address")?,
         created_at: crate::intent::rfc3339(r.try_get("created_at")?),
     })
 }
@@ -270,9 +276,10 @@ fn agent_row(r: &sqlx::any::AnyRow) -> Result<AgentRow, DbError> {
 pub async fn agents(db: &Db, account: Option<&str>, id: Option<&str>) -> Result<Vec<AgentRow>, DbError> {
     let rows = sqlx::query(
         "SELECT a.id, a.agent_number, a.name, a.status, a.account_id, a.created_at, w.address AS wallet_address, \
-         s.address AS solana_wallet_address \
+         s.address AS solana_wallet_address, t.address AS tron_wallet_address \
          FROM agents a LEFT JOIN wallet_keys w ON w.name = 'agent:' || a.id || ':evm' \
          LEFT JOIN wallet_keys s ON s.name = 'agent:' || a.id || ':solana' \
+         LEFT JOIN wallet_keys t ON t.name = 'agent:' || a.id || ':tron' \
          WHERE (CAST($1 AS TEXT) IS NULL OR a.account_id = $1) AND (CAST($2 AS TEXT) IS NULL OR a.id = $2) ORDER BY a.agent_number",
     )
     .bind(account)

@@ -10,13 +10,15 @@
 //! A node's refusal is read from its `code` (a typed value), never from its
 //! message text.
 
+pub mod approve;
+
 use std::sync::Arc;
 
-use alloy_primitives::{B256, U256};
+use alloy_primitives::{Address, B256, U256};
 use alloy_signer::SignerSync;
 use prost::Message;
 use serde_json::{json, Value};
-use sha2::Digest;
+use tron_wire::raw::{self, Raw, Transaction};
 
 use super::{Balance, Driver, Finality, Receipt, Resent, SendError, Submit, Upkeep};
 use crate::adapter::Registry;
@@ -31,20 +33,23 @@ use crate::store::settlement::{self as repo, StoredTx, TxRow};
 /// TRX has 6 decimals (sun).
 const TRX_DECIMALS: u8 = 6;
 
-/// `protocol.Transaction`: the raw data and its signatures.
+/// The one field of every TRON contract the driver reads: its owner, the
+/// account that must sign.
 #[derive(Clone, PartialEq, Message)]
-struct Transaction {
+struct Owner {
     #[prost(bytes = "vec", tag = "1")]
-    raw_data: Vec<u8>,
-    #[prost(bytes = "vec", repeated, tag = "2")]
-    signature: Vec<Vec<u8>>,
+    owner_address: Vec<u8>,
 }
 
-/// The one field of `Transaction.raw` the driver reads.
-#[derive(Clone, PartialEq, Message)]
-struct Expiry {
-    #[prost(int64, tag = "8")]
-    expiration: i64,
+/// The one account whose signature `raw_data` needs (base58check), or why
+/// it has none.
+fn owner(raw_data: &[u8]) -> anyhow::Result<String> {
+    let raw = Raw::decode(raw_data)?;
+    let owners: Vec<Vec<u8>> = raw.contract.iter().map(|c| Owner::decode(c.parameter.as_ref().map_or(&[][..], |a| a.value.as_slice())).map(|o| o.owner_address)).collect::<Result<_, _>>()?;
+    let [first, rest @ ..] = owners.as_slice() else { anyhow::bail!("the transaction calls no contract") };
+    anyhow::ensure!(rest.iter().all(|o| o == first), "the transaction has several owners");
+    let a = (first.len() == 21 && first[0] == 0x41).then(|| Address::from_slice(&first[1..])).ok_or_else(|| anyhow::anyhow!("the owner is not a TRON address"))?;
+    Ok(tron_wire::address::show(&a))
 }
 
 /// What a node made of a broadcast.
@@ -65,7 +70,7 @@ pub struct TronDriver {
 }
 
 fn tx_id(raw_data: &[u8]) -> String {
-    hex::encode(sha2::Sha256::digest(raw_data))
+    hex::encode(raw::tx_id(raw_data))
 }
 
 async fn call(client: &ChainClient, path: &str, body: Value) -> Result<Value, SendError> {
@@ -94,8 +99,15 @@ async fn info(client: &ChainClient, id: &str) -> Result<Option<Value>, SendError
     Ok(v.get("id").is_some().then_some(v))
 }
 
+/// An account's TRX in sun; a node knows no account that never received
+/// anything: zero.
+async fn trx_balance(client: &ChainClient, address: &str) -> Result<u64, ChainError> {
+    let account = client.rpc("/wallet/getaccount", json!({ "address": address, "visible": true })).await?;
+    Ok(account.get("balance").and_then(Value::as_u64).unwrap_or(0))
+}
+
 fn expired(bytes: &[u8]) -> bool {
-    let expiration = Transaction::decode(bytes).ok().and_then(|t| Expiry::decode(t.raw_data.as_slice()).ok()).map_or(0, |e| e.expiration);
+    let expiration = Transaction::decode(bytes).ok().and_then(|t| Raw::decode(t.raw_data.as_slice()).ok()).map_or(0, |r| r.expiration);
     expiration <= now_ms()
 }
 
@@ -127,10 +139,16 @@ impl Driver for TronDriver {
     }
 
     async fn sign(&self, wallet: &Role, request: &SigningRequest) -> anyhow::Result<Vec<u8>> {
-        let SigningRequest::TronTxid(id) = request else {
-            anyhow::bail!("TRON wallets sign TRON transaction ids only");
-        };
-        self.sign_id(wallet, id).await
+        match request {
+            SigningRequest::TronTxid(id) => self.sign_id(wallet, id).await,
+            // The id is computed here, and only the wallet's own transactions are signed.
+            SigningRequest::TronRawData(raw_data) => {
+                let (owner, signer) = (owner(raw_data)?, self.address(wallet).await?);
+                anyhow::ensure!(owner == signer, "the transaction's owner is {owner}, not the signing wallet {signer}");
+                self.sign_id(wallet, &raw::tx_id(raw_data)).await
+            }
+            _ => anyhow::bail!("TRON wallets sign TRON transactions only"),
+        }
     }
 
     async fn submit(&self, chain: &str, wallet: &Role, submission: &Submission, row: TxRow, _how: Submit) -> Result<String, SendError> {
@@ -146,7 +164,15 @@ impl Driver for TronDriver {
             given => given.to_vec(),
         };
         let bytes = Transaction { raw_data: t.raw_data.clone(), signature }.encode_to_vec();
-        let sender = self.address(wallet).await.map_err(unavailable)?;
+        let sender = owner(&t.raw_data).map_err(|e| SendError::Refused(format!("{e:#}")))?;
+        // Energy is paid in TRX up to fee_limit: a sender that cannot cover
+        // it could see the call run out of energy and burn what it has, so
+        // it is treated like an EVM relayer without gas (nothing is sent).
+        let fee_limit = Raw::decode(t.raw_data.as_slice()).map_or(0, |r| r.fee_limit);
+        let sun = trx_balance(&client, &sender).await.map_err(|e| SendError::Unavailable(e.to_string()))?;
+        if sun < u64::try_from(fee_limit).unwrap_or(u64::MAX) {
+            return Err(SendError::Unfunded(format!("{sender} holds {sun} sun, the transaction's fee_limit is {fee_limit}")));
+        }
         let new = repo::NewTx { intent_id: &row.intent_id, leg: &row.leg, step: row.step, label: &row.label, chain, sender: &sender, nonce: -1, raw: &bytes, tx_hash: &id };
         repo::insert_tx(&self.db, &new, now_ms()).await.map_err(|e| SendError::Unavailable(format!("database: {e}")))?;
         match broadcast(&client, &bytes).await? {
@@ -197,9 +223,7 @@ impl Driver for TronDriver {
 
     async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError> {
         let (Some(cfg), Some(client)) = (self.config.chains.get(chain), self.registry.chain(chain)) else { return Ok(vec![]) };
-        let account = client.rpc("/wallet/getaccount", json!({ "address": owner, "visible": true })).await?;
-        // A node knows no account that never received anything: zero.
-        let sun = account.get("balance").and_then(Value::as_u64).unwrap_or(0);
+        let sun = trx_balance(&client, owner).await?;
         let mut out = vec![Balance { chain: chain.into(), asset: cfg.native_asset.clone(), raw: U256::from(sun), decimals: TRX_DECIMALS }];
         let owner_hex = bs58::decode(owner).with_check(None).into_vec().map_err(|_| ChainError::BadAnswer(format!("{owner} is not a TRON address")))?;
         for (key, asset) in &cfg.assets {

@@ -3,6 +3,16 @@
 //! and `smart_contract.proto`.
 
 use prost::Message;
+use sha2::{Digest, Sha256};
+
+/// `protocol.Transaction`: the raw data and its signatures.
+#[derive(Clone, PartialEq, Message)]
+pub struct Transaction {
+    #[prost(bytes = "vec", tag = "1")]
+    pub raw_data: Vec<u8>,
+    #[prost(bytes = "vec", repeated, tag = "2")]
+    pub signature: Vec<Vec<u8>>,
+}
 
 #[derive(Clone, PartialEq, Message)]
 pub struct Raw {
@@ -51,8 +61,31 @@ pub struct TriggerSmartContract {
 }
 
 /// `ContractType.TriggerSmartContract`.
-const TRIGGER_SMART_CONTRACT: i32 = 31;
-const TRIGGER_TYPE_URL: &str = "type.googleapis.com/protocol.TriggerSmartContract";
+pub const TRIGGER_SMART_CONTRACT: i32 = 31;
+pub const TRIGGER_TYPE_URL: &str = "type.googleapis.com/protocol.TriggerSmartContract";
+
+/// The txID: sha256 of the `raw_data` bytes.
+pub fn tx_id(raw_data: &[u8]) -> [u8; 32] {
+    Sha256::digest(raw_data).into()
+}
+
+/// `raw_data` that calls exactly one contract, decoded; anything else (no
+/// or several contracts, another contract type, undecodable bytes) is
+/// refused with the reason.
+pub fn single_call(raw_data: &[u8]) -> Result<(Raw, TriggerSmartContract), &'static str> {
+    let raw = Raw::decode(raw_data).map_err(|_| "raw_data is not a TRON transaction")?;
+    let [contract] = raw.contract.as_slice() else { return Err("raw_data must hold exactly one contract") };
+    let Some(any) = contract.parameter.as_ref().filter(|a| contract.r#type == TRIGGER_SMART_CONTRACT && a.type_url == TRIGGER_TYPE_URL) else {
+        return Err("the contract is not a TriggerSmartContract");
+    };
+    let call = TriggerSmartContract::decode(any.value.as_slice()).map_err(|_| "the TriggerSmartContract is undecodable")?;
+    // Re-encoding must give the same bytes: no unknown or repeated fields
+    // that another decoder could read differently.
+    if raw.encode_to_vec() != raw_data {
+        return Err("raw_data is not in canonical form");
+    }
+    Ok((raw, call))
+}
 
 /// The reference block a transaction names (TAPOS): bytes 6..8 of the
 /// block number and bytes 8..16 of the block id.
@@ -99,5 +132,18 @@ mod tests {
             50_000_000,
         );
         assert_eq!(hex::encode(built), tronweb);
+    }
+
+    #[test]
+    fn single_call_reads_back_what_trigger_built() {
+        let r = Reference { number: 300, block_id: [7u8; 32], timestamp_ms: 1 };
+        let built = trigger(vec![0x41; 21], vec![0x42; 21], vec![1, 2, 3], &r, 5, 60_005, 9);
+        let (raw, call) = single_call(&built).unwrap();
+        assert_eq!((raw.expiration, raw.fee_limit, raw.timestamp), (60_005, 9, 5));
+        assert_eq!((call.owner_address, call.contract_address, call.data), (vec![0x41; 21], vec![0x42; 21], vec![1, 2, 3]));
+        let mut extra = built.clone();
+        extra.extend_from_slice(&[0x52, 1, 0]); // field 10 (`data`), unknown here
+        assert_eq!(single_call(&extra).unwrap_err(), "raw_data is not in canonical form");
+        assert!(single_call(&[0xff, 0xff]).is_err());
     }
 }
