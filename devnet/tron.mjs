@@ -179,7 +179,13 @@ async function execute(txID, type, raw, rawHex, signatures, owner, value) {
   } finally {
     await eth("anvil_stopImpersonatingAccount", [owner]);
   }
-  const receipt = await eth("eth_getTransactionReceipt", [hash]);
+  // Automine under load can answer before the receipt is readable.
+  let receipt = await eth("eth_getTransactionReceipt", [hash]);
+  for (let i = 0; !receipt && i < 200; i++) {
+    await new Promise((r) => setTimeout(r, 25));
+    receipt = await eth("eth_getTransactionReceipt", [hash]);
+  }
+  if (!receipt) throw new Error(`anvil has no receipt for ${hash}`);
   const b = await block(receipt.blockNumber);
   const ok = receipt.status === "0x1";
   const info = {

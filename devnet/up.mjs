@@ -5,6 +5,8 @@
 //   node up.mjs --dir DIR [--port 18545] [--chains base,arbitrum,polygon,bsc | all]
 //               [--gas 0xA,0xB] [--tokens 0xC,0xD] [--adapters-dir PATH]
 //               [--sol-gas A,B] [--sol-tokens C] [--sol-accounts D]   (with `solana` in --chains)
+//               [--tron-gas A,B] [--tron-tokens C]                    (with `tron` in --chains)
+//               [--no-swaps]   (no Uniswap pools and no swap provider)
 import fs from "node:fs";
 import path from "node:path";
 import { spawn } from "node:child_process";
@@ -13,6 +15,7 @@ import { x402ExactPermit2ProxyABI } from "@x402/evm";
 import { privateKeyToAccount, mnemonicToAccount } from "viem/accounts";
 import { compile } from "./compile.mjs";
 import { startSolana } from "./solana-up.mjs";
+import { deployUniswap } from "./uniswap.mjs";
 import { utils as tronUtils } from "tronweb";
 import { multicall3Creation, permit2Runtime, MULTICALL3_ADDRESS, PERMIT2_ADDRESS } from "./canonical.mjs";
 
@@ -73,6 +76,7 @@ const solana = requested.includes("solana");
 const chains = requested.filter((n) => n !== "solana");
 const gas = list(arg("gas", ""));
 const tokens = list(arg("tokens", ""));
+const swaps = !process.argv.includes("--no-swaps");
 // The service's TRON wallets (base58check) get TRX and USDT on the TRON anvil.
 const tronEvm = (a) => `0x${tronUtils.address.toHex(a).slice(2)}`;
 const tronGas = list(arg("tron-gas", "")).map(tronEvm);
@@ -178,10 +182,11 @@ for (const name of chains) {
     assets[key] = { address, kind: a.kind, scheme: a.scheme, decimals: a.decimals, name: a.name, version: a.version, salted: Boolean(a.salted), reset: Boolean(a.reset) };
   }
   for (const [alias, of] of Object.entries(c.aliases ?? {})) assets[alias] = { ...assets[of], alias_of: of };
+  const uniswap = swaps && name !== "tron" ? await deployUniswap(pub, wallet, deploy, assets, txType) : undefined;
   for (const a of [...gas, ...(name === "tron" ? tronGas : [])]) {
     await pub.request({ method: "anvil_setBalance", params: [a, `0x${parseEther("1000").toString(16)}`] });
   }
-  out.chains[name] = { chain_id: c.id, rpc, port, pid: child.pid, fee: c.fee, roles: c.roles ?? ["payer", "target"], legacy: Boolean(c.legacy), assets };
+  out.chains[name] = { chain_id: c.id, rpc, port, pid: child.pid, fee: c.fee, roles: c.roles ?? ["payer", "target"], legacy: Boolean(c.legacy), assets, uniswap };
   port += 1;
 }
 if (out.chains.tron) {
@@ -219,6 +224,24 @@ if (solana) {
   port += 1;
 }
 fs.writeFileSync(path.join(dir, "devnet.json"), JSON.stringify(out, null, 2));
+if (swaps && Object.values(out.chains).some((c) => c.uniswap)) {
+  // The swap provider (LI.FI's API over the pools), reading devnet.json.
+  const child = spawn(process.execPath, [path.join(here, "swap.mjs"), "--port", String(port), "--devnet", path.join(dir, "devnet.json")], { detached: true, stdio: "ignore" });
+  child.unref();
+  fs.writeFileSync(path.join(dir, "swap.pid"), String(child.pid));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${url}/v1/chains`)).ok) break;
+    } catch (e) {
+      if (i > 200) throw new Error(`the swap provider at ${url} did not start: ${e.message}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  out.swap = { url: `${url}/v1`, control: url, pid: child.pid };
+  port += 1;
+  fs.writeFileSync(path.join(dir, "devnet.json"), JSON.stringify(out, null, 2));
+}
 
 // A stablerail config for this devnet: every chain payer and target, every
 // asset of the devnet live (USDT's gate is on).
@@ -238,7 +261,7 @@ platform_fee_percentage = "0.3"
 
 [limits]
 requests_per_minute = 100000
-
+${out.swap ? `\n[swap]\nlifi_url = "${out.swap.url}"\ntrack_interval_ms = 300\ntimeout_ms = 3000\n` : ""}
 [adapters]
 eip3009 = "eip3009.wasm"
 permit2 = "permit2.wasm"

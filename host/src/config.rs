@@ -40,6 +40,9 @@ pub struct Config {
     /// Balances below which the service warns and is not ready.
     #[serde(default)]
     pub floors: Vec<Floor>,
+    /// The swap provider and the swap tracker.
+    #[serde(default)]
+    pub swap: Swap,
     /// Directory of the config file; relative paths resolve against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -159,6 +162,45 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits { requests_per_minute: 60 }
+    }
+}
+
+/// `[swap]`: where quotes, routes and cross-chain status come from (an
+/// API speaking LI.FI's), and how registered swaps are followed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Swap {
+    /// Base URL of the LI.FI API (or one speaking it), e.g. `https://li.quest/v1`.
+    pub lifi_url: String,
+    /// Environment variable holding the LI.FI API key (sent as
+    /// `x-lifi-api-key`); none: unauthenticated, at LI.FI's lower rate limit.
+    pub lifi_api_key_env: Option<String>,
+    /// Per upstream request; past it the answer is 502.
+    pub timeout_ms: u64,
+    /// How long discovery answers (tokens, chains, connections) are served from cache.
+    pub discovery_ttl_seconds: u64,
+    /// How long a quote's transaction may be broadcast (`expires_at`).
+    pub quote_ttl_seconds: u64,
+    /// A registered swap whose source transaction is not on chain by then is CANCELED.
+    pub cancel_after_seconds: u64,
+    /// How often the tracker looks at pending swaps.
+    pub track_interval_ms: u64,
+    /// Chains offered for swaps; absent: every exposed EVM and TRON chain and Solana.
+    pub chains: Option<Vec<String>>,
+}
+
+impl Default for Swap {
+    fn default() -> Self {
+        Swap {
+            lifi_url: "https://li.quest/v1".into(),
+            lifi_api_key_env: None,
+            timeout_ms: 8_000,
+            discovery_ttl_seconds: 300,
+            quote_ttl_seconds: 120,
+            cancel_after_seconds: 1_800,
+            track_interval_ms: 2_000,
+            chains: None,
+        }
     }
 }
 

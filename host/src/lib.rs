@@ -20,6 +20,7 @@ pub mod sanctions;
 pub mod server;
 pub mod settle;
 pub mod store;
+pub mod swap;
 pub mod sweeper;
 pub mod telemetry;
 pub mod wallets;

@@ -41,7 +41,9 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
             }
         }
     }
+    let swaps = Arc::new(crate::swap::Swaps::new(config.clone(), registry.clone()));
     Ok(Arc::new(AppState {
+        swaps,
         config,
         registry,
         drivers,

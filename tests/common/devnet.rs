@@ -67,6 +67,16 @@ impl Devnet {
 
     /// `replicas` service instances, each with its own engine, on one database.
     pub async fn start_with(port: u16, chains: &str, extra_config: &str, replicas: usize, db_url: Option<String>) -> Devnet {
+        Devnet::start_full(port, chains, extra_config, replicas, db_url, None).await
+    }
+
+    /// With Uniswap pools on every EVM chain and the devnet's swap
+    /// provider; `swap_settings` are TOML lines for the `[swap]` table.
+    pub async fn start_swaps(port: u16, chains: &str, swap_settings: &str) -> Devnet {
+        Devnet::start_full(port, chains, "", 1, None, Some(swap_settings)).await
+    }
+
+    async fn start_full(port: u16, chains: &str, extra_config: &str, replicas: usize, db_url: Option<String>, swaps: Option<&str>) -> Devnet {
         super::adapters_dir();
         let dir = tempfile::tempdir().unwrap();
         let db_url = db_url.unwrap_or_else(|| format!("sqlite://{}", dir.path().join("sr.db").display()));
@@ -80,6 +90,7 @@ impl Devnet {
             .arg(devnet_dir().join("up.mjs"))
             .args(["--dir", &dir.path().display().to_string(), "--port", &port.to_string(), "--chains", chains])
             .args(made.devnet_funding_args())
+            .args(swaps.is_none().then_some("--no-swaps"))
             .args(["--adapters-dir", &super::adapters_dir().display().to_string()])
             .output()
             .unwrap();
@@ -88,6 +99,9 @@ impl Devnet {
         let cfg = dir.path().join("chains.toml");
         let mut text = std::fs::read_to_string(&cfg).unwrap();
         text.push_str(extra_config);
+        if let Some(settings) = swaps {
+            text = text.replacen("[swap]\n", &format!("[swap]\n{settings}\n"), 1);
+        }
         std::fs::write(&cfg, text).unwrap();
         let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
         for n in 0..replicas {
@@ -340,8 +354,10 @@ impl Devnet {
     }
 
     pub async fn wait_status(&self, id: &str, want: &str) -> Value {
+        let mut last = Value::Null;
         for _ in 0..600 {
             let (_, v) = self.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
+            last = v.clone();
             let s = v["status"].as_str().unwrap_or("");
             if s == want {
                 return v;
@@ -351,7 +367,7 @@ impl Devnet {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!("intent {id} never reached {want}");
+        panic!("intent {id} never reached {want}: {last}");
     }
 }
 
@@ -427,6 +443,16 @@ pub async fn call_state(state: &Shared, method: &str, uri: &str, body: Option<Va
     let status = resp.status().as_u16();
     let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
     (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+/// A transaction sent by viem with `key` (devnet/send-tx.mjs), waited
+/// for: {hash, status, block}.
+pub fn send_tx(rpc: &str, key: &str, to: &str, data: &str, value: &str, gas: Option<&str>) -> Value {
+    let mut args = vec!["--rpc", rpc, "--key", key, "--to", to, "--data", data, "--value", value];
+    if let Some(g) = gas {
+        args.extend(["--gas", g]);
+    }
+    serde_json::from_str(&node("send-tx.mjs", &args, "")).unwrap()
 }
 
 /// The signature tronweb's `trx.sign` makes over a prepared transaction

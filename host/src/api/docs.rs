@@ -41,6 +41,7 @@ pub struct ErrorBody {
     tags(
         (name = "intents", description = "Public payment intents, paid with an x402 proof"),
         (name = "agents", description = "Agent-owned intents, paid from hosted wallets (Bearer)"),
+        (name = "swaps", description = "Swap quotes, approvals, status, discovery and tracked swap intents (through an API speaking LI.FI's)"),
         (name = "tron", description = "TRON payers' one-time Permit2 approval; routed only while TRON is enabled"),
         (name = "operations", description = "Probes, metrics and this document; not rate-limited"),
     ),

@@ -10,6 +10,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::views::{Accepted, IntentList, IntentView};
+use crate::swap::register::SwapIntentView;
 use super::{views, ApiError, Shared};
 use crate::failure::Failure;
 use crate::intent::{self, requirements, Intent, Status};
@@ -18,6 +19,23 @@ use crate::store::intents::{self as repo, Acceptance};
 use crate::store::is_unique_violation;
 
 const NOT_FOUND: &str = "payment intent not found";
+
+/// What `GET …/intents/{id}` reads: a payment intent, or a registered swap
+/// (ids `swp_…`), which any caller may read.
+#[derive(Debug, serde::Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum AnyIntent {
+    Payment(IntentView),
+    Swap(SwapIntentView),
+}
+
+async fn swap_intent(s: &Shared, id: &str) -> Result<Option<AnyIntent>, ApiError> {
+    if !id.starts_with("swp_") {
+        return Ok(None);
+    }
+    let i = crate::store::swaps::get(&s.db, id).await?.ok_or_else(|| ApiError::NotFound(NOT_FOUND.into()))?;
+    Ok(Some(AnyIntent::Swap(SwapIntentView::of(i))))
+}
 
 async fn load(s: &Shared, id: &str) -> Result<Intent, ApiError> {
     repo::get(&s.db, id).await?.ok_or_else(|| ApiError::NotFound(NOT_FOUND.into()))
@@ -63,36 +81,42 @@ pub struct PageQuery {
 /// Read a payment intent.
 #[utoipa::path(get, path = "/api/intents/{id}", tag = "intents",
     params(("id" = String, Path, description = "Intent id")),
-    responses((status = 200, description = "The intent", body = IntentView)))]
-pub async fn get_public(State(s): State<Shared>, Path(id): Path<String>) -> Result<Json<IntentView>, ApiError> {
+    responses((status = 200, description = "The intent (a payment, or a registered swap)", body = AnyIntent)))]
+pub async fn get_public(State(s): State<Shared>, Path(id): Path<String>) -> Result<Json<AnyIntent>, ApiError> {
+    if let Some(swap) = swap_intent(&s, &id).await? {
+        return Ok(Json(swap));
+    }
     let i = load(&s, &id).await?;
-    Ok(Json(views::intent(&s.config, &i, intent::now_ms())))
+    Ok(Json(AnyIntent::Payment(views::intent(&s.config, &i, intent::now_ms()))))
 }
 
 /// Read a payment intent named by the `intent_id` query parameter.
 #[utoipa::path(get, path = "/api/intents", tag = "intents", params(IdQuery),
-    responses((status = 200, description = "The intent", body = IntentView)))]
-pub async fn get_public_query(State(s): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Result<Json<IntentView>, ApiError> {
+    responses((status = 200, description = "The intent (a payment, or a registered swap)", body = AnyIntent)))]
+pub async fn get_public_query(State(s): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Result<Json<AnyIntent>, ApiError> {
     get_public(State(s), Path(id_from_query(&q)?)).await
 }
 
 /// Read one of the caller's intents.
 #[utoipa::path(get, path = "/v2/intents/{id}", tag = "agents", security(("bearer" = [])),
     params(("id" = String, Path, description = "Intent id")),
-    responses((status = 200, description = "The intent", body = IntentView)))]
-pub async fn get_agent(State(s): State<Shared>, Extension(agent): Extension<Agent>, Path(id): Path<String>) -> Result<Json<IntentView>, ApiError> {
+    responses((status = 200, description = "The intent (one of the caller's payments, or a registered swap)", body = AnyIntent)))]
+pub async fn get_agent(State(s): State<Shared>, Extension(agent): Extension<Agent>, Path(id): Path<String>) -> Result<Json<AnyIntent>, ApiError> {
+    if let Some(swap) = swap_intent(&s, &id).await? {
+        return Ok(Json(swap));
+    }
     let i = load_owned(&s, &id, &agent).await?;
-    Ok(Json(views::intent(&s.config, &i, intent::now_ms())))
+    Ok(Json(AnyIntent::Payment(views::intent(&s.config, &i, intent::now_ms()))))
 }
 
 /// Read one of the caller's intents, named by the `intent_id` query parameter.
 #[utoipa::path(get, path = "/v2/intents", tag = "agents", security(("bearer" = [])), params(IdQuery),
-    responses((status = 200, description = "The intent", body = IntentView)))]
+    responses((status = 200, description = "The intent (one of the caller's payments, or a registered swap)", body = AnyIntent)))]
 pub async fn get_agent_query(
     State(s): State<Shared>,
     ext: Extension<Agent>,
     Query(q): Query<HashMap<String, String>>,
-) -> Result<Json<IntentView>, ApiError> {
+) -> Result<Json<AnyIntent>, ApiError> {
     get_agent(State(s), ext, Path(id_from_query(&q)?)).await
 }
 

@@ -9,6 +9,7 @@ pub mod error;
 pub mod guard;
 mod intents;
 mod probes;
+mod swap;
 mod tron_approve;
 mod views;
 
@@ -47,6 +48,8 @@ pub struct AppState {
     pub drivers: Arc<crate::family::Drivers>,
     /// Wakes this replica's settlement workers when work is queued.
     pub work: Arc<tokio::sync::Notify>,
+    /// The swap provider's client and discovery cache.
+    pub swaps: Arc<crate::swap::Swaps>,
     /// Chains withheld until they answer; wallets below their floors.
     pub watch: crate::watch::Watch,
 }
@@ -85,7 +88,14 @@ fn routes() -> Routes {
             .routes(routes!(chains::list))
             .routes(routes!(probes::health))
             .routes(routes!(create::create_public, intents::get_public_query))
-            .routes(routes!(intents::get_public, intents::submit_proof)),
+            .routes(routes!(intents::get_public, intents::submit_proof))
+            .routes(routes!(swap::quote))
+            .routes(routes!(swap::approval))
+            .routes(routes!(swap::status))
+            .routes(routes!(swap::register))
+            .routes(routes!(swap::tokens))
+            .routes(routes!(swap::chains))
+            .routes(routes!(swap::connections)),
         tron: OpenApiRouter::new()
             .routes(routes!(tron_approve::prepare))
             .routes(routes!(tron_approve::submit)),

@@ -133,6 +133,7 @@ impl Engine {
         let me = self.clone();
         tokio::spawn(async move { me.dispatch(workers.max(1)).await });
         self.spawn_keeper();
+        tokio::spawn(crate::swap::tracker::run(self.deps.clone()));
     }
 
     async fn dispatch(self: Arc<Self>, workers: usize) {

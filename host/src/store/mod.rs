@@ -7,6 +7,7 @@ pub mod idempotency;
 pub mod intents;
 pub mod keys;
 pub mod settlement;
+pub mod swaps;
 
 pub use sqlx::Error as DbError;
 

@@ -1,0 +1,151 @@
+//! Registered swaps (`swap_intents`): registration idempotent on (chain,
+//! transaction), the tracker's lease, and compare-and-set outcomes.
+
+use sqlx::Row;
+
+use super::DbError;
+use crate::db::Db;
+
+#[derive(Debug, Clone)]
+pub struct SwapIntent {
+    pub id: String,
+    pub from_chain: String,
+    pub to_chain: String,
+    pub source_tx_hash: String,
+    pub from_token: String,
+    pub to_token: String,
+    pub payer_address: String,
+    pub recipient_address: String,
+    pub sending_token_amount: String,
+    pub status: String,
+    pub substatus: Option<String>,
+    pub dest_tx_hash: Option<String>,
+    pub received_amount: Option<String>,
+    pub error_code: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const COLUMNS: &str = "id, from_chain, to_chain, source_tx_hash, from_token, to_token, payer_address, recipient_address, \
+                       sending_token_amount, status, substatus, dest_tx_hash, received_amount, error_code, created_at, updated_at";
+
+fn row(r: &sqlx::any::AnyRow) -> Result<SwapIntent, DbError> {
+    Ok(SwapIntent {
+        id: r.try_get("id")?,
+        from_chain: r.try_get("from_chain")?,
+        to_chain: r.try_get("to_chain")?,
+        source_tx_hash: r.try_get("source_tx_hash")?,
+        from_token: r.try_get("from_token")?,
+        to_token: r.try_get("to_token")?,
+        payer_address: r.try_get("payer_address")?,
+        recipient_address: r.try_get("recipient_address")?,
+        sending_token_amount: r.try_get("sending_token_amount")?,
+        status: r.try_get("status")?,
+        substatus: r.try_get("substatus")?,
+        dest_tx_hash: r.try_get("dest_tx_hash")?,
+        received_amount: r.try_get("received_amount")?,
+        error_code: r.try_get("error_code")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+/// The intent of (`from_chain`, `source_tx_hash`): the one registered
+/// before, or `new` (its id used) when none was.
+pub async fn register(db: &Db, new: &SwapIntent) -> Result<SwapIntent, DbError> {
+    sqlx::query(
+        "INSERT INTO swap_intents (id, from_chain, to_chain, source_tx_hash, from_token, to_token, payer_address, recipient_address, \
+         sending_token_amount, status, created_at, updated_at, next_check_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING', $10, $10, $10) ON CONFLICT (from_chain, source_tx_hash) DO NOTHING",
+    )
+    .bind(&new.id)
+    .bind(&new.from_chain)
+    .bind(&new.to_chain)
+    .bind(&new.source_tx_hash)
+    .bind(&new.from_token)
+    .bind(&new.to_token)
+    .bind(&new.payer_address)
+    .bind(&new.recipient_address)
+    .bind(&new.sending_token_amount)
+    .bind(new.created_at)
+    .execute(&db.pool)
+    .await?;
+    let r = sqlx::query(&format!("SELECT {COLUMNS} FROM swap_intents WHERE from_chain = $1 AND source_tx_hash = $2"))
+        .bind(&new.from_chain)
+        .bind(&new.source_tx_hash)
+        .fetch_one(&db.pool)
+        .await?;
+    row(&r)
+}
+
+pub async fn get(db: &Db, id: &str) -> Result<Option<SwapIntent>, DbError> {
+    sqlx::query(&format!("SELECT {COLUMNS} FROM swap_intents WHERE id = $1")).bind(id).fetch_optional(&db.pool).await?.map(|r| row(&r)).transpose()
+}
+
+/// Pending swaps due a look, leased to `holder` until `now + lease_ms`
+/// (each by compare-and-set, so one replica follows each at a time).
+pub async fn claim_due(db: &Db, holder: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Vec<SwapIntent>, DbError> {
+    let due = sqlx::query("SELECT id FROM swap_intents WHERE status = 'PENDING' AND next_check_at <= $1 AND lease_until < $1 ORDER BY next_check_at LIMIT $2")
+        .bind(now)
+        .bind(limit)
+        .fetch_all(&db.pool)
+        .await?;
+    let mut claimed = Vec::new();
+    for r in due {
+        let id: String = r.try_get("id")?;
+        let won = sqlx::query("UPDATE swap_intents SET lease_until = $1, lease_holder = $2 WHERE id = $3 AND status = 'PENDING' AND lease_until < $4")
+            .bind(now + lease_ms)
+            .bind(holder)
+            .bind(&id)
+            .bind(now)
+            .execute(&db.pool)
+            .await?
+            .rows_affected();
+        if won == 1 {
+            claimed.extend(get(db, &id).await?);
+        }
+    }
+    Ok(claimed)
+}
+
+/// What the tracker found.
+pub struct Outcome<'a> {
+    pub status: &'a str,
+    pub substatus: Option<&'a str>,
+    pub dest_tx_hash: Option<&'a str>,
+    pub received_amount: Option<&'a str>,
+    pub error_code: Option<&'a str>,
+}
+
+/// PENDING → a terminal status, only by the lease's holder.
+pub async fn finish(db: &Db, id: &str, holder: &str, o: &Outcome<'_>, now: i64) -> Result<bool, DbError> {
+    let n = sqlx::query(
+        "UPDATE swap_intents SET status = $1, substatus = $2, dest_tx_hash = $3, received_amount = $4, error_code = $5, updated_at = $6, lease_until = 0 \
+         WHERE id = $7 AND status = 'PENDING' AND lease_holder = $8",
+    )
+    .bind(o.status)
+    .bind(o.substatus)
+    .bind(o.dest_tx_hash)
+    .bind(o.received_amount)
+    .bind(o.error_code)
+    .bind(now)
+    .bind(id)
+    .bind(holder)
+    .execute(&db.pool)
+    .await?
+    .rows_affected();
+    Ok(n == 1)
+}
+
+/// Still pending: look again at `next`, noting what is known so far.
+pub async fn later(db: &Db, id: &str, holder: &str, substatus: Option<&str>, next: i64, now: i64) -> Result<(), DbError> {
+    sqlx::query("UPDATE swap_intents SET substatus = $1, next_check_at = $2, lease_until = 0, updated_at = $3 WHERE id = $4 AND status = 'PENDING' AND lease_holder = $5")
+        .bind(substatus)
+        .bind(next)
+        .bind(now)
+        .bind(id)
+        .bind(holder)
+        .execute(&db.pool)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! `GET /api/swap/approval` (EVM): whether the signer's allowance to the
+//! route's spender covers the amount, read on chain, and the approve (and,
+//! for tokens that refuse to change a non-zero allowance, the reset to 0)
+//! to sign.
+
+use std::collections::HashMap;
+
+use alloy_primitives::{Address, U256};
+use alloy_sol_types::{sol, SolCall};
+use serde::Serialize;
+use serde_json::{json, Value};
+use utoipa::ToSchema;
+
+use super::lifi::{Amount, QuoteRequest};
+use super::quote::{account, param, token, wallet};
+use super::{amount, SwapError, Swaps};
+use crate::config::Family;
+use crate::db::Db;
+
+sol! {
+    function approve(address spender, uint256 value) returns (bool);
+    function allowance(address owner, address spender) returns (uint256);
+}
+
+/// Gas for an approve when the node cannot estimate it.
+const APPROVE_GAS: u64 = 100_000;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApprovalResponse {
+    pub request_id: String,
+    pub needs_approval: bool,
+    /// Wei, decimal string (with `include_gas_info`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gas_fee: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancel_gas_fee: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalTx>,
+    /// The reset to 0 that must land first (tokens such as USDT on ethereum).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<ApprovalTx>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApprovalTx {
+    pub to: String,
+    pub from: String,
+    /// Hex calldata.
+    pub data: String,
+    pub value: String,
+    pub chain_id: u64,
+    /// Hex.
+    pub gas_limit: String,
+}
+
+fn native(token: &Address) -> bool {
+    *token == Address::ZERO || *token == Address::repeat_byte(0xee)
+}
+
+pub async fn approval(swaps: &Swaps, db: &Db, q: &HashMap<String, String>) -> Result<ApprovalResponse, SwapError> {
+    let chain_name = param(q, "chain").ok_or(SwapError::ParamRequired("chain"))?;
+    let token_in = param(q, "token").ok_or(SwapError::ParamRequired("token"))?;
+    let token_out = param(q, "token_out").ok_or(SwapError::ParamRequired("token_out"))?;
+    let spend = amount(param(q, "amount").ok_or(SwapError::ParamRequired("amount"))?)?;
+    let from = swaps.chain(chain_name)?;
+    if from.family != Family::Evm {
+        return Err(SwapError::UnsupportedChain(chain_name.to_string()));
+    }
+    let to = match param(q, "to_chain") {
+        Some(t) => swaps.chain(t)?,
+        None => from.clone(),
+    };
+    let token_in = token(&from, token_in, "token")?;
+    let token_out = token(&to, token_out, "token_out")?;
+    let user = account(&from, wallet(db, param(q, "user_address"), param(q, "email"), &from, "email").await?, "user_address")?.ok_or(SwapError::ParamRequired("user_address"))?;
+    let to_user = account(&to, wallet(db, param(q, "to_user_address"), param(q, "to_user_email"), &to, "to_user_email").await?, "to_user_address")?;
+    let gas_info = param(q, "include_gas_info").is_some_and(|v| v == "true" || v == "1");
+    let request_id = ulid::Ulid::new().to_string();
+    let (token_addr, owner): (Address, Address) = (token_in.parse().map_err(|_| SwapError::Invalid("token"))?, user.parse().map_err(|_| SwapError::Invalid("user_address"))?);
+    if native(&token_addr) {
+        return Ok(ApprovalResponse { request_id, needs_approval: false, gas_fee: None, cancel_gas_fee: None, approval: None, cancel: None });
+    }
+    // The spender is the route's: ask for the quote the swap will use.
+    let step = swaps
+        .lifi
+        .quote(&QuoteRequest { from_chain: from.lifi_id, to_chain: to.lifi_id, from_token: &token_in, to_token: &token_out, from_address: &user, to_address: to_user.as_deref(), amount: Amount::From(spend), slippage_bps: super::DEFAULT_SLIPPAGE_BPS })
+        .await?;
+    let spender: Address = step
+        .pointer("/estimate/approvalAddress")
+        .and_then(Value::as_str)
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
+    let client = swaps.client(&from.name)?;
+    let unavailable = |e: crate::chain::ChainError| SwapError::Unavailable(format!("{}: {e}", from.name));
+    let call = allowanceCall { owner, spender }.abi_encode();
+    let answer = client.rpc("eth_call", json!([{ "to": token_addr, "data": alloy_primitives::hex::encode_prefixed(call) }, "latest"])).await.map_err(unavailable)?;
+    let allowance = answer.as_str().and_then(|h| U256::from_str_radix(h.trim_start_matches("0x"), 16).ok()).ok_or_else(|| SwapError::Unavailable("allowance unreadable".into()))?;
+    if allowance >= U256::from(spend) {
+        return Ok(ApprovalResponse { request_id, needs_approval: false, gas_fee: None, cancel_gas_fee: None, approval: None, cancel: None });
+    }
+    let chain_id = from.chain_id.unwrap_or_default();
+    let resets = swaps.config.chains.get(&from.name).is_some_and(|c| {
+        c.assets.values().any(|a| a.token.eq_ignore_ascii_case(&token_in) && a.params.get("reset-allowance-first").is_some_and(|v| v == "true"))
+    });
+    let gas_price = if gas_info { client.rpc("eth_gasPrice", json!([])).await.ok().and_then(|v| v.as_str().and_then(|h| u128::from_str_radix(h.trim_start_matches("0x"), 16).ok())) } else { None };
+    let tx = |value: U256| {
+        let data = alloy_primitives::hex::encode_prefixed(approveCall { spender, value }.abi_encode());
+        let client = client.clone();
+        let user = user.clone();
+        let token_in = token_in.clone();
+        async move {
+            let estimate = client.rpc("eth_estimateGas", json!([{ "from": user, "to": token_in, "data": data }])).await.ok();
+            let gas = estimate.and_then(|v| v.as_str().and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok())).unwrap_or(APPROVE_GAS);
+            (ApprovalTx { to: token_in, from: user, data, value: "0x0".into(), chain_id, gas_limit: format!("{gas:#x}") }, gas)
+        }
+    };
+    let (approve, gas) = tx(U256::from(spend)).await;
+    let cancel = if resets && !allowance.is_zero() { Some(tx(U256::ZERO).await) } else { None };
+    let fee = |gas: u64| gas_price.map(|p| (p * u128::from(gas)).to_string());
+    Ok(ApprovalResponse {
+        request_id,
+        needs_approval: true,
+        gas_fee: fee(gas),
+        cancel_gas_fee: cancel.as_ref().and_then(|(_, g)| fee(*g)),
+        approval: Some(approve),
+        cancel: cancel.map(|(t, _)| t),
+    })
+}

@@ -1,0 +1,184 @@
+//! Swap proxying: quotes, approvals, cross-chain status, discovery, and
+//! registered swaps followed to the end by the tracker. The upstream is an
+//! API speaking LI.FI's (`[swap] lifi_url`); what it says is mapped to the
+//! spec's fields and typed failures here, beside intents, below HTTP.
+
+pub mod approval;
+pub mod cache;
+pub mod lifi;
+pub mod quote;
+pub mod register;
+pub mod status;
+pub mod tracker;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::adapter::Registry;
+use crate::chain::ChainClient;
+use crate::config::{Config, Family};
+
+/// Default and maximum slippage, basis points.
+pub const DEFAULT_SLIPPAGE_BPS: u16 = 50;
+pub const MAX_SLIPPAGE_BPS: u16 = 500;
+
+/// Why a swap request failed; each maps to one status and fixed sentence.
+#[derive(Debug, thiserror::Error)]
+pub enum SwapError {
+    #[error("{0} parameter is required")]
+    ParamRequired(&'static str),
+    #[error("{0} is required")]
+    FieldRequired(&'static str),
+    #[error("from_amount or to_amount is required")]
+    AmountRequired,
+    #[error("from_amount and to_amount are mutually exclusive")]
+    AmountsExclusive,
+    #[error("invalid amount: must be a positive integer")]
+    InvalidAmount,
+    #[error("slippage_bps exceeds maximum allowed value")]
+    Slippage,
+    #[error("unsupported chain for swaps: {0}")]
+    UnsupportedChain(String),
+    #[error("invalid {0}")]
+    Invalid(&'static str),
+    #[error("no wallet is registered for {0} on this chain")]
+    UnknownEmail(&'static str),
+    #[error("no swap route found")]
+    NoRoute,
+    #[error("insufficient liquidity for swap")]
+    NoLiquidity,
+    #[error("to_user_address is required for cross-family routes")]
+    RecipientRequired,
+    #[error("transfer not found")]
+    NotFound,
+    /// The provider failed or timed out (detail logged, never shown).
+    #[error("swap service temporarily unavailable")]
+    Unavailable(String),
+    /// The service's own failure (detail logged).
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl From<sqlx::Error> for SwapError {
+    fn from(e: sqlx::Error) -> Self {
+        SwapError::Internal(format!("database: {e}"))
+    }
+}
+
+/// A chain swaps are offered on.
+#[derive(Clone)]
+pub struct SwapChain {
+    pub name: String,
+    pub family: Family,
+    /// The chain's id in LI.FI's numbering.
+    pub lifi_id: u64,
+    /// The EVM chain id (EVM only).
+    pub chain_id: Option<u64>,
+}
+
+pub struct Swaps {
+    pub config: Arc<Config>,
+    pub registry: Arc<Registry>,
+    pub lifi: lifi::Lifi,
+    pub discovery: cache::Cache,
+}
+
+impl Swaps {
+    pub fn new(config: Arc<Config>, registry: Arc<Registry>) -> Swaps {
+        let lifi = lifi::Lifi::new(&config.swap);
+        let discovery = cache::Cache::new(Duration::from_secs(config.swap.discovery_ttl_seconds));
+        Swaps { config, registry, lifi, discovery }
+    }
+
+    /// `name` if swaps are offered on it.
+    pub fn chain(&self, name: &str) -> Result<SwapChain, SwapError> {
+        let unsupported = || SwapError::UnsupportedChain(name.to_string());
+        let c = self.config.chains.get(name).filter(|c| self.config.chain_exposed(c)).ok_or_else(unsupported)?;
+        if let Some(listed) = &self.config.swap.chains {
+            if !listed.iter().any(|l| l == name) {
+                return Err(unsupported());
+            }
+        }
+        let lifi_id = match c.family {
+            Family::Evm => c.chain_id.ok_or_else(unsupported)?,
+            Family::Solana => lifi::SOLANA_CHAIN_ID,
+            // LI.FI serves TRON's mainnet only.
+            Family::Tron if c.chain_id == Some(lifi::TRON_CHAIN_ID) => lifi::TRON_CHAIN_ID,
+            Family::Tron => return Err(unsupported()),
+        };
+        Ok(SwapChain { name: name.to_string(), family: c.family, lifi_id, chain_id: (c.family == Family::Evm).then_some(lifi_id) })
+    }
+
+    /// The chain's transport, for on-chain reads.
+    pub fn client(&self, chain: &str) -> Result<Arc<ChainClient>, SwapError> {
+        self.registry.chain(chain).ok_or_else(|| SwapError::Unavailable(format!("{chain} has no transport")))
+    }
+}
+
+/// Whether `text` is an account or token address of `family`.
+pub fn valid_address(family: Family, text: &str) -> bool {
+    match family {
+        Family::Evm => text.len() == 42 && text.starts_with("0x") && text[2..].bytes().all(|b| b.is_ascii_hexdigit()),
+        Family::Solana => bs58::decode(text).into_vec().is_ok_and(|b| b.len() == 32),
+        Family::Tron => tron_wire::address::parse(text).is_some(),
+    }
+}
+
+/// Whether `text` is a transaction id of `family`.
+pub fn valid_tx_hash(family: Family, text: &str) -> bool {
+    let hex64 = |t: &str| t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit());
+    match family {
+        Family::Evm => text.strip_prefix("0x").is_some_and(hex64),
+        Family::Tron => hex64(text.strip_prefix("0x").unwrap_or(text)),
+        Family::Solana => bs58::decode(text).into_vec().is_ok_and(|b| b.len() == 64),
+    }
+}
+
+/// A positive integer amount in smallest units (`u64`, as the spec types it).
+pub fn amount(text: &str) -> Result<u64, SwapError> {
+    match text.parse::<u64>() {
+        Ok(a) if a > 0 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(a),
+        _ => Err(SwapError::InvalidAmount),
+    }
+}
+
+pub fn slippage(text: Option<&str>) -> Result<u16, SwapError> {
+    match text {
+        None => Ok(DEFAULT_SLIPPAGE_BPS),
+        Some(t) => match t.parse::<u16>() {
+            Ok(b) if b <= MAX_SLIPPAGE_BPS => Ok(b),
+            Ok(_) => Err(SwapError::Slippage),
+            Err(_) if t.bytes().all(|b| b.is_ascii_digit()) && !t.is_empty() => Err(SwapError::Slippage),
+            Err(_) => Err(SwapError::Invalid("slippage_bps")),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_and_slippage() {
+        assert_eq!(amount("15").unwrap(), 15);
+        for bad in ["0", "-1", "1.5", "", "+3", "99999999999999999999"] {
+            assert!(matches!(amount(bad), Err(SwapError::InvalidAmount)), "{bad}");
+        }
+        assert_eq!(slippage(None).unwrap(), 50);
+        assert_eq!(slippage(Some("500")).unwrap(), 500);
+        assert!(matches!(slippage(Some("501")), Err(SwapError::Slippage)));
+        assert!(matches!(slippage(Some("70000")), Err(SwapError::Slippage)));
+        assert!(matches!(slippage(Some("x")), Err(SwapError::Invalid(_))));
+    }
+
+    #[test]
+    fn addresses_and_hashes_by_family() {
+        assert!(valid_address(Family::Evm, "0x1111111111111111111111111111111111111111"));
+        assert!(!valid_address(Family::Evm, "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"));
+        assert!(valid_address(Family::Tron, "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"));
+        assert!(valid_address(Family::Solana, "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"));
+        assert!(valid_tx_hash(Family::Evm, &format!("0x{}", "ab".repeat(32))));
+        assert!(!valid_tx_hash(Family::Evm, &"ab".repeat(32)));
+        assert!(valid_tx_hash(Family::Tron, &"ab".repeat(32)));
+    }
+}

@@ -1,0 +1,103 @@
+//! Follows registered swaps to the end: the source transaction's receipt
+//! on its chain (through the family's driver), then, for cross-chain
+//! routes, the provider's status. A source transaction that is not on
+//! chain within `cancel_after_seconds` is CANCELED; a reverted one FAILED.
+//! Each swap is leased by compare-and-set, so one replica follows it at a
+//! time; a restart picks up where the database says.
+
+use std::time::Duration;
+
+use alloy_primitives::{Address, B256, U256};
+use serde_json::Value;
+
+use super::lifi::{Lifi, Status};
+use super::{SwapError, Swaps};
+use crate::family::Finality;
+use crate::intent::now_ms;
+use crate::settle::Deps;
+use crate::store::swaps::{self as repo, Outcome, SwapIntent};
+
+/// How long a replica holds a swap while it looks.
+const LEASE_MS: i64 = 30_000;
+const BATCH: i64 = 20;
+/// keccak256("Transfer(address,address,uint256)").
+const TRANSFER: B256 = alloy_primitives::b256!("ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef");
+
+pub async fn run(deps: Deps) {
+    let holder = format!("swaps:{}", ulid::Ulid::new());
+    let swaps = Swaps::new(deps.config.clone(), deps.registry.clone());
+    let every = Duration::from_millis(deps.config.swap.track_interval_ms.max(100));
+    loop {
+        tokio::time::sleep(every).await;
+        let due = match repo::claim_due(&deps.db, &holder, now_ms(), LEASE_MS, BATCH).await {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::warn!(error = %e, "swap tracker could not read its work");
+                continue;
+            }
+        };
+        for i in due {
+            if let Err(e) = follow(&deps, &swaps.lifi, &holder, &i).await {
+                tracing::warn!(intent = %i.id, error = ?e, "swap tracker: will look again");
+                let next = now_ms() + every.as_millis() as i64 * 5;
+                let _ = repo::later(&deps.db, &i.id, &holder, i.substatus.as_deref(), next, now_ms()).await;
+            }
+        }
+    }
+}
+
+async fn follow(deps: &Deps, lifi: &Lifi, holder: &str, i: &SwapIntent) -> Result<(), SwapError> {
+    let cfg = &deps.config;
+    let now = now_ms();
+    let next = now + cfg.swap.track_interval_ms as i64;
+    let chain = cfg.chains.get(&i.from_chain).ok_or_else(|| SwapError::UnsupportedChain(i.from_chain.clone()))?;
+    let driver = deps.drivers.of(chain.family).ok_or_else(|| SwapError::UnsupportedChain(i.from_chain.clone()))?;
+    let finality = driver.finality(&i.from_chain, &i.source_tx_hash, chain.confirmations).await.map_err(|e| SwapError::Unavailable(e.to_string()))?;
+    let receipt = match finality {
+        Finality::Failed => return done(deps, i, holder, now, Outcome { status: "FAILED", substatus: None, dest_tx_hash: None, received_amount: None, error_code: Some("source_reverted") }).await,
+        Finality::Pending if now - i.created_at > cfg.swap.cancel_after_seconds as i64 * 1000 => {
+            return done(deps, i, holder, now, Outcome { status: "CANCELED", substatus: None, dest_tx_hash: None, received_amount: None, error_code: Some("source_not_confirmed") }).await;
+        }
+        Finality::Pending => return Ok(repo::later(&deps.db, &i.id, holder, Some("WAIT_SOURCE_CONFIRMATIONS"), next, now).await?),
+        Finality::Confirmed(r) => r,
+    };
+    if i.from_chain == i.to_chain {
+        let received = received(&receipt.json, &i.to_token, &i.recipient_address).map(|a| a.to_string());
+        return done(deps, i, holder, now, Outcome { status: "DONE", substatus: Some("COMPLETED"), dest_tx_hash: Some(&i.source_tx_hash), received_amount: received.as_deref(), error_code: None }).await;
+    }
+    // Cross-chain: the source landed; the provider says when the rest did.
+    let ids = |c: &str| cfg.chains.get(c).and_then(|c| c.chain_id);
+    match lifi.status(&i.source_tx_hash, ids(&i.from_chain), ids(&i.to_chain), None).await? {
+        Status::Unknown => Ok(repo::later(&deps.db, &i.id, holder, Some("WAIT_DESTINATION_TRANSACTION"), next, now).await?),
+        Status::Known(v) => {
+            let s = |p: &str| v.pointer(p).and_then(Value::as_str);
+            match s("/status") {
+                Some("DONE") => done(deps, i, holder, now, Outcome { status: "DONE", substatus: s("/substatus"), dest_tx_hash: s("/receiving/txHash"), received_amount: s("/receiving/amount"), error_code: None }).await,
+                Some("FAILED") | Some("INVALID") => done(deps, i, holder, now, Outcome { status: "FAILED", substatus: s("/substatus"), dest_tx_hash: None, received_amount: None, error_code: Some("route_failed") }).await,
+                _ => Ok(repo::later(&deps.db, &i.id, holder, s("/substatus").or(Some("WAIT_DESTINATION_TRANSACTION")), next, now).await?),
+            }
+        }
+    }
+}
+
+async fn done(deps: &Deps, i: &SwapIntent, holder: &str, now: i64, o: Outcome<'_>) -> Result<(), SwapError> {
+    if !repo::finish(&deps.db, &i.id, holder, &o, now).await? {
+        tracing::info!(intent = %i.id, "swap intent changed under the tracker; left as it is");
+    }
+    Ok(())
+}
+
+/// What an EVM receipt's Transfer logs of `token` paid `to`, summed.
+fn received(receipt: &Value, token: &str, to: &str) -> Option<U256> {
+    let (token, to): (Address, Address) = (token.parse().ok()?, to.parse().ok()?);
+    let logs = receipt.get("logs")?.as_array()?;
+    let mut total = U256::ZERO;
+    for log in logs {
+        let emitter = log.get("address").and_then(Value::as_str).and_then(|a| a.parse::<Address>().ok());
+        let topics: Vec<B256> = log.get("topics").and_then(Value::as_array).map(|t| t.iter().filter_map(|x| x.as_str()?.parse().ok()).collect()).unwrap_or_default();
+        if emitter == Some(token) && topics.first() == Some(&TRANSFER) && topics.get(2) == Some(&to.into_word()) {
+            total += log.get("data").and_then(Value::as_str).and_then(|d| U256::from_str_radix(d.trim_start_matches("0x"), 16).ok()).unwrap_or_default();
+        }
+    }
+    Some(total)
+}

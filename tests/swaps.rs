@@ -1,0 +1,206 @@
+//! Swaps on the devnet: Uniswap V2 pools deployed from npm's bytecode and
+//! the devnet's LI.FI-shaped provider over them. A user's wallet (viem)
+//! approves when the service says so, signs the quoted transaction, and the
+//! registered swap is followed to DONE; balances are read on chain. Every
+//! rule of the spec's swap error table, the tracker's FAILED and CANCELED,
+//! the discovery cache, and a stalled or absent provider (502, the rest of
+//! the service unaffected).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use alloy_primitives::U256;
+use serde_json::{json, Value};
+
+use common::devnet::{call_state, send_tx, Devnet};
+
+async fn wait_swap(dn: &Devnet, id: &str, want: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (s, v) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
+        assert_eq!(s, 200, "{v}");
+        if v["status"] == want {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "swap intent never reached {want}: {v}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
+    let dn = Devnet::start_swaps(24945, "base,arbitrum", "cancel_after_seconds = 6").await;
+    let rpc = dn.rpc_url("base");
+    let (usdc, usdt) = (dn.token("base", "usdc"), dn.token("base", "usdt"));
+    let (user, key) = dn.payer(2);
+    let get = |uri: String| {
+        let dn = &dn;
+        async move { dn.call("GET", &uri, None, &[]).await }
+    };
+
+    // A quote without a signer: prices only.
+    let (s, q) = get(format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&from_amount=1000000")).await;
+    assert_eq!(s, 200, "{q}");
+    assert!(q.get("swap_transaction").is_none(), "{q}");
+    let out: u64 = q["quote"]["output_amount"].as_str().unwrap().parse().unwrap();
+    let min: u64 = q["quote"]["min_output_amount"].as_str().unwrap().parse().unwrap();
+    assert!(out < 1_000_000 && out > 990_000, "a 0.3% pool fee and a little price impact: {q}");
+    assert_eq!(min, out * 9950 / 10000, "50 bps default slippage");
+    assert_eq!(q["quote"]["input_amount"], "1000000");
+    // ExactOut, and the deprecated alias.
+    let (s, exact_out) = get(format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&to_amount=500000")).await;
+    assert_eq!((s, &exact_out["quote"]["output_amount"]), (200, &json!("500000")), "{exact_out}");
+    assert!(exact_out["quote"]["input_amount"].as_str().unwrap().parse::<u64>().unwrap() > 500_000);
+    let (s, alias) = get(format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&amount=1000000")).await;
+    assert_eq!((s, &alias["quote"]["output_amount"]), (200, &q["quote"]["output_amount"]));
+
+    // The allowance is read on chain: approve first, as told.
+    let approval_uri = format!("/api/swap/approval?chain=base&token={usdc}&token_out={usdt}&amount=1000000&user_address={user}&include_gas_info=true");
+    let (s, a) = get(approval_uri.clone()).await;
+    assert_eq!((s, &a["needs_approval"]), (200, &json!(true)), "{a}");
+    assert_eq!(a["approval"]["to"], usdc.as_str());
+    assert!(a["approval"]["data"].as_str().unwrap().starts_with("0x095ea7b3"), "an approve: {a}");
+    assert_eq!(a["approval"]["chain_id"], 8453);
+    assert!(a["gas_fee"].as_str().unwrap().parse::<u128>().unwrap() > 0, "{a}");
+    assert!(a.get("cancel").is_none(), "USDC needs no reset: {a}");
+    let approved = send_tx(&rpc, &key, a["approval"]["to"].as_str().unwrap(), a["approval"]["data"].as_str().unwrap(), "0x0", a["approval"]["gas_limit"].as_str());
+    assert_eq!(approved["status"], "success", "{approved}");
+    let (_, a) = get(approval_uri).await;
+    assert_eq!(a["needs_approval"], false, "{a}");
+    assert!(a.get("approval").is_none());
+
+    // The quote with the signer carries the transaction; the user's wallet sends it.
+    let (s, q) = get(format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&from_amount=1000000&user_address={user}")).await;
+    assert_eq!(s, 200, "{q}");
+    let tx = &q["swap_transaction"];
+    assert!(tx["transaction"].as_str().unwrap().starts_with("0x38ed1739"), "swapExactTokensForTokens calldata: {q}");
+    assert!(tx["expires_at"].as_i64().unwrap() > stablerail::intent::now_ms() / 1000);
+    let quoted: u128 = q["quote"]["output_amount"].as_str().unwrap().parse().unwrap();
+    let before = (dn.balance_of("base", "usdc", &user).await, dn.balance_of("base", "usdt", &user).await);
+    let sent = send_tx(&rpc, &key, tx["to"].as_str().unwrap(), tx["transaction"].as_str().unwrap(), tx["value"].as_str().unwrap(), tx["gas_limit"].as_str());
+    assert_eq!(sent["status"], "success", "{sent}");
+    let hash = sent["hash"].as_str().unwrap().to_string();
+
+    // Registered (twice: the same intent), then followed to DONE.
+    let body = json!({
+        "source_tx_hash": hash, "from_chain": "base", "to_chain": "base", "from_token": usdc, "to_token": usdt,
+        "payer_address": user, "recipient_address": user, "sending_token_amount": "1000000",
+    });
+    let (s, r) = dn.call("POST", "/api/swap/intents", Some(body.clone()), &[]).await;
+    assert_eq!((s, &r["status"]), (201, &json!("PENDING")), "{r}");
+    let id = r["intent_id"].as_str().unwrap().to_string();
+    let (s, again) = dn.call("POST", "/api/swap/intents", Some(body.clone()), &[]).await;
+    assert_eq!((s, &again["intent_id"]), (201, &json!(id)), "the same transaction, the same intent");
+    let done = wait_swap(&dn, &id, "DONE").await;
+    assert_eq!(done["received_amount"], json!(quoted.to_string()), "{done}");
+    assert_eq!(done["kind"], "swap");
+    assert_eq!(dn.balance_of("base", "usdc", &user).await, before.0 - U256::from(1_000_000u64), "exactly the input left the wallet");
+    assert_eq!(dn.balance_of("base", "usdt", &user).await, before.1 + U256::from(quoted), "the quoted output arrived (no trade in between)");
+    let (_, auth) = dn.agent().await;
+    let (s, v2) = dn.call("GET", &format!("/v2/intents/{id}"), None, &[("authorization", &auth)]).await;
+    assert_eq!((s, &v2["status"]), (200, &json!("DONE")), "{v2}");
+
+    // The provider's status of it; an unknown transaction is 404.
+    let (s, st) = get(format!("/api/swap/status?tx_hash={hash}&from_chain=base")).await;
+    assert_eq!((s, &st["status"], &st["source_tx_hash"]), (200, &json!("DONE"), &json!(hash)), "{st}");
+    let (s, e) = get(format!("/api/swap/status?tx_hash=0x{}", "ab".repeat(32))).await;
+    assert_eq!((s, e["message"].as_str()), (404, Some("transfer not found")), "{e}");
+
+    // A swap whose transaction reverted (its allowance is spent) is FAILED.
+    let reverted = send_tx(&rpc, &key, tx["to"].as_str().unwrap(), tx["transaction"].as_str().unwrap(), "0x0", Some("0x3d090"));
+    assert_eq!(reverted["status"], "reverted", "{reverted}");
+    let mut b = body.clone();
+    b["source_tx_hash"] = reverted["hash"].clone();
+    let (_, r) = dn.call("POST", "/api/swap/intents", Some(b), &[]).await;
+    let failed = wait_swap(&dn, r["intent_id"].as_str().unwrap(), "FAILED").await;
+    assert_eq!(failed["error_code"], "source_reverted");
+    // One that never reaches the chain is CANCELED after cancel_after_seconds.
+    let mut b = body.clone();
+    b["source_tx_hash"] = json!(format!("0x{}", "cd".repeat(32)));
+    let (_, r) = dn.call("POST", "/api/swap/intents", Some(b), &[]).await;
+    let canceled = wait_swap(&dn, r["intent_id"].as_str().unwrap(), "CANCELED").await;
+    assert_eq!(canceled["error_code"], "source_not_confirmed");
+
+    // Every rule of the request, each its own 400.
+    let base = format!("input_token={usdc}&output_token={usdt}");
+    let weth = dn.chain("base")["uniswap"]["weth"].as_str().unwrap().to_string();
+    let cases = [
+        (format!("{base}&from_amount=1"), "chain parameter is required"),
+        (format!("chain=base&output_token={usdt}&from_amount=1"), "input_token parameter is required"),
+        (format!("chain=base&input_token={usdc}&from_amount=1"), "output_token parameter is required"),
+        (format!("chain=base&{base}"), "from_amount or to_amount is required"),
+        (format!("chain=base&{base}&from_amount=1&to_amount=1"), "from_amount and to_amount are mutually exclusive"),
+        (format!("chain=base&{base}&amount=1&to_amount=1"), "from_amount and to_amount are mutually exclusive"),
+        (format!("chain=base&{base}&from_amount=0"), "invalid amount: must be a positive integer"),
+        (format!("chain=base&{base}&from_amount=1.5"), "invalid amount: must be a positive integer"),
+        (format!("chain=base&{base}&from_amount=1&slippage_bps=501"), "slippage_bps exceeds maximum allowed value"),
+        (format!("chain=solana&{base}&from_amount=1"), "unsupported chain for swaps: solana"),
+        (format!("chain=base&input_token={usdt}&output_token={weth}&from_amount=1000"), "no swap route found"),
+        (format!("chain=base&{base}&from_amount=10000000000000"), "insufficient liquidity for swap"),
+        (format!("chain=base&{base}&to_amount=5000000000000"), "insufficient liquidity for swap"),
+    ];
+    for (query, message) in cases {
+        let (s, e) = get(format!("/api/swap/quote?{query}")).await;
+        assert_eq!((s, e["message"].as_str()), (400, Some(message)), "{query}: {e}");
+    }
+    let mut no_hash = body.clone();
+    no_hash.as_object_mut().unwrap().remove("source_tx_hash");
+    for (b, message) in [
+        (no_hash, "source_tx_hash is required"),
+        ({ let mut b = body.clone(); b["source_tx_hash"] = json!("0x12"); b }, "invalid source_tx_hash"),
+        ({ let mut b = body.clone(); b["sending_token_amount"] = json!("0"); b }, "invalid amount: must be a positive integer"),
+        ({ let mut b = body.clone(); b["to_chain"] = json!("nowhere"); b }, "unsupported chain for swaps: nowhere"),
+        ({ let mut b = body.clone(); b["recipient_address"] = json!("T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb"); b }, "invalid recipient_address"),
+    ] {
+        let (s, e) = dn.call("POST", "/api/swap/intents", Some(b), &[]).await;
+        assert_eq!((s, e["message"].as_str()), (400, Some(message)), "{e}");
+    }
+
+    // Discovery: passed through, served from the cache (one upstream call).
+    let control = dn.info["swap"]["control"].as_str().unwrap().to_string();
+    let (s, first) = get("/api/swap/tokens?chains=8453".into()).await;
+    assert_eq!(s, 200, "{first}");
+    assert!(first["tokens"]["8453"].as_array().unwrap().iter().any(|t| t["address"] == usdc.as_str()), "{first}");
+    for _ in 0..5 {
+        assert_eq!(get("/api/swap/tokens?chains=8453".into()).await.1, first);
+    }
+    let hits: Value = reqwest::get(format!("{control}/devnet/hits")).await.unwrap().json().await.unwrap();
+    assert_eq!(hits["/v1/tokens"], 1, "six reads, one upstream call: {hits}");
+    for path in ["chains", "connections"] {
+        let (s, v) = get(format!("/api/swap/{path}")).await;
+        assert_eq!(s, 200, "{path}: {v}");
+    }
+
+    // A stalled provider: 502 within the timeout (3 s here); the rest answers.
+    reqwest::Client::new().post(format!("{control}/devnet/delay")).json(&json!({ "ms": 8000 })).send().await.unwrap();
+    let started = Instant::now();
+    let (s, e) = get(format!("/api/swap/quote?chain=base&{base}&from_amount=1000")).await;
+    assert_eq!((s, e["message"].as_str()), (502, Some("swap service temporarily unavailable")), "{e}");
+    assert!(started.elapsed() < Duration::from_millis(4500), "{:?}", started.elapsed());
+    let (s, _) = get("/api/chains".into()).await;
+    assert_eq!(s, 200);
+    assert_eq!(get("/api/swap/tokens?chains=8453".into()).await.0, 200, "discovery still served from the cache");
+    reqwest::Client::new().post(format!("{control}/devnet/delay")).json(&json!({ "ms": 0 })).send().await.unwrap();
+
+    // No provider at all (the shipped default where it cannot be reached): 502, never 404.
+    let cfg = dn.dir.path().join("chains.toml");
+    let closed = common::process::free_port();
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let url = dn.info["swap"]["url"].as_str().unwrap();
+    std::fs::write(&cfg, text.replace(url, &format!("http://127.0.0.1:{closed}/v1"))).unwrap();
+    let gone = dn.restate().await;
+    for uri in [
+        format!("/api/swap/quote?chain=base&{base}&from_amount=1000"),
+        format!("/api/swap/approval?chain=base&token={usdc}&token_out={usdt}&amount=1&user_address={user}"),
+        format!("/api/swap/status?tx_hash={hash}"),
+        "/api/swap/tokens".into(),
+        "/api/swap/chains".into(),
+        "/api/swap/connections".into(),
+    ] {
+        let (s, e) = call_state(&gone, "GET", &uri, None, &[]).await;
+        assert_eq!((s, e["message"].as_str()), (502, Some("swap service temporarily unavailable")), "{uri}: {e}");
+    }
+    let (s, _) = call_state(&gone, "GET", "/api/chains", None, &[]).await;
+    assert_eq!(s, 200);
+}
