@@ -235,10 +235,18 @@ async fn payout_completes_after_a_long_target_outage_and_no_secret_leaks() {
     assert_eq!(s, 200, "{r}");
     let mut seen = Vec::new();
     wait_all(port, std::slice::from_ref(&id), "TARGET_SETTLING", Duration::from_secs(60));
-    let stored: i64 = sqlx::Row::get(
-        &sqlx::query("SELECT COUNT(*) AS n FROM chain_transactions WHERE intent_id = $1 AND leg = 'target'").bind(&id).fetch_one(&dn.state.db.pool).await.unwrap(),
-        "n",
-    );
+    // TARGET_SETTLING is recorded just before the payout is signed and stored.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let stored = loop {
+        let n: i64 = sqlx::Row::get(
+            &sqlx::query("SELECT COUNT(*) AS n FROM chain_transactions WHERE intent_id = $1 AND leg = 'target'").bind(&id).fetch_one(&dn.state.db.pool).await.unwrap(),
+            "n",
+        );
+        if n > 0 || Instant::now() > deadline {
+            break n;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(stored, 1, "the payout is signed, stored and sent");
 
     let pid = dn.chain("arbitrum")["pid"].as_u64().unwrap() as u32;

@@ -204,3 +204,73 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
     let (s, _) = call_state(&gone, "GET", "/api/chains", None, &[]).await;
     assert_eq!(s, 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_agent_swaps_from_its_hosted_wallet_once_per_idempotency_key() {
+    let dn = Devnet::start_swaps(25045, "base", "").await;
+    let (usdc, usdt) = (dn.token("base", "usdc"), dn.token("base", "usdt"));
+    let (agent, auth) = dn.agent().await;
+    let wallet = dn.state.keys.address(&stablerail::keys::Role::Agent(agent.clone()).key_name(stablerail::config::Family::Evm)).await.unwrap();
+    dn.mint("base", &wallet, U256::from(5_000_000u64)).await;
+    common::devnet::rpc(&dn.rpc_url("base"), "anvil_setBalance", json!([wallet, "0x56bc75e2d63100000"])).await;
+    let bearer = [("authorization", auth.as_str())];
+    let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 1_000_000 });
+    let keyed = [("authorization", auth.as_str()), ("idempotency-key", "swap-1")];
+
+    let before = (dn.balance_of("base", "usdc", &wallet).await, dn.balance_of("base", "usdt", &wallet).await);
+    let (s, first) = dn.call("POST", "/v2/swap/execute", Some(body.clone()), &keyed).await;
+    assert_eq!(s, 200, "{first}");
+    assert_eq!((&first["chain"], &first["from_amount"]), (&json!("base"), &json!("1000000")));
+    let estimated: u64 = first["estimated_output"].as_str().unwrap().parse().unwrap();
+    let receipt = common::devnet::rpc(&dn.rpc_url("base"), "eth_getTransactionReceipt", json!([first["tx_hash"]])).await;
+    assert_eq!(receipt["status"], "0x1", "the swap landed: {receipt}");
+    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - U256::from(1_000_000u64));
+    assert_eq!(dn.balance_of("base", "usdt", &wallet).await, before.1 + U256::from(estimated), "the estimate, exactly (no trade in between)");
+
+    // The same key and body: the first answer, and no second transaction.
+    let (s, again) = dn.call("POST", "/v2/swap/execute", Some(body.clone()), &keyed).await;
+    assert_eq!((s, &again), (200, &first));
+    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - U256::from(1_000_000u64), "charged once");
+    let run = stablerail::swap::execute::run_id(&agent, Some("swap-1"));
+    let stored = stablerail::store::settlement::list_txs(&dn.state.db, &run, "swap").await.unwrap();
+    let labels: Vec<&str> = stored.iter().map(|t| t.label.as_str()).collect();
+    assert_eq!(labels, ["approve", "swap"], "stored before broadcast, once each");
+    assert_eq!(stored[1].tx_hash, first["tx_hash"].as_str().unwrap());
+    // Another body under the same key: 422, nothing sent.
+    let mut other = body.clone();
+    other["from_amount"] = json!(2_000_000);
+    let (s, e) = dn.call("POST", "/v2/swap/execute", Some(other), &keyed).await;
+    assert_eq!(s, 422, "{e}");
+    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - U256::from(1_000_000u64));
+    // Without a key each request is its own swap.
+    let (s, second) = dn.call("POST", "/v2/swap/execute", Some(body.clone()), &bearer).await;
+    assert_eq!(s, 200, "{second}");
+    assert_ne!(second["tx_hash"], first["tx_hash"]);
+    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - U256::from(2_000_000u64));
+
+    // The spec's refusals.
+    let with = |k: &str, v: Value| {
+        let mut b = body.clone();
+        b[k] = v;
+        b
+    };
+    let without = |k: &str| {
+        let mut b = body.clone();
+        b.as_object_mut().unwrap().remove(k);
+        b
+    };
+    for (b, status, message) in [
+        (without("chain"), 400, "chain is required"),
+        (without("from_token"), 400, "from_token is required"),
+        (without("to_token"), 400, "to_token is required"),
+        (with("from_amount", json!(0)), 400, "from_amount must be greater than 0"),
+        (with("slippage_bps", json!(501)), 400, "slippage_bps exceeds maximum allowed value"),
+        (with("chain", json!("solana")), 400, "solana has no CAIP-2 identifier"),
+    ] {
+        let (s, e) = dn.call("POST", "/v2/swap/execute", Some(b.clone()), &bearer).await;
+        assert_eq!((s, e["message"].as_str()), (status, Some(message)), "{b}: {e}");
+    }
+    let (s, e) = dn.call("POST", "/v2/swap/execute", Some(body.clone()), &[]).await;
+    assert_eq!((s, e["message"].as_str()), (401, Some("api key required")), "{e}");
+    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - U256::from(2_000_000u64), "no refusal moved anything");
+}

@@ -2,13 +2,12 @@
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use rust_decimal::Decimal;
 use serde::Deserialize;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use super::{views, ApiError, Shared};
 use crate::payment::Terms;
@@ -16,7 +15,7 @@ use crate::config::{Availability, Family, Role};
 use crate::intent::fees::{self, AmountError};
 use crate::intent::{self, AmountMode, Intent, Status};
 use crate::store::agents::Agent;
-use crate::store::{idempotency, intents};
+use crate::store::intents;
 
 /// Assets the spec knows. Anything else is `invalid payer_asset`.
 const ASSETS: [&str; 3] = ["usdc", "usdt", "usdt0"];
@@ -69,62 +68,15 @@ pub async fn create_agent(State(s): State<Shared>, Extension(agent): Extension<A
 }
 
 /// Run `create` under the request's `Idempotency-Key`, if it has one.
+/// Keys are scoped per agent on `/v2` and shared on `/api`.
 async fn idempotent(s: &Shared, agent: Option<&Agent>, headers: &HeaderMap, body: &[u8]) -> Response {
-    let key = match headers.get("idempotency-key").map(|v| v.to_str().map(str::trim)) {
-        None => return respond(create(s, agent, body).await),
-        Some(Ok(k)) if !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()) => k.to_string(),
-        Some(_) => {
-            return ApiError::BadRequest("Idempotency-Key must be 1 to 255 visible ASCII characters, without spaces or control characters".into())
-                .into_response()
-        }
+    let key = match super::idempotency::key(headers) {
+        Ok(k) => k,
+        Err(e) => return e.into_response(),
     };
-    let scope = match agent {
-        Some(a) => format!("v2:{}", a.id),
-        None => "api".to_string(),
-    };
-    let hash = hex::encode(Sha256::digest(body));
-    let claim = match idempotency::claim(&s.db, &scope, &key, &hash, intent::now_ms()).await {
-        Ok(c) => c,
-        Err(e) => return ApiError::from(e).into_response(),
-    };
-    match claim {
-        idempotency::Claim::Replay { status, body } => stored(status, body),
-        idempotency::Claim::Mismatch => {
-            ApiError::Unprocessable("Idempotency-Key was already used with a different request body".into()).into_response()
-        }
-        idempotency::Claim::InProgress => {
-            ApiError::Conflict("a request with this Idempotency-Key is still in progress".into()).into_response()
-        }
-        idempotency::Claim::Claimed => {
-            let outcome = create(s, agent, body).await;
-            let (status, text) = match &outcome {
-                Ok(v) => (StatusCode::CREATED, serde_json::to_string(v).expect("a view serializes")),
-                Err(e) => (e.status(), e.envelope().to_string()),
-            };
-            // Server errors are not final answers: free the key for a retry.
-            let saved = if status.is_server_error() {
-                idempotency::release(&s.db, &scope, &key).await
-            } else {
-                idempotency::finish(&s.db, &scope, &key, status.as_u16(), &text).await
-            };
-            if let Err(e) = saved {
-                tracing::error!(error = %e, "could not record idempotent response");
-            }
-            respond(outcome)
-        }
-    }
-}
-
-fn respond(outcome: Result<views::IntentView, ApiError>) -> Response {
-    match outcome {
-        Ok(v) => (StatusCode::CREATED, axum::Json(v)).into_response(),
-        Err(e) => e.into_response(),
-    }
-}
-
-fn stored(status: u16, body: String) -> Response {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    let scope = agent.map_or_else(|| "api".to_string(), |a| format!("v2:{}", a.id));
+    let work = || async { create(s, agent, body).await.map(|v| serde_json::to_value(v).expect("a view serializes")) };
+    super::idempotency::run(s, &scope, key.as_deref(), body, StatusCode::CREATED, work).await
 }
 
 fn bad(m: impl Into<String>) -> ApiError {

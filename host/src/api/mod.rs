@@ -7,6 +7,7 @@ mod create;
 pub mod docs;
 pub mod error;
 pub mod guard;
+mod idempotency;
 mod intents;
 mod probes;
 mod swap;
@@ -105,7 +106,8 @@ fn routes() -> Routes {
             .routes(routes!(create::create_agent, intents::get_agent_query))
             .routes(routes!(intents::list))
             .routes(routes!(intents::get_agent))
-            .routes(routes!(intents::execute)),
+            .routes(routes!(intents::execute))
+            .routes(routes!(swap::execute)),
         probes: OpenApiRouter::new()
             .routes(routes!(probes::healthz))
             .routes(routes!(probes::readyz))

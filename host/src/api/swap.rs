@@ -5,13 +5,16 @@ use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::Extension;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{ApiError, Shared};
+use crate::store::agents::Agent;
+use crate::swap::execute::Executed;
 use crate::swap::approval::ApprovalResponse;
 use crate::swap::quote::QuoteResponse;
 use crate::swap::status::StatusResponse;
@@ -26,6 +29,11 @@ impl From<SwapError> for ApiError {
                 ApiError::BadGateway(SwapError::Unavailable(String::new()).to_string())
             }
             SwapError::Internal(detail) => ApiError::Internal(detail),
+            SwapError::WalletNotReady | SwapError::NoTronWallet => ApiError::Forbidden(e.to_string()),
+            SwapError::SendFailed(ref detail) => {
+                tracing::warn!(%detail, "hosted wallet could not send a swap transaction");
+                ApiError::BadGateway(e.to_string())
+            }
             other => ApiError::BadRequest(other.to_string()),
         }
     }
@@ -152,4 +160,26 @@ pub async fn chains(State(s): State<Shared>, q: Result<Params, axum::extract::re
               (status = 502, description = "The swap provider failed")))]
 pub async fn connections(State(s): State<Shared>, q: Result<Params, axum::extract::rejection::QueryRejection>) -> Result<Response, ApiError> {
     discovery(&s, "/connections", &["fromChain", "toChain", "fromToken", "toToken"], query(q)?).await
+}
+
+/// Swap from the agent's hosted wallet: quote, approve if needed, sign,
+/// store, broadcast. Not registered as a swap intent.
+#[utoipa::path(post, path = "/v2/swap/execute", tag = "agents", security(("bearer" = [])),
+    request_body(content = Object, description = "chain, from_token, to_token, from_amount (u64 > 0); slippage_bps (default 50, at most 500), to_chain (default chain)"),
+    params(("Idempotency-Key" = Option<String>, Header, description = "The same key and body return the first answer and send nothing new")),
+    responses((status = 200, description = "Sent", body = Executed),
+              (status = 400, description = "A rule of the request"), (status = 403, description = "The agent has no wallet for it"),
+              (status = 422, description = "The Idempotency-Key was used with another body"), (status = 502, description = "The provider or the wallet failed")))]
+pub async fn execute(State(s): State<Shared>, Extension(agent): Extension<Agent>, headers: HeaderMap, body: Bytes) -> Response {
+    let key = match super::idempotency::key(&headers) {
+        Ok(k) => k,
+        Err(e) => return e.into_response(),
+    };
+    let run = swap::execute::run_id(&agent.id, key.as_deref());
+    let work = || async {
+        let v: serde_json::Value = serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
+        let done = swap::execute::execute(&s.swaps, &s.db, &s.drivers, &agent.id, &v, &run).await?;
+        Ok(serde_json::to_value(done).expect("serializable"))
+    };
+    super::idempotency::run(&s, &format!("v2swap:{}", agent.id), key.as_deref(), &body, StatusCode::OK, work).await
 }

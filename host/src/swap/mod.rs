@@ -5,6 +5,7 @@
 
 pub mod approval;
 pub mod cache;
+pub mod execute;
 pub mod lifi;
 pub mod quote;
 pub mod register;
@@ -51,6 +52,21 @@ pub enum SwapError {
     RecipientRequired,
     #[error("transfer not found")]
     NotFound,
+    #[error("from_amount must be greater than 0")]
+    PositiveAmount,
+    /// `/v2/swap/execute` on a chain agents cannot execute on.
+    #[error("{0} has no CAIP-2 identifier")]
+    NoCaip2(String),
+    #[error("agent wallet not ready")]
+    WalletNotReady,
+    #[error("agent has no TRON wallet")]
+    NoTronWallet,
+    #[error("tron execution is not configured")]
+    TronNotConfigured,
+    /// The hosted wallet could not sign or send (detail logged). The
+    /// sentence is the one clients of the hosted service match on.
+    #[error("failed to send transaction via Privy")]
+    SendFailed(String),
     /// The provider failed or timed out (detail logged, never shown).
     #[error("swap service temporarily unavailable")]
     Unavailable(String),

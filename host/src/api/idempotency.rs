@@ -1,0 +1,68 @@
+//! `Idempotency-Key` for the endpoints that take one: the first answer for
+//! a (scope, key) is stored and replayed for the same body; another body is
+//! 422; a request still running is 409. Server errors are not final answers:
+//! the key is freed for a retry.
+
+use std::future::Future;
+
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+use super::{ApiError, Shared};
+use crate::intent;
+use crate::store::idempotency::{self, Claim};
+
+/// The request's key, if it has a well-formed one.
+pub fn key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    match headers.get("idempotency-key").map(|v| v.to_str().map(str::trim)) {
+        None => Ok(None),
+        Some(Ok(k)) if !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()) => Ok(Some(k.to_string())),
+        Some(_) => Err(ApiError::BadRequest("Idempotency-Key must be 1 to 255 visible ASCII characters, without spaces or control characters".into())),
+    }
+}
+
+/// Run `work` once per (scope, key); without a key, just run it.
+pub async fn run<F, Fut>(s: &Shared, scope: &str, key: Option<&str>, body: &[u8], success: StatusCode, work: F) -> Response
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<serde_json::Value, ApiError>>,
+{
+    let Some(key) = key else { return respond(success, work().await) };
+    let hash = hex::encode(Sha256::digest(body));
+    let claim = match idempotency::claim(&s.db, scope, key, &hash, intent::now_ms()).await {
+        Ok(c) => c,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    match claim {
+        Claim::Replay { status, body } => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+        }
+        Claim::Mismatch => ApiError::Unprocessable("Idempotency-Key was already used with a different request body".into()).into_response(),
+        Claim::InProgress => ApiError::Conflict("a request with this Idempotency-Key is still in progress".into()).into_response(),
+        Claim::Claimed => {
+            let outcome = work().await;
+            let (status, text) = match &outcome {
+                Ok(v) => (success, v.to_string()),
+                Err(e) => (e.status(), e.envelope().to_string()),
+            };
+            let saved = if status.is_server_error() {
+                idempotency::release(&s.db, scope, key).await
+            } else {
+                idempotency::finish(&s.db, scope, key, status.as_u16(), &text).await
+            };
+            if let Err(e) = saved {
+                tracing::error!(error = %e, "could not record idempotent response");
+            }
+            respond(success, outcome)
+        }
+    }
+}
+
+fn respond(success: StatusCode, outcome: Result<serde_json::Value, ApiError>) -> Response {
+    match outcome {
+        Ok(v) => (success, axum::Json(v)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}

@@ -1,0 +1,193 @@
+//! `POST /v2/swap/execute` (EVM): quote for the agent's hosted wallet,
+//! approve the route's spender when the allowance is short (reset to 0
+//! first where the token needs it), then send the swap. Every transaction
+//! goes through the family driver, so it is signed, stored, then
+//! broadcast, and its nonce is the database's; each is stored under the
+//! run (`swx_…`), which for an `Idempotency-Key` is derived from the agent
+//! and the key: a retry finds the stored swap and sends nothing new.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, U256};
+use alloy_sol_types::{sol, SolCall};
+use serde::Serialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use super::lifi::{Amount, QuoteRequest};
+use super::quote::hex_quantity;
+use super::{valid_address, SwapError, Swaps, MAX_SLIPPAGE_BPS, DEFAULT_SLIPPAGE_BPS};
+use crate::config::Family;
+use crate::db::Db;
+use crate::family::{Driver, Drivers, Finality, SendError, Submit};
+use crate::keys::Role;
+use crate::payment::{EvmCall, Submission};
+use crate::store::settlement::{self as repo, TxRow};
+
+sol! {
+    function approve(address spender, uint256 value) returns (bool);
+    function allowance(address owner, address spender) returns (uint256);
+}
+
+/// The leg name a run's transactions are stored under.
+const LEG: &str = "swap";
+const RESET_STEP: i32 = 0;
+const APPROVE_STEP: i32 = 1;
+const SWAP_STEP: i32 = 2;
+/// How long an approval may take to confirm before the swap is sent.
+const APPROVAL_WAIT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Executed {
+    pub tx_hash: String,
+    pub chain: String,
+    pub from_token: String,
+    pub to_token: String,
+    /// Smallest units, decimal string.
+    pub from_amount: String,
+    /// Smallest units of `to_token`, decimal string: the quote's estimate.
+    pub estimated_output: String,
+}
+
+/// The run id of an execution: derived from (agent, key) when the caller
+/// gave an `Idempotency-Key`, fresh otherwise.
+pub fn run_id(agent: &str, key: Option<&str>) -> String {
+    match key {
+        Some(k) => format!("swx_{}", &hex::encode(Sha256::digest(format!("{agent}\n{k}")))[..32]),
+        None => format!("swx_{}", ulid::Ulid::new()),
+    }
+}
+
+struct Request {
+    chain: String,
+    from_token: String,
+    to_token: String,
+    from_amount: u64,
+    slippage_bps: u16,
+    to_chain: String,
+}
+
+fn parse(body: &Value) -> Result<Request, SwapError> {
+    let text = |k: &'static str| body.get(k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).ok_or(SwapError::FieldRequired(k));
+    let chain = text("chain")?;
+    let from_token = text("from_token")?;
+    let to_token = text("to_token")?;
+    let number = |v: Option<&Value>| v.and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())));
+    let from_amount = number(body.get("from_amount")).filter(|a| *a > 0).ok_or(SwapError::PositiveAmount)?;
+    let slippage_bps = match body.get("slippage_bps") {
+        None | Some(Value::Null) => DEFAULT_SLIPPAGE_BPS,
+        v => match number(v) {
+            Some(b) if b <= u64::from(MAX_SLIPPAGE_BPS) => b as u16,
+            Some(_) => return Err(SwapError::Slippage),
+            None => return Err(SwapError::Invalid("slippage_bps")),
+        },
+    };
+    let to_chain = body.get("to_chain").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map_or_else(|| chain.clone(), str::to_string);
+    Ok(Request { chain, from_token, to_token, from_amount, slippage_bps, to_chain })
+}
+
+fn sent(e: SendError) -> SwapError {
+    match e {
+        SendError::Unavailable(m) => SwapError::Unavailable(m),
+        other => SwapError::SendFailed(other.to_string()),
+    }
+}
+
+pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, body: &Value, run: &str) -> Result<Executed, SwapError> {
+    let r = parse(body)?;
+    let cfg = &swaps.config;
+    let configured = |name: &str| cfg.chains.get(name).filter(|c| cfg.chain_exposed(c));
+    let source = configured(&r.chain).ok_or_else(|| SwapError::NoCaip2(r.chain.clone()))?;
+    let wallet = Role::Agent(agent.to_string());
+    let destination_family = configured(&r.to_chain).map(|c| c.family);
+    if source.family == Family::Tron || destination_family == Some(Family::Tron) {
+        let tron = drivers.of(Family::Tron).ok_or(SwapError::TronNotConfigured)?;
+        tron.address(&wallet).await.map_err(|_| SwapError::NoTronWallet)?;
+        // TRON swaps from hosted wallets are not built in this version.
+        return Err(SwapError::TronNotConfigured);
+    }
+    if source.family != Family::Evm {
+        return Err(SwapError::NoCaip2(r.chain.clone()));
+    }
+    let (from, to) = (swaps.chain(&r.chain)?, swaps.chain(&r.to_chain)?);
+    if !valid_address(from.family, &r.from_token) {
+        return Err(SwapError::Invalid("from_token"));
+    }
+    if !valid_address(to.family, &r.to_token) {
+        return Err(SwapError::Invalid("to_token"));
+    }
+    let driver = drivers.of(Family::Evm).ok_or_else(|| SwapError::Internal("no EVM driver".into()))?;
+    let me = driver.address(&wallet).await.map_err(|_| SwapError::WalletNotReady)?;
+    let step = swaps
+        .lifi
+        .quote(&QuoteRequest { from_chain: from.lifi_id, to_chain: to.lifi_id, from_token: &r.from_token, to_token: &r.to_token, from_address: &me, to_address: Some(&me), amount: Amount::From(r.from_amount), slippage_bps: r.slippage_bps })
+        .await?;
+    let estimated_output = step.pointer("/estimate/toAmount").and_then(Value::as_str).ok_or_else(|| SwapError::Unavailable("quote without toAmount".into()))?.to_string();
+    let answer = |tx_hash: String| Executed { tx_hash, chain: r.chain.clone(), from_token: r.from_token.clone(), to_token: r.to_token.clone(), from_amount: r.from_amount.to_string(), estimated_output: estimated_output.clone() };
+    // A retry of a run that already sent its swap sends nothing new.
+    if let Some(done) = repo::get_tx(db, run, LEG, SWAP_STEP).await? {
+        return Ok(answer(done.tx_hash));
+    }
+    let tx = step.get("transactionRequest").ok_or_else(|| SwapError::Unavailable("quote without transactionRequest".into()))?;
+    let field = |k: &str| tx.get(k).and_then(Value::as_str).ok_or_else(|| SwapError::Unavailable(format!("transactionRequest without {k}")));
+    let (router, data) = (field("to")?.to_string(), field("data")?);
+    let token: Address = r.from_token.parse().map_err(|_| SwapError::Invalid("from_token"))?;
+    if token != Address::ZERO && token != Address::repeat_byte(0xee) {
+        let spender: Address = step
+            .pointer("/estimate/approvalAddress")
+            .and_then(Value::as_str)
+            .and_then(|a| a.parse().ok())
+            .ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
+        approve(swaps, db, driver.clone(), &wallet, &from.name, token, me.parse().map_err(|_| SwapError::WalletNotReady)?, spender, U256::from(r.from_amount), run).await?;
+    }
+    let value = hex_quantity(tx.get("value")).and_then(|h| u128::from_str_radix(h.trim_start_matches("0x"), 16).ok()).unwrap_or(0);
+    let gas_limit = hex_quantity(tx.get("gasLimit")).and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
+    let call = EvmCall { to: router, data: hex::decode(data.trim_start_matches("0x")).map_err(|_| SwapError::Unavailable("calldata is not hex".into()))?, value: value.to_string(), gas_limit };
+    let row = TxRow { intent_id: run.to_string(), leg: LEG.into(), step: SWAP_STEP, label: "swap".into() };
+    let hash = driver.submit(&from.name, &wallet, &Submission::EvmCall(call), row, Submit::default()).await.map_err(sent)?;
+    Ok(answer(hash))
+}
+
+/// Make `owner`'s allowance to `spender` cover `amount`: nothing when it
+/// does; else (a reset to 0 first for tokens configured so, when it is not
+/// 0) an approve, each confirmed before going on.
+#[allow(clippy::too_many_arguments)]
+async fn approve(swaps: &Swaps, db: &Db, driver: Arc<dyn Driver>, wallet: &Role, chain: &str, token: Address, owner: Address, spender: Address, amount: U256, run: &str) -> Result<(), SwapError> {
+    let client = swaps.client(chain)?;
+    let data = hex::encode(allowanceCall { owner, spender }.abi_encode());
+    let answer = client.rpc("eth_call", json!([{ "to": token, "data": format!("0x{data}") }, "latest"])).await.map_err(|e| SwapError::Unavailable(e.to_string()))?;
+    let allowance = answer.as_str().and_then(|h| U256::from_str_radix(h.trim_start_matches("0x"), 16).ok()).ok_or_else(|| SwapError::Unavailable("allowance unreadable".into()))?;
+    if allowance >= amount {
+        return Ok(());
+    }
+    let resets = swaps.config.chains.get(chain).is_some_and(|c| {
+        c.assets.values().any(|a| a.token.parse::<Address>().ok() == Some(token) && a.params.get("reset-allowance-first").is_some_and(|v| v == "true"))
+    });
+    let mut steps = Vec::new();
+    if resets && !allowance.is_zero() {
+        steps.push((RESET_STEP, "reset", U256::ZERO));
+    }
+    steps.push((APPROVE_STEP, "approve", amount));
+    for (step, label, value) in steps {
+        let hash = match repo::get_tx(db, run, LEG, step).await? {
+            Some(stored) => stored.tx_hash,
+            None => {
+                let call = EvmCall { to: token.to_checksum(None), data: approveCall { spender, value }.abi_encode(), value: "0".into(), gas_limit: None };
+                let row = TxRow { intent_id: run.to_string(), leg: LEG.into(), step, label: label.into() };
+                driver.submit(chain, wallet, &Submission::EvmCall(call), row, Submit::default()).await.map_err(sent)?
+            }
+        };
+        let started = Instant::now();
+        loop {
+            match driver.finality(chain, &hash, 1).await {
+                Ok(Finality::Confirmed(_)) => break,
+                Ok(Finality::Failed) => return Err(SwapError::SendFailed(format!("{label} {hash} reverted"))),
+                Ok(Finality::Pending) | Err(_) if started.elapsed() < APPROVAL_WAIT => tokio::time::sleep(Duration::from_millis(250)).await,
+                _ => return Err(SwapError::Unavailable(format!("{label} {hash} not confirmed in time"))),
+            }
+        }
+    }
+    Ok(())
+}
