@@ -12,7 +12,7 @@ import fs from "node:fs";
 import http from "node:http";
 import crypto from "node:crypto";
 import { createPublicClient, encodeFunctionData, http as transport, parseAbiItem, decodeEventLog } from "viem";
-import { routerArtifact, factoryArtifact } from "./uniswap.mjs";
+import { routerArtifact, factoryArtifact, bridgeArtifact } from "./uniswap.mjs";
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -38,6 +38,13 @@ for (const [name, c] of Object.entries(devnet.chains)) {
   tokens[c.uniswap.weth.toLowerCase()] = { address: c.uniswap.weth, symbol: "WETH", decimals: 18, chainId: c.chain_id, name: "Wrapped Ether" };
   chains.set(String(c.chain_id), { name, chainId: c.chain_id, client, uniswap: c.uniswap, tokens });
 }
+
+const depositEvent = bridgeArtifact.abi.find((e) => e.type === "event" && e.name === "Deposit");
+const transferAbi = [parseAbiItem("function transfer(address to, uint256 value) returns (bool)")];
+/// Bridge fee, basis points of the amount.
+const BRIDGE_FEE_BPS = 5n;
+// source tx hash → {status, receiving}
+const bridged = new Map();
 
 const hits = {};
 let delayMs = 0;
@@ -76,10 +83,35 @@ async function reservesOf(c, from, to) {
   return token0.toLowerCase() === from.address.toLowerCase() ? [r0, r1] : [r1, r0];
 }
 
+function bridgeQuote(q, from, to, exactOut) {
+  const tin = tokenOf(from, q.fromToken);
+  const tout = tokenOf(to, q.toToken);
+  if (tin.symbol !== tout.symbol || tin.symbol === "WETH") throw noQuote("NO_POSSIBLE_ROUTE", "the bridge moves a token to the same token");
+  if (!q.fromAddress) throw invalid("fromAddress is required");
+  let amountIn, amountOut;
+  if (exactOut) {
+    amountOut = BigInt(q.toAmount);
+    amountIn = (amountOut * 10_000n + (10_000n - BRIDGE_FEE_BPS) - 1n) / (10_000n - BRIDGE_FEE_BPS);
+  } else {
+    amountIn = BigInt(q.fromAmount);
+    amountOut = (amountIn * (10_000n - BRIDGE_FEE_BPS)) / 10_000n;
+  }
+  const recipient = q.toAddress ?? q.fromAddress;
+  const data = encodeFunctionData({ abi: bridgeArtifact.abi, functionName: "deposit", args: [tin.address, amountIn, BigInt(to.chainId), tout.address, recipient] });
+  return {
+    type: "cross",
+    id: crypto.randomUUID(),
+    tool: "devnet-bridge",
+    action: { fromChainId: from.chainId, toChainId: to.chainId, fromToken: tin, toToken: tout, fromAmount: amountIn.toString(), slippage: Number(q.slippage ?? "0.005"), fromAddress: q.fromAddress, toAddress: recipient },
+    estimate: { tool: "devnet-bridge", fromAmount: amountIn.toString(), toAmount: amountOut.toString(), toAmountMin: amountOut.toString(), approvalAddress: from.uniswap.bridge, executionDuration: 2, fromAmountUSD: usd(tin, amountIn), toAmountUSD: usd(tout, amountOut) },
+    transactionRequest: { to: from.uniswap.bridge, from: q.fromAddress, data, value: "0x0", gasLimit: "0x30d40", chainId: from.chainId },
+  };
+}
+
 async function quote(q, exactOut) {
   const from = chainOf(q.fromChain);
   const toChain = chainOf(q.toChain ?? q.fromChain);
-  if (toChain !== from) throw noQuote("NO_POSSIBLE_ROUTE", "cross-chain routes are not served by this provider");
+  if (toChain !== from) return bridgeQuote(q, from, toChain, exactOut);
   const [tin, tout] = [tokenOf(from, q.fromToken), tokenOf(from, q.toToken)];
   if (!q.fromAddress) throw invalid("fromAddress is required");
   const slippage = Number(q.slippage ?? "0.005");
@@ -129,6 +161,14 @@ async function status(q) {
   for (const c of candidates) {
     const receipt = await c.client.getTransactionReceipt({ hash: q.txHash }).catch(() => null);
     if (!receipt) continue;
+    const deposit = receipt.status === "success" && receipt.logs.find((l) => l.address.toLowerCase() === c.uniswap.bridge.toLowerCase());
+    if (deposit) {
+      const done = bridged.get(q.txHash.toLowerCase());
+      const args = decodeEventLog({ abi: [depositEvent], data: deposit.data, topics: deposit.topics }).args;
+      const sending = { txHash: q.txHash, chainId: c.chainId, amount: args.amount.toString(), token: c.tokens[args.token.toLowerCase()] };
+      if (!done) return { status: "PENDING", substatus: "WAIT_DESTINATION_TRANSACTION", substatusMessage: "The bridge has not released the tokens yet.", tool: "devnet-bridge", sending };
+      return { status: "DONE", substatus: "COMPLETED", substatusMessage: "The transfer is complete.", tool: "devnet-bridge", sending, receiving: done, lifiExplorerLink: `${devnet.chains[c.name].rpc}/tx/${q.txHash}` };
+    }
     if (receipt.status !== "success") return { status: "FAILED", substatus: "UNKNOWN_ERROR", substatusMessage: "the transaction reverted", tool: TOOL, sending: { txHash: q.txHash, chainId: c.chainId } };
     // What the swap paid out: the last Transfer in the receipt.
     const transfers = receipt.logs.flatMap((l) => {
@@ -161,9 +201,11 @@ const tokens = (q) => {
 };
 const chainList = () => ({ chains: [...chains.values()].map((c) => ({ key: c.name, chainType: "EVM", name: c.name, id: c.chainId, nativeToken: { symbol: "ETH", decimals: 18, address: ZERO } })) });
 const connections = (q) => ({
-  connections: [...chains.values()]
-    .filter((c) => !q.fromChain || String(c.chainId) === q.fromChain)
-    .map((c) => ({ fromChainId: c.chainId, toChainId: c.chainId, fromTokens: Object.values(c.tokens), toTokens: Object.values(c.tokens) })),
+  connections: [...chains.values()].flatMap((c) =>
+    [...chains.values()]
+      .filter((d) => (!q.fromChain || String(c.chainId) === q.fromChain) && (!q.toChain || String(d.chainId) === q.toChain))
+      .map((d) => ({ fromChainId: c.chainId, toChainId: d.chainId, fromTokens: Object.values(c.tokens), toTokens: Object.values(d.tokens) })),
+  ),
 });
 
 const routes = {
@@ -175,6 +217,39 @@ const routes = {
   "/v1/connections": connections,
   "/devnet/hits": () => hits,
 };
+
+// The bridge's watcher: every chain's Deposit events, each released once on
+// its destination chain from the deployer's tokens.
+async function watch() {
+  const from = new Map();
+  for (;;) {
+    for (const c of chains.values()) {
+      try {
+        const head = await c.client.getBlockNumber();
+        const start = from.get(c.chainId) ?? 0n;
+        if (head < start) continue;
+        const logs = await c.client.getLogs({ address: c.uniswap.bridge, event: depositEvent, fromBlock: start, toBlock: head });
+        from.set(c.chainId, head + 1n);
+        for (const log of logs) {
+          const key = log.transactionHash.toLowerCase();
+          if (bridged.has(key)) continue;
+          const { amount, toChainId, toToken, to } = log.args;
+          const dest = chains.get(String(toChainId));
+          if (!dest) continue;
+          const out = (amount * (10_000n - BRIDGE_FEE_BPS)) / 10_000n;
+          const data = encodeFunctionData({ abi: transferAbi, functionName: "transfer", args: [to, out] });
+          const hash = await dest.client.request({ method: "eth_sendTransaction", params: [{ from: devnet.deployer, to: toToken, data }] });
+          await dest.client.waitForTransactionReceipt({ hash });
+          bridged.set(key, { txHash: hash, chainId: dest.chainId, amount: out.toString(), token: dest.tokens[toToken.toLowerCase()] });
+        }
+      } catch (e) {
+        console.error(`bridge watcher on ${c.name}: ${e.message}`);
+      }
+    }
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+watch();
 
 const server = http.createServer(async (req, res) => {
   const url = new URL(req.url, "http://devnet");

@@ -1,10 +1,13 @@
 // Uniswap V2 on a devnet chain, from the bytecode npm's @uniswap/v2-core and
 // @uniswap/v2-periphery ship: WETH9, the factory, Router02, and pools seeded
 // by the deployer: USDC/USDT (1,000,000 each side) where the chain has both,
-// and USDC/WETH (2,000,000 USDC against 1,000 ETH).
+// and USDC/WETH (2,000,000 USDC against 1,000 ETH). Beside them, the devnet's
+// bridge (contracts/DevBridge.sol); the deployer's remaining 1,000,000 USDC
+// is the liquidity the swap provider releases on destination chains.
 import fs from "node:fs";
 import path from "node:path";
 import { keccak256, maxUint256 } from "viem";
+import { compile } from "./compile.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const artifact = (pkg, name) => {
@@ -29,19 +32,22 @@ const erc20 = [
   { type: "function", name: "approve", stateMutability: "nonpayable", inputs: [{ name: "spender", type: "address" }, { name: "value", type: "uint256" }], outputs: [{ type: "bool" }] },
 ];
 
-/// Deploy and seed; returns {weth, factory, router, pools: [[a, b], …]}.
+export const bridgeArtifact = compile("DevBridge");
+
+/// Deploy and seed; returns {weth, factory, router, bridge, pools: [[a, b], …]}.
 export async function deployUniswap(pub, wallet, deploy, assets, txType) {
   const me = wallet.account.address;
   const send = async (req) => pub.waitForTransactionReceipt({ hash: await wallet.writeContract({ ...req, ...txType }) });
   const weth = await deploy(pub, wallet, wethArtifact, []);
   const factory = await deploy(pub, wallet, factoryArtifact, [me]);
   const router = await deploy(pub, wallet, routerArtifact, [factory, weth]);
+  const bridge = await deploy(pub, wallet, bridgeArtifact, []);
   const deadline = BigInt(Math.floor(Date.now() / 1000) + 3600);
   const usdc = assets.usdc;
   const usdt = assets.usdt ?? assets.usdt0;
   const units = (a, n) => BigInt(n) * 10n ** BigInt(a.decimals);
   const pools = [];
-  for (const [a, amount] of [[usdc, 3_000_000], [usdt, 1_000_000]]) {
+  for (const [a, amount] of [[usdc, 4_000_000], [usdt, 2_000_000]]) {
     if (!a) continue;
     await send({ address: a.address, abi: erc20, functionName: "mint", args: [me, units(a, amount)] });
     await send({ address: a.address, abi: erc20, functionName: "approve", args: [router, maxUint256] });
@@ -54,5 +60,5 @@ export async function deployUniswap(pub, wallet, deploy, assets, txType) {
     await send({ address: router, abi: routerArtifact.abi, functionName: "addLiquidityETH", args: [usdc.address, units(usdc, 2_000_000), 0n, 0n, me, deadline], value: 1000n * 10n ** 18n });
     pools.push([usdc.address, weth]);
   }
-  return { weth, factory, router, pools };
+  return { weth, factory, router, bridge, pools };
 }

@@ -1,7 +1,8 @@
 //! Swaps on the devnet: Uniswap V2 pools deployed from npm's bytecode and
 //! the devnet's LI.FI-shaped provider over them. A user's wallet (viem)
 //! approves when the service says so, signs the quoted transaction, and the
-//! registered swap is followed to DONE; balances are read on chain. Every
+//! registered swap is followed to DONE, on one chain and across two (the
+//! devnet's bridge); balances are read on chain. Every
 //! rule of the spec's swap error table, the tracker's FAILED and CANCELED,
 //! the discovery cache, and a stalled or absent provider (502, the rest of
 //! the service unaffected).
@@ -14,6 +15,19 @@ use alloy_primitives::U256;
 use serde_json::{json, Value};
 
 use common::devnet::{call_state, send_tx, Devnet};
+
+/// A transaction's receipt, once the node has one.
+async fn receipt_of(rpc: &str, hash: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = common::devnet::rpc(rpc, "eth_getTransactionReceipt", json!([hash])).await;
+        if !r.is_null() {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "{hash} never landed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
 
 async fn wait_swap(dn: &Devnet, id: &str, want: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -106,6 +120,40 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
     assert_eq!((s, &st["status"], &st["source_tx_hash"]), (200, &json!("DONE"), &json!(hash)), "{st}");
     let (s, e) = get(format!("/api/swap/status?tx_hash=0x{}", "ab".repeat(32))).await;
     assert_eq!((s, e["message"].as_str()), (404, Some("transfer not found")), "{e}");
+
+    // Across chains: base USDC → arbitrum USDC through the devnet's bridge,
+    // followed through the provider's status to the destination's credit.
+    let arb_usdc = dn.token("arbitrum", "usdc");
+    let (s, cq) = get(format!("/api/swap/quote?chain=base&to_chain=arbitrum&input_token={usdc}&output_token={arb_usdc}&from_amount=2000000&user_address={user}")).await;
+    assert_eq!(s, 200, "{cq}");
+    assert_eq!(cq["quote"]["output_amount"], "1999000", "a 5 bps bridge fee: {cq}");
+    let (_, ca) = get(format!("/api/swap/approval?chain=base&to_chain=arbitrum&token={usdc}&token_out={arb_usdc}&amount=2000000&user_address={user}")).await;
+    assert_eq!(ca["needs_approval"], true, "{ca}");
+    let approved = send_tx(&rpc, &key, ca["approval"]["to"].as_str().unwrap(), ca["approval"]["data"].as_str().unwrap(), "0x0", None);
+    assert_eq!(approved["status"], "success", "{approved}");
+    let (_, cq) = get(format!("/api/swap/quote?chain=base&to_chain=arbitrum&input_token={usdc}&output_token={arb_usdc}&from_amount=2000000&user_address={user}")).await;
+    let ctx = &cq["swap_transaction"];
+    let arb_before = dn.balance_of("arbitrum", "usdc", &user).await;
+    let base_before = dn.balance_of("base", "usdc", &user).await;
+    let bridged = send_tx(&rpc, &key, ctx["to"].as_str().unwrap(), ctx["transaction"].as_str().unwrap(), ctx["value"].as_str().unwrap(), ctx["gas_limit"].as_str());
+    assert_eq!(bridged["status"], "success", "{bridged}");
+    let mut b = body.clone();
+    b["source_tx_hash"] = bridged["hash"].clone();
+    b["to_chain"] = json!("arbitrum");
+    b["to_token"] = json!(arb_usdc);
+    b["sending_token_amount"] = json!("2000000");
+    let (s, r) = dn.call("POST", "/api/swap/intents", Some(b), &[]).await;
+    assert_eq!(s, 201, "{r}");
+    let crossed = wait_swap(&dn, r["intent_id"].as_str().unwrap(), "DONE").await;
+    assert_eq!(crossed["received_amount"], "1999000", "{crossed}");
+    let dest = crossed["dest_tx_hash"].as_str().unwrap().to_string();
+    assert_ne!(dest, bridged["hash"].as_str().unwrap(), "released by another transaction, on arbitrum");
+    assert_eq!(dn.balance_of("arbitrum", "usdc", &user).await, arb_before + U256::from(1_999_000u64), "credited on the destination");
+    assert_eq!(dn.balance_of("base", "usdc", &user).await, base_before - U256::from(2_000_000u64));
+    let receipt = receipt_of(&dn.rpc_url("arbitrum"), &dest).await;
+    assert_eq!(receipt["status"], "0x1", "{receipt}");
+    let (s, st) = get(format!("/api/swap/status?tx_hash={}&from_chain=base&to_chain=arbitrum", bridged["hash"].as_str().unwrap())).await;
+    assert_eq!((s, &st["status"], &st["dest_tx_hash"], &st["received_amount"]), (200, &json!("DONE"), &json!(dest), &json!("1999000")), "{st}");
 
     // A swap whose transaction reverted (its allowance is spent) is FAILED.
     let reverted = send_tx(&rpc, &key, tx["to"].as_str().unwrap(), tx["transaction"].as_str().unwrap(), "0x0", Some("0x3d090"));
@@ -222,7 +270,8 @@ async fn an_agent_swaps_from_its_hosted_wallet_once_per_idempotency_key() {
     assert_eq!(s, 200, "{first}");
     assert_eq!((&first["chain"], &first["from_amount"]), (&json!("base"), &json!("1000000")));
     let estimated: u64 = first["estimated_output"].as_str().unwrap().parse().unwrap();
-    let receipt = common::devnet::rpc(&dn.rpc_url("base"), "eth_getTransactionReceipt", json!([first["tx_hash"]])).await;
+    // The answer comes once the swap is broadcast; it lands right after.
+    let receipt = receipt_of(&dn.rpc_url("base"), first["tx_hash"].as_str().unwrap()).await;
     assert_eq!(receipt["status"], "0x1", "the swap landed: {receipt}");
     assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - U256::from(1_000_000u64));
     assert_eq!(dn.balance_of("base", "usdt", &wallet).await, before.1 + U256::from(estimated), "the estimate, exactly (no trade in between)");
@@ -246,6 +295,7 @@ async fn an_agent_swaps_from_its_hosted_wallet_once_per_idempotency_key() {
     let (s, second) = dn.call("POST", "/v2/swap/execute", Some(body.clone()), &bearer).await;
     assert_eq!(s, 200, "{second}");
     assert_ne!(second["tx_hash"], first["tx_hash"]);
+    assert_eq!(receipt_of(&dn.rpc_url("base"), second["tx_hash"].as_str().unwrap()).await["status"], "0x1");
     assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - U256::from(2_000_000u64));
 
     // The spec's refusals.

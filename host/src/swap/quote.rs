@@ -15,7 +15,7 @@ use crate::db::Db;
 
 /// Where a quote is asked for when the caller named no wallet: LI.FI
 /// requires some `fromAddress`; no transaction is returned for it.
-const PLACEHOLDER_EVM: &str = "0x0000000000000000000000000000000000000001";
+const QUOTE_ONLY_FROM: &str = "0x0000000000000000000000000000000000000001";
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct QuoteResponse {
@@ -133,7 +133,7 @@ pub async fn quote(swaps: &Swaps, db: &Db, q: &HashMap<String, String>, now_s: i
         to_chain: to.lifi_id,
         from_token: &input,
         to_token: &output,
-        from_address: user.as_deref().unwrap_or(PLACEHOLDER_EVM),
+        from_address: user.as_deref().unwrap_or(QUOTE_ONLY_FROM),
         to_address: to_user.as_deref(),
         amount: wanted,
         slippage_bps,
