@@ -6,21 +6,16 @@
 use std::collections::HashMap;
 
 use alloy_primitives::{Address, U256};
-use alloy_sol_types::{sol, SolCall};
 use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 use super::lifi::{Amount, QuoteRequest};
 use super::quote::{account, param, token, wallet};
+use super::erc20::{self, native};
 use super::{amount, SwapError, Swaps};
 use crate::config::Family;
 use crate::db::Db;
-
-sol! {
-    function approve(address spender, uint256 value) returns (bool);
-    function allowance(address owner, address spender) returns (uint256);
-}
 
 /// Gas for an approve when the node cannot estimate it.
 const APPROVE_GAS: u64 = 100_000;
@@ -51,10 +46,6 @@ pub struct ApprovalTx {
     pub chain_id: u64,
     /// Hex.
     pub gas_limit: String,
-}
-
-fn native(token: &Address) -> bool {
-    *token == Address::ZERO || *token == Address::repeat_byte(0xee)
 }
 
 pub async fn approval(swaps: &Swaps, db: &Db, q: &HashMap<String, String>) -> Result<ApprovalResponse, SwapError> {
@@ -91,20 +82,15 @@ pub async fn approval(swaps: &Swaps, db: &Db, q: &HashMap<String, String>) -> Re
         .and_then(|a| a.parse().ok())
         .ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
     let client = swaps.client(&from.name)?;
-    let unavailable = |e: crate::chain::ChainError| SwapError::Unavailable(format!("{}: {e}", from.name));
-    let call = allowanceCall { owner, spender }.abi_encode();
-    let answer = client.rpc("eth_call", json!([{ "to": token_addr, "data": alloy_primitives::hex::encode_prefixed(call) }, "latest"])).await.map_err(unavailable)?;
-    let allowance = answer.as_str().and_then(|h| U256::from_str_radix(h.trim_start_matches("0x"), 16).ok()).ok_or_else(|| SwapError::Unavailable("allowance unreadable".into()))?;
+    let allowance = erc20::allowance(swaps, &from.name, token_addr, owner, spender).await?;
     if allowance >= U256::from(spend) {
         return Ok(ApprovalResponse { request_id, needs_approval: false, gas_fee: None, cancel_gas_fee: None, approval: None, cancel: None });
     }
     let chain_id = from.chain_id.unwrap_or_default();
-    let resets = swaps.config.chains.get(&from.name).is_some_and(|c| {
-        c.assets.values().any(|a| a.token.eq_ignore_ascii_case(&token_in) && a.params.get("reset-allowance-first").is_some_and(|v| v == "true"))
-    });
+    let resets = erc20::resets_first(swaps, &from.name, token_addr);
     let gas_price = if gas_info { client.rpc("eth_gasPrice", json!([])).await.ok().and_then(|v| v.as_str().and_then(|h| u128::from_str_radix(h.trim_start_matches("0x"), 16).ok())) } else { None };
     let tx = |value: U256| {
-        let data = alloy_primitives::hex::encode_prefixed(approveCall { spender, value }.abi_encode());
+        let data = alloy_primitives::hex::encode_prefixed(erc20::approve_data(spender, value));
         let client = client.clone();
         let user = user.clone();
         let token_in = token_in.clone();

@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, U256};
-use alloy_sol_types::{sol, SolCall};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::lifi::{Amount, QuoteRequest};
+use super::erc20;
 use super::quote::hex_quantity;
 use super::{valid_address, SwapError, Swaps, MAX_SLIPPAGE_BPS, DEFAULT_SLIPPAGE_BPS};
 use crate::config::Family;
@@ -25,11 +25,6 @@ use crate::family::{Driver, Drivers, Finality, SendError, Submit};
 use crate::keys::Role;
 use crate::payment::{EvmCall, Submission};
 use crate::store::settlement::{self as repo, TxRow};
-
-sol! {
-    function approve(address spender, uint256 value) returns (bool);
-    function allowance(address owner, address spender) returns (uint256);
-}
 
 /// The leg name a run's transactions are stored under.
 const LEG: &str = "swap";
@@ -134,7 +129,7 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
     let field = |k: &str| tx.get(k).and_then(Value::as_str).ok_or_else(|| SwapError::Unavailable(format!("transactionRequest without {k}")));
     let (router, data) = (field("to")?.to_string(), field("data")?);
     let token: Address = r.from_token.parse().map_err(|_| SwapError::Invalid("from_token"))?;
-    if token != Address::ZERO && token != Address::repeat_byte(0xee) {
+    if !erc20::native(&token) {
         let spender: Address = step
             .pointer("/estimate/approvalAddress")
             .and_then(Value::as_str)
@@ -155,16 +150,11 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
 /// 0) an approve, each confirmed before going on.
 #[allow(clippy::too_many_arguments)]
 async fn approve(swaps: &Swaps, db: &Db, driver: Arc<dyn Driver>, wallet: &Role, chain: &str, token: Address, owner: Address, spender: Address, amount: U256, run: &str) -> Result<(), SwapError> {
-    let client = swaps.client(chain)?;
-    let data = hex::encode(allowanceCall { owner, spender }.abi_encode());
-    let answer = client.rpc("eth_call", json!([{ "to": token, "data": format!("0x{data}") }, "latest"])).await.map_err(|e| SwapError::Unavailable(e.to_string()))?;
-    let allowance = answer.as_str().and_then(|h| U256::from_str_radix(h.trim_start_matches("0x"), 16).ok()).ok_or_else(|| SwapError::Unavailable("allowance unreadable".into()))?;
+    let allowance = erc20::allowance(swaps, chain, token, owner, spender).await?;
     if allowance >= amount {
         return Ok(());
     }
-    let resets = swaps.config.chains.get(chain).is_some_and(|c| {
-        c.assets.values().any(|a| a.token.parse::<Address>().ok() == Some(token) && a.params.get("reset-allowance-first").is_some_and(|v| v == "true"))
-    });
+    let resets = erc20::resets_first(swaps, chain, token);
     let mut steps = Vec::new();
     if resets && !allowance.is_zero() {
         steps.push((RESET_STEP, "reset", U256::ZERO));
@@ -174,7 +164,7 @@ async fn approve(swaps: &Swaps, db: &Db, driver: Arc<dyn Driver>, wallet: &Role,
         let hash = match repo::get_tx(db, run, LEG, step).await? {
             Some(stored) => stored.tx_hash,
             None => {
-                let call = EvmCall { to: token.to_checksum(None), data: approveCall { spender, value }.abi_encode(), value: "0".into(), gas_limit: None };
+                let call = EvmCall { to: token.to_checksum(None), data: erc20::approve_data(spender, value), value: "0".into(), gas_limit: None };
                 let row = TxRow { intent_id: run.to_string(), leg: LEG.into(), step, label: label.into() };
                 driver.submit(chain, wallet, &Submission::EvmCall(call), row, Submit::default()).await.map_err(sent)?
             }

@@ -5,6 +5,7 @@
 
 pub mod approval;
 pub mod cache;
+pub mod erc20;
 pub mod execute;
 pub mod lifi;
 pub mod quote;
