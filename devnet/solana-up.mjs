@@ -34,7 +34,7 @@ export async function putTokenAccount(rpc, mint, owner, amount) {
 const seed = (label) => crypto.createHash("sha256").update(`stablerail devnet solana ${label}`).digest();
 
 // Mainnet mints; the devnet holds their authority.
-const MINTS = { usdc: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", usdt: "Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB" };
+export const MINTS = { usdc: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", usdt: "Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB" };
 
 export async function startSolana({ dir, port, gas = [], tokens = [], accounts: empty = [], payers = 4 }) {
   const rpc = `http://127.0.0.1:${port}`;

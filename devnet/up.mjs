@@ -242,6 +242,28 @@ if (swaps && Object.values(out.chains).some((c) => c.uniswap)) {
   port += 1;
   fs.writeFileSync(path.join(dir, "devnet.json"), JSON.stringify(out, null, 2));
 }
+if (swaps && out.solana) {
+  // Solana's swap provider (Jupiter's API over a pool of the devnet's own).
+  const child = spawn(process.execPath, [path.join(here, "jupiter.mjs"), "--port", String(port), "--rpc", out.solana.rpc], { detached: true, stdio: "ignore" });
+  child.unref();
+  fs.writeFileSync(path.join(dir, "jupiter.pid"), String(child.pid));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      const r = await fetch(`${url}/devnet/pool`);
+      if (r.ok) {
+        out.solana.pool = await r.json();
+        break;
+      }
+    } catch (e) {
+      if (i > 200) throw new Error(`the Solana swap provider at ${url} did not start: ${e.message}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  out.jupiter = { url: `${url}/swap/v1`, pid: child.pid };
+  port += 1;
+  fs.writeFileSync(path.join(dir, "devnet.json"), JSON.stringify(out, null, 2));
+}
 
 // A stablerail config for this devnet: every chain payer and target, every
 // asset of the devnet live (USDT's gate is on).
@@ -261,7 +283,7 @@ platform_fee_percentage = "0.3"
 
 [limits]
 requests_per_minute = 100000
-${out.swap ? `\n[swap]\nlifi_url = "${out.swap.url}"\ntrack_interval_ms = 300\ntimeout_ms = 3000\n` : ""}
+${out.swap || out.jupiter ? `\n[swap]\nlifi_url = "${out.swap?.url ?? "http://127.0.0.1:9/v1"}"\n${out.jupiter ? `jupiter_url = "${out.jupiter.url}"\n` : ""}track_interval_ms = 300\ntimeout_ms = 3000\n` : ""}
 [adapters]
 eip3009 = "eip3009.wasm"
 permit2 = "permit2.wasm"

@@ -9,6 +9,7 @@
 
 mod common;
 
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::U256;
@@ -323,4 +324,110 @@ async fn an_agent_swaps_from_its_hosted_wallet_once_per_idempotency_key() {
     let (s, e) = dn.call("POST", "/v2/swap/execute", Some(body.clone()), &[]).await;
     assert_eq!((s, e["message"].as_str()), (401, Some("api key required")), "{e}");
     assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - U256::from(2_000_000u64), "no refusal moved anything");
+}
+
+/// Solana same-chain swaps through the devnet's Jupiter-shaped provider
+/// and its pool: a user's wallet (@solana/kit) signs the returned
+/// transaction, which moves both sides; the registered swap reaches DONE
+/// with what the chain credited; the agent's hosted Solana wallet swaps
+/// once per Idempotency-Key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn solana_swaps_move_both_sides_through_the_pool() {
+    let dn = Devnet::start_swaps(25145, "base,solana", "").await;
+    let (usdc, usdt) = (dn.sol_mint("usdc"), dn.sol_mint("usdt"));
+    let (user, seed) = dn.sol_payer(1);
+    let get = |uri: String| {
+        let dn = &dn;
+        async move { dn.call("GET", &uri, None, &[]).await }
+    };
+
+    // Prices only, ExactIn then ExactOut.
+    let (s, q) = get(format!("/api/swap/quote?chain=solana&input_token={usdc}&output_token={usdt}&from_amount=1000000")).await;
+    assert_eq!(s, 200, "{q}");
+    assert!(q.get("swap_transaction").is_none(), "{q}");
+    let out: u64 = q["quote"]["output_amount"].as_str().unwrap().parse().unwrap();
+    assert!(out < 1_000_000 && out > 990_000, "the pool's 0.3% fee: {q}");
+    assert_eq!(q["quote"]["min_output_amount"], json!((out * 9_950 / 10_000).to_string()), "{q}");
+    let (s, q) = get(format!("/api/swap/quote?chain=solana&input_token={usdc}&output_token={usdt}&to_amount=1000000")).await;
+    assert_eq!(s, 200, "{q}");
+    assert_eq!((&q["quote"]["output_amount"], &q["quote"]["min_output_amount"]), (&json!("1000000"), &json!("1000000")));
+    assert!(q["quote"]["input_amount"].as_str().unwrap().parse::<u64>().unwrap() > 1_000_000);
+
+    // With the signer: a partially signed v0 transaction and its lifetime.
+    let now = chrono::Utc::now().timestamp();
+    let (s, q) = get(format!("/api/swap/quote?chain=solana&input_token={usdc}&output_token={usdt}&from_amount=1000000&user_address={user}")).await;
+    assert_eq!(s, 200, "{q}");
+    let tx = &q["swap_transaction"];
+    assert!(tx.get("to").is_none() && tx.get("gas_limit").is_none(), "{tx}");
+    assert!(tx["last_valid_block_height"].as_u64().unwrap() > 0, "{tx}");
+    assert!((now..=now + 61).contains(&tx["expires_at"].as_i64().unwrap()), "a blockhash lives about a minute: {tx}");
+    let quoted: u64 = q["quote"]["output_amount"].as_str().unwrap().parse().unwrap();
+    let before = (dn.sol_balance("usdc", &user).await, dn.sol_balance("usdt", &user).await);
+    let (signature, err) = common::devnet::sol_send(tx["transaction"].as_str().unwrap(), &seed, &dn.sol_rpc());
+    assert!(err.is_null(), "{err}");
+    assert_eq!(dn.sol_balance("usdc", &user).await, before.0 - 1_000_000);
+    assert_eq!(dn.sol_balance("usdt", &user).await, before.1 + quoted, "both sides moved in one transaction");
+    let register = json!({
+        "source_tx_hash": signature, "from_chain": "solana", "to_chain": "solana", "from_token": usdc, "to_token": usdt,
+        "payer_address": user, "recipient_address": user, "sending_token_amount": "1000000",
+    });
+    let (s, r) = dn.call("POST", "/api/swap/intents", Some(register.clone()), &[]).await;
+    assert_eq!(s, 201, "{r}");
+    let id = r["intent_id"].as_str().unwrap().to_string();
+    let done = wait_swap(&dn, &id, "DONE").await;
+    assert_eq!(done["received_amount"], json!(quoted.to_string()), "{done}");
+    let (s, again) = dn.call("POST", "/api/swap/intents", Some(register), &[]).await;
+    assert_eq!((s, &again["intent_id"]), (201, &json!(id)));
+
+    // No pool for the pair, more than the pool holds, a malformed mint.
+    let stranger = dn.sol_payer(3).0;
+    for (query, message) in [
+        (format!("input_token={usdc}&output_token={stranger}&from_amount=1000000"), "no swap route found"),
+        (format!("input_token={usdc}&output_token={usdt}&from_amount=600000000000"), "insufficient liquidity for swap"),
+        (format!("input_token=0x{}&output_token={usdt}&from_amount=1", "ab".repeat(20)), "invalid input_token"),
+    ] {
+        let (s, e) = get(format!("/api/swap/quote?chain=solana&{query}")).await;
+        assert_eq!((s, e["message"].as_str()), (400, Some(message)), "{query}: {e}");
+    }
+
+    // The agent's hosted Solana wallet (fee payer and signer).
+    let (agent, auth) = dn.agent().await;
+    let wallet = dn.state.keys.address(&stablerail::keys::Role::Agent(agent.clone()).key_name(stablerail::config::Family::Solana)).await.unwrap();
+    let (s, me) = dn.call("GET", "/v2/me", None, &[("authorization", auth.as_str())]).await;
+    assert_eq!((s, &me["solana_wallet_address"]), (200, &json!(wallet)), "{me}");
+    dn.sol_fund(&wallet, "usdc", 5_000_000);
+    common::devnet::rpc(&dn.sol_rpc(), "requestAirdrop", json!([wallet, 1_000_000_000u64])).await;
+    let body = json!({ "chain": "solana", "from_token": usdc, "to_token": usdt, "from_amount": 1_000_000 });
+    let keyed = [("authorization", auth.as_str()), ("idempotency-key", "sol-1")];
+    let (s, first) = dn.call("POST", "/v2/swap/execute", Some(body.clone()), &keyed).await;
+    assert_eq!(s, 200, "{first}");
+    let estimated: u64 = first["estimated_output"].as_str().unwrap().parse().unwrap();
+    let hash = first["tx_hash"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let st = common::devnet::rpc(&dn.sol_rpc(), "getSignatureStatuses", json!([[hash], { "searchTransactionHistory": true }])).await;
+        if !st["value"][0].is_null() {
+            assert!(st["value"][0]["err"].is_null(), "{st}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{hash} never landed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(dn.sol_balance("usdc", &wallet).await, 4_000_000);
+    assert_eq!(dn.sol_balance("usdt", &wallet).await, estimated, "the estimate, exactly");
+    let (s, again) = dn.call("POST", "/v2/swap/execute", Some(body), &keyed).await;
+    assert_eq!((s, &again), (200, &first));
+    let run = stablerail::swap::execute::run_id(&agent, Some("sol-1"));
+    let stored = stablerail::store::settlement::list_txs(&dn.state.db, &run, "swap").await.unwrap();
+    assert_eq!(stored.iter().map(|t| t.tx_hash.as_str()).collect::<Vec<_>>(), [hash.as_str()], "one transaction, stored");
+    assert_eq!(dn.sol_balance("usdc", &wallet).await, 4_000_000, "charged once");
+
+    // The provider gone: 502, and the rest of the service answers.
+    let pid = dn.info["jupiter"]["pid"].as_u64().unwrap();
+    assert!(Command::new("kill").arg(pid.to_string()).status().unwrap().success());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (s, e) = get(format!("/api/swap/quote?chain=solana&input_token={usdc}&output_token={usdt}&from_amount=1000000")).await;
+    assert_eq!((s, e["message"].as_str()), (502, Some("swap service temporarily unavailable")), "{e}");
+    assert!(!e.to_string().contains("127.0.0.1"), "no upstream address in the answer: {e}");
+    assert_eq!(get("/api/chains".into()).await.0, 200);
 }

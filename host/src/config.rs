@@ -187,6 +187,32 @@ pub struct Swap {
     pub track_interval_ms: u64,
     /// Chains offered for swaps; absent: every exposed EVM and TRON chain and Solana.
     pub chains: Option<Vec<String>>,
+    /// Base URL of Jupiter's Swap API (or one speaking it).
+    pub jupiter_url: String,
+    /// Environment variable holding the Jupiter API key (sent as `x-api-key`).
+    pub jupiter_api_key_env: Option<String>,
+    /// Chain → provider of its same-chain swaps. Unlisted: `jupiter` on
+    /// Solana chains, `lifi` elsewhere. Cross-chain routes are LI.FI's.
+    pub providers: BTreeMap<String, SwapProvider>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwapProvider {
+    Lifi,
+    /// Solana only.
+    Jupiter,
+}
+
+impl Swap {
+    /// Who serves same-chain swaps on `chain`.
+    pub fn provider(&self, chain: &str, family: Family) -> SwapProvider {
+        match self.providers.get(chain) {
+            Some(p) => *p,
+            None if family == Family::Solana => SwapProvider::Jupiter,
+            None => SwapProvider::Lifi,
+        }
+    }
 }
 
 impl Default for Swap {
@@ -200,6 +226,9 @@ impl Default for Swap {
             cancel_after_seconds: 1_800,
             track_interval_ms: 2_000,
             chains: None,
+            jupiter_url: "https://lite-api.jup.ag/swap/v1".into(),
+            jupiter_api_key_env: None,
+            providers: BTreeMap::new(),
         }
     }
 }
@@ -497,6 +526,15 @@ impl Config {
                 }
             }
         }
+        for (name, provider) in &self.swap.providers {
+            match (self.chains.get(name), provider) {
+                (None, _) => return bad(format!("swap.providers: `{name}` is not a configured chain")),
+                (Some(c), SwapProvider::Jupiter) if c.family != Family::Solana => {
+                    return bad(format!("swap.providers: jupiter serves Solana chains only, not `{name}`"))
+                }
+                _ => {}
+            }
+        }
         if self.limits.requests_per_minute == 0 {
             return bad("limits.requests_per_minute must be at least 1".into());
         }
@@ -627,6 +665,27 @@ mod floor_tests {
             assert!(err.contains(says), "{floor}: {err}");
         }
         assert!(with("chain = \"base\"\n").is_err(), "amount is required");
+    }
+}
+
+#[cfg(test)]
+mod swap_provider_tests {
+    use super::{Config, Family, SwapProvider};
+
+    const CHAINS: &str = "[chains.base]\nfamily = \"evm\"\nchain_id = 8453\nroles = [\"payer\"]\n[chains.solana]\nfamily = \"solana\"\ncaip2 = \"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d\"\nroles = [\"payer\"]\n";
+
+    #[test]
+    fn jupiter_serves_solana_by_default_and_only_solana() {
+        let with = |providers: &str| Config::parse(&format!("{CHAINS}[swap.providers]\n{providers}"));
+        let c = with("").unwrap();
+        assert_eq!(c.swap.provider("solana", Family::Solana), SwapProvider::Jupiter);
+        assert_eq!(c.swap.provider("base", Family::Evm), SwapProvider::Lifi);
+        assert_eq!(with("solana = \"lifi\"\n").unwrap().swap.provider("solana", Family::Solana), SwapProvider::Lifi);
+        for (providers, says) in [("base = \"jupiter\"\n", "jupiter serves Solana chains only"), ("nowhere = \"lifi\"\n", "`nowhere` is not a configured chain")] {
+            let err = with(providers).unwrap_err().to_string();
+            assert!(err.contains(says), "{providers}: {err}");
+        }
+        assert!(with("base = \"uniswap\"\n").is_err(), "an unknown provider");
     }
 }
 

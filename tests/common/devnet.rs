@@ -427,6 +427,13 @@ pub fn tron_send(api: &str, key: &str, token: &str, to: &str, amount: impl std::
 
 /// A TRON Permit2 payment of `requirements` signed over TIP-712 by tronweb
 /// (devnet/tron-pay.mjs) with the payer's `key`: the settle_proof.
+/// Sign a base64 Solana transaction as the wallet of `seed` (hex), send it
+/// and wait for it (@solana/kit): (signature, err).
+pub fn sol_send(transaction: &str, seed: &str, rpc: &str) -> (String, Value) {
+    let out: Value = serde_json::from_str(&node("sol-send.mjs", &[seed, rpc], transaction)).unwrap();
+    (out["signature"].as_str().unwrap().to_string(), out["err"].clone())
+}
+
 pub fn tron_pay(requirements: &Value, key: &str) -> String {
     node("tron-pay.mjs", &[key], &requirements.to_string())
 }

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 
 use alloy_primitives::{Address, U256};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use utoipa::ToSchema;
 
-use super::lifi::{Amount, QuoteRequest};
+use super::route::{Amount, RouteRequest};
 use super::quote::{account, param, token, wallet};
 use super::erc20::{self, native};
 use super::{amount, SwapError, Swaps};
@@ -72,15 +72,10 @@ pub async fn approval(swaps: &Swaps, db: &Db, q: &HashMap<String, String>) -> Re
         return Ok(ApprovalResponse { request_id, needs_approval: false, gas_fee: None, cancel_gas_fee: None, approval: None, cancel: None });
     }
     // The spender is the route's: ask for the quote the swap will use.
-    let step = swaps
-        .lifi
-        .quote(&QuoteRequest { from_chain: from.lifi_id, to_chain: to.lifi_id, from_token: &token_in, to_token: &token_out, from_address: &user, to_address: to_user.as_deref(), amount: Amount::From(spend), slippage_bps: super::DEFAULT_SLIPPAGE_BPS })
+    let route = swaps
+        .best_route(&RouteRequest { from: &from, to: &to, from_token: &token_in, to_token: &token_out, from_address: Some(&user), to_address: to_user.as_deref(), amount: Amount::From(spend), slippage_bps: super::DEFAULT_SLIPPAGE_BPS })
         .await?;
-    let spender: Address = step
-        .pointer("/estimate/approvalAddress")
-        .and_then(Value::as_str)
-        .and_then(|a| a.parse().ok())
-        .ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
+    let spender: Address = route.approval_address.as_deref().and_then(|a| a.parse().ok()).ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
     let client = swaps.client(&from.name)?;
     let allowance = erc20::allowance(swaps, &from.name, token_addr, owner, spender).await?;
     if allowance >= U256::from(spend) {

@@ -1,6 +1,6 @@
-//! `POST /v2/swap/execute` (EVM): quote for the agent's hosted wallet,
-//! approve the route's spender when the allowance is short (reset to 0
-//! first where the token needs it), then send the swap. Every transaction
+//! `POST /v2/swap/execute` (EVM and Solana): quote for the agent's hosted
+//! wallet; on EVM approve the route's spender when the allowance is short
+//! (reset to 0 first where the token needs it); then send the swap. Every transaction
 //! goes through the family driver, so it is signed, stored, then
 //! broadcast, and its nonce is the database's; each is stored under the
 //! run (`swx_…`), which for an `Idempotency-Key` is derived from the agent
@@ -10,20 +10,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, U256};
+use base64::Engine as _;
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
-use super::lifi::{Amount, QuoteRequest};
 use super::erc20;
-use super::quote::hex_quantity;
+use super::route::{Amount, RouteRequest, RouteTx};
 use super::{valid_address, SwapError, Swaps, MAX_SLIPPAGE_BPS, DEFAULT_SLIPPAGE_BPS};
 use crate::config::Family;
 use crate::db::Db;
 use crate::family::{Driver, Drivers, Finality, SendError, Submit};
 use crate::keys::Role;
-use crate::payment::{EvmCall, Submission};
+use crate::payment::{EvmCall, SolanaCosign, Submission};
 use crate::store::settlement::{self as repo, TxRow};
 
 /// The leg name a run's transactions are stored under.
@@ -103,9 +103,6 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
         // TRON swaps from hosted wallets are not built in this version.
         return Err(SwapError::TronNotConfigured);
     }
-    if source.family != Family::Evm {
-        return Err(SwapError::NoCaip2(r.chain.clone()));
-    }
     let (from, to) = (swaps.chain(&r.chain)?, swaps.chain(&r.to_chain)?);
     if !valid_address(from.family, &r.from_token) {
         return Err(SwapError::Invalid("from_token"));
@@ -113,35 +110,46 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
     if !valid_address(to.family, &r.to_token) {
         return Err(SwapError::Invalid("to_token"));
     }
-    let driver = drivers.of(Family::Evm).ok_or_else(|| SwapError::Internal("no EVM driver".into()))?;
+    let driver = drivers.of(from.family).ok_or_else(|| SwapError::NoCaip2(r.chain.clone()))?;
     let me = driver.address(&wallet).await.map_err(|_| SwapError::WalletNotReady)?;
-    let step = swaps
-        .lifi
-        .quote(&QuoteRequest { from_chain: from.lifi_id, to_chain: to.lifi_id, from_token: &r.from_token, to_token: &r.to_token, from_address: &me, to_address: Some(&me), amount: Amount::From(r.from_amount), slippage_bps: r.slippage_bps })
+    // The output goes to the agent's own wallet of the destination's family.
+    let recipient = match drivers.of(to.family) {
+        Some(d) if to.family != from.family => d.address(&wallet).await.map_err(|_| SwapError::WalletNotReady)?,
+        Some(_) => me.clone(),
+        None => return Err(SwapError::NoCaip2(r.to_chain.clone())),
+    };
+    let route = swaps
+        .best_route(&RouteRequest { from: &from, to: &to, from_token: &r.from_token, to_token: &r.to_token, from_address: Some(&me), to_address: Some(&recipient), amount: Amount::From(r.from_amount), slippage_bps: r.slippage_bps })
         .await?;
-    let estimated_output = step.pointer("/estimate/toAmount").and_then(Value::as_str).ok_or_else(|| SwapError::Unavailable("quote without toAmount".into()))?.to_string();
-    let answer = |tx_hash: String| Executed { tx_hash, chain: r.chain.clone(), from_token: r.from_token.clone(), to_token: r.to_token.clone(), from_amount: r.from_amount.to_string(), estimated_output: estimated_output.clone() };
-    // A retry of a run that already sent its swap sends nothing new.
-    if let Some(done) = repo::get_tx(db, run, LEG, SWAP_STEP).await? {
-        return Ok(answer(done.tx_hash));
+    let answer = |tx_hash: String| Executed { tx_hash, chain: r.chain.clone(), from_token: r.from_token.clone(), to_token: r.to_token.clone(), from_amount: r.from_amount.to_string(), estimated_output: route.output_amount.clone() };
+    // A retry of a run that already stored its swap sends nothing new.
+    if let Some(stored) = repo::get_tx(db, run, LEG, SWAP_STEP).await? {
+        return match driver.finality(&from.name, &stored.tx_hash, 1).await {
+            Ok(Finality::Pending) if !driver.can_land(&from.name, &stored).await => Err(SwapError::SendFailed(format!("stored swap {} can never land", stored.tx_hash))),
+            _ => Ok(answer(stored.tx_hash)),
+        };
     }
-    let tx = step.get("transactionRequest").ok_or_else(|| SwapError::Unavailable("quote without transactionRequest".into()))?;
-    let field = |k: &str| tx.get(k).and_then(Value::as_str).ok_or_else(|| SwapError::Unavailable(format!("transactionRequest without {k}")));
-    let (router, data) = (field("to")?.to_string(), field("data")?);
-    let token: Address = r.from_token.parse().map_err(|_| SwapError::Invalid("from_token"))?;
-    if !erc20::native(&token) {
-        let spender: Address = step
-            .pointer("/estimate/approvalAddress")
-            .and_then(Value::as_str)
-            .and_then(|a| a.parse().ok())
-            .ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
-        approve(swaps, db, driver.clone(), &wallet, &from.name, token, me.parse().map_err(|_| SwapError::WalletNotReady)?, spender, U256::from(r.from_amount), run).await?;
-    }
-    let value = hex_quantity(tx.get("value")).and_then(|h| u128::from_str_radix(h.trim_start_matches("0x"), 16).ok()).unwrap_or(0);
-    let gas_limit = hex_quantity(tx.get("gasLimit")).and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
-    let call = EvmCall { to: router, data: hex::decode(data.trim_start_matches("0x")).map_err(|_| SwapError::Unavailable("calldata is not hex".into()))?, value: value.to_string(), gas_limit };
+    let submission = match route.transaction {
+        Some(RouteTx::Evm { to: router, data, value, gas_limit }) => {
+            let token: Address = r.from_token.parse().map_err(|_| SwapError::Invalid("from_token"))?;
+            if !erc20::native(&token) {
+                let spender: Address = route.approval_address.as_deref().and_then(|a| a.parse().ok()).ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
+                approve(swaps, db, driver.clone(), &wallet, &from.name, token, me.parse().map_err(|_| SwapError::WalletNotReady)?, spender, U256::from(r.from_amount), run).await?;
+            }
+            let number = |h: Option<String>| h.and_then(|h| u128::from_str_radix(h.trim_start_matches("0x"), 16).ok());
+            let data = hex::decode(data.trim_start_matches("0x")).map_err(|_| SwapError::Unavailable("calldata is not hex".into()))?;
+            Submission::EvmCall(EvmCall { to: router, data, value: number(value).unwrap_or(0).to_string(), gas_limit: number(gas_limit).and_then(|g| u64::try_from(g).ok()) })
+        }
+        // The provider's transaction names the agent's wallet as fee payer
+        // (slot 0); the driver signs that slot only if it is the wallet's.
+        Some(RouteTx::Solana { transaction, .. }) => {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(&transaction).map_err(|_| SwapError::Unavailable("swap transaction is not base64".into()))?;
+            Submission::SolanaCosign(SolanaCosign { transaction: bytes, fee_payer_index: 0 })
+        }
+        None => return Err(SwapError::Unavailable("quote without a transaction".into())),
+    };
     let row = TxRow { intent_id: run.to_string(), leg: LEG.into(), step: SWAP_STEP, label: "swap".into() };
-    let hash = driver.submit(&from.name, &wallet, &Submission::EvmCall(call), row, Submit::default()).await.map_err(sent)?;
+    let hash = driver.submit(&from.name, &wallet, &submission, row, Submit::default()).await.map_err(sent)?;
     Ok(answer(hash))
 }
 

@@ -2,10 +2,10 @@
 //! and the discovery lists. Every failure is typed here; no upstream text or
 //! URL leaves this module except in logs.
 
-use std::time::Duration;
-
 use serde_json::Value;
 
+use super::route::Amount;
+use super::upstream::Upstream;
 use super::SwapError;
 use crate::config::Swap as SwapConfig;
 
@@ -17,9 +17,7 @@ pub const TRON_CHAIN_ID: u64 = 728_126_428;
 const NO_QUOTE: i64 = 1002;
 
 pub struct Lifi {
-    http: reqwest::Client,
-    base: String,
-    api_key: Option<String>,
+    up: Upstream,
 }
 
 /// One quote request, in LI.FI's terms.
@@ -34,14 +32,6 @@ pub struct QuoteRequest<'a> {
     pub slippage_bps: u16,
 }
 
-#[derive(Debug, Clone, Copy)]
-pub enum Amount {
-    /// ExactIn: what is sent.
-    From(u64),
-    /// ExactOut: what must arrive.
-    To(u64),
-}
-
 /// What a status lookup found.
 pub enum Status {
     /// No record yet (HTTP 404 or `NOT_FOUND`).
@@ -51,28 +41,7 @@ pub enum Status {
 
 impl Lifi {
     pub fn new(cfg: &SwapConfig) -> Lifi {
-        let http = reqwest::Client::builder().timeout(Duration::from_millis(cfg.timeout_ms)).build().expect("an HTTP client");
-        let api_key = cfg.lifi_api_key_env.as_deref().and_then(|k| std::env::var(k).ok()).filter(|k| !k.is_empty());
-        Lifi { http, base: cfg.lifi_url.trim_end_matches('/').to_string(), api_key }
-    }
-
-    /// The answer's status and body bytes; transport failures and timeouts
-    /// are `Unavailable` (the URL is kept out of the detail).
-    async fn fetch(&self, path: &str, query: &[(&str, String)]) -> Result<(reqwest::StatusCode, Vec<u8>), SwapError> {
-        let mut req = self.http.get(format!("{}{path}", self.base)).query(query);
-        if let Some(key) = &self.api_key {
-            req = req.header("x-lifi-api-key", key);
-        }
-        let resp = req.send().await.map_err(|e| SwapError::Unavailable(format!("{path}: {}", e.without_url())))?;
-        let status = resp.status();
-        let body = resp.bytes().await.map_err(|e| SwapError::Unavailable(format!("{path}: {}", e.without_url())))?;
-        Ok((status, body.to_vec()))
-    }
-
-    async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<(reqwest::StatusCode, Value), SwapError> {
-        let (status, body) = self.fetch(path, query).await?;
-        let value = serde_json::from_slice(&body).map_err(|_| SwapError::Unavailable(format!("{path}: HTTP {status}, not JSON")))?;
-        Ok((status, value))
+        Lifi { up: Upstream::new(&cfg.lifi_url, cfg.timeout_ms, "x-lifi-api-key", cfg.lifi_api_key_env.as_deref()) }
     }
 
     /// A quote: one LI.FI step with `estimate` and `transactionRequest`.
@@ -99,7 +68,7 @@ impl Lifi {
                 "/quote/toAmount"
             }
         };
-        let (status, v) = self.get(path, &query).await?;
+        let (status, v) = self.up.get(path, &query).await?;
         if status.is_success() {
             return if v.get("estimate").is_some() { Ok(v) } else { Err(SwapError::Unavailable(format!("{path}: no estimate in the answer"))) };
         }
@@ -116,7 +85,7 @@ impl Lifi {
         query.extend(from_chain.map(|c| ("fromChain", c.to_string())));
         query.extend(to_chain.map(|c| ("toChain", c.to_string())));
         query.extend(bridge.map(|b| ("bridge", b.to_string())));
-        let (status, v) = self.get("/status", &query).await?;
+        let (status, v) = self.up.get("/status", &query).await?;
         // 400: LI.FI cannot read the hash as a transfer it could know.
         let unknown = [reqwest::StatusCode::NOT_FOUND, reqwest::StatusCode::BAD_REQUEST].contains(&status);
         if unknown || v.get("status").and_then(Value::as_str) == Some("NOT_FOUND") {
@@ -130,7 +99,7 @@ impl Lifi {
 
     /// A discovery list, byte for byte as the provider gave it (JSON).
     pub async fn discovery(&self, path: &str, query: &[(&str, String)]) -> Result<std::sync::Arc<[u8]>, SwapError> {
-        let (status, body) = self.fetch(path, query).await?;
+        let (status, body) = self.up.get_bytes(path, query).await?;
         if !status.is_success() || serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_err() {
             return Err(SwapError::Unavailable(format!("{path}: HTTP {status}")));
         }

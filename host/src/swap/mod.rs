@@ -1,17 +1,21 @@
 //! Swap proxying: quotes, approvals, cross-chain status, discovery, and
-//! registered swaps followed to the end by the tracker. The upstream is an
-//! API speaking LI.FI's (`[swap] lifi_url`); what it says is mapped to the
-//! spec's fields and typed failures here, beside intents, below HTTP.
+//! registered swaps followed to the end by the tracker. The upstreams are
+//! an API speaking LI.FI's (`[swap] lifi_url`) and, for same-chain Solana
+//! swaps, one speaking Jupiter's (`jupiter_url`); what they say is mapped
+//! to the spec's fields and typed failures here, beside intents, below HTTP.
 
 pub mod approval;
 pub mod cache;
 pub mod erc20;
 pub mod execute;
+pub mod jupiter;
 pub mod lifi;
 pub mod quote;
 pub mod register;
+pub mod route;
 pub mod status;
 pub mod tracker;
+pub mod upstream;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,14 +101,16 @@ pub struct Swaps {
     pub config: Arc<Config>,
     pub registry: Arc<Registry>,
     pub lifi: lifi::Lifi,
+    pub jupiter: jupiter::Jupiter,
     pub discovery: cache::Cache,
 }
 
 impl Swaps {
     pub fn new(config: Arc<Config>, registry: Arc<Registry>) -> Swaps {
         let lifi = lifi::Lifi::new(&config.swap);
+        let jupiter = jupiter::Jupiter::new(&config.swap);
         let discovery = cache::Cache::new(Duration::from_secs(config.swap.discovery_ttl_seconds));
-        Swaps { config, registry, lifi, discovery }
+        Swaps { config, registry, lifi, jupiter, discovery }
     }
 
     /// `name` if swaps are offered on it.

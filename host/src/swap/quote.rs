@@ -3,19 +3,17 @@
 
 use std::collections::HashMap;
 
-use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::lifi::{Amount, QuoteRequest};
+use super::route::{Amount, RouteRequest, RouteTx};
 use super::{amount, slippage, valid_address, SwapChain, SwapError, Swaps};
-use crate::config::Family;
 use crate::db::Db;
 
-/// Where a quote is asked for when the caller named no wallet: LI.FI
-/// requires some `fromAddress`; no transaction is returned for it.
-const QUOTE_ONLY_FROM: &str = "0x0000000000000000000000000000000000000001";
+/// How long a Solana swap transaction may be sent: its blockhash lives
+/// 150 blocks (about 60 s at 400 ms).
+pub const SOLANA_TTL_SECONDS: i64 = 60;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct QuoteResponse {
@@ -91,19 +89,6 @@ pub fn hex_quantity(v: Option<&Value>) -> Option<String> {
     text.parse::<u128>().ok().map(|n| format!("{n:#x}"))
 }
 
-fn string(v: &Value, pointer: &str) -> Result<String, SwapError> {
-    v.pointer(pointer).and_then(Value::as_str).map(str::to_string).ok_or_else(|| SwapError::Unavailable(format!("quote without {pointer}")))
-}
-
-/// How much worse the output is than the input, in USD terms, in percent.
-fn price_impact(estimate: &Value) -> String {
-    let usd = |k: &str| estimate.get(k).and_then(Value::as_str).and_then(|s| s.parse::<Decimal>().ok());
-    match (usd("fromAmountUSD"), usd("toAmountUSD")) {
-        (Some(from), Some(to)) if from > Decimal::ZERO => ((from - to) / from * Decimal::from(100)).round_dp(4).normalize().to_string(),
-        _ => "0".into(),
-    }
-}
-
 pub async fn quote(swaps: &Swaps, db: &Db, q: &HashMap<String, String>, now_s: i64) -> Result<QuoteResponse, SwapError> {
     let chain_name = param(q, "chain").ok_or(SwapError::ParamRequired("chain"))?;
     let input = param(q, "input_token").ok_or(SwapError::ParamRequired("input_token"))?;
@@ -128,44 +113,25 @@ pub async fn quote(swaps: &Swaps, db: &Db, q: &HashMap<String, String>, now_s: i
     if user.is_some() && from.family != to.family && to_user.is_none() {
         return Err(SwapError::RecipientRequired);
     }
-    let request = QuoteRequest {
-        from_chain: from.lifi_id,
-        to_chain: to.lifi_id,
-        from_token: &input,
-        to_token: &output,
-        from_address: user.as_deref().unwrap_or(QUOTE_ONLY_FROM),
-        to_address: to_user.as_deref(),
-        amount: wanted,
-        slippage_bps,
-    };
-    let step = swaps.lifi.quote(&request).await?;
-    let estimate = step.get("estimate").cloned().unwrap_or_default();
+    let route = swaps
+        .best_route(&RouteRequest { from: &from, to: &to, from_token: &input, to_token: &output, from_address: user.as_deref(), to_address: to_user.as_deref(), amount: wanted, slippage_bps })
+        .await?;
     let body = QuoteBody {
         input_token: input,
         output_token: output,
-        input_amount: string(&step, "/estimate/fromAmount")?,
-        output_amount: string(&step, "/estimate/toAmount")?,
-        min_output_amount: string(&step, "/estimate/toAmountMin")?,
-        price_impact_pct: price_impact(&estimate),
+        input_amount: route.input_amount,
+        output_amount: route.output_amount,
+        min_output_amount: route.min_output_amount,
+        price_impact_pct: route.price_impact_pct,
     };
-    let swap_transaction = match user {
-        None => None,
-        Some(_) => {
-            let tx = step.get("transactionRequest").ok_or_else(|| SwapError::Unavailable("quote without transactionRequest".into()))?;
-            let data = string(tx, "/data")?;
-            let expires_at = now_s + swaps.config.swap.quote_ttl_seconds as i64;
-            Some(match from.family {
-                Family::Solana => SwapTransaction { transaction: data, to: None, value: None, gas_limit: None, expires_at, last_valid_block_height: tx.get("lastValidBlockHeight").and_then(Value::as_u64) },
-                _ => SwapTransaction {
-                    transaction: data,
-                    to: Some(string(tx, "/to")?),
-                    value: hex_quantity(tx.get("value")).or(Some("0x0".into())),
-                    gas_limit: hex_quantity(tx.get("gasLimit")),
-                    expires_at,
-                    last_valid_block_height: None,
-                },
-            })
+    let ttl = swaps.config.swap.quote_ttl_seconds as i64;
+    let swap_transaction = route.transaction.map(|tx| match tx {
+        RouteTx::Evm { to, data, value, gas_limit } => SwapTransaction { transaction: data, to: Some(to), value: value.or(Some("0x0".into())), gas_limit, expires_at: now_s + ttl, last_valid_block_height: None },
+        // A Solana transaction dies with its blockhash (150 blocks, about a
+        // minute): never promise more.
+        RouteTx::Solana { transaction, last_valid_block_height } => {
+            SwapTransaction { transaction, to: None, value: None, gas_limit: None, expires_at: now_s + ttl.min(SOLANA_TTL_SECONDS), last_valid_block_height }
         }
-    };
+    });
     Ok(QuoteResponse { quote: body, swap_transaction })
 }

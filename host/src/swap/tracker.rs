@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::lifi::{Lifi, Status};
 use super::{SwapError, Swaps};
+use crate::config::Family;
 use crate::family::Finality;
 use crate::intent::now_ms;
 use crate::settle::Deps;
@@ -62,7 +63,10 @@ async fn follow(deps: &Deps, lifi: &Lifi, holder: &str, i: &SwapIntent) -> Resul
         Finality::Confirmed(r) => r,
     };
     if i.from_chain == i.to_chain {
-        let received = received(&receipt.json, &i.to_token, &i.recipient_address).map(|a| a.to_string());
+        let received = match chain.family {
+            Family::Solana => solana_received(&receipt.json, &i.to_token, &i.recipient_address).map(|a| a.to_string()),
+            _ => received(&receipt.json, &i.to_token, &i.recipient_address).map(|a| a.to_string()),
+        };
         return done(deps, i, holder, now, Outcome { status: "DONE", substatus: Some("COMPLETED"), dest_tx_hash: Some(&i.source_tx_hash), received_amount: received.as_deref(), error_code: None }).await;
     }
     // Cross-chain: the source landed; the provider says when the rest did.
@@ -100,4 +104,42 @@ fn received(receipt: &Value, token: &str, to: &str) -> Option<U256> {
         }
     }
     Some(total)
+}
+
+/// What a Solana transaction credited `owner`'s token accounts of `mint`:
+/// post minus pre token balances, summed (each account by its index).
+fn solana_received(tx: &Value, mint: &str, owner: &str) -> Option<u128> {
+    let rows = |key: &str| -> Vec<(u64, u128)> {
+        let list = tx.pointer(&format!("/meta/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
+        list.iter()
+            .filter(|b| b.get("mint").and_then(Value::as_str) == Some(mint) && b.get("owner").and_then(Value::as_str) == Some(owner))
+            .filter_map(|b| Some((b.get("accountIndex")?.as_u64()?, b.pointer("/uiTokenAmount/amount")?.as_str()?.parse().ok()?)))
+            .collect()
+    };
+    let (pre, post) = (rows("preTokenBalances"), rows("postTokenBalances"));
+    let mut total: u128 = 0;
+    for (index, after) in post {
+        let before = pre.iter().find(|(i, _)| *i == index).map_or(0, |(_, a)| *a);
+        total += after.saturating_sub(before);
+    }
+    Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn solana_credit_is_post_minus_pre_for_the_owner_and_mint() {
+        let balance = |i: u64, mint: &str, owner: &str, amount: &str| json!({ "accountIndex": i, "mint": mint, "owner": owner, "uiTokenAmount": { "amount": amount } });
+        let tx = json!({ "meta": {
+            "preTokenBalances": [balance(1, "USDT", "me", "5"), balance(2, "USDC", "me", "100"), balance(3, "USDT", "pool", "900")],
+            // Account 4 was created by the transaction: no pre balance.
+            "postTokenBalances": [balance(1, "USDT", "me", "12"), balance(2, "USDC", "me", "90"), balance(3, "USDT", "pool", "893"), balance(4, "USDT", "me", "3")],
+        }});
+        assert_eq!(solana_received(&tx, "USDT", "me"), Some(10));
+        assert_eq!(solana_received(&tx, "USDC", "me"), Some(0));
+        assert_eq!(solana_received(&tx, "USDT", "someone"), Some(0));
+    }
 }
