@@ -254,6 +254,8 @@ const routes = {
     }
   },
   "/wallet/gettransactioninfobyid": async ({ value }) => seen.get(hex(value ?? ""))?.info ?? {},
+  // Every executed transaction's info in block `num` (what watchers poll).
+  "/wallet/gettransactioninfobyblocknum": async ({ num }) => [...seen.values()].filter((s) => s.info?.blockNumber === Number(num)).map((s) => s.info),
   "/wallet/gettransactionbyid": async ({ value }) => seen.get(hex(value ?? ""))?.tx ?? {},
   "/wallet/getaccount": async ({ address, visible }) => {
     const a = evm(address);

@@ -3,7 +3,9 @@
 // by the deployer: USDC/USDT (1,000,000 each side) where the chain has both,
 // and USDC/WETH (2,000,000 USDC against 1,000 ETH). Beside them, the devnet's
 // bridge (contracts/DevBridge.sol); the deployer's remaining 1,000,000 USDC
-// is the liquidity the swap provider releases on destination chains.
+// is the liquidity the swap provider releases on destination chains. TRON
+// gets the bridge alone (`deployBridge`): LI.FI routes out of and into TRON
+// are cross-chain only.
 import fs from "node:fs";
 import path from "node:path";
 import { keccak256, maxUint256 } from "viem";
@@ -61,4 +63,16 @@ export async function deployUniswap(pub, wallet, deploy, assets, txType) {
     pools.push([usdc.address, weth]);
   }
   return { weth, factory, router, bridge, pools };
+}
+
+/// The bridge alone, and 1,000,000 of each asset for the deployer to
+/// release on this chain; returns {bridge, pools: []}.
+export async function deployBridge(pub, wallet, deploy, assets, txType) {
+  const me = wallet.account.address;
+  for (const a of Object.values(assets)) {
+    if (a.alias_of) continue;
+    const hash = await wallet.writeContract({ address: a.address, abi: erc20, functionName: "mint", args: [me, 1_000_000n * 10n ** BigInt(a.decimals)], ...txType });
+    await pub.waitForTransactionReceipt({ hash });
+  }
+  return { bridge: await deploy(pub, wallet, bridgeArtifact, []), pools: [] };
 }

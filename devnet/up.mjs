@@ -15,7 +15,7 @@ import { x402ExactPermit2ProxyABI } from "@x402/evm";
 import { privateKeyToAccount, mnemonicToAccount } from "viem/accounts";
 import { compile } from "./compile.mjs";
 import { startSolana } from "./solana-up.mjs";
-import { deployUniswap } from "./uniswap.mjs";
+import { deployBridge, deployUniswap } from "./uniswap.mjs";
 import { utils as tronUtils } from "tronweb";
 import { multicall3Creation, permit2Runtime, MULTICALL3_ADDRESS, PERMIT2_ADDRESS } from "./canonical.mjs";
 
@@ -182,7 +182,7 @@ for (const name of chains) {
     assets[key] = { address, kind: a.kind, scheme: a.scheme, decimals: a.decimals, name: a.name, version: a.version, salted: Boolean(a.salted), reset: Boolean(a.reset) };
   }
   for (const [alias, of] of Object.entries(c.aliases ?? {})) assets[alias] = { ...assets[of], alias_of: of };
-  const uniswap = swaps && name !== "tron" ? await deployUniswap(pub, wallet, deploy, assets, txType) : undefined;
+  const uniswap = !swaps ? undefined : name === "tron" ? await deployBridge(pub, wallet, deploy, assets, txType) : await deployUniswap(pub, wallet, deploy, assets, txType);
   for (const a of [...gas, ...(name === "tron" ? tronGas : [])]) {
     await pub.request({ method: "anvil_setBalance", params: [a, `0x${parseEther("1000").toString(16)}`] });
   }
@@ -216,6 +216,7 @@ if (out.chains.tron) {
     permit2_proxy: b58(PROXY_ADDRESS),
     payers: payers.map((p) => ({ address: b58(p.address), private_key: p.private_key })),
   };
+  if (t.uniswap) out.tron.uniswap = { ...t.uniswap, bridge_evm: t.uniswap.bridge, bridge: b58(t.uniswap.bridge) };
   delete out.tron.rpc;
   port += 1;
 }

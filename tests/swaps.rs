@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::U256;
 use serde_json::{json, Value};
 
-use common::devnet::{call_state, send_tx, Devnet};
+use common::devnet::{call_state, send_tx, trc20_balance, Devnet};
 
 /// A transaction's receipt, once the node has one.
 async fn receipt_of(rpc: &str, hash: &str) -> Value {
@@ -430,4 +430,87 @@ async fn solana_swaps_move_both_sides_through_the_pool() {
     assert_eq!((s, e["message"].as_str()), (502, Some("swap service temporarily unavailable")), "{e}");
     assert!(!e.to_string().contains("127.0.0.1"), "no upstream address in the answer: {e}");
     assert_eq!(get("/api/chains".into()).await.0, 200);
+}
+
+/// TRON routes are cross-chain only (as on LI.FI). The agent's hosted TRON
+/// wallet swaps TRON USDT into base USDT through the devnet's bridge: an
+/// approve, then the provider's TRON transaction, which the host signs only
+/// after checking its owner and contract; then base back into TRON. Both
+/// destinations are credited; one key, one run of transactions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tron_swaps_cross_through_the_bridge_from_hosted_wallets() {
+    use stablerail::config::Family;
+    use stablerail::keys::Role;
+    let dn = Devnet::start_swaps(25245, "base,tron", "").await;
+    let api = dn.tron_api();
+    let tron_usdt = dn.info["tron"]["assets"]["usdt"]["address"].as_str().unwrap().to_string();
+    let bridge = dn.info["tron"]["uniswap"]["bridge"].as_str().unwrap().to_string();
+    let base_usdt = dn.token("base", "usdt");
+    let (agent, auth) = dn.agent().await;
+    let role = Role::Agent(agent.clone());
+    let tron_wallet = dn.state.keys.address(&role.key_name(Family::Tron)).await.unwrap();
+    let evm_wallet = dn.state.keys.address(&role.key_name(Family::Evm)).await.unwrap();
+    dn.tron_fund(&tron_wallet, 200, 5_000_000).await;
+    let get = |uri: String| {
+        let dn = &dn;
+        async move { dn.call("GET", &uri, None, &[]).await }
+    };
+    let wait_for = || Instant::now() + Duration::from_secs(20);
+
+    // No same-chain route on TRON.
+    let (s, e) = get(format!("/api/swap/quote?chain=tron&input_token={tron_usdt}&output_token={tron_usdt}&from_amount=1000000")).await;
+    assert_eq!((s, e["message"].as_str()), (400, Some("no swap route found")), "{e}");
+    // Out of TRON with the signer: the bridge's TRON transaction.
+    let now = chrono::Utc::now().timestamp();
+    let (s, q) = get(format!("/api/swap/quote?chain=tron&to_chain=base&input_token={tron_usdt}&output_token={base_usdt}&from_amount=1000000&user_address={tron_wallet}&to_user_address={evm_wallet}")).await;
+    assert_eq!(s, 200, "{q}");
+    assert_eq!(q["quote"]["output_amount"], "999500", "{q}");
+    let tx = &q["swap_transaction"];
+    assert_eq!((&tx["to"], &tx["gas_limit"]), (&json!(bridge), &json!("0x2faf080")), "{tx}");
+    assert!(tx["transaction"].as_str().unwrap().starts_with("0x"), "{tx}");
+    assert!((now..=now + 121).contains(&tx["expires_at"].as_i64().unwrap()), "{tx}");
+
+    // The agent: TRON → base.
+    let keyed = [("authorization", auth.as_str()), ("idempotency-key", "tron-1")];
+    let body = json!({ "chain": "tron", "to_chain": "base", "from_token": tron_usdt, "to_token": base_usdt, "from_amount": 1_000_000 });
+    let (s, first) = dn.call("POST", "/v2/swap/execute", Some(body.clone()), &keyed).await;
+    assert_eq!(s, 200, "{first}");
+    assert_eq!(first["estimated_output"], "999500", "{first}");
+    let hash = first["tx_hash"].as_str().unwrap().to_string();
+    assert_eq!(trc20_balance(&api, &tron_usdt, &tron_wallet).await, 4_000_000, "the TRON side left the wallet");
+    let deadline = wait_for();
+    while dn.balance_of("base", "usdt", &evm_wallet).await != U256::from(999_500u64) {
+        assert!(Instant::now() < deadline, "the bridge never credited base");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (s, again) = dn.call("POST", "/v2/swap/execute", Some(body), &keyed).await;
+    assert_eq!((s, &again), (200, &first));
+    let run = stablerail::swap::execute::run_id(&agent, Some("tron-1"));
+    let stored = stablerail::store::settlement::list_txs(&dn.state.db, &run, "swap").await.unwrap();
+    assert_eq!(stored.iter().map(|t| t.label.as_str()).collect::<Vec<_>>(), ["approve", "swap"], "stored before broadcast, once each");
+    assert_eq!(stored[1].tx_hash, hash);
+    assert_eq!(trc20_balance(&api, &tron_usdt, &tron_wallet).await, 4_000_000, "charged once");
+    // Registered, it is followed to DONE through the provider's status.
+    let register = json!({
+        "source_tx_hash": hash, "from_chain": "tron", "to_chain": "base", "from_token": tron_usdt, "to_token": base_usdt,
+        "payer_address": tron_wallet, "recipient_address": evm_wallet, "sending_token_amount": "1000000",
+    });
+    let (s, r) = dn.call("POST", "/api/swap/intents", Some(register), &[]).await;
+    assert_eq!(s, 201, "{r}");
+    let done = wait_swap(&dn, r["intent_id"].as_str().unwrap(), "DONE").await;
+    assert_eq!(done["received_amount"], "999500", "{done}");
+    assert!(done["dest_tx_hash"].as_str().is_some_and(|h| h.starts_with("0x")), "{done}");
+
+    // The agent: base → TRON, into its TRON wallet.
+    dn.mint_asset("base", "usdt", &evm_wallet, U256::from(2_000_000u64)).await;
+    common::devnet::rpc(&dn.rpc_url("base"), "anvil_setBalance", json!([evm_wallet, "0x56bc75e2d63100000"])).await;
+    let body = json!({ "chain": "base", "to_chain": "tron", "from_token": base_usdt, "to_token": tron_usdt, "from_amount": 2_000_000 });
+    let (s, back) = dn.call("POST", "/v2/swap/execute", Some(body), &[("authorization", auth.as_str())]).await;
+    assert_eq!(s, 200, "{back}");
+    let deadline = wait_for();
+    while trc20_balance(&api, &tron_usdt, &tron_wallet).await != 4_000_000 + 1_999_000 {
+        assert!(Instant::now() < deadline, "the bridge never credited TRON");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(dn.balance_of("base", "usdt", &evm_wallet).await, U256::from(999_500u64), "base paid 2,000,000");
 }

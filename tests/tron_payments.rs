@@ -13,21 +13,7 @@ use stablerail::config::Family;
 use stablerail::keys::Role;
 
 use common::app::MERCHANT;
-use common::devnet::{call_state, decode_proof, tron_pay, tron_send, tron_sign, Devnet};
-
-async fn trc20_balance(api: &str, token: &str, who: &str) -> u128 {
-    let body = bs58::decode(who).with_check(None).into_vec().unwrap();
-    let v: Value = reqwest::Client::new()
-        .post(format!("{api}/wallet/triggerconstantcontract"))
-        .json(&json!({ "owner_address": who, "contract_address": token, "function_selector": "balanceOf(address)", "parameter": format!("{:0>64}", hex::encode(&body[1..])), "visible": true }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    u128::from_str_radix(v["constant_result"][0].as_str().unwrap(), 16).unwrap()
-}
+use common::devnet::{call_state, decode_proof, trc20_balance, tron_pay, tron_send, tron_sign, Devnet};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_tron_payer_pays_a_base_merchant_through_permit2() {

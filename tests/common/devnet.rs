@@ -427,6 +427,21 @@ pub fn tron_send(api: &str, key: &str, token: &str, to: &str, amount: impl std::
 
 /// A TRON Permit2 payment of `requirements` signed over TIP-712 by tronweb
 /// (devnet/tron-pay.mjs) with the payer's `key`: the settle_proof.
+/// What TRON account `who` holds of TRC-20 `token` (both base58check).
+pub async fn trc20_balance(api: &str, token: &str, who: &str) -> u128 {
+    let body = bs58::decode(who).with_check(None).into_vec().unwrap();
+    let v: Value = reqwest::Client::new()
+        .post(format!("{api}/wallet/triggerconstantcontract"))
+        .json(&json!({ "owner_address": who, "contract_address": token, "function_selector": "balanceOf(address)", "parameter": format!("{:0>64}", hex::encode(&body[1..])), "visible": true }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    u128::from_str_radix(v["constant_result"][0].as_str().unwrap(), 16).unwrap()
+}
+
 /// Sign a base64 Solana transaction as the wallet of `seed` (hex), send it
 /// and wait for it (@solana/kit): (signature, err).
 pub fn sol_send(transaction: &str, seed: &str, rpc: &str) -> (String, Value) {

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use super::route::{Amount, RouteRequest};
 use super::quote::{account, param, token, wallet};
-use super::erc20::{self, native};
+use super::erc20::{self, native, Spend};
 use super::{amount, SwapError, Swaps};
 use crate::config::Family;
 use crate::db::Db;
@@ -68,7 +68,7 @@ pub async fn approval(swaps: &Swaps, db: &Db, q: &HashMap<String, String>) -> Re
     let gas_info = param(q, "include_gas_info").is_some_and(|v| v == "true" || v == "1");
     let request_id = ulid::Ulid::new().to_string();
     let (token_addr, owner): (Address, Address) = (token_in.parse().map_err(|_| SwapError::Invalid("token"))?, user.parse().map_err(|_| SwapError::Invalid("user_address"))?);
-    if native(&token_addr) {
+    if native(Family::Evm, &token_addr) {
         return Ok(ApprovalResponse { request_id, needs_approval: false, gas_fee: None, cancel_gas_fee: None, approval: None, cancel: None });
     }
     // The spender is the route's: ask for the quote the swap will use.
@@ -77,12 +77,13 @@ pub async fn approval(swaps: &Swaps, db: &Db, q: &HashMap<String, String>) -> Re
         .await?;
     let spender: Address = route.approval_address.as_deref().and_then(|a| a.parse().ok()).ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
     let client = swaps.client(&from.name)?;
-    let allowance = erc20::allowance(swaps, &from.name, token_addr, owner, spender).await?;
+    let wanted = Spend { chain: &from.name, family: Family::Evm, token: token_addr, owner, spender };
+    let allowance = erc20::allowance(swaps, &wanted).await?;
     if allowance >= U256::from(spend) {
         return Ok(ApprovalResponse { request_id, needs_approval: false, gas_fee: None, cancel_gas_fee: None, approval: None, cancel: None });
     }
     let chain_id = from.chain_id.unwrap_or_default();
-    let resets = erc20::resets_first(swaps, &from.name, token_addr);
+    let resets = erc20::resets_first(swaps, &wanted);
     let gas_price = if gas_info { client.rpc("eth_gasPrice", json!([])).await.ok().and_then(|v| v.as_str().and_then(|h| u128::from_str_radix(h.trim_start_matches("0x"), 16).ok())) } else { None };
     let tx = |value: U256| {
         let data = alloy_primitives::hex::encode_prefixed(erc20::approve_data(spender, value));

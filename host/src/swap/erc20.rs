@@ -1,39 +1,80 @@
-//! What swapping from an EVM wallet asks of the input token: whether it is
-//! the native coin, the wallet's allowance to the route's spender (read on
+//! What swapping from a wallet asks of the input token: whether it is the
+//! native coin, the wallet's allowance to the route's spender (read on
 //! chain), whether the token must be reset to 0 before a new allowance, and
-//! the approve call itself. Shared by `approval` and `execute`.
+//! the approve transaction. ERC-20 on EVM chains; TRC-20, the same ABI, on
+//! TRON. Shared by `approval` and `execute`.
 
 use alloy_primitives::{Address, U256};
-use alloy_sol_types::{sol, SolCall};
+use alloy_sol_types::SolCall;
 use serde_json::json;
 
 use super::{SwapError, Swaps};
+use crate::config::Family;
+use crate::family::tron::calls::{self, allowanceCall};
+use crate::payment::{EvmCall, Submission, TronTransaction};
 
-sol! {
-    function approve(address spender, uint256 value) returns (bool);
-    function allowance(address owner, address spender) returns (uint256);
+pub use calls::approve_data;
+
+/// How long an approve built for a hosted TRON wallet may wait to be sent.
+const TRON_APPROVE_LIFETIME_MS: i64 = 60_000;
+/// Its fee_limit: 50 TRX, as the approval helpers.
+const TRON_APPROVE_FEE_LIMIT: i64 = 50_000_000;
+/// TRX as LI.FI names it.
+const TRX: &str = "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb";
+
+/// One token spent from `owner` through `spender` on `chain`.
+pub struct Spend<'a> {
+    pub chain: &'a str,
+    pub family: Family,
+    pub token: Address,
+    pub owner: Address,
+    pub spender: Address,
 }
 
-/// The native coin as routers name it (zero or 0xEeee…): never approved.
-pub fn native(token: &Address) -> bool {
-    *token == Address::ZERO || *token == Address::repeat_byte(0xee)
+/// `text` as a 20-byte address of `family` (TRON: base58check).
+pub fn parse(family: Family, text: &str) -> Option<Address> {
+    match family {
+        Family::Tron => tron_wire::address::parse(text),
+        _ => text.parse().ok(),
+    }
 }
 
-pub async fn allowance(swaps: &Swaps, chain: &str, token: Address, owner: Address, spender: Address) -> Result<U256, SwapError> {
-    let client = swaps.client(chain)?;
-    let data = alloy_primitives::hex::encode_prefixed(allowanceCall { owner, spender }.abi_encode());
-    let answer = client.rpc("eth_call", json!([{ "to": token, "data": data }, "latest"])).await.map_err(|e| SwapError::Unavailable(format!("{chain}: {e}")))?;
+/// The native coin as routers name it (EVM: zero or 0xEeee…; TRON: LI.FI's
+/// TRX address): never approved.
+pub fn native(family: Family, token: &Address) -> bool {
+    match family {
+        Family::Tron => parse(Family::Tron, TRX).as_ref() == Some(token),
+        _ => *token == Address::ZERO || *token == Address::repeat_byte(0xee),
+    }
+}
+
+pub async fn allowance(swaps: &Swaps, s: &Spend<'_>) -> Result<U256, SwapError> {
+    let client = swaps.client(s.chain)?;
+    if s.family == Family::Tron {
+        return calls::allowance(&client, &s.token, &s.owner, &s.spender).await.map_err(|e| SwapError::Unavailable(format!("{}: {e}", s.chain)));
+    }
+    let data = alloy_primitives::hex::encode_prefixed(allowanceCall { owner: s.owner, spender: s.spender }.abi_encode());
+    let answer = client.rpc("eth_call", json!([{ "to": s.token, "data": data }, "latest"])).await.map_err(|e| SwapError::Unavailable(format!("{}: {e}", s.chain)))?;
     answer.as_str().and_then(|h| U256::from_str_radix(h.trim_start_matches("0x"), 16).ok()).ok_or_else(|| SwapError::Unavailable("allowance unreadable".into()))
 }
 
 /// Whether `token` is configured on `chain` with `reset-allowance-first`
-/// (ethereum USDT: a non-zero allowance cannot be changed but to 0).
-pub fn resets_first(swaps: &Swaps, chain: &str, token: Address) -> bool {
-    swaps.config.chains.get(chain).is_some_and(|c| {
-        c.assets.values().any(|a| a.token.parse::<Address>().ok() == Some(token) && a.params.get("reset-allowance-first").is_some_and(|v| v == "true"))
+/// (USDT on ethereum: a non-zero allowance cannot be changed but to 0).
+pub fn resets_first(swaps: &Swaps, s: &Spend<'_>) -> bool {
+    swaps.config.chains.get(s.chain).is_some_and(|c| {
+        c.assets.values().any(|a| parse(s.family, &a.token) == Some(s.token) && a.params.get("reset-allowance-first").is_some_and(|v| v == "true"))
     })
 }
 
-pub fn approve_data(spender: Address, value: U256) -> Vec<u8> {
-    approveCall { spender, value }.abi_encode()
+/// The approve of `value` for the owner's wallet to sign and send.
+pub async fn approve_submission(swaps: &Swaps, s: &Spend<'_>, value: U256) -> Result<Submission, SwapError> {
+    if s.family != Family::Tron {
+        return Ok(Submission::EvmCall(EvmCall { to: s.token.to_checksum(None), data: approve_data(s.spender, value), value: "0".into(), gas_limit: None }));
+    }
+    let client = swaps.client(s.chain)?;
+    let head = calls::head(&client).await.map_err(|e| SwapError::Unavailable(format!("{}: {e}", s.chain)))?;
+    let now = crate::intent::now_ms();
+    let raw_data = calls::approve_raw(&s.owner, &s.token, s.spender, value, &head, now, now + TRON_APPROVE_LIFETIME_MS, TRON_APPROVE_FEE_LIMIT);
+    // No signature: the driver signs it as the wallet, its owner.
+    Ok(Submission::TronSigned(TronTransaction { raw_data, signatures: vec![] }))
 }

@@ -9,21 +9,21 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{Address, U256};
+use alloy_primitives::U256;
 use base64::Engine as _;
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
-use super::erc20;
+use super::erc20::{self, Spend};
 use super::route::{Amount, RouteRequest, RouteTx};
-use super::{valid_address, SwapError, Swaps, MAX_SLIPPAGE_BPS, DEFAULT_SLIPPAGE_BPS};
+use super::{valid_address, SwapChain, SwapError, Swaps, MAX_SLIPPAGE_BPS, DEFAULT_SLIPPAGE_BPS};
 use crate::config::Family;
 use crate::db::Db;
 use crate::family::{Driver, Drivers, Finality, SendError, Submit};
 use crate::keys::Role;
-use crate::payment::{EvmCall, SolanaCosign, Submission};
+use crate::payment::{EvmCall, SolanaCosign, Submission, TronTransaction};
 use crate::store::settlement::{self as repo, TxRow};
 
 /// The leg name a run's transactions are stored under.
@@ -100,8 +100,10 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
     if source.family == Family::Tron || destination_family == Some(Family::Tron) {
         let tron = drivers.of(Family::Tron).ok_or(SwapError::TronNotConfigured)?;
         tron.address(&wallet).await.map_err(|_| SwapError::NoTronWallet)?;
-        // TRON swaps from hosted wallets are not built in this version.
-        return Err(SwapError::TronNotConfigured);
+        // TRON execution: the TRON chain must be one swaps are offered on
+        // (LI.FI serves TRON's mainnet id only).
+        let tron_chain = if source.family == Family::Tron { &r.chain } else { &r.to_chain };
+        swaps.chain(tron_chain).map_err(|_| SwapError::TronNotConfigured)?;
     }
     let (from, to) = (swaps.chain(&r.chain)?, swaps.chain(&r.to_chain)?);
     if !valid_address(from.family, &r.from_token) {
@@ -131,11 +133,7 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
     }
     let submission = match route.transaction {
         Some(RouteTx::Evm { to: router, data, value, gas_limit }) => {
-            let token: Address = r.from_token.parse().map_err(|_| SwapError::Invalid("from_token"))?;
-            if !erc20::native(&token) {
-                let spender: Address = route.approval_address.as_deref().and_then(|a| a.parse().ok()).ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
-                approve(swaps, db, driver.clone(), &wallet, &from.name, token, me.parse().map_err(|_| SwapError::WalletNotReady)?, spender, U256::from(r.from_amount), run).await?;
-            }
+            approve_input(swaps, db, &driver, &wallet, &from, &r, &me, route.approval_address.as_deref(), run).await?;
             let number = |h: Option<String>| h.and_then(|h| u128::from_str_radix(h.trim_start_matches("0x"), 16).ok());
             let data = hex::decode(data.trim_start_matches("0x")).map_err(|_| SwapError::Unavailable("calldata is not hex".into()))?;
             Submission::EvmCall(EvmCall { to: router, data, value: number(value).unwrap_or(0).to_string(), gas_limit: number(gas_limit).and_then(|g| u64::try_from(g).ok()) })
@@ -146,6 +144,16 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
             let bytes = base64::engine::general_purpose::STANDARD.decode(&transaction).map_err(|_| SwapError::Unavailable("swap transaction is not base64".into()))?;
             Submission::SolanaCosign(SolanaCosign { transaction: bytes, fee_payer_index: 0 })
         }
+        // A TRON call the provider built: the wallet must own it, it must
+        // call the contract the route names, and it must still be valid.
+        Some(RouteTx::Tron { to: contract, raw_data, .. }) => {
+            let refused = |e: &str| SwapError::Unavailable(format!("TRON swap transaction: {e}"));
+            tron_call(&raw_data, &me, &contract, crate::intent::now_ms()).map_err(refused)?;
+            approve_input(swaps, db, &driver, &wallet, &from, &r, &me, route.approval_address.as_deref(), run).await?;
+            // The approve took time: the transaction must still be valid.
+            tron_call(&raw_data, &me, &contract, crate::intent::now_ms()).map_err(refused)?;
+            Submission::TronSigned(TronTransaction { raw_data, signatures: vec![] })
+        }
         None => return Err(SwapError::Unavailable("quote without a transaction".into())),
     };
     let row = TxRow { intent_id: run.to_string(), leg: LEG.into(), step: SWAP_STEP, label: "swap".into() };
@@ -153,28 +161,58 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
     Ok(answer(hash))
 }
 
-/// Make `owner`'s allowance to `spender` cover `amount`: nothing when it
-/// does; else (a reset to 0 first for tokens configured so, when it is not
-/// 0) an approve, each confirmed before going on.
+/// Whether a TRON transaction a provider built may be signed by `owner`:
+/// one canonical call, owned by `owner`, of `contract`, without TRX sent
+/// along, not expired at `now_ms`.
+fn tron_call(raw_data: &[u8], owner: &str, contract: &str, now_ms: i64) -> Result<(), &'static str> {
+    let (raw, call) = tron_wire::raw::single_call(raw_data)?;
+    let raw_of = |text: &str| tron_wire::address::parse(text).map(|a| tron_wire::address::raw(&a));
+    if raw_of(owner) != Some(call.owner_address) {
+        return Err("its owner is not the wallet");
+    }
+    if raw_of(contract) != Some(call.contract_address) {
+        return Err("it calls another contract than the route's");
+    }
+    if call.call_value != 0 {
+        return Err("it sends TRX along");
+    }
+    if raw.expiration <= now_ms {
+        return Err("it has expired");
+    }
+    Ok(())
+}
+
+/// Make the wallet's allowance of the input token to the route's spender
+/// cover the amount: nothing for the native coin or when it does; else (a
+/// reset to 0 first for tokens configured so, when it is not 0) an
+/// approve, each confirmed before going on.
 #[allow(clippy::too_many_arguments)]
-async fn approve(swaps: &Swaps, db: &Db, driver: Arc<dyn Driver>, wallet: &Role, chain: &str, token: Address, owner: Address, spender: Address, amount: U256, run: &str) -> Result<(), SwapError> {
-    let allowance = erc20::allowance(swaps, chain, token, owner, spender).await?;
+async fn approve_input(swaps: &Swaps, db: &Db, driver: &Arc<dyn Driver>, wallet: &Role, from: &SwapChain, r: &Request, me: &str, spender: Option<&str>, run: &str) -> Result<(), SwapError> {
+    let token = erc20::parse(from.family, &r.from_token).ok_or(SwapError::Invalid("from_token"))?;
+    if erc20::native(from.family, &token) {
+        return Ok(());
+    }
+    let spender = spender.and_then(|a| erc20::parse(from.family, a)).ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
+    let owner = erc20::parse(from.family, me).ok_or(SwapError::WalletNotReady)?;
+    let spend = Spend { chain: &from.name, family: from.family, token, owner, spender };
+    let amount = U256::from(r.from_amount);
+    let allowance = erc20::allowance(swaps, &spend).await?;
     if allowance >= amount {
         return Ok(());
     }
-    let resets = erc20::resets_first(swaps, chain, token);
     let mut steps = Vec::new();
-    if resets && !allowance.is_zero() {
+    if erc20::resets_first(swaps, &spend) && !allowance.is_zero() {
         steps.push((RESET_STEP, "reset", U256::ZERO));
     }
     steps.push((APPROVE_STEP, "approve", amount));
+    let chain = from.name.as_str();
     for (step, label, value) in steps {
         let hash = match repo::get_tx(db, run, LEG, step).await? {
             Some(stored) => stored.tx_hash,
             None => {
-                let call = EvmCall { to: token.to_checksum(None), data: erc20::approve_data(spender, value), value: "0".into(), gas_limit: None };
+                let submission = erc20::approve_submission(swaps, &spend, value).await?;
                 let row = TxRow { intent_id: run.to_string(), leg: LEG.into(), step, label: label.into() };
-                driver.submit(chain, wallet, &Submission::EvmCall(call), row, Submit::default()).await.map_err(sent)?
+                driver.submit(chain, wallet, &submission, row, Submit::default()).await.map_err(sent)?
             }
         };
         let started = Instant::now();
@@ -188,4 +226,24 @@ async fn approve(swaps: &Swaps, db: &Db, driver: Arc<dyn Driver>, wallet: &Role,
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tron_wire::raw::{trigger, Reference};
+
+    #[test]
+    fn a_tron_call_is_signed_only_for_its_owner_contract_and_time() {
+        let (me, bridge, other) = ("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8", "TXLAQ63Xg1NAzckPwKHvzw7CSEmLMEqcdj");
+        let raw = |owner: &str, contract: &str| {
+            let a = |t: &str| tron_wire::address::raw(&tron_wire::address::parse(t).unwrap());
+            trigger(a(owner), a(contract), vec![1, 2, 3, 4], &Reference { number: 7, block_id: [9; 32], timestamp_ms: 0 }, 1_000, 61_000, 50_000_000)
+        };
+        assert_eq!(tron_call(&raw(me, bridge), me, bridge, 2_000), Ok(()));
+        assert_eq!(tron_call(&raw(other, bridge), me, bridge, 2_000), Err("its owner is not the wallet"));
+        assert_eq!(tron_call(&raw(me, other), me, bridge, 2_000), Err("it calls another contract than the route's"));
+        assert_eq!(tron_call(&raw(me, bridge), me, bridge, 61_000), Err("it has expired"));
+        assert!(tron_call(&[0xff, 0x00], me, bridge, 2_000).is_err(), "not a transaction");
+    }
 }

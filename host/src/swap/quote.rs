@@ -132,6 +132,11 @@ pub async fn quote(swaps: &Swaps, db: &Db, q: &HashMap<String, String>, now_s: i
         RouteTx::Solana { transaction, last_valid_block_height } => {
             SwapTransaction { transaction, to: None, value: None, gas_limit: None, expires_at: now_s + ttl.min(SOLANA_TTL_SECONDS), last_valid_block_height }
         }
+        // A TRON transaction carries its own expiration.
+        RouteTx::Tron { to, raw_data, fee_limit } => {
+            let expires = tron_wire::raw::single_call(&raw_data).map_or(now_s + ttl, |(raw, _)| raw.expiration / 1000);
+            SwapTransaction { transaction: alloy_primitives::hex::encode_prefixed(&raw_data), to: Some(to), value: None, gas_limit: fee_limit, expires_at: expires.min(now_s + ttl), last_valid_block_height: None }
+        }
     });
     Ok(QuoteResponse { quote: body, swap_transaction })
 }

@@ -60,6 +60,14 @@ pub enum RouteTx {
         transaction: String,
         last_valid_block_height: Option<u64>,
     },
+    /// An unsigned TRON transaction (LI.FI: `data` is `0x` ‖ raw_data_hex).
+    Tron {
+        /// The contract it calls (base58).
+        to: String,
+        raw_data: Vec<u8>,
+        /// Hex SUN.
+        fee_limit: Option<String>,
+    },
 }
 
 /// The sender LI.FI is given when the caller named none (it requires
@@ -116,7 +124,12 @@ impl Swaps {
                 let data = string(tx, "/data")?;
                 Some(match r.from.family {
                     Family::Solana => RouteTx::Solana { transaction: data, last_valid_block_height: tx.get("lastValidBlockHeight").and_then(Value::as_u64) },
-                    _ => RouteTx::Evm { to: string(tx, "/to")?, data, value: hex_quantity(tx.get("value")), gas_limit: hex_quantity(tx.get("gasLimit")) },
+                    Family::Tron => RouteTx::Tron {
+                        to: string(tx, "/to")?,
+                        raw_data: alloy_primitives::hex::decode(data.trim_start_matches("0x")).map_err(|_| SwapError::Unavailable("TRON transaction data is not hex".into()))?,
+                        fee_limit: hex_quantity(tx.get("gasLimit")),
+                    },
+                    Family::Evm => RouteTx::Evm { to: string(tx, "/to")?, data, value: hex_quantity(tx.get("value")), gas_limit: hex_quantity(tx.get("gasLimit")) },
                 })
             }
         };

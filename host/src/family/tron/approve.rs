@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use alloy_primitives::{hex, Address, Signature, B256, U256};
-use alloy_sol_types::{sol, SolCall};
+use alloy_sol_types::SolCall;
 use prost::Message;
 use serde_json::{json, Value};
 use tron_wire::address;
@@ -17,10 +17,8 @@ use crate::chain::ChainClient;
 use crate::config::{Availability, Config, Family};
 use crate::intent::now_ms;
 
-sol! {
-    function approve(address spender, uint256 value) returns (bool);
-    function allowance(address owner, address spender) returns (uint256);
-}
+use super::calls::{self, approveCall};
+
 
 /// How long a prepared approve stays valid.
 pub const LIFETIME_MS: i64 = 60_000;
@@ -107,48 +105,21 @@ impl Wired {
         self.client.rpc(path, body).await.map_err(|e| ApproveError::Node(format!("{path}: {e}")))
     }
 
-    async fn allowance(&self, owner: &Address) -> Result<U256, ApproveError> {
-        let data = allowanceCall { owner: *owner, spender: self.permit2 }.abi_encode();
-        let v = self
-            .call("/wallet/triggerconstantcontract", json!({
-                "owner_address": hex::encode(address::raw(owner)),
-                "contract_address": hex::encode(address::raw(&self.usdt)),
-                "data": hex::encode(&data),
-            }))
-            .await?;
-        v.pointer("/constant_result/0")
-            .and_then(Value::as_str)
-            .and_then(|h| U256::from_str_radix(h, 16).ok())
-            .ok_or_else(|| ApproveError::Node(format!("allowance answered {v}")))
-    }
-
-    async fn head(&self) -> Result<Reference, ApproveError> {
-        let v = self.call("/wallet/getnowblock", json!({})).await?;
-        let bad = || ApproveError::Node("getnowblock: unreadable block".into());
-        let id = v.get("blockID").and_then(Value::as_str).and_then(|h| hex::decode(h).ok()).and_then(|b| <[u8; 32]>::try_from(b).ok()).ok_or_else(bad)?;
-        let header = v.pointer("/block_header/raw_data").ok_or_else(bad)?;
-        Ok(Reference {
-            number: header.get("number").and_then(Value::as_u64).ok_or_else(bad)?,
-            block_id: id,
-            timestamp_ms: header.get("timestamp").and_then(Value::as_i64).unwrap_or(0),
-        })
-    }
-
     /// What `address` must sign next, or `None` when its allowance is
     /// already the maximum.
     pub async fn prepare(&self, owner_text: &str) -> Result<Option<Prepared>, ApproveError> {
         let owner = address::parse(owner_text).ok_or(Refusal::Address)?;
-        let allowance = self.allowance(&owner).await?;
+        let allowance = calls::allowance(&self.client, &self.usdt, &owner, &self.permit2).await.map_err(ApproveError::Node)?;
         let (step, amount) = match allowance {
             a if a == U256::MAX => return Ok(None),
             a if a.is_zero() => (Step::Approve, U256::MAX),
             // USDT refuses to change a non-zero allowance: reset it first.
             _ => (Step::Reset, U256::ZERO),
         };
-        let head = self.head().await?;
+        let head = calls::head(&self.client).await.map_err(ApproveError::Node)?;
         let now = now_ms();
-        let data = approveCall { spender: self.permit2, value: amount }.abi_encode();
-        let raw_data = raw::trigger(address::raw(&owner), address::raw(&self.usdt), data.clone(), &head, now, now + LIFETIME_MS, FEE_LIMIT);
+        let data = calls::approve_data(self.permit2, amount);
+        let raw_data = calls::approve_raw(&owner, &self.usdt, self.permit2, amount, &head, now, now + LIFETIME_MS, FEE_LIMIT);
         Ok(Some(Prepared { step, raw_data, owner, usdt: self.usdt, data, head, timestamp: now, expiration: now + LIFETIME_MS }))
     }
 

@@ -11,6 +11,7 @@
 //! message text.
 
 pub mod approve;
+pub mod calls;
 
 use std::sync::Arc;
 
