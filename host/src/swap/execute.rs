@@ -1,6 +1,7 @@
-//! `POST /v2/swap/execute` (EVM and Solana): quote for the agent's hosted
-//! wallet; on EVM approve the route's spender when the allowance is short
-//! (reset to 0 first where the token needs it); then send the swap. Every transaction
+//! `POST /v2/swap/execute` (EVM, Solana, TRON): quote for the agent's
+//! hosted wallet; on EVM and TRON approve the route's spender when the
+//! allowance is short (reset to 0 first where the token needs it); then
+//! send the swap. Every transaction
 //! goes through the family driver, so it is signed, stored, then
 //! broadcast, and its nonce is the database's; each is stored under the
 //! run (`swx_…`), which for an `Idempotency-Key` is derived from the agent
@@ -148,10 +149,13 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
         // call the contract the route names, and it must still be valid.
         Some(RouteTx::Tron { to: contract, raw_data, .. }) => {
             let refused = |e: &str| SwapError::Unavailable(format!("TRON swap transaction: {e}"));
-            tron_call(&raw_data, &me, &contract, crate::intent::now_ms()).map_err(refused)?;
+            // TRX goes along only when TRX is what is swapped.
+            let trx = erc20::parse(Family::Tron, &r.from_token).is_some_and(|t| erc20::native(Family::Tron, &t));
+            let call_value = if trx { r.from_amount } else { 0 };
+            tron_call(&raw_data, &me, &contract, call_value, crate::intent::now_ms()).map_err(refused)?;
             approve_input(swaps, db, &driver, &wallet, &from, &r, &me, route.approval_address.as_deref(), run).await?;
             // The approve took time: the transaction must still be valid.
-            tron_call(&raw_data, &me, &contract, crate::intent::now_ms()).map_err(refused)?;
+            tron_call(&raw_data, &me, &contract, call_value, crate::intent::now_ms()).map_err(refused)?;
             Submission::TronSigned(TronTransaction { raw_data, signatures: vec![] })
         }
         None => return Err(SwapError::Unavailable("quote without a transaction".into())),
@@ -162,9 +166,9 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
 }
 
 /// Whether a TRON transaction a provider built may be signed by `owner`:
-/// one canonical call, owned by `owner`, of `contract`, without TRX sent
-/// along, not expired at `now_ms`.
-fn tron_call(raw_data: &[u8], owner: &str, contract: &str, now_ms: i64) -> Result<(), &'static str> {
+/// one canonical call, owned by `owner`, of `contract`, sending exactly
+/// `call_value` SUN along, not expired at `now_ms`.
+fn tron_call(raw_data: &[u8], owner: &str, contract: &str, call_value: u64, now_ms: i64) -> Result<(), &'static str> {
     let (raw, call) = tron_wire::raw::single_call(raw_data)?;
     let raw_of = |text: &str| tron_wire::address::parse(text).map(|a| tron_wire::address::raw(&a));
     if raw_of(owner) != Some(call.owner_address) {
@@ -173,8 +177,8 @@ fn tron_call(raw_data: &[u8], owner: &str, contract: &str, now_ms: i64) -> Resul
     if raw_of(contract) != Some(call.contract_address) {
         return Err("it calls another contract than the route's");
     }
-    if call.call_value != 0 {
-        return Err("it sends TRX along");
+    if u64::try_from(call.call_value).ok() != Some(call_value) {
+        return Err("it sends another amount of TRX along");
     }
     if raw.expiration <= now_ms {
         return Err("it has expired");
@@ -240,10 +244,11 @@ mod tests {
             let a = |t: &str| tron_wire::address::raw(&tron_wire::address::parse(t).unwrap());
             trigger(a(owner), a(contract), vec![1, 2, 3, 4], &Reference { number: 7, block_id: [9; 32], timestamp_ms: 0 }, 1_000, 61_000, 50_000_000)
         };
-        assert_eq!(tron_call(&raw(me, bridge), me, bridge, 2_000), Ok(()));
-        assert_eq!(tron_call(&raw(other, bridge), me, bridge, 2_000), Err("its owner is not the wallet"));
-        assert_eq!(tron_call(&raw(me, other), me, bridge, 2_000), Err("it calls another contract than the route's"));
-        assert_eq!(tron_call(&raw(me, bridge), me, bridge, 61_000), Err("it has expired"));
-        assert!(tron_call(&[0xff, 0x00], me, bridge, 2_000).is_err(), "not a transaction");
+        assert_eq!(tron_call(&raw(me, bridge), me, bridge, 0, 2_000), Ok(()));
+        assert_eq!(tron_call(&raw(other, bridge), me, bridge, 0, 2_000), Err("its owner is not the wallet"));
+        assert_eq!(tron_call(&raw(me, other), me, bridge, 0, 2_000), Err("it calls another contract than the route's"));
+        assert_eq!(tron_call(&raw(me, bridge), me, bridge, 5, 2_000), Err("it sends another amount of TRX along"));
+        assert_eq!(tron_call(&raw(me, bridge), me, bridge, 0, 61_000), Err("it has expired"));
+        assert!(tron_call(&[0xff, 0x00], me, bridge, 0, 2_000).is_err(), "not a transaction");
     }
 }
