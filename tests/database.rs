@@ -209,3 +209,65 @@ async fn operator_queries_on_sqlite_and_postgres() {
     check_operator_queries(&pg.db).await;
     pg.drop().await;
 }
+
+fn swap(k: usize) -> stablerail::store::swaps::SwapIntent {
+    stablerail::store::swaps::SwapIntent {
+        id: format!("swp_{k}"),
+        from_chain: "base".into(),
+        to_chain: "base".into(),
+        source_tx_hash: format!("0x{k:064x}"),
+        from_token: "0x01".into(),
+        to_token: "0x02".into(),
+        payer_address: "0x03".into(),
+        recipient_address: "0x03".into(),
+        sending_token_amount: "1".into(),
+        status: "PENDING".into(),
+        substatus: None,
+        dest_tx_hash: None,
+        received_amount: None,
+        error_code: None,
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+/// Registered swaps: one intent per (chain, hash); two trackers at once
+/// never hold the same swap; only the lease's holder settles it, once; a
+/// tracker that died (its lease run out) is taken over by the next.
+async fn check_swap_leases(db: &Db) {
+    use stablerail::store::swaps::{claim_due, finish, later, register, Outcome};
+    const LEASE: i64 = 30_000;
+    for k in 0..6 {
+        register(db, &swap(k)).await.unwrap();
+    }
+    let mut again = swap(0);
+    again.id = "swp_other".into();
+    assert_eq!(register(db, &again).await.unwrap().id, "swp_0", "the same transaction is the same intent");
+    let (a, b) = tokio::join!(claim_due(db, "a", 100, LEASE, 10), claim_due(db, "b", 100, LEASE, 10));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let mut ids: Vec<String> = a.iter().chain(&b).map(|s| s.id.clone()).collect();
+    ids.sort();
+    assert_eq!(ids, (0..6).map(|k| format!("swp_{k}")).collect::<Vec<_>>(), "each swap held by one tracker: {a:?} {b:?}");
+    assert!(claim_due(db, "c", 100, LEASE, 10).await.unwrap().is_empty(), "all leased");
+    let holder = |id: &str| if a.iter().any(|s| s.id == id) { "a" } else { "b" };
+    let done = Outcome { status: "DONE", substatus: Some("COMPLETED"), dest_tx_hash: None, received_amount: Some("1"), error_code: None };
+    assert!(!finish(db, "swp_0", "c", &done, 200).await.unwrap(), "not the holder");
+    assert!(finish(db, "swp_0", holder("swp_0"), &done, 200).await.unwrap());
+    assert!(!finish(db, "swp_0", holder("swp_0"), &Outcome { status: "FAILED", ..done }, 300).await.unwrap(), "settled once");
+    later(db, "swp_1", holder("swp_1"), Some("WAIT_SOURCE_CONFIRMATIONS"), 5_000, 200).await.unwrap();
+    let early = claim_due(db, "d", 1_000, LEASE, 10).await.unwrap();
+    assert!(early.is_empty(), "swp_1 is not due yet, the rest still leased: {early:?}");
+    let mut after = claim_due(db, "e", 100 + LEASE + 1, LEASE, 10).await.unwrap().into_iter().map(|s| s.id).collect::<Vec<_>>();
+    after.sort();
+    assert_eq!(after, (1..6).map(|k| format!("swp_{k}")).collect::<Vec<_>>(), "taken over after the lease; the settled one not");
+}
+
+#[tokio::test]
+async fn swap_leases_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Db::connect(&format!("sqlite://{}", dir.path().join("s.db").display())).await.unwrap();
+    check_swap_leases(&sqlite).await;
+    let pg = PgSchema::new("swaps").await;
+    check_swap_leases(&pg.db).await;
+    pg.drop().await;
+}
