@@ -54,10 +54,20 @@ async function throughput(url) {
 // The same quote both ways: ExactIn 1 USDC → USDT on base, with a signer.
 const direct = await latency(`${provider}/quote?fromChain=${base.chain_id}&toChain=${base.chain_id}&fromToken=${usdc}&toToken=${usdt}&fromAddress=${user}&fromAmount=1000000&slippage=0.005`);
 const through = await latency(`${service}/api/swap/quote?chain=base&input_token=${usdc}&output_token=${usdt}&from_amount=1000000&user_address=${user}`);
+// Solana through the Jupiter-shaped provider: a price quote (one upstream
+// call both ways; with a signer the service also asks /swap).
+let solana;
+if (devnet.jupiter) {
+  const [mintIn, mintOut] = [devnet.solana.assets.usdc.address, devnet.solana.assets.usdt.address];
+  const d = await latency(`${devnet.jupiter.url}/quote?inputMint=${mintIn}&outputMint=${mintOut}&amount=1000000&slippageBps=50&swapMode=ExactIn`);
+  const t = await latency(`${service}/api/swap/quote?chain=solana&input_token=${mintIn}&output_token=${mintOut}&from_amount=1000000`);
+  solana = { provider_direct: d, through_stablerail: t, p50_overhead_ms: +(t.p50_ms - d.p50_ms).toFixed(3), p50_ratio: +(t.p50_ms / d.p50_ms).toFixed(3) };
+}
 const tokensDirect = await throughput(`${provider}/tokens`);
 const tokensCached = await throughput(`${service}/api/swap/tokens`);
 console.log(JSON.stringify({
   quote: { provider_direct: direct, through_stablerail: through, p50_overhead_ms: +(through.p50_ms - direct.p50_ms).toFixed(3), p50_ratio: +(through.p50_ms / direct.p50_ms).toFixed(3) },
+  solana_quote: solana,
   discovery_tokens_rps: { provider_direct: tokensDirect, stablerail_cached: tokensCached, ratio: +(tokensCached / tokensDirect).toFixed(2) },
   n, seconds, concurrency,
 }, null, 2));

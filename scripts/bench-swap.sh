@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 scripts/build.sh
 dir=.stablerail/bench-swap
 rm -rf "$dir"
-target/release/stablerail devnet up --dir "$dir" --port 19645 --chains base >/dev/null
+target/release/stablerail devnet up --dir "$dir" --port 19645 --chains base,solana >/dev/null
 RUST_LOG=${RUST_LOG:-warn} target/release/stablerail serve --config "$dir/chains.toml" --database "sqlite://$PWD/$dir/stablerail.db" --listen 127.0.0.1:19602 >"$dir/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true; target/release/stablerail devnet down --dir "$dir" >/dev/null 2>&1 || true' EXIT
