@@ -5,7 +5,8 @@
 // swap transaction moves both sides at once: the user's input to the pool
 // (signed by the user, the fee payer) and the pool's output to the user
 // (signed here by the pool authority, so the transaction comes partially
-// signed). The output is priced again at /swap time; if the pool moved
+// signed), or to `destinationTokenAccount` when the request names one
+// (which, as on Jupiter, must exist). The output is priced again at /swap time; if the pool moved
 // past the quote's threshold, the swap is refused as Jupiter would.
 //
 //   node jupiter.mjs --port P --rpc URL
@@ -127,13 +128,25 @@ async function swap(body) {
   const threshold = BigInt(q.otherAmountThreshold);
   if (exactOut ? p.inAmount > threshold : p.outAmount < threshold) throw new Refusal(422, "SLIPPAGE_TOLERANCE_EXCEEDED", "The pool moved past the quote's slippage");
   const [userIn] = await findAssociatedTokenPda({ owner: user, mint: address(q.inputMint), tokenProgram: TOKEN_PROGRAM_ADDRESS });
-  const [userOut] = await findAssociatedTokenPda({ owner: user, mint: address(q.outputMint), tokenProgram: TOKEN_PROGRAM_ADDRESS });
   const payer = createNoopSigner(user);
-  const instructions = [
-    await getCreateAssociatedTokenIdempotentInstructionAsync({ payer, owner: user, mint: address(q.outputMint) }),
+  // As Jupiter: a given destination token account is assumed to exist;
+  // otherwise the user's associated account, created if missing.
+  let out;
+  const instructions = [];
+  if (body.destinationTokenAccount) {
+    try {
+      out = address(String(body.destinationTokenAccount));
+    } catch {
+      throw bad("destinationTokenAccount is invalid");
+    }
+  } else {
+    [out] = await findAssociatedTokenPda({ owner: user, mint: address(q.outputMint), tokenProgram: TOKEN_PROGRAM_ADDRESS });
+    instructions.push(await getCreateAssociatedTokenIdempotentInstructionAsync({ payer, owner: user, mint: address(q.outputMint) }));
+  }
+  instructions.push(
     getTransferCheckedInstruction({ source: userIn, mint: address(q.inputMint), destination: vaults[q.inputMint], authority: payer, amount: p.inAmount, decimals: DECIMALS }),
-    getTransferCheckedInstruction({ source: vaults[q.outputMint], mint: address(q.outputMint), destination: userOut, authority: pool, amount: p.outAmount, decimals: DECIMALS }),
-  ];
+    getTransferCheckedInstruction({ source: vaults[q.outputMint], mint: address(q.outputMint), destination: out, authority: pool, amount: p.outAmount, decimals: DECIMALS }),
+  );
   const { value: blockhash } = await rpc.getLatestBlockhash().send();
   const message = pipe(
     createTransactionMessage({ version: 0 }),

@@ -379,6 +379,16 @@ async fn solana_swaps_move_both_sides_through_the_pool() {
     let (s, again) = dn.call("POST", "/api/swap/intents", Some(register), &[]).await;
     assert_eq!((s, &again["intent_id"]), (201, &json!(id)));
 
+    // Another recipient: its USDT token account is paid, the signer's is not.
+    let (friend, _) = dn.sol_payer(2);
+    let (s, q) = get(format!("/api/swap/quote?chain=solana&input_token={usdc}&output_token={usdt}&from_amount=500000&user_address={user}&to_user_address={friend}")).await;
+    assert_eq!(s, 200, "{q}");
+    let quoted: u64 = q["quote"]["output_amount"].as_str().unwrap().parse().unwrap();
+    let (mine, theirs) = (dn.sol_balance("usdt", &user).await, dn.sol_balance("usdt", &friend).await);
+    let (_, err) = common::devnet::sol_send(q["swap_transaction"]["transaction"].as_str().unwrap(), &seed, &dn.sol_rpc());
+    assert!(err.is_null(), "{err}");
+    assert_eq!((dn.sol_balance("usdt", &user).await, dn.sol_balance("usdt", &friend).await), (mine, theirs + quoted));
+
     // No pool for the pair, more than the pool holds, a malformed mint.
     let stranger = dn.sol_payer(3).0;
     for (query, message) in [

@@ -65,9 +65,14 @@ impl Jupiter {
         Ok(v)
     }
 
-    /// The transaction that carries out `quote` for `user` (fee payer).
-    pub async fn swap(&self, quote: &Value, user: &str) -> Result<Built, SwapError> {
-        let body = json!({ "quoteResponse": quote, "userPublicKey": user, "wrapAndUnwrapSol": true, "dynamicComputeUnitLimit": true });
+    /// The transaction that carries out `quote` for `user` (fee payer); the
+    /// output goes to `destination` (a token account, which must exist)
+    /// when given, else to the user's associated token account.
+    pub async fn swap(&self, quote: &Value, user: &str, destination: Option<&str>) -> Result<Built, SwapError> {
+        let mut body = json!({ "quoteResponse": quote, "userPublicKey": user, "wrapAndUnwrapSol": true, "dynamicComputeUnitLimit": true });
+        if let Some(account) = destination {
+            body["destinationTokenAccount"] = json!(account);
+        }
         let (status, v) = self.up.post("/swap", &body).await?;
         if !status.is_success() {
             return Err(refused("/swap", status, &v));

@@ -149,6 +149,17 @@ impl Swaps {
         })
     }
 
+    /// `owner`'s associated token account for `mint`, under the token
+    /// program that owns the mint (Token or Token-2022), read on chain.
+    async fn token_account(&self, chain: &str, owner: &str, mint: &str) -> Result<String, SwapError> {
+        let key = |text: &str, which| text.parse::<solana_pubkey::Pubkey>().map_err(|_| SwapError::Invalid(which));
+        let (owner_key, mint_key) = (key(owner, "to_user_address")?, key(mint, "output_token")?);
+        let v = self.client(chain)?.rpc("getAccountInfo", serde_json::json!([mint, { "encoding": "base64" }])).await.map_err(|e| SwapError::Unavailable(format!("{chain}: {e}")))?;
+        let program = v.pointer("/value/owner").and_then(Value::as_str).ok_or(SwapError::NoRoute)?;
+        let program = key(program, "output_token")?;
+        Ok(spl_associated_token_account_interface::address::get_associated_token_address_with_program_id(&owner_key, &mint_key, &program).to_string())
+    }
+
     async fn jupiter_route(&self, r: &RouteRequest<'_>) -> Result<Route, SwapError> {
         let q = self.jupiter.quote(r.from_token, r.to_token, r.amount, r.slippage_bps).await?;
         let min_output_amount = match r.amount {
@@ -161,7 +172,12 @@ impl Swaps {
         let transaction = match r.from_address {
             None => None,
             Some(user) => {
-                let built = self.jupiter.swap(&q, user).await?;
+                // Another recipient is paid into its associated token account.
+                let destination = match r.to_address.filter(|to| *to != user) {
+                    Some(to) => Some(self.token_account(&r.from.name, to, r.to_token).await?),
+                    None => None,
+                };
+                let built = self.jupiter.swap(&q, user, destination.as_deref()).await?;
                 Some(RouteTx::Solana { transaction: built.transaction, last_valid_block_height: built.last_valid_block_height })
             }
         };
