@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::route::{Amount, RouteRequest, RouteTx};
@@ -78,15 +77,6 @@ pub fn account(chain: &SwapChain, text: Option<String>, which: &'static str) -> 
         Some(t) if !valid_address(chain.family, &t) => Err(SwapError::Invalid(which)),
         other => Ok(other),
     }
-}
-
-/// A `0x…` hex quantity from LI.FI's hex or decimal string.
-pub fn hex_quantity(v: Option<&Value>) -> Option<String> {
-    let text = v?.as_str()?;
-    if let Some(h) = text.strip_prefix("0x") {
-        return u128::from_str_radix(h, 16).ok().map(|n| format!("{n:#x}"));
-    }
-    text.parse::<u128>().ok().map(|n| format!("{n:#x}"))
 }
 
 pub async fn quote(swaps: &Swaps, db: &Db, q: &HashMap<String, String>, now_s: i64) -> Result<QuoteResponse, SwapError> {

@@ -7,7 +7,6 @@ use rust_decimal::Decimal;
 use serde_json::Value;
 
 use super::lifi::QuoteRequest;
-use super::quote::hex_quantity;
 use super::{SwapChain, SwapError, Swaps};
 use crate::config::{Family, SwapProvider};
 
@@ -81,6 +80,15 @@ fn quote_only_from(family: Family) -> &'static str {
 
 fn string(v: &Value, pointer: &str) -> Result<String, SwapError> {
     v.pointer(pointer).and_then(Value::as_str).map(str::to_string).ok_or_else(|| SwapError::Unavailable(format!("quote without {pointer}")))
+}
+
+/// A `0x…` hex quantity from LI.FI's hex or decimal string.
+fn hex_quantity(v: Option<&Value>) -> Option<String> {
+    let text = v?.as_str()?;
+    if let Some(h) = text.strip_prefix("0x") {
+        return u128::from_str_radix(h, 16).ok().map(|n| format!("{n:#x}"));
+    }
+    text.parse::<u128>().ok().map(|n| format!("{n:#x}"))
 }
 
 /// A percentage with at most four decimals.
