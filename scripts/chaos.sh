@@ -13,4 +13,4 @@ scripts/setup.sh
 scripts/build-adapters.sh
 echo "==> chaos: $ROUNDS rounds of $N intents; outage: $OUTAGE s"
 CHAOS_ROUNDS="$ROUNDS" CHAOS_INTENTS="$N" OUTAGE_SECS="$OUTAGE" \
-    cargo test --release --test faults -- --nocapture 2>&1 | grep -E "^chaos|^test |test result|panicked|assert"
+    cargo test --release --test suite faults:: -- --nocapture 2>&1 | grep -E "^chaos|^test |test result|panicked|assert"

@@ -7,6 +7,10 @@ if ! rustup target list --installed | grep -qx wasm32-wasip2; then
     echo "==> installing the wasm32-wasip2 target"
     rustup target add wasm32-wasip2
 fi
+if ! rustup component list --installed | grep -q '^rustfmt'; then
+    echo "==> installing rustfmt"
+    rustup component add rustfmt
+fi
 
 # The devnet's tools and the real x402 client, from npm (pinned by the lock file).
 if ! command -v node >/dev/null; then

@@ -1,7 +1,7 @@
 //! `GET /api/chains` from config and flags, the error envelope, and the
 //! binary's start-up behaviour.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

@@ -1,7 +1,7 @@
 //! The operator CLI: accounts, agents and keys, the recipient directory,
 //! then the running service honouring what the CLI wrote.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 

@@ -1,7 +1,7 @@
 //! The real EIP-3009 adapter, loaded in the real runtime, against payloads
 //! signed by an independent signer (alloy's local signer).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! only (its devnet runs anvil's berlin hardfork and refuses EIP-1559), and
 //! megaeth's 18-decimal MegaUSD paid out on monad.
 
-mod common;
+use crate::common;
 
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;

@@ -1,6 +1,7 @@
 //! The intents API over HTTP, on SQLite and on Postgres.
 
-mod common;
+use crate::common;
+use crate::on_both_engines;
 
 use alloy_primitives::{B256, U256};
 use alloy_signer_local::PrivateKeySigner;
@@ -660,8 +661,7 @@ async fn http_layer_rejections_and_strictness(b: Backend) {
 #[tokio::test]
 async fn rate_limit_answers_429_with_retry_after() {
     let app = App::start(Backend::Sqlite, "").await;
-    let text = std::fs::read_to_string(app.dir.path().join("chains.toml")).unwrap().replace("requests_per_minute = 100000", "requests_per_minute = 3");
-    std::fs::write(app.dir.path().join("chains.toml"), text).unwrap();
+    common::config::set_in_file(&app.dir.path().join("chains.toml"), "limits.requests_per_minute", 3);
     let state = stablerail::server::build_state(&app.dir.path().join("chains.toml"), "sqlite::memory:", stablerail::adapter::system_clock()).await.unwrap();
     let state2 = state.clone();
     let router = stablerail::api::router(state);

@@ -3,7 +3,7 @@
 //! server error and no answer that breaks its own schema in over a
 //! thousand generated requests against a service on the devnet.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! WARN, `/readyz`, and the payment completing once funded), wallet floors
 //! and balance gauges, and a chain that is withheld until its node answers.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -59,7 +59,7 @@ async fn unfunded_relayer_waits_with_its_code_and_floors_show_in_readiness() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_chain_that_does_not_answer_is_withheld_until_it_does() {
     let dn = Devnet::start(23545, "base,arbitrum", "").await;
-    dn.service_setting("chain_probe_seconds", "1");
+    dn.service_setting("chain_probe_seconds", 1);
     let pid = dn.chain("arbitrum")["pid"].as_u64().unwrap() as u32;
     stop_chain(&dn, "arbitrum", pid);
     let port = free_port();

@@ -4,7 +4,7 @@
 //! reference lacks, collection wallets) are filled in with test values;
 //! everything else is the shipped file as it is.
 
-mod common;
+use crate::common;
 
 use serde_json::{json, Value};
 

@@ -1,6 +1,6 @@
 //! A misbehaving adapter fails its own call and nothing else.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

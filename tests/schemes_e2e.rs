@@ -4,7 +4,7 @@
 //! reset-before-approve rule, USDT0's names, and Permit2 payloads with one
 //! fault each, which must move no money.
 
-mod common;
+use crate::common;
 
 use alloy_primitives::U256;
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! End to end on local anvil chains: real payer signatures from the x402
 //! client (@x402/evm), the engine settling both legs, balances checked on chain.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -304,9 +304,8 @@ async fn replicas_on_one_postgres_settle_each_intent_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn legs_wait_for_their_confirmations() {
     let dn = Devnet::start_with(22145, "base", "", 0, None).await;
-    let cfg = dn.dir.path().join("chains.toml");
-    let text = std::fs::read_to_string(&cfg).unwrap().replace("fee = \"0.01\"\n", "fee = \"0.01\"\nconfirmations = 3\n");
-    std::fs::write(&cfg, text).unwrap();
+    dn.set("chains.base.confirmations", 3);
+    let cfg = dn.config_path();
     let db_url = format!("sqlite://{}", dn.dir.path().join("sr.db").display());
     let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
     Engine::new(state.engine_deps()).spawn(2);
@@ -376,7 +375,7 @@ async fn landed_payouts_are_reconciled_and_retries_never_pay_twice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_short_payout_wallet_waits_and_completes_once_funded() {
     let dn = Devnet::start_with(22745, "base,arbitrum", "", 0, None).await;
-    dn.service_setting("retry_max_backoff_seconds", "1");
+    dn.service_setting("retry_max_backoff_seconds", 1);
     let cfg = dn.dir.path().join("chains.toml");
     let db_url = format!("sqlite://{}", dn.dir.path().join("sr.db").display());
     let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();

@@ -4,7 +4,7 @@
 //! signature statuses, re-sending stored bytes until their blockhash
 //! expires and only then calling them dropped, balances, message signing.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command};
 use std::time::Duration;

@@ -12,7 +12,7 @@
 //!
 //! Each way the merchant is paid once, and the proxy wallet pays once.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -30,10 +30,10 @@ const EXPIRY_SLOTS: u64 = 160;
 async fn kill_nine_after_a_solana_payout_is_stored_pays_the_merchant_once() {
     // No engine in this process: the server process is the only one.
     let dn = Devnet::start_with(24345, "base,solana", "", 0, None).await;
-    dn.service_setting("retry_max_backoff_seconds", "2");
-    dn.service_setting("receipt_timeout_seconds", "2");
+    dn.service_setting("retry_max_backoff_seconds", 2);
+    dn.service_setting("receipt_timeout_seconds", 2);
     // The killed server's claims lapse after this.
-    dn.service_setting("claim_lease_seconds", "6");
+    dn.service_setting("claim_lease_seconds", 6);
     let sol = dn.sol_rpc();
     let proxy = dn.state.keys.address(&Role::Proxy.key_name(Family::Solana)).await.unwrap();
 

@@ -4,7 +4,7 @@
 //! `/v2` agents pay from their hosted Solana wallets. Balances are read on
 //! chain.
 
-mod common;
+use crate::common;
 
 use alloy_primitives::U256;
 use serde_json::{json, Value};

@@ -7,7 +7,7 @@
 //! the discovery cache, and a stalled or absent provider (502, the rest of
 //! the service unaffected).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -233,11 +233,8 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
     reqwest::Client::new().post(format!("{control}/devnet/delay")).json(&json!({ "ms": 0 })).send().await.unwrap();
 
     // No provider at all (the shipped default where it cannot be reached): 502, never 404.
-    let cfg = dn.dir.path().join("chains.toml");
     let closed = common::process::free_port();
-    let text = std::fs::read_to_string(&cfg).unwrap();
-    let url = dn.info["swap"]["url"].as_str().unwrap();
-    std::fs::write(&cfg, text.replace(url, &format!("http://127.0.0.1:{closed}/v1"))).unwrap();
+    dn.set("swap.lifi_url", format!("http://127.0.0.1:{closed}/v1"));
     let gone = dn.restate().await;
     for uri in [
         format!("/api/swap/quote?chain=base&{base}&from_amount=1000"),

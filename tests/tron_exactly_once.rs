@@ -7,7 +7,7 @@
 //! signs a new settlement), or executes it while the server is down (the
 //! server finds it and builds nothing). Each way the payer pays once.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -32,9 +32,9 @@ async fn trc20(api: &str, token: &str, who: &str) -> u128 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_nine_after_a_tron_settlement_is_stored_charges_the_payer_once() {
     let dn = Devnet::start_with(24645, "base,tron", "", 0, None).await;
-    dn.service_setting("retry_max_backoff_seconds", "2");
-    dn.service_setting("receipt_timeout_seconds", "2");
-    dn.service_setting("claim_lease_seconds", "6");
+    dn.service_setting("retry_max_backoff_seconds", 2);
+    dn.service_setting("receipt_timeout_seconds", 2);
+    dn.service_setting("claim_lease_seconds", 6);
     let t = dn.info["tron"].clone();
     let api = t["http"].as_str().unwrap().to_string();
     let token = t["assets"]["usdt"]["address"].as_str().unwrap().to_string();

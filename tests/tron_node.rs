@@ -4,7 +4,7 @@
 //! node executes it as its owner. It refuses what a real node refuses, with
 //! TRON's codes.
 
-mod common;
+use crate::common;
 
 use serde_json::{json, Value};
 use sha2::Digest;

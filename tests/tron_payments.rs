@@ -5,7 +5,7 @@
 //! proxy whose raw_data the adapter built and the host signed; the merchant
 //! is paid on base. Balances are read on chain.
 
-mod common;
+use crate::common;
 
 use alloy_primitives::U256;
 use serde_json::{json, Value};
@@ -204,8 +204,7 @@ async fn approval_helpers_prepare_check_and_broadcast_the_one_approve() {
     assert!(doc["paths"]["/api/tron/permit2/approve/submit"]["post"].is_object(), "documented while routed");
 
     // TRON_ENABLED off: the helpers are not routed and TRON intents are refused.
-    let cfg = dn.dir.path().join("chains.toml");
-    std::fs::write(&cfg, std::fs::read_to_string(&cfg).unwrap().replace("TRON_ENABLED = true", "TRON_ENABLED = false")).unwrap();
+    dn.set("flags.TRON_ENABLED", false);
     let off = dn.restate().await;
     for path in ["prepare", "submit"] {
         let (s, e) = call_state(&off, "POST", &format!("/api/tron/permit2/approve/{path}"), Some(json!({ "address": a })), &[]).await;

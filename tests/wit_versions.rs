@@ -3,7 +3,7 @@
 //! `lab-v2` fixture (built against `0.2.0`) are loaded, described and called
 //! side by side, directly and through the HTTP API.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};

@@ -145,11 +145,10 @@ impl App {
     /// `execute_wait_seconds` set: for tests that play the engine's part.
     pub async fn start_with(backend: Backend, extra: &str, execute_wait_seconds: u64) -> App {
         let dir = tempfile::tempdir().unwrap();
-        let path: PathBuf = super::write_config(dir.path(), &config(extra));
-        let text = std::fs::read_to_string(&path)
-            .unwrap()
-            .replace("[service]\n", &format!("[service]\nexecute_wait_seconds = {execute_wait_seconds}\n"));
-        std::fs::write(&path, text).unwrap();
+        let path: PathBuf = super::config::TestConfig::new()
+            .with(&config(extra))
+            .set("service.execute_wait_seconds", execute_wait_seconds as i64)
+            .write(dir.path());
         let (url, pg_schema) = database(backend, dir.path()).await;
         super::init_keys(&path, &url).await;
         let state = stablerail::server::build_state(&path, &url, system_clock()).await.unwrap();

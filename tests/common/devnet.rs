@@ -97,12 +97,10 @@ impl Devnet {
         assert!(out.status.success(), "devnet up: {}", String::from_utf8_lossy(&out.stderr));
         let info: Value = serde_json::from_slice(&out.stdout).unwrap();
         let cfg = dir.path().join("chains.toml");
-        let mut text = std::fs::read_to_string(&cfg).unwrap();
-        text.push_str(extra_config);
+        super::config::merge_into_file(&cfg, extra_config);
         if let Some(settings) = swaps {
-            text = text.replacen("[swap]\n", &format!("[swap]\n{settings}\n"), 1);
+            super::config::merge_into_file(&cfg, &format!("[swap]\n{settings}\n"));
         }
-        std::fs::write(&cfg, text).unwrap();
         let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
         for n in 0..replicas {
             let replica = if n == 0 { state.clone() } else { stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap() };
@@ -111,20 +109,25 @@ impl Devnet {
         Devnet { dir, info, state }
     }
 
-    /// Set `key = value` (TOML) in the devnet config's `[service]` table.
-    pub fn service_setting(&self, key: &str, value: &str) {
-        let cfg = self.dir.path().join("chains.toml");
-        let text = std::fs::read_to_string(&cfg).unwrap().replacen("[service]\n", &format!("[service]\n{key} = {value}\n"), 1);
-        std::fs::write(&cfg, text).unwrap();
+    /// The devnet's config file.
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.path().join("chains.toml")
+    }
+
+    /// Set one dotted key (`service.claim_lease_seconds`) in the devnet config.
+    pub fn set(&self, key: &str, value: impl Into<toml::Value>) {
+        super::config::set_in_file(&self.config_path(), key, value)
+    }
+
+    /// Set `key` in the devnet config's `[service]` table.
+    pub fn service_setting(&self, key: &str, value: i64) {
+        self.set(&format!("service.{key}"), value)
     }
 
     /// Point `chain`'s rpc_urls at `url` in the devnet config.
     pub fn set_rpc_url(&self, chain: &str, url: &str) {
-        let cfg = self.dir.path().join("chains.toml");
-        let old = format!("rpc_urls = [{:?}]", self.rpc_url(chain));
-        let text = std::fs::read_to_string(&cfg).unwrap();
-        assert!(text.contains(&old), "{old} not in the config");
-        std::fs::write(&cfg, text.replace(&old, &format!("rpc_urls = [{url:?}]"))).unwrap();
+        assert!(self.chain(chain).is_object(), "{chain} is not on this devnet");
+        self.set(&format!("chains.{chain}.rpc_urls"), vec![url.to_string()])
     }
 
     pub fn chain(&self, name: &str) -> &Value {

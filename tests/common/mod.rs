@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod app;
+pub mod config;
 pub mod devnet;
 pub mod eip3009;
 pub mod process;
@@ -76,17 +77,10 @@ eip712_name = "USD Coin"
 eip712_version = "2"
 "#;
 
-/// Write a config into `dir` whose adapters come from the real build and
-/// whose cache lives in `dir`.
+/// Write `dir/chains.toml`: the suite's header (the real adapters, a cache
+/// in `dir`) with `body` merged over it.
 pub fn write_config(dir: &Path, body: &str) -> PathBuf {
-    let text = format!(
-        "[service]\nadapters_dir = {:?}\ncache_dir = {:?}\nadapter_fuel = 200000000\nadapter_memory_mib = 32\n\n[adapters]\neip3009 = \"eip3009.wasm\"\nmisbehave = \"misbehave.wasm\"\nlab-v2 = \"lab_v2.wasm\"\n{body}",
-        adapters_dir().display().to_string(),
-        dir.join("cache").display().to_string(),
-    );
-    let path = dir.join("chains.toml");
-    std::fs::write(&path, text).unwrap();
-    path
+    config::TestConfig::new().with(body).write(dir)
 }
 
 /// Await an async call (an adapter's) from a synchronous test.

@@ -1,0 +1,30 @@
+//! The integration suite: one test binary, so the host and its
+//! dependencies (wasmtime, alloy, sqlx) are linked once for every test.
+//! Each module is one area; `common/` holds the devnet, the in-process app
+//! and the helpers they share. Tests run side by side: each devnet takes a
+//! port block of its own (`common::ports`) and a temporary folder, each
+//! Postgres test a schema of its own.
+
+mod common;
+
+mod chains_api;
+mod cli;
+mod database;
+mod eip3009_adapter;
+mod evm_matrix;
+mod faults;
+mod intents_api;
+mod openapi;
+mod operations;
+mod requirements_matrix;
+mod sandbox;
+mod schemes_e2e;
+mod settlement_e2e;
+mod solana_driver;
+mod solana_exactly_once;
+mod solana_payments;
+mod swaps;
+mod tron_exactly_once;
+mod tron_node;
+mod tron_payments;
+mod wit_versions;
