@@ -16,9 +16,9 @@ use alloy_sol_types::SolStruct;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde::Deserialize;
 use stablerail::adapter::bindings::types as wit;
-use stablerail::payment::{PaymentRequirements, Terms};
 use stablerail::adapter::{system_clock, Registry};
 use stablerail::config::Config;
+use stablerail::payment::{PaymentRequirements, Terms};
 
 #[path = "../tests/common/eip3009.rs"]
 mod eip3009;
@@ -74,8 +74,11 @@ struct Auth {
 fn verify_native(req: &PaymentRequirements, proof: &str, now: u64) -> Result<Address, String> {
     let p: Payload = serde_json::from_str(proof).map_err(|e| e.to_string())?;
     let a = &p.payload.authorization;
-    if p.accepted.network != req.network || p.accepted.amount != req.amount
-        || !p.accepted.asset.eq_ignore_ascii_case(&req.asset) || !p.accepted.pay_to.eq_ignore_ascii_case(&req.pay_to) {
+    if p.accepted.network != req.network
+        || p.accepted.amount != req.amount
+        || !p.accepted.asset.eq_ignore_ascii_case(&req.asset)
+        || !p.accepted.pay_to.eq_ignore_ascii_case(&req.pay_to)
+    {
         return Err("mismatch".into());
     }
     if a.to != req.pay_to.parse::<Address>().unwrap() || a.value != req.amount.parse::<U256>().unwrap() {
@@ -85,7 +88,12 @@ fn verify_native(req: &PaymentRequirements, proof: &str, now: u64) -> Result<Add
         return Err("window".into());
     }
     let digest = TransferWithAuthorization {
-        from: a.from, to: a.to, value: a.value, validAfter: a.valid_after, validBefore: a.valid_before, nonce: a.nonce,
+        from: a.from,
+        to: a.to,
+        value: a.value,
+        validAfter: a.valid_after,
+        validBefore: a.valid_before,
+        nonce: a.nonce,
     }
     .eip712_signing_hash(&domain());
     let sig = hex::decode(&p.payload.signature).map_err(|e| e.to_string())?;
@@ -115,18 +123,19 @@ fn bench(c: &mut Criterion) {
     let payer = PrivateKeySigner::random();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     let auth = TransferWithAuthorization {
-        from: payer.address(), to: COLLECTOR, value: U256::from(1_000_000), validAfter: U256::from(now - 60),
-        validBefore: U256::from(now + 3600), nonce: B256::repeat_byte(9),
+        from: payer.address(),
+        to: COLLECTOR,
+        value: U256::from(1_000_000),
+        validAfter: U256::from(now - 60),
+        validBefore: U256::from(now + 3600),
+        nonce: B256::repeat_byte(9),
     };
-    let proof = eip3009::proof(&req, &auth, &eip3009::sign(&payer, &auth, &domain()))
-    .to_string();
+    let proof = eip3009::proof(&req, &auth, &eip3009::sign(&payer, &auth, &domain())).to_string();
     assert!(rt.block_on(usdc.verify(&req, &proof)).unwrap().is_ok());
     assert_eq!(verify_native(&req, &proof, now).unwrap(), payer.address());
 
     let adapter = usdc.adapter.clone();
-    c.bench_function("call/describe (instantiate + call)", |b| {
-        b.iter(|| adapter.call(None, |g, s| g.describe(s)).unwrap())
-    });
+    c.bench_function("call/describe (instantiate + call)", |b| b.iter(|| adapter.call(None, |g, s| g.describe(s)).unwrap()));
     let mut g = c.benchmark_group("verify");
     g.bench_function("native", |b| b.iter(|| verify_native(&req, &proof, now).unwrap()));
     // The sandboxed call itself (a fresh instance per call), as the engine
@@ -140,7 +149,12 @@ fn bench(c: &mut Criterion) {
         max_timeout_seconds: req.max_timeout_seconds,
         extra: req.extra.clone(),
     };
-    let verify_in_sandbox = || adapter.call(None, |g, s| g.verify(s, stablerail::adapter::exports::Context { asset: &usdc.ctx, relayer: None }, &wit_req, &proof)).unwrap().unwrap();
+    let verify_in_sandbox = || {
+        adapter
+            .call(None, |g, s| g.verify(s, stablerail::adapter::exports::Context { asset: &usdc.ctx, relayer: None }, &wit_req, &proof))
+            .unwrap()
+            .unwrap()
+    };
     g.bench_function("adapter", |b| b.iter(verify_in_sandbox));
     g.finish();
 

@@ -50,10 +50,7 @@ async fn get(tron_enabled: bool, uri: &str) -> (StatusCode, Value) {
     let path = common::write_config(dir.path(), &body(tron_enabled));
     common::init_keys(&path, "sqlite::memory:").await;
     let state = stablerail::server::build_state(&path, "sqlite::memory:", system_clock()).await.unwrap();
-    let resp = stablerail::api::router(state)
-        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
+    let resp = stablerail::api::router(state).oneshot(Request::get(uri).body(Body::empty()).unwrap()).await.unwrap();
     let status = resp.status();
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
     (status, serde_json::from_slice(&bytes).unwrap())
@@ -127,7 +124,10 @@ async fn shipped_config_serves_the_matrix_and_keeps_tron_unwired() {
     // The shipped file with its cache redirected into the temp dir.
     let text = std::fs::read_to_string(&shipped)
         .unwrap()
-        .replace("adapters_dir = \"adapters/target/wasm32-wasip2/release\"", &format!("adapters_dir = {:?}", common::adapters_dir().display().to_string()))
+        .replace(
+            "adapters_dir = \"adapters/target/wasm32-wasip2/release\"",
+            &format!("adapters_dir = {:?}", common::adapters_dir().display().to_string()),
+        )
         .replace("cache_dir = \".stablerail/cache\"", &format!("cache_dir = {:?}", dir.path().join("cache").display().to_string()));
     let path = dir.path().join("chains.toml");
     std::fs::write(&path, text).unwrap();
@@ -140,10 +140,13 @@ async fn shipped_config_serves_the_matrix_and_keeps_tron_unwired() {
     let listed: Value = serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
     // The spec's whole EVM matrix (skale-base and megaeth pay, never
     // receive) and Solana on both sides.
-    assert_eq!(listed, json!({
-        "chains": ["arbitrum", "base", "bsc", "ethereum", "hyperevm", "megaeth", "monad", "polygon", "skale-base", "solana"],
-        "target_chains": ["arbitrum", "base", "bsc", "ethereum", "hyperevm", "monad", "polygon", "solana"],
-    }));
+    assert_eq!(
+        listed,
+        json!({
+            "chains": ["arbitrum", "base", "bsc", "ethereum", "hyperevm", "megaeth", "monad", "polygon", "skale-base", "solana"],
+            "target_chains": ["arbitrum", "base", "bsc", "ethereum", "hyperevm", "monad", "polygon", "solana"],
+        })
+    );
 
     // Turning TRON on serves no TRON asset yet: its USDT entry waits for the
     // operator's x402 proxy address on TRON (`unwired`), which no public

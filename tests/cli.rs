@@ -35,7 +35,8 @@ impl Env {
                 .unwrap();
             self.chains.push(common::process::Reaped(child));
             common::wait_for_port(port);
-            text = text.replacen(&format!("[chains.{chain}]\n"), &format!("[chains.{chain}]\nrpc_urls = [\"http://127.0.0.1:{port}\"]\n"), 1);
+            text =
+                text.replacen(&format!("[chains.{chain}]\n"), &format!("[chains.{chain}]\nrpc_urls = [\"http://127.0.0.1:{port}\"]\n"), 1);
         }
         std::fs::write(&self.config, text).unwrap();
         self
@@ -107,7 +108,15 @@ fn operator_cli_end_to_end() {
         assert!(!bytes.windows(secret.len()).any(|w| w == secret), "secret stored in clear");
     }
 
-    let added = env.json(&["recipient", "add", "Shop@Example.com", "--chain", "arbitrum", "--address", "0x000000000000000000000000000000000000beef"]);
+    let added = env.json(&[
+        "recipient",
+        "add",
+        "Shop@Example.com",
+        "--chain",
+        "arbitrum",
+        "--address",
+        "0x000000000000000000000000000000000000beef",
+    ]);
     assert_eq!(added["address"], "0x000000000000000000000000000000000000bEEF", "stored checksummed");
     let bad = env.run(&["recipient", "add", "shop@example.com", "--chain", "arbitrum", "--address", "0x1234"]);
     assert!(!bad.status.success());
@@ -117,16 +126,18 @@ fn operator_cli_end_to_end() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let log = tempfile::NamedTempFile::new().unwrap();
     // Reaped: killed even when an assertion fails before the graceful stop.
-    let mut server = common::process::Reaped(Command::new(env!("CARGO_BIN_EXE_stablerail"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--database", &env.database, "--config"])
-        .arg(&env.config)
-        .env("RUST_LOG", "stablerail=info")
-        .env("STABLERAIL_LOG_FORMAT", "json")
-        .env_remove("STABLERAIL_PEPPER")
-        .stdout(Stdio::null())
-        .stderr(log.reopen().unwrap())
-        .spawn()
-        .unwrap());
+    let mut server = common::process::Reaped(
+        Command::new(env!("CARGO_BIN_EXE_stablerail"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--database", &env.database, "--config"])
+            .arg(&env.config)
+            .env("RUST_LOG", "stablerail=info")
+            .env("STABLERAIL_LOG_FORMAT", "json")
+            .env_remove("STABLERAIL_PEPPER")
+            .stdout(Stdio::null())
+            .stderr(log.reopen().unwrap())
+            .spawn()
+            .unwrap(),
+    );
     common::wait_for_port(port);
     // The request id comes back: the caller's own, or a new one.
     {
@@ -142,9 +153,15 @@ fn operator_cli_end_to_end() {
     assert_eq!(me["agent_id"], agent_id.as_str());
     assert_eq!(me["wallet_address"], wallet.as_str());
     assert_eq!(me["name"], "buyer-bot");
-    let (status, created) = http(port, "POST", "/v2/intents", Some(&bearer), Some(json!({
-        "email": "shop@example.com", "amount": "12.5", "payer_chain": "base", "target_chain": "arbitrum",
-    })));
+    let (status, created) = http(
+        port,
+        "POST",
+        "/v2/intents",
+        Some(&bearer),
+        Some(json!({
+            "email": "shop@example.com", "amount": "12.5", "payer_chain": "base", "target_chain": "arbitrum",
+        })),
+    );
     assert_eq!(status, 201, "{created}");
     assert_eq!(created["merchant_recipient"], "0x000000000000000000000000000000000000bEEF");
 
@@ -180,9 +197,15 @@ fn operator_cli_end_to_end() {
     let gone = env.json(&["recipient", "disable", "shop@example.com", "--chain", "arbitrum"]);
     assert_eq!(gone[0]["status"], "disabled");
     let second = env.json(&["agent", "create", "--account", &account_id, "--name", "second"]);
-    let (status, e) = http(port, "POST", "/v2/intents", Some(&format!("Bearer {}", second["bearer_token"].as_str().unwrap())), Some(json!({
-        "email": "shop@example.com", "amount": "1", "payer_chain": "base", "target_chain": "arbitrum",
-    })));
+    let (status, e) = http(
+        port,
+        "POST",
+        "/v2/intents",
+        Some(&format!("Bearer {}", second["bearer_token"].as_str().unwrap())),
+        Some(json!({
+            "email": "shop@example.com", "amount": "1", "payer_chain": "base", "target_chain": "arbitrum",
+        })),
+    );
     assert_eq!(status, 400, "a disabled recipient no longer resolves: {e}");
     env.json(&["recipient", "add", "shop@example.com", "--chain", "arbitrum", "--address", "0x000000000000000000000000000000000000beef"]);
     assert_eq!(env.json(&["recipient", "list"])[0]["status"], "active");
@@ -198,7 +221,12 @@ fn operator_cli_end_to_end() {
     assert!(!logs.contains('\u{1b}'), "no ANSI codes in a log file");
     let lines: Vec<Value> = logs.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect();
     let answered: Vec<&Value> = lines.iter().filter(|l| l["message"] == "answered").collect();
-    assert!(answered.iter().any(|l| l["span"]["route"] == "/v2/me" && l["status"] == 200 && l["span"]["request_id"].as_str().is_some_and(|id| id.len() == 36)), "{logs}");
+    assert!(
+        answered.iter().any(|l| l["span"]["route"] == "/v2/me"
+            && l["status"] == 200
+            && l["span"]["request_id"].as_str().is_some_and(|id| id.len() == 36)),
+        "{logs}"
+    );
     assert!(answered.iter().any(|l| l["span"]["route"] == "/api/chains" && l["span"]["request_id"] == "cli-test-1"), "{logs}");
     assert!(answered.iter().all(|l| l["latency_us"].is_u64() && l["span"]["method"].is_string()), "{logs}");
 

@@ -6,8 +6,7 @@ use sqlx::Row;
 use stablerail::db::{Backend, Db};
 use stablerail::store::settlement::claim;
 
-const TABLES: [&str; 7] =
-    ["accounts", "agents", "api_keys", "recipients", "intents", "settlement_queue", "idempotency_keys"];
+const TABLES: [&str; 7] = ["accounts", "agents", "api_keys", "recipients", "intents", "settlement_queue", "idempotency_keys"];
 
 async fn check_schema(db: &Db) {
     db.ping().await.unwrap();
@@ -140,11 +139,8 @@ async fn check_claims(db: &Db) {
     let mut again = claim(db, "e", 100 + LEASE + 1, LEASE, 64).await.unwrap();
     again.sort();
     assert_eq!(again, due, "expired leases are taken over");
-    let holders: i64 = sqlx::query("SELECT COUNT(*) AS n FROM settlement_queue WHERE locked_by = 'e'")
-        .fetch_one(&db.pool)
-        .await
-        .unwrap()
-        .get("n");
+    let holders: i64 =
+        sqlx::query("SELECT COUNT(*) AS n FROM settlement_queue WHERE locked_by = 'e'").fetch_one(&db.pool).await.unwrap().get("n");
     assert_eq!(holders, 10);
 }
 

@@ -10,10 +10,8 @@ use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::{sol, Eip712Domain, SolCall, SolStruct};
 use serde_json::{json, Value};
-use stablerail::payment::{
-    AdapterError, PaymentRequirements, ProofError, ReceiptStatus, SigningRequest, Submission, Terms, Transfer,
-};
 use stablerail::adapter::AssetAdapter;
+use stablerail::payment::{AdapterError, PaymentRequirements, ProofError, ReceiptStatus, SigningRequest, Submission, Terms, Transfer};
 
 use common::eip3009::{usdc_domain as domain, TransferWithAuthorization, COLLECTOR, USDC};
 use common::{TestClock, BASE_USDC};
@@ -267,9 +265,7 @@ fn authorize_and_assemble_round_trip() {
         nonce: vec![7u8; 32],
     };
     let request = common::wait(f.usdc.authorize(&transfer)).unwrap().unwrap();
-    let SigningRequest::Eip712Digest(digest) = request.clone() else {
-        panic!("EIP-3009 asks for an EIP-712 digest")
-    };
+    let SigningRequest::Eip712Digest(digest) = request.clone() else { panic!("EIP-3009 asks for an EIP-712 digest") };
     // The digest is the standard one: the same struct hashed by alloy here.
     let expected = TransferWithAuthorization {
         from: f.payer.address(),
@@ -299,10 +295,7 @@ fn salted_domain_signature_verifies_and_chain_id_domain_does_not() {
     let salt = B256::from(U256::from(8453));
     let salted = domain(None, Some(salt));
     // Known-answer: the salted domain's typehash.
-    assert_eq!(
-        alloy_primitives::keccak256(salted.encode_type()),
-        hex!("36c25de3e541d5d970f66e4210d728721220fff5c077cc6cd008b3a0c62adab7")
-    );
+    assert_eq!(alloy_primitives::keccak256(salted.encode_type()), hex!("36c25de3e541d5d970f66e4210d728721220fff5c077cc6cd008b3a0c62adab7"));
     let proof = f.proof(&req, &auth, &f.sign(&auth, &salted));
     assert!(f.verify(&req, &proof).is_ok());
     let proof = f.proof(&req, &auth, &f.sign(&auth, &domain(Some(8453), None)));
@@ -323,7 +316,13 @@ fn amounts_and_addresses() {
     let norm = |a: &str| common::wait(f.usdc.normalize_address(evm, a)).unwrap();
     assert_eq!(norm("0x833589fcd6edb6e08f4c7c32d4f71b54bda02913").unwrap(), USDC.to_checksum(None));
     assert_eq!(norm("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913").unwrap(), USDC.to_checksum(None));
-    for bad in ["0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02914", "0x833589fCD6eDb6E08F4c7C32D4f71b54bdA02913", "833589fcd6edb6e08f4c7c32d4f71b54bda02913", "0x1234", "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"] {
+    for bad in [
+        "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02914",
+        "0x833589fCD6eDb6E08F4c7C32D4f71b54bdA02913",
+        "833589fcd6edb6e08f4c7c32d4f71b54bda02913",
+        "0x1234",
+        "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+    ] {
         assert!(matches!(norm(bad), Err(AdapterError::InvalidAddress(_))), "{bad:?}");
     }
 }

@@ -19,10 +19,13 @@ use common::devnet::{decode_proof, rpc, rpc_answer, x402_pay, x402_pay_on, Devne
 async fn every_evm_chain_of_the_spec_and_a_legacy_only_chain_settles() {
     let dn = Devnet::start(23645, "all", "").await;
     let (_, listed) = dn.call("GET", "/api/chains", None, &[]).await;
-    assert_eq!(listed, json!({
-        "chains": ["arbitrum", "base", "bsc", "ethereum", "hyperevm", "megaeth", "monad", "polygon", "skale-base"],
-        "target_chains": ["arbitrum", "base", "bsc", "ethereum", "hyperevm", "monad", "polygon"],
-    }));
+    assert_eq!(
+        listed,
+        json!({
+            "chains": ["arbitrum", "base", "bsc", "ethereum", "hyperevm", "megaeth", "monad", "polygon", "skale-base"],
+            "target_chains": ["arbitrum", "base", "bsc", "ethereum", "hyperevm", "monad", "polygon"],
+        })
+    );
     // Payer-only chains are refused as targets.
     let body = json!({ "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "skale-base" });
     let (status, _) = dn.call("POST", "/api/intents", Some(body), &[]).await;

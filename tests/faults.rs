@@ -122,7 +122,12 @@ async fn kill_nine_while_settling_pays_each_merchant_once() {
             let (from, to) = routes[k % routes.len()];
             let merchant = fresh_merchant(&format!("chaos-{round}-{k}"));
             let amount = format!("{}.{:02}", 1 + k % 3, (k * 7 + round as usize) % 100);
-            let (s, intent) = http(port, "POST", "/api/intents", Some(json!({ "recipient": merchant, "amount": amount, "payer_chain": from, "target_chain": to })));
+            let (s, intent) = http(
+                port,
+                "POST",
+                "/api/intents",
+                Some(json!({ "recipient": merchant, "amount": amount, "payer_chain": from, "target_chain": to })),
+            );
             assert_eq!(s, 201, "{intent}");
             batch.push((k % 8, from, to, merchant, intent));
         }
@@ -141,8 +146,11 @@ async fn kill_nine_while_settling_pays_each_merchant_once() {
                                 to,
                                 merchant: merchant.clone(),
                                 sending: units(&intent["payment_requirements"]["amount"]),
-                                receiving: U256::from_str_radix(&intent["receiving_amount"].as_str().unwrap().replace('.', ""), 10).unwrap()
-                                    * U256::from(10u64).pow(U256::from(6 - intent["receiving_amount"].as_str().unwrap().split('.').nth(1).map_or(0, str::len))),
+                                receiving: U256::from_str_radix(&intent["receiving_amount"].as_str().unwrap().replace('.', ""), 10)
+                                    .unwrap()
+                                    * U256::from(10u64).pow(U256::from(
+                                        6 - intent["receiving_amount"].as_str().unwrap().split('.').nth(1).map_or(0, str::len),
+                                    )),
                                 proof: x402_pay(&intent["payment_requirements"], &dn.payer(*payer).1),
                             })
                             .collect::<Vec<_>>()
@@ -157,7 +165,9 @@ async fn kill_nine_while_settling_pays_each_merchant_once() {
             .iter()
             .map(|p| {
                 let (id, proof) = (p.id.clone(), p.proof.clone());
-                std::thread::spawn(move || common::try_http(port, "POST", &format!("/api/intents/{id}"), None, Some(json!({ "settle_proof": proof }))))
+                std::thread::spawn(move || {
+                    common::try_http(port, "POST", &format!("/api/intents/{id}"), None, Some(json!({ "settle_proof": proof })))
+                })
             })
             .collect();
         let after = rng.gen_range(20..1500);
@@ -201,7 +211,8 @@ async fn kill_nine_while_settling_pays_each_merchant_once() {
         assert_eq!(latest, pending, "{chain}: relayer transactions stuck behind a gap");
         assert_eq!(known_mined, latest, "{chain}: every relayer nonce is a transaction the service recorded");
     }
-    let stuck: i64 = sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM settlement_queue").fetch_one(&dn.state.db.pool).await.unwrap(), "n");
+    let stuck: i64 =
+        sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM settlement_queue").fetch_one(&dn.state.db.pool).await.unwrap(), "n");
     assert_eq!(stuck, 0, "nothing left in the queue");
     eprintln!("chaos: {rounds} rounds, {} intents, 0 double payments, 0 stuck", all.len());
 }
@@ -229,7 +240,12 @@ async fn payout_completes_after_a_long_target_outage_and_no_secret_leaks() {
     // Payouts wait in arbitrum's pool until the outage.
     rpc(&arb_url, "evm_setAutomine", json!([false])).await;
     let merchant = fresh_merchant("outage");
-    let (s, intent) = http(port, "POST", "/api/intents", Some(json!({ "recipient": merchant, "amount": "3", "payer_chain": "base", "target_chain": "arbitrum" })));
+    let (s, intent) = http(
+        port,
+        "POST",
+        "/api/intents",
+        Some(json!({ "recipient": merchant, "amount": "3", "payer_chain": "base", "target_chain": "arbitrum" })),
+    );
     assert_eq!(s, 201, "{intent}");
     let id = intent["intent_id"].as_str().unwrap().to_string();
     let proof = x402_pay(&intent["payment_requirements"], &dn.payer(3).1);
@@ -241,7 +257,11 @@ async fn payout_completes_after_a_long_target_outage_and_no_secret_leaks() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let stored = loop {
         let n: i64 = sqlx::Row::get(
-            &sqlx::query("SELECT COUNT(*) AS n FROM chain_transactions WHERE intent_id = $1 AND leg = 'target'").bind(&id).fetch_one(&dn.state.db.pool).await.unwrap(),
+            &sqlx::query("SELECT COUNT(*) AS n FROM chain_transactions WHERE intent_id = $1 AND leg = 'target'")
+                .bind(&id)
+                .fetch_one(&dn.state.db.pool)
+                .await
+                .unwrap(),
             "n",
         );
         if n > 0 || Instant::now() > deadline {
@@ -295,7 +315,9 @@ async fn nonce_gaps_are_filled_and_nothing_lands_twice() {
     let url = dn.rpc_url("base");
     let relayer = dn.state.keys.signer(keys::RELAYER).await.unwrap();
     let sender = relayer.address().to_checksum(None);
-    let (_, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": fresh_merchant("gap"), "amount": "1", "payer_chain": "base" })), &[]).await;
+    let (_, intent) = dn
+        .call("POST", "/api/intents", Some(json!({ "recipient": fresh_merchant("gap"), "amount": "1", "payer_chain": "base" })), &[])
+        .await;
     let id = intent["intent_id"].as_str().unwrap().to_string();
     let row = |step: i32| TxRow { intent_id: id.clone(), leg: "target".into(), step, label: format!("gap-{step}") };
     let (nonces, fees) = (Nonces::new(dn.state.db.clone()), FeeCache::default());
@@ -304,14 +326,22 @@ async fn nonce_gaps_are_filled_and_nothing_lands_twice() {
     let start = native_nonce(&url, &sender, "latest").await;
 
     // A: signed and stored at nonce `start`, never sent.
-    let gas_price = u128::from_str_radix(rpc(&url, "eth_gasPrice", json!([])).await.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let gas_price =
+        u128::from_str_radix(rpc(&url, "eth_gasPrice", json!([])).await.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
     let sign_a = |nonce: u64| -> Result<(Vec<u8>, String), String> {
         use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
         use alloy_eips::eip2718::Encodable2718;
         use alloy_signer::SignerSync;
         let tx = TxEip1559 {
-            chain_id, nonce, gas_limit: 21_000, max_fee_per_gas: gas_price * 2, max_priority_fee_per_gas: 0,
-            to: alloy_primitives::TxKind::Call(x.parse().unwrap()), value: U256::from(1000u64), access_list: Default::default(), input: Default::default(),
+            chain_id,
+            nonce,
+            gas_limit: 21_000,
+            max_fee_per_gas: gas_price * 2,
+            max_priority_fee_per_gas: 0,
+            to: alloy_primitives::TxKind::Call(x.parse().unwrap()),
+            value: U256::from(1000u64),
+            access_list: Default::default(),
+            input: Default::default(),
         };
         let sig = relayer.sign_hash_sync(&tx.signature_hash()).map_err(|e| e.to_string())?;
         let raw = TxEnvelope::from(tx.into_signed(sig)).encoded_2718();
@@ -331,7 +361,10 @@ async fn nonce_gaps_are_filled_and_nothing_lands_twice() {
     assert_eq!(native_nonce(&url, &sender, "latest").await, start + 2, "A re-sent from the store, B mined after it");
     let eth = |who: String| {
         let url = url.clone();
-        async move { U256::from_str_radix(rpc(&url, "eth_getBalance", json!([who, "latest"])).await.as_str().unwrap().trim_start_matches("0x"), 16).unwrap() }
+        async move {
+            U256::from_str_radix(rpc(&url, "eth_getBalance", json!([who, "latest"])).await.as_str().unwrap().trim_start_matches("0x"), 16)
+                .unwrap()
+        }
     };
     assert_eq!(eth(x.clone()).await, U256::from(1000u64));
     assert_eq!(eth(y.clone()).await, U256::from(2000u64));
@@ -355,7 +388,14 @@ async fn nonce_gaps_are_filled_and_nothing_lands_twice() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(native_nonce(&url, &sender, "latest").await, start + 4, "the gap is filled and C mined");
     assert_eq!(eth(z.clone()).await, U256::from(3000u64));
-    let fillers: i64 = sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM nonce_fillers WHERE nonce = $1").bind((start + 2) as i64).fetch_one(&dn.state.db.pool).await.unwrap(), "n");
+    let fillers: i64 = sqlx::Row::get(
+        &sqlx::query("SELECT COUNT(*) AS n FROM nonce_fillers WHERE nonce = $1")
+            .bind((start + 2) as i64)
+            .fetch_one(&dn.state.db.pool)
+            .await
+            .unwrap(),
+        "n",
+    );
     assert_eq!(fillers, 1, "the filler was stored before it was sent");
 
     // Looking again changes nothing: nothing is outstanding.
@@ -363,7 +403,11 @@ async fn nonce_gaps_are_filled_and_nothing_lands_twice() {
     engine.check_nonces(&mut seen).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(native_nonce(&url, &sender, "latest").await, start + 4);
-    assert_eq!((eth(x).await, eth(y).await, eth(z).await), (U256::from(1000u64), U256::from(2000u64), U256::from(3000u64)), "nothing paid twice");
+    assert_eq!(
+        (eth(x).await, eth(y).await, eth(z).await),
+        (U256::from(1000u64), U256::from(2000u64), U256::from(3000u64)),
+        "nothing paid twice"
+    );
     let (known, latest, pending) = relayer_accounting(&dn, "base").await;
     assert_eq!((known, pending), (latest, latest));
 }

@@ -73,9 +73,8 @@ fn pay(req_json: &Value, payer: &PrivateKeySigner, nonce: u8, value_override: Op
     };
     let chain_id: u64 = req.network.trim_start_matches("eip155:").parse().unwrap();
     let token: alloy_primitives::Address = req.asset.parse().unwrap();
-    let domain = alloy_sol_types::Eip712Domain::new(
-        Some("USD Coin".into()), Some("2".into()), Some(U256::from(chain_id)), Some(token), None,
-    );
+    let domain =
+        alloy_sol_types::Eip712Domain::new(Some("USD Coin".into()), Some("2".into()), Some(U256::from(chain_id)), Some(token), None);
     let proof = signer::proof(&req, &auth, &signer::sign(payer, &auth, &domain));
     base64::engine::general_purpose::STANDARD.encode(proof.to_string())
 }
@@ -93,7 +92,9 @@ async fn create_public_intent(b: Backend) {
     let lifetime = expires.signed_duration_since(before).num_seconds();
     assert!((599..=601).contains(&lifetime), "{lifetime}");
     let fb = &r["fee_breakdown"];
-    for k in ["source_chain", "source_chain_fee", "target_chain", "target_chain_fee", "platform_fee", "platform_fee_percentage", "total_fee"] {
+    for k in
+        ["source_chain", "source_chain_fee", "target_chain", "target_chain_fee", "platform_fee", "platform_fee_percentage", "total_fee"]
+    {
         assert!(fb[k].is_string(), "{k} in {fb}");
     }
     let pr = &r["payment_requirements"];
@@ -157,20 +158,38 @@ async fn create_validation_messages(b: Backend) {
     let app = App::start(b, "").await;
     let cases: Vec<(Value, &str)> = vec![
         (json!({ "amount": "1", "payer_chain": "base" }), "either email or recipient is required"),
-        (json!({ "email": "a@b.co", "recipient": MERCHANT, "amount": "1", "payer_chain": "base" }), "cannot provide both email and recipient"),
+        (
+            json!({ "email": "a@b.co", "recipient": MERCHANT, "amount": "1", "payer_chain": "base" }),
+            "cannot provide both email and recipient",
+        ),
         (json!({ "recipient": MERCHANT, "payer_chain": "base" }), "either amount or to_amount is required"),
-        (json!({ "recipient": MERCHANT, "amount": "1", "to_amount": "1", "payer_chain": "base" }), "cannot provide both amount and to_amount"),
+        (
+            json!({ "recipient": MERCHANT, "amount": "1", "to_amount": "1", "payer_chain": "base" }),
+            "cannot provide both amount and to_amount",
+        ),
         (json!({ "recipient": MERCHANT, "amount": "0.01", "payer_chain": "base" }), "amount out of range"),
         (json!({ "recipient": MERCHANT, "amount": "1000000.01", "payer_chain": "base" }), "amount out of range"),
         (json!({ "recipient": MERCHANT, "to_amount": "0.019999", "payer_chain": "base" }), "amount out of range"),
-        (json!({ "recipient": MERCHANT, "amount": "1.1234567", "payer_chain": "base" }), "invalid amount: must be a positive number with up to 6 decimal places"),
+        (
+            json!({ "recipient": MERCHANT, "amount": "1.1234567", "payer_chain": "base" }),
+            "invalid amount: must be a positive number with up to 6 decimal places",
+        ),
         (json!({ "recipient": MERCHANT, "amount": "-1", "payer_chain": "base" }), "invalid amount"),
         (json!({ "recipient": MERCHANT, "amount": "1e3", "payer_chain": "base" }), "invalid amount"),
         (json!({ "recipient": MERCHANT, "amount": "1" }), "payer_chain is required"),
         (json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "dogechain" }), "invalid payer_chain"),
-        (json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "skale-base" }), "invalid target_chain: accepted target chains are arbitrum, base, bsc, polygon"),
-        (json!({ "recipient": "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "amount": "1", "payer_chain": "base", "target_chain": "arbitrum" }), "invalid recipient address format"),
-        (json!({ "recipient": "0x000000000000000000000000000000000000bEEf", "amount": "1", "payer_chain": "base" }), "invalid recipient address format"),
+        (
+            json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "skale-base" }),
+            "invalid target_chain: accepted target chains are arbitrum, base, bsc, polygon",
+        ),
+        (
+            json!({ "recipient": "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "amount": "1", "payer_chain": "base", "target_chain": "arbitrum" }),
+            "invalid recipient address format",
+        ),
+        (
+            json!({ "recipient": "0x000000000000000000000000000000000000bEEf", "amount": "1", "payer_chain": "base" }),
+            "invalid recipient address format",
+        ),
         (json!({ "recipient": "0x1234", "amount": "1", "payer_chain": "base" }), "invalid recipient address format"),
         (json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "payer_asset": "dai" }), "invalid payer_asset"),
         (json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "payer_address": "nope" }), "invalid payer_address"),
@@ -181,7 +200,8 @@ async fn create_validation_messages(b: Backend) {
         assert_error(s, &e, StatusCode::BAD_REQUEST, want);
     }
     // A skale-base payer is fine as a payer; it has no collection wallet here.
-    let (s, e) = app.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "skale-base" })), &[]).await;
+    let (s, e) =
+        app.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "skale-base" })), &[]).await;
     assert_error(s, &e, StatusCode::BAD_REQUEST, "payer_asset not configured on chain");
     app.close().await;
 }
@@ -222,18 +242,29 @@ async fn fees_in_both_modes_and_eighteen_decimals(b: Backend) {
     assert_eq!(out["receiving_amount"], "100");
     assert_eq!(out["sending_amount"], "100.33");
     assert_eq!(out["estimated_fee"], "0.33");
-    assert_eq!(out["fee_breakdown"], json!({
-        "source_chain": "base", "source_chain_fee": "0.01", "target_chain": "arbitrum",
-        "target_chain_fee": "0.02", "platform_fee": "0.3", "platform_fee_percentage": "0.3", "total_fee": "0.33",
-    }));
+    assert_eq!(
+        out["fee_breakdown"],
+        json!({
+            "source_chain": "base", "source_chain_fee": "0.01", "target_chain": "arbitrum",
+            "target_chain_fee": "0.02", "platform_fee": "0.3", "platform_fee_percentage": "0.3", "total_fee": "0.33",
+        })
+    );
     assert_eq!(out["payment_requirements"]["amount"], "100330000");
     // ExactIn: the payer sends exactly 100.33; the merchant gets exactly 100.
-    let inn = create(&app, json!({ "recipient": MERCHANT, "to_amount": "100.33", "payer_chain": "base", "target_chain": "arbitrum" })).await;
+    let inn =
+        create(&app, json!({ "recipient": MERCHANT, "to_amount": "100.33", "payer_chain": "base", "target_chain": "arbitrum" })).await;
     assert_eq!(inn["sending_amount"], "100.33");
     assert_eq!(inn["receiving_amount"], "100");
     assert_eq!(inn["payment_requirements"]["amount"], "100330000");
     // Too small to cover the network fees.
-    let (s, e) = app.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "to_amount": "0.03", "payer_chain": "base", "target_chain": "arbitrum" })), &[]).await;
+    let (s, e) = app
+        .call(
+            "POST",
+            "/api/intents",
+            Some(json!({ "recipient": MERCHANT, "to_amount": "0.03", "payer_chain": "base", "target_chain": "arbitrum" })),
+            &[],
+        )
+        .await;
     assert_error(s, &e, StatusCode::BAD_REQUEST, "does not cover the fees");
     // bsc USDC has 18 decimals: 1 + 0.05 + 0.01 + 0.003 = 1.063.
     let bsc = create(&app, json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "bsc" })).await;
@@ -249,7 +280,8 @@ async fn email_recipients(b: Backend) {
     let r = create(&app, json!({ "email": "shop@example.COM", "amount": "1", "payer_chain": "base", "target_chain": "arbitrum" })).await;
     let (_, read) = app.call("GET", &format!("/api/intents/{}", r["intent_id"].as_str().unwrap()), None, &[]).await;
     assert_eq!(read["merchant_recipient"], MERCHANT);
-    let (s, e) = app.call("POST", "/api/intents", Some(json!({ "email": "shop@example.com", "amount": "1", "payer_chain": "base" })), &[]).await;
+    let (s, e) =
+        app.call("POST", "/api/intents", Some(json!({ "email": "shop@example.com", "amount": "1", "payer_chain": "base" })), &[]).await;
     assert_error(s, &e, StatusCode::BAD_REQUEST, "no wallet on base is registered for this email");
     app.close().await;
 }
@@ -276,9 +308,7 @@ async fn authentication(b: Backend) {
     assert!(me.get("wallet_address").is_none());
 
     // A wrong secret for a real key fails; rotation revokes the old pair.
-    let token = base64::engine::general_purpose::STANDARD
-        .decode(auth.trim_start_matches("Bearer "))
-        .unwrap();
+    let token = base64::engine::general_purpose::STANDARD.decode(auth.trim_start_matches("Bearer ")).unwrap();
     let (key, _) = std::str::from_utf8(&token).unwrap().split_once(':').unwrap();
     let forged = format!("Bearer {}", base64::engine::general_purpose::STANDARD.encode(format!("{key}:srsk_wrong")));
     let (s, _) = app.call("GET", "/v2/me", None, &[("authorization", &forged)]).await;
@@ -321,7 +351,17 @@ async fn listing_and_pagination(b: Backend) {
     assert_eq!(got, vec![ids[4].as_str(), ids[3].as_str()], "newest first");
     let row = &l["intents"][0];
     assert_eq!(row["agent_id"], alice);
-    for k in ["merchant_recipient", "sending_amount", "receiving_amount", "estimated_fee", "payer_chain", "target_chain", "status", "created_at", "expires_at"] {
+    for k in [
+        "merchant_recipient",
+        "sending_amount",
+        "receiving_amount",
+        "estimated_fee",
+        "payer_chain",
+        "target_chain",
+        "status",
+        "created_at",
+        "expires_at",
+    ] {
         assert!(row[k].is_string(), "{k} in {row}");
     }
     let (_, p3) = app.call("GET", "/v2/intents/list?page=3&page_size=2", None, &[("authorization", &auth)]).await;
@@ -365,7 +405,8 @@ async fn proof_moves_to_pending_once(b: Backend) {
     let r2 = create(&app, body("3")).await;
     let b64 = pay(&r2["payment_requirements"], &payer, 2, None);
     let raw = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap();
-    let (s, _) = app.call("POST", &format!("/api/intents/{}", r2["intent_id"].as_str().unwrap()), Some(json!({ "settle_proof": raw })), &[]).await;
+    let (s, _) =
+        app.call("POST", &format!("/api/intents/{}", r2["intent_id"].as_str().unwrap()), Some(json!({ "settle_proof": raw })), &[]).await;
     assert_eq!(s, StatusCode::OK);
     let (s, e) = app.call("POST", "/api/intents/int_missing", Some(json!({ "settle_proof": proof })), &[]).await;
     assert_error(s, &e, StatusCode::NOT_FOUND, "payment intent not found");
@@ -382,7 +423,10 @@ async fn proofs_that_do_not_fit_change_nothing(b: Backend) {
         (json!({ "settle_proof": "%%%not base64%%%" }), "neither base64"),
         (json!({ "settle_proof": base64::engine::general_purpose::STANDARD.encode("[1,2]") }), "neither base64"),
         (json!({ "settle_proof": pay(&r["payment_requirements"], &payer, 3, Some(1)) }), "proof validation failed: wrong amount"),
-        (json!({ "settle_proof": base64::engine::general_purpose::STANDARD.encode("{\"x402Version\":2}") }), "proof validation failed: malformed"),
+        (
+            json!({ "settle_proof": base64::engine::general_purpose::STANDARD.encode("{\"x402Version\":2}") }),
+            "proof validation failed: malformed",
+        ),
         (json!({}), "settle_proof is required"),
         (json!({ "settle_proof": "" }), "settle_proof is required"),
     ];
@@ -406,11 +450,13 @@ async fn replayed_authorization_is_refused(b: Backend) {
     let b2 = create(&app, body("2")).await;
     let payer = PrivateKeySigner::random();
     let proof = pay(&a["payment_requirements"], &payer, 9, None);
-    let (s, _) = app.call("POST", &format!("/api/intents/{}", a["intent_id"].as_str().unwrap()), Some(json!({ "settle_proof": proof })), &[]).await;
+    let (s, _) =
+        app.call("POST", &format!("/api/intents/{}", a["intent_id"].as_str().unwrap()), Some(json!({ "settle_proof": proof })), &[]).await;
     assert_eq!(s, StatusCode::OK);
     // Same amount, same collection wallet: the signature is valid for B too,
     // but the authorization (payer, nonce) was already taken.
-    let (s, e) = app.call("POST", &format!("/api/intents/{}", b2["intent_id"].as_str().unwrap()), Some(json!({ "settle_proof": proof })), &[]).await;
+    let (s, e) =
+        app.call("POST", &format!("/api/intents/{}", b2["intent_id"].as_str().unwrap()), Some(json!({ "settle_proof": proof })), &[]).await;
     assert_error(s, &e, StatusCode::CONFLICT, "already used");
     let (_, read) = app.call("GET", &format!("/api/intents/{}", b2["intent_id"].as_str().unwrap()), None, &[]).await;
     assert_eq!(read["status"], "AWAITING_PAYMENT");
@@ -529,7 +575,8 @@ async fn concurrent_proofs_make_one_transition(b: Backend) {
     });
     let answers: Vec<(StatusCode, Value)> = futures::future::join_all(calls).await.into_iter().map(Result::unwrap).collect();
     assert_one_winner(&answers);
-    let n: i64 = sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM settlement_queue").fetch_one(&app.state.db.pool).await.unwrap(), "n");
+    let n: i64 =
+        sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM settlement_queue").fetch_one(&app.state.db.pool).await.unwrap(), "n");
     assert_eq!(n, 1);
     std::sync::Arc::into_inner(app).unwrap().close().await;
 }
@@ -584,7 +631,10 @@ async fn malformed_bodies(b: Backend) {
     typed["amount"] = json!(1.5);
     let (s, e) = app.call("POST", "/api/intents", Some(typed), &[]).await;
     assert_error(s, &e, StatusCode::BAD_REQUEST, "invalid type");
-    let req = axum::http::Request::post("/api/intents").header("content-type", "application/json").body(axum::body::Body::from("{not json")).unwrap();
+    let req = axum::http::Request::post("/api/intents")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from("{not json"))
+        .unwrap();
     let (s, e) = app.raw(req).await;
     assert_error(s, &e, StatusCode::BAD_REQUEST, "invalid JSON body");
     let huge = json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "email": "x".repeat(100_000) });
@@ -624,7 +674,8 @@ async fn recipients_that_cannot_receive(b: Backend) {
         (relayer.to_lowercase(), "wallet of this service"),
         (COLLECTOR_BASE.to_string(), "wallet of this service"),
     ] {
-        let (s, e) = app.call("POST", "/api/intents", Some(json!({ "recipient": recipient, "amount": "1", "payer_chain": "base" })), &[]).await;
+        let (s, e) =
+            app.call("POST", "/api/intents", Some(json!({ "recipient": recipient, "amount": "1", "payer_chain": "base" })), &[]).await;
         assert_error(s, &e, StatusCode::BAD_REQUEST, "invalid recipient address format");
         assert!(message(&e).contains(why), "{recipient}: {e}");
     }
@@ -636,7 +687,10 @@ async fn recipients_that_cannot_receive(b: Backend) {
 async fn http_layer_rejections_and_strictness(b: Backend) {
     let app = App::start(b, "").await;
     // A body that is not declared JSON.
-    let req = axum::http::Request::post("/api/intents").header("content-type", "text/plain").body(axum::body::Body::from(body("1").to_string())).unwrap();
+    let req = axum::http::Request::post("/api/intents")
+        .header("content-type", "text/plain")
+        .body(axum::body::Body::from(body("1").to_string()))
+        .unwrap();
     let (s, e) = app.raw(req).await;
     assert_error(s, &e, StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json");
     let req = axum::http::Request::post("/api/intents/int_x").body(axum::body::Body::from("{}")).unwrap();
@@ -648,7 +702,8 @@ async fn http_layer_rejections_and_strictness(b: Backend) {
     // Control characters in the Idempotency-Key, or in a field.
     let (s, e) = app.call("POST", "/api/intents", Some(body("1")), &[("idempotency-key", "a\tb")]).await;
     assert_error(s, &e, StatusCode::BAD_REQUEST, "Idempotency-Key");
-    let (s, e) = app.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1\u{0}", "payer_chain": "base" })), &[]).await;
+    let (s, e) =
+        app.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1\u{0}", "payer_chain": "base" })), &[]).await;
     assert_error(s, &e, StatusCode::BAD_REQUEST, "control characters");
     // Surrounding whitespace is ignored, an empty optional field is absent.
     let v = create(&app, json!({ "recipient": format!(" {MERCHANT} "), "amount": " 7 ", "payer_chain": " base ", "target_chain": "", "payer_asset": " USDC " })).await;
@@ -662,7 +717,10 @@ async fn http_layer_rejections_and_strictness(b: Backend) {
 async fn rate_limit_answers_429_with_retry_after() {
     let app = App::start(Backend::Sqlite, "").await;
     common::config::set_in_file(&app.dir.path().join("chains.toml"), "limits.requests_per_minute", 3);
-    let state = stablerail::server::build_state(&app.dir.path().join("chains.toml"), "sqlite::memory:", stablerail::adapter::system_clock()).await.unwrap();
+    let state =
+        stablerail::server::build_state(&app.dir.path().join("chains.toml"), "sqlite::memory:", stablerail::adapter::system_clock())
+            .await
+            .unwrap();
     let state2 = state.clone();
     let router = stablerail::api::router(state);
     use tower::ServiceExt;

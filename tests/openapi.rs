@@ -87,9 +87,7 @@ async fn requests_served(port: u16) -> (u64, u64) {
 }
 
 fn schemathesis() -> std::path::PathBuf {
-    std::env::var_os("SCHEMATHESIS")
-        .map(Into::into)
-        .unwrap_or_else(|| common::repo_root().join(".venv/bin/schemathesis"))
+    std::env::var_os("SCHEMATHESIS").map(Into::into).unwrap_or_else(|| common::repo_root().join(".venv/bin/schemathesis"))
 }
 
 #[tokio::test(flavor = "multi_thread")]

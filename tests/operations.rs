@@ -67,9 +67,14 @@ async fn a_chain_that_does_not_answer_is_withheld_until_it_does() {
 
     let (_, chains) = http(port, "GET", "/api/chains", None);
     assert_eq!(chains, json!({ "chains": ["base"], "target_chains": ["base"] }), "arbitrum is withheld");
-    let (s, e) = http(port, "POST", "/api/intents", Some(json!({
-        "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "arbitrum",
-    })));
+    let (s, e) = http(
+        port,
+        "POST",
+        "/api/intents",
+        Some(json!({
+            "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "arbitrum",
+        })),
+    );
     assert_eq!((s, e["message"].as_str()), (503, Some("arbitrum is temporarily unavailable")), "{e}");
     let (s, ready) = http(port, "GET", "/readyz", None);
     assert_eq!((s, &ready["checks"]["chains"]["arbitrum"]), (503, &json!("unreachable")), "{ready}");
@@ -85,8 +90,13 @@ async fn a_chain_that_does_not_answer_is_withheld_until_it_does() {
         assert!(Instant::now() < deadline, "arbitrum was never exposed again: {chains}");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let (s, created) = http(port, "POST", "/api/intents", Some(json!({
-        "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "arbitrum",
-    })));
+    let (s, created) = http(
+        port,
+        "POST",
+        "/api/intents",
+        Some(json!({
+            "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "arbitrum",
+        })),
+    );
     assert_eq!(s, 201, "{created}");
 }

@@ -25,7 +25,14 @@ struct Row {
     permit2: Option<&'static [&'static str]>,
 }
 
-const fn row(chain: &'static str, asset: &'static str, decimals: u8, domain: Option<(&'static str, &'static str)>, salted: bool, permit2: Option<&'static [&'static str]>) -> Row {
+const fn row(
+    chain: &'static str,
+    asset: &'static str,
+    decimals: u8,
+    domain: Option<(&'static str, &'static str)>,
+    salted: bool,
+    permit2: Option<&'static [&'static str]>,
+) -> Row {
     Row { chain, asset, decimals, domain, salted, permit2 }
 }
 
@@ -88,7 +95,9 @@ fn shipped_config(dir: &std::path::Path, usdt: bool) -> String {
         for (key, asset) in chain["assets"].as_table_mut().unwrap().iter_mut() {
             let asset = asset.as_table_mut().unwrap();
             // OPERATOR: USDT0's address on these chains; live in the spec.
-            if (*name == "arbitrum" && (key == "usdt0" || key == "usdt")) || (["monad", "hyperevm", "megaeth"].contains(&name.as_str()) && key == "usdt0") {
+            if (*name == "arbitrum" && (key == "usdt0" || key == "usdt"))
+                || (["monad", "hyperevm", "megaeth"].contains(&name.as_str()) && key == "usdt0")
+            {
                 asset.insert("state".into(), "live".into());
             }
             if !asset.contains_key("alias_of") && asset.get("token").is_none_or(|t| t.as_str() == Some("")) {

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stablerail::payment::{PaymentRequirements, ProofError};
 use stablerail::adapter::{system_clock, CallError, Registry};
 use stablerail::config::Config;
+use stablerail::payment::{PaymentRequirements, ProofError};
 
 fn lab() -> String {
     let mut s = String::from(common::BASE_USDC);
@@ -170,9 +170,8 @@ fn startup_names_the_file_and_the_problem() {
 fn precompiled_artifacts_are_cached_and_stale_ones_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
-    let cached = || -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(&cache).map(|d| d.map(|e| e.unwrap().path()).collect()).unwrap_or_default()
-    };
+    let cached =
+        || -> Vec<std::path::PathBuf> { std::fs::read_dir(&cache).map(|d| d.map(|e| e.unwrap().path()).collect()).unwrap_or_default() };
     let load = || common::registry(dir.path(), common::BASE_USDC, system_clock()).unwrap();
 
     drop(load());

@@ -127,9 +127,7 @@ async fn salted_domain_usdt0_names_and_the_usdt_reset_rule() {
 
     // polygon USDT0: Permit2 + an EIP-2612 permit over the salted domain,
     // signed with viem; paid out in arbitrum USDT0 (EIP-3009, "USD₮0").
-    let (done, proof) = dn
-        .settle_public(("polygon", "usdt0"), ("arbitrum", "usdt0"), "6", 0, |r, k| craft(r, k, &polygon, "permit"))
-        .await;
+    let (done, proof) = dn.settle_public(("polygon", "usdt0"), ("arbitrum", "usdt0"), "6", 0, |r, k| craft(r, k, &polygon, "permit")).await;
     let extra = &decode_proof(&proof)["accepted"]["extra"];
     assert_eq!(extra["domainType"], "salted");
     assert_eq!(extra["name"], "USDT0");
@@ -140,7 +138,8 @@ async fn salted_domain_usdt0_names_and_the_usdt_reset_rule() {
     let (payer, key) = dn.payer(1);
     let before = dn.balance_of("polygon", "usdt", &payer).await;
     assert_eq!(dn.token("polygon", "usdt"), dn.token("polygon", "usdt0"));
-    let (id, intent) = dn.create_public(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "polygon", "payer_asset": "usdt" })).await;
+    let (id, intent) =
+        dn.create_public(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "polygon", "payer_asset": "usdt" })).await;
     let bad = craft(&intent["payment_requirements"], &key, &polygon, "chainid-domain");
     let (s, e) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": bad })), &[]).await;
     assert_eq!(s, 400, "{e}");
@@ -167,7 +166,8 @@ async fn salted_domain_usdt0_names_and_the_usdt_reset_rule() {
     let (payer, key) = dn.payer(3);
     dn.approve("ethereum", "usdt", &payer, PERMIT2, U256::from(1000u64)).await;
     let before = dn.balance_of("ethereum", "usdt", &payer).await;
-    let (id, intent) = dn.create_public(json!({ "recipient": MERCHANT, "amount": "5", "payer_chain": "ethereum", "payer_asset": "usdt" })).await;
+    let (id, intent) =
+        dn.create_public(json!({ "recipient": MERCHANT, "amount": "5", "payer_chain": "ethereum", "payer_asset": "usdt" })).await;
     let proof = x402_pay_on(&intent["payment_requirements"], &key, &ethereum);
     assert!(decode_proof(&proof)["extensions"]["erc20ApprovalGasSponsoring"].is_object());
     let (s, e) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;

@@ -39,7 +39,10 @@ async fn public_flow_settles_across_chains() {
 
     // What an operator scrapes after those payments.
     use tower::ServiceExt;
-    let resp = stablerail::api::router(dn.state.clone()).oneshot(axum::http::Request::get("/metrics").body(axum::body::Body::empty()).unwrap()).await.unwrap();
+    let resp = stablerail::api::router(dn.state.clone())
+        .oneshot(axum::http::Request::get("/metrics").body(axum::body::Body::empty()).unwrap())
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
     assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
     let text = String::from_utf8(http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes().to_vec()).unwrap();
@@ -51,14 +54,20 @@ async fn public_flow_settles_across_chains() {
     };
     assert_eq!(value("stablerail_intents", &["status=\"TARGET_SETTLED\""]), 3.0, "{text}");
     assert_eq!(value("stablerail_settlement_queue_depth", &[]), 0.0);
-    assert!(value("stablerail_http_requests_total", &["route=\"/api/intents/{id}\"", "method=\"POST\"", "status=\"200\""]) >= 3.0, "{text}");
+    assert!(
+        value("stablerail_http_requests_total", &["route=\"/api/intents/{id}\"", "method=\"POST\"", "status=\"200\""]) >= 3.0,
+        "{text}"
+    );
     assert!(value("stablerail_http_request_duration_seconds_count", &["route=\"/api/intents\""]) >= 3.0, "{text}");
     for (chain, leg) in [("base", "source"), ("arbitrum", "target"), ("polygon", "source"), ("bsc", "target")] {
         let (c, l) = (format!("chain=\"{chain}\""), format!("leg=\"{leg}\""));
         assert!(value("stablerail_settlement_legs_total", &[&c, &l, "outcome=\"settled\""]) >= 1.0, "{chain} {leg}: {text}");
         assert!(value("stablerail_settlement_leg_seconds_count", &[&c, &l]) >= 1.0, "{chain} {leg}: {text}");
     }
-    assert!(value("stablerail_rpc_calls_total", &["chain=\"base\"", "method=\"eth_sendRawTransaction\"", "outcome=\"ok\""]) >= 1.0, "{text}");
+    assert!(
+        value("stablerail_rpc_calls_total", &["chain=\"base\"", "method=\"eth_sendRawTransaction\"", "outcome=\"ok\""]) >= 1.0,
+        "{text}"
+    );
     assert!(value("stablerail_adapter_calls_total", &["function=\"verify\"", "outcome=\"ok\""]) >= 3.0, "{text}");
     assert!(text.contains("stablerail_rpc_call_duration_seconds_bucket{"), "histograms have buckets: {text}");
 }
@@ -84,7 +93,14 @@ async fn agent_execute_settles_from_its_hosted_wallet() {
     assert_eq!(usdc["display_values"]["usdc"], "100");
     assert!(rows.iter().any(|r| r["chain"] == "arbitrum" && r["asset"] == "eth" && r["raw_value"] == "0"), "native rows too: {rows:?}");
 
-    let (s, intent) = dn.call("POST", "/v2/intents", Some(json!({ "recipient": MERCHANT, "amount": "5", "payer_chain": "base", "target_chain": "arbitrum" })), &[("authorization", &auth)]).await;
+    let (s, intent) = dn
+        .call(
+            "POST",
+            "/v2/intents",
+            Some(json!({ "recipient": MERCHANT, "amount": "5", "payer_chain": "base", "target_chain": "arbitrum" })),
+            &[("authorization", &auth)],
+        )
+        .await;
     assert_eq!(s, 201, "{intent}");
     let id = intent["intent_id"].as_str().unwrap();
     let merchant_before = dn.balance("arbitrum", MERCHANT).await;
@@ -103,7 +119,14 @@ async fn agent_execute_settles_from_its_hosted_wallet() {
 
     // An agent without the funds gets 402, no money moves, and the intent
     // still awaits payment: the agent funds its wallet and executes again.
-    let (s, big) = dn.call("POST", "/v2/intents", Some(json!({ "recipient": MERCHANT, "amount": "500", "payer_chain": "base", "target_chain": "arbitrum" })), &[("authorization", &auth)]).await;
+    let (s, big) = dn
+        .call(
+            "POST",
+            "/v2/intents",
+            Some(json!({ "recipient": MERCHANT, "amount": "500", "payer_chain": "base", "target_chain": "arbitrum" })),
+            &[("authorization", &auth)],
+        )
+        .await;
     assert_eq!(s, 201);
     let big_id = big["intent_id"].as_str().unwrap();
     let before = dn.balance("base", &wallet).await;
@@ -158,7 +181,8 @@ async fn twenty_concurrent_intents_share_one_relayer() {
         assert_eq!(mined, recorded, "{chain}");
         assert!(mined < 19, "{chain}: {mined} transactions for 19 settlements: nothing was batched");
     }
-    let rows: i64 = sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM chain_transactions").fetch_one(&dn.state.db.pool).await.unwrap(), "n");
+    let rows: i64 =
+        sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM chain_transactions").fetch_one(&dn.state.db.pool).await.unwrap(), "n");
     assert_eq!(rows, 38, "one row per settled leg");
     // Each intent can find the exact signed bytes of its transaction again
     // (what a restart re-broadcasts), batched or not.
@@ -180,7 +204,8 @@ async fn unfunded_payer_fails_verification_and_sanctioned_payer_is_blocked() {
     let dn = Devnet::start(21845, "base", &format!("\n[compliance]\nsanctions_files = [{:?}]\n", list.display().to_string())).await;
 
     let broke = alloy_signer_local::PrivateKeySigner::random();
-    let (_, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })), &[]).await;
+    let (_, intent) =
+        dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })), &[]).await;
     let id = intent["intent_id"].as_str().unwrap();
     let key = alloy_primitives::hex::encode_prefixed(broke.credential().to_bytes());
     let proof = x402_pay(&intent["payment_requirements"], &key);
@@ -192,7 +217,8 @@ async fn unfunded_payer_fails_verification_and_sanctioned_payer_is_blocked() {
     let (addr, key) = dn.payer(6);
     assert_eq!(addr, "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955");
     let before = dn.balance("base", &addr).await;
-    let (_, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })), &[]).await;
+    let (_, intent) =
+        dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })), &[]).await;
     let id = intent["intent_id"].as_str().unwrap();
     let proof = x402_pay(&intent["payment_requirements"], &key);
     let (s, _) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
@@ -200,7 +226,6 @@ async fn unfunded_payer_fails_verification_and_sanctioned_payer_is_blocked() {
     dn.wait_status(id, "BLOCKED").await;
     assert_eq!(dn.balance("base", &addr).await, before, "no funds moved");
 }
-
 
 use common::process::{anvil, http, kill, serve};
 
@@ -215,7 +240,12 @@ async fn payout_survives_a_chain_outage_and_a_crash() {
     // withheld), the intent is created, then arbitrum goes down (SIGTERM:
     // anvil writes its state file and exits).
     let mut server = serve(&dn, port);
-    let (s, intent) = http(port, "POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "3", "payer_chain": "base", "target_chain": "arbitrum" })));
+    let (s, intent) = http(
+        port,
+        "POST",
+        "/api/intents",
+        Some(json!({ "recipient": MERCHANT, "amount": "3", "payer_chain": "base", "target_chain": "arbitrum" })),
+    );
     assert_eq!(s, 201, "{intent}");
     let arb_pid = dn.chain("arbitrum")["pid"].as_u64().unwrap() as u32;
     kill(arb_pid, "-TERM");
@@ -290,7 +320,8 @@ async fn replicas_on_one_postgres_settle_each_intent_once() {
         assert_eq!(mined, recorded, "{chain}: every relayer transaction is one the replicas recorded");
         assert_eq!(mined, 12, "{chain}: one transaction per intent without Multicall3");
     }
-    let rows: i64 = sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM chain_transactions").fetch_one(&dn.state.db.pool).await.unwrap(), "n");
+    let rows: i64 =
+        sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM chain_transactions").fetch_one(&dn.state.db.pool).await.unwrap(), "n");
     assert_eq!(rows, 24);
     drop(dn);
     if let Some((base, schema)) = schema {
@@ -310,7 +341,8 @@ async fn legs_wait_for_their_confirmations() {
     let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
     Engine::new(state.engine_deps()).spawn(2);
 
-    let (s, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })), &[]).await;
+    let (s, intent) =
+        dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })), &[]).await;
     assert_eq!(s, 201);
     let id = intent["intent_id"].as_str().unwrap().to_string();
     let (_, key) = dn.payer(0);
@@ -344,11 +376,18 @@ async fn landed_payouts_are_reconciled_and_retries_never_pay_twice() {
     let id = done["intent_id"].as_str().unwrap().to_string();
     let paid_tx = done["target_payment"]["tx_hash"].as_str().unwrap().to_string();
     let merchant = dn.balance("base", MERCHANT).await;
-    let forget = || sqlx::query("UPDATE intents SET status = 'PARTIAL_SETTLEMENT', target_tx_hash = NULL, target_settled_at = NULL WHERE id = $1").bind(&id);
+    let forget = || {
+        sqlx::query("UPDATE intents SET status = 'PARTIAL_SETTLEMENT', target_tx_hash = NULL, target_settled_at = NULL WHERE id = $1")
+            .bind(&id)
+    };
 
     // The operator gives up on it (as `stablerail intent partial` does).
     let why = stablerail::failure::Reason::from(stablerail::failure::Failure::NeedsReconciliation);
-    sqlx::query("UPDATE intents SET status = 'TARGET_SETTLING', target_tx_hash = NULL, target_settled_at = NULL WHERE id = $1").bind(&id).execute(&dn.state.db.pool).await.unwrap();
+    sqlx::query("UPDATE intents SET status = 'TARGET_SETTLING', target_tx_hash = NULL, target_settled_at = NULL WHERE id = $1")
+        .bind(&id)
+        .execute(&dn.state.db.pool)
+        .await
+        .unwrap();
     assert!(repo::give_up(&dn.state.db, &id, &why, stablerail::intent::now_ms()).await.unwrap());
     let (_, v) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
     assert_eq!((v["status"].as_str(), v["error_code"].as_str()), (Some("PARTIAL_SETTLEMENT"), Some("needs_reconciliation")), "{v}");
@@ -357,7 +396,10 @@ async fn landed_payouts_are_reconciled_and_retries_never_pay_twice() {
     let (_, v) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
     assert_eq!(v["status"], "TARGET_SETTLED", "{v}");
     assert_eq!(v["target_payment"]["tx_hash"], paid_tx.as_str());
-    assert_eq!(repo::retry(&dn.state.db, &id, stablerail::intent::now_ms()).await.unwrap(), Retry::NotRetriable(stablerail::intent::Status::TargetSettled));
+    assert_eq!(
+        repo::retry(&dn.state.db, &id, stablerail::intent::now_ms()).await.unwrap(),
+        Retry::NotRetriable(stablerail::intent::Status::TargetSettled)
+    );
 
     forget().execute(&dn.state.db.pool).await.unwrap();
     assert_eq!(repo::retry(&dn.state.db, &id, stablerail::intent::now_ms()).await.unwrap(), Retry::Reopened);
@@ -386,10 +428,23 @@ async fn a_short_payout_wallet_waits_and_completes_once_funded() {
     let held = dn.balance("arbitrum", &proxy).await;
     rpc(&arb, "anvil_impersonateAccount", json!([proxy])).await;
     let sink = "0x000000000000000000000000000000000000dEaD";
-    dn.send_as("arbitrum", &proxy, &dn.token("arbitrum", "usdc"), alloy_sol_types::SolCall::abi_encode(&transferCall { to: sink.parse().unwrap(), value: held })).await;
+    dn.send_as(
+        "arbitrum",
+        &proxy,
+        &dn.token("arbitrum", "usdc"),
+        alloy_sol_types::SolCall::abi_encode(&transferCall { to: sink.parse().unwrap(), value: held }),
+    )
+    .await;
 
     let merchant = dn.balance("arbitrum", MERCHANT).await;
-    let (s, intent) = dn.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "2", "payer_chain": "base", "target_chain": "arbitrum" })), &[]).await;
+    let (s, intent) = dn
+        .call(
+            "POST",
+            "/api/intents",
+            Some(json!({ "recipient": MERCHANT, "amount": "2", "payer_chain": "base", "target_chain": "arbitrum" })),
+            &[],
+        )
+        .await;
     assert_eq!(s, 201, "{intent}");
     let id = intent["intent_id"].as_str().unwrap().to_string();
     let proof = x402_pay(&intent["payment_requirements"], &dn.payer(5).1);
@@ -431,7 +486,9 @@ async fn readiness_probes_and_a_wrong_chain_id() {
     };
     // `config check` with the base RPC URL taken from the environment.
     let cfg = dn.dir.path().join("chains.toml");
-    let by_env = std::fs::read_to_string(&cfg).unwrap().replace(&format!("rpc_urls = [{:?}]", dn.rpc_url("base")), "rpc_urls = [\"${STABLERAIL_TEST_BASE_RPC}\"]");
+    let by_env = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace(&format!("rpc_urls = [{:?}]", dn.rpc_url("base")), "rpc_urls = [\"${STABLERAIL_TEST_BASE_RPC}\"]");
     let env_cfg = dn.dir.path().join("by-env.toml");
     std::fs::write(&env_cfg, by_env).unwrap();
     let out = check(&env_cfg, &[("STABLERAIL_TEST_BASE_RPC", &dn.rpc_url("base"))]);
@@ -440,7 +497,11 @@ async fn readiness_probes_and_a_wrong_chain_id() {
     assert_eq!(report["chains"], json!({ "arbitrum": "ok", "base": "ok" }));
     let out = check(&env_cfg, &[]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("chains.base.rpc_urls: environment variable `STABLERAIL_TEST_BASE_RPC` is not set"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("chains.base.rpc_urls: environment variable `STABLERAIL_TEST_BASE_RPC` is not set"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // `stablerail wallets`: every wallet of the keystore, balances per chain.
     let wallets = || {
@@ -456,7 +517,8 @@ async fn readiness_probes_and_a_wrong_chain_id() {
         v["wallets"].as_array().unwrap().clone()
     };
     let listed = wallets();
-    let named = |list: &[Value], name: &str| list.iter().find(|w| w["name"] == name).cloned().unwrap_or_else(|| panic!("{name} in {list:?}"));
+    let named =
+        |list: &[Value], name: &str| list.iter().find(|w| w["name"] == name).cloned().unwrap_or_else(|| panic!("{name} in {list:?}"));
     let proxy = named(&listed, "proxy:evm");
     assert_eq!(proxy["address"], dn.state.keys.address(keys::PROXY).await.unwrap().as_str());
     assert_eq!(proxy["balances"]["arbitrum"]["usdc"], "1000000", "{proxy}");
@@ -464,13 +526,20 @@ async fn readiness_probes_and_a_wrong_chain_id() {
 
     let (s, v) = dn.call("GET", "/readyz", None, &[]).await;
     assert_eq!(s, 200, "{v}");
-    assert_eq!(v["checks"], json!({ "database": "ok", "chains": { "arbitrum": "ok", "base": "ok" }, "wallets": {}, "relayer_unfunded": [] }));
+    assert_eq!(
+        v["checks"],
+        json!({ "database": "ok", "chains": { "arbitrum": "ok", "base": "ok" }, "wallets": {}, "relayer_unfunded": [] })
+    );
     let pid = dn.chain("arbitrum")["pid"].as_u64().unwrap() as u32;
     common::process::stop_chain(&dn, "arbitrum", pid);
     let (s, v) = dn.call("GET", "/readyz", None, &[]).await;
     assert_eq!((s, v["statusCode"].as_u64()), (503, Some(503)), "{v}");
     assert_eq!(v["checks"]["chains"]["arbitrum"], "unreachable", "{v}");
-    assert_eq!(named(&wallets(), "proxy:evm")["balances"]["arbitrum"], json!({ "error": "chain unavailable" }), "one chain down is said, not fatal");
+    assert_eq!(
+        named(&wallets(), "proxy:evm")["balances"]["arbitrum"],
+        json!({ "error": "chain unavailable" }),
+        "one chain down is said, not fatal"
+    );
     for _ in 0..5 {
         assert_eq!(dn.call("GET", "/healthz", None, &[]).await.0, 200);
     }

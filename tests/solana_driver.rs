@@ -89,7 +89,8 @@ async fn solana_driver_cosigns_stores_resends_and_follows_to_finality() {
     assert_eq!(sol, Some(ChainProbe::WrongChainId { node: genesis[..32].to_string(), config: "devnet".into() }));
     let right = std::fs::read_to_string(&path).unwrap().replace("solana:devnet", &format!("solana:{}", &genesis[..32]));
     let cfg = stablerail::config::Config::parse(&right).unwrap();
-    let registry = stablerail::adapter::Registry::from_config(&cfg, stablerail::server::runtime_for(&cfg, system_clock()).unwrap()).unwrap();
+    let registry =
+        stablerail::adapter::Registry::from_config(&cfg, stablerail::server::runtime_for(&cfg, system_clock()).unwrap()).unwrap();
     let probes = probe_chains(&cfg, &registry).await;
     assert_eq!(probes.iter().find(|(c, _)| c == "sol").map(|(_, p)| p.clone()), Some(ChainProbe::Ok));
 
@@ -109,7 +110,10 @@ async fn solana_driver_cosigns_stores_resends_and_follows_to_finality() {
     let id = {
         use tower::ServiceExt;
         let body = json!({ "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": "base" });
-        let req = axum::http::Request::post("/api/intents").header("content-type", "application/json").body(axum::body::Body::from(body.to_string())).unwrap();
+        let req = axum::http::Request::post("/api/intents")
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(body.to_string()))
+            .unwrap();
         let resp = app.oneshot(req).await.unwrap();
         let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
         serde_json::from_slice::<Value>(&bytes).unwrap()["intent_id"].as_str().unwrap().to_string()
@@ -150,7 +154,15 @@ async fn solana_driver_cosigns_stores_resends_and_follows_to_finality() {
     //    stored bytes lands it, once.
     let t2 = craft(&url, &relayer, 2_000_000);
     let (raw, id2) = state.drivers.solana().cosign(&Role::Relayer, &cosign_of_bytes(&t2), 0).await.unwrap();
-    let stored2 = stablerail::store::settlement::StoredTx { step: 1, label: "s1".into(), raw, tx_hash: id2.clone(), nonce: -1, status: "signed".into(), sender: relayer.clone() };
+    let stored2 = stablerail::store::settlement::StoredTx {
+        step: 1,
+        label: "s1".into(),
+        raw,
+        tx_hash: id2.clone(),
+        nonce: -1,
+        status: "signed".into(),
+        sender: relayer.clone(),
+    };
     assert!(driver.can_land("sol", &stored2).await, "its blockhash is still valid");
     assert_eq!(driver.resend("sol", &stored2).await.unwrap(), Resent::InFlight);
     follow(id2.clone()).await;
@@ -161,7 +173,15 @@ async fn solana_driver_cosigns_stores_resends_and_follows_to_finality() {
     //    and only now may the step be signed again.
     let t3 = craft(&url, &relayer, 3_000_000);
     let (raw, id3) = state.drivers.solana().cosign(&Role::Relayer, &cosign_of_bytes(&t3), 0).await.unwrap();
-    let stored3 = stablerail::store::settlement::StoredTx { step: 2, label: "s2".into(), raw, tx_hash: id3, nonce: -1, status: "signed".into(), sender: relayer.clone() };
+    let stored3 = stablerail::store::settlement::StoredTx {
+        step: 2,
+        label: "s2".into(),
+        raw,
+        tx_hash: id3,
+        nonce: -1,
+        status: "signed".into(),
+        sender: relayer.clone(),
+    };
     rpc(&url, "devnet_advanceSlots", json!([200])).await;
     assert_eq!(driver.resend("sol", &stored3).await.unwrap(), Resent::Superseded);
     assert!(!driver.can_land("sol", &stored3).await);

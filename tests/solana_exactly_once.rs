@@ -46,7 +46,12 @@ async fn kill_nine_after_a_solana_payout_is_stored_pays_the_merchant_once() {
         let port = free_port();
         let server = serve(&dn, port);
         rpc(&sol, "devnet_hold", json!([])).await;
-        let (s, intent) = http(port, "POST", "/api/intents", Some(json!({ "recipient": merchant, "amount": "2", "payer_chain": "base", "target_chain": "solana" })));
+        let (s, intent) = http(
+            port,
+            "POST",
+            "/api/intents",
+            Some(json!({ "recipient": merchant, "amount": "2", "payer_chain": "base", "target_chain": "solana" })),
+        );
         assert_eq!(s, 201, "{intent}");
         let id = intent["intent_id"].as_str().unwrap().to_string();
         let proof = x402_pay(&intent["payment_requirements"], &dn.payer(n).1);

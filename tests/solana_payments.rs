@@ -80,7 +80,11 @@ async fn solana_pays_and_is_paid() {
     let (s, e) = dn.call("POST", "/api/intents", Some(json!({ "recipient": "0x1111111111111111111111111111111111111111", "amount": "1", "payer_chain": "base", "target_chain": "solana" })), &[]).await;
     assert_eq!((s, e["message"].as_str()), (400, Some("invalid recipient address format")), "{e}");
     let (bpayer, key) = dn.payer(1);
-    let (id, intent) = dn.create_public(json!({ "recipient": SOL_MERCHANT, "amount": "2.5", "payer_chain": "base", "target_chain": "solana", "target_asset": "usdc" })).await;
+    let (id, intent) = dn
+        .create_public(
+            json!({ "recipient": SOL_MERCHANT, "amount": "2.5", "payer_chain": "base", "target_chain": "solana", "target_asset": "usdc" }),
+        )
+        .await;
     let proxy_before = dn.sol_balance("usdc", &proxy).await;
     let payer_before = dn.balance("base", &bpayer).await;
     let proof = common::devnet::x402_pay(&intent["payment_requirements"], &key);
@@ -91,7 +95,8 @@ async fn solana_pays_and_is_paid() {
     assert_eq!(dn.sol_balance("usdc", &proxy).await, proxy_before - 2_500_000, "from the proxy wallet");
     assert_eq!(dn.balance("base", &bpayer).await, payer_before - units(&intent["payment_requirements"]["amount"]));
     let payout = done["target_payment"]["tx_hash"].as_str().unwrap();
-    let tx = common::devnet::rpc(&rpc, "getTransaction", json!([payout, { "encoding": "json", "maxSupportedTransactionVersion": 0 }])).await;
+    let tx =
+        common::devnet::rpc(&rpc, "getTransaction", json!([payout, { "encoding": "json", "maxSupportedTransactionVersion": 0 }])).await;
     assert_eq!(tx["transaction"]["message"]["accountKeys"][0], relayer.as_str(), "the relayer paid the fee");
 }
 
@@ -114,7 +119,14 @@ async fn an_agent_pays_once_from_its_hosted_solana_wallet() {
     assert_eq!(row("usdt")["raw_value"], "0", "zero rows too: {rows:?}");
     assert_eq!(row("sol")["raw_value_decimals"], 9, "{rows:?}");
 
-    let (s, intent) = dn.call("POST", "/v2/intents", Some(json!({ "recipient": MERCHANT, "amount": "4", "payer_chain": "solana", "target_chain": "base" })), &[("authorization", &auth)]).await;
+    let (s, intent) = dn
+        .call(
+            "POST",
+            "/v2/intents",
+            Some(json!({ "recipient": MERCHANT, "amount": "4", "payer_chain": "solana", "target_chain": "base" })),
+            &[("authorization", &auth)],
+        )
+        .await;
     assert_eq!(s, 201, "{intent}");
     let id = intent["intent_id"].as_str().unwrap();
     let sending: u64 = intent["payment_requirements"]["amount"].as_str().unwrap().parse().unwrap();
@@ -126,7 +138,14 @@ async fn an_agent_pays_once_from_its_hosted_solana_wallet() {
     assert_eq!(dn.balance("base", MERCHANT).await, merchant_before + U256::from(4_000_000u64));
 
     // Short: 402, nothing moves, the intent waits for the agent to fund.
-    let (_, intent) = dn.call("POST", "/v2/intents", Some(json!({ "recipient": MERCHANT, "amount": "50", "payer_chain": "solana", "target_chain": "base" })), &[("authorization", &auth)]).await;
+    let (_, intent) = dn
+        .call(
+            "POST",
+            "/v2/intents",
+            Some(json!({ "recipient": MERCHANT, "amount": "50", "payer_chain": "solana", "target_chain": "base" })),
+            &[("authorization", &auth)],
+        )
+        .await;
     let id = intent["intent_id"].as_str().unwrap();
     let (s, e) = dn.call("POST", &format!("/v2/intents/{id}/execute"), None, &[("authorization", &auth)]).await;
     assert_eq!(s, 402, "{e}");

@@ -71,7 +71,8 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
     assert_eq!((s, &alias["quote"]["output_amount"]), (200, &q["quote"]["output_amount"]));
 
     // The allowance is read on chain: approve first, as told.
-    let approval_uri = format!("/api/swap/approval?chain=base&token={usdc}&token_out={usdt}&amount=1000000&user_address={user}&include_gas_info=true");
+    let approval_uri =
+        format!("/api/swap/approval?chain=base&token={usdc}&token_out={usdt}&amount=1000000&user_address={user}&include_gas_info=true");
     let (s, a) = get(approval_uri.clone()).await;
     assert_eq!((s, &a["needs_approval"]), (200, &json!(true)), "{a}");
     assert_eq!(a["approval"]["to"], usdc.as_str());
@@ -79,21 +80,36 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
     assert_eq!(a["approval"]["chain_id"], 8453);
     assert!(a["gas_fee"].as_str().unwrap().parse::<u128>().unwrap() > 0, "{a}");
     assert!(a.get("cancel").is_none(), "USDC needs no reset: {a}");
-    let approved = send_tx(&rpc, &key, a["approval"]["to"].as_str().unwrap(), a["approval"]["data"].as_str().unwrap(), "0x0", a["approval"]["gas_limit"].as_str());
+    let approved = send_tx(
+        &rpc,
+        &key,
+        a["approval"]["to"].as_str().unwrap(),
+        a["approval"]["data"].as_str().unwrap(),
+        "0x0",
+        a["approval"]["gas_limit"].as_str(),
+    );
     assert_eq!(approved["status"], "success", "{approved}");
     let (_, a) = get(approval_uri).await;
     assert_eq!(a["needs_approval"], false, "{a}");
     assert!(a.get("approval").is_none());
 
     // The quote with the signer carries the transaction; the user's wallet sends it.
-    let (s, q) = get(format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&from_amount=1000000&user_address={user}")).await;
+    let (s, q) =
+        get(format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&from_amount=1000000&user_address={user}")).await;
     assert_eq!(s, 200, "{q}");
     let tx = &q["swap_transaction"];
     assert!(tx["transaction"].as_str().unwrap().starts_with("0x38ed1739"), "swapExactTokensForTokens calldata: {q}");
     assert!(tx["expires_at"].as_i64().unwrap() > stablerail::intent::now_ms() / 1000);
     let quoted: u128 = q["quote"]["output_amount"].as_str().unwrap().parse().unwrap();
     let before = (dn.balance_of("base", "usdc", &user).await, dn.balance_of("base", "usdt", &user).await);
-    let sent = send_tx(&rpc, &key, tx["to"].as_str().unwrap(), tx["transaction"].as_str().unwrap(), tx["value"].as_str().unwrap(), tx["gas_limit"].as_str());
+    let sent = send_tx(
+        &rpc,
+        &key,
+        tx["to"].as_str().unwrap(),
+        tx["transaction"].as_str().unwrap(),
+        tx["value"].as_str().unwrap(),
+        tx["gas_limit"].as_str(),
+    );
     assert_eq!(sent["status"], "success", "{sent}");
     let hash = sent["hash"].as_str().unwrap().to_string();
 
@@ -111,7 +127,11 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
     assert_eq!(done["received_amount"], json!(quoted.to_string()), "{done}");
     assert_eq!(done["kind"], "swap");
     assert_eq!(dn.balance_of("base", "usdc", &user).await, before.0 - U256::from(1_000_000u64), "exactly the input left the wallet");
-    assert_eq!(dn.balance_of("base", "usdt", &user).await, before.1 + U256::from(quoted), "the quoted output arrived (no trade in between)");
+    assert_eq!(
+        dn.balance_of("base", "usdt", &user).await,
+        before.1 + U256::from(quoted),
+        "the quoted output arrived (no trade in between)"
+    );
     let (_, auth) = dn.agent().await;
     let (s, v2) = dn.call("GET", &format!("/v2/intents/{id}"), None, &[("authorization", &auth)]).await;
     assert_eq!((s, &v2["status"]), (200, &json!("DONE")), "{v2}");
@@ -125,18 +145,34 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
     // Across chains: base USDC → arbitrum USDC through the devnet's bridge,
     // followed through the provider's status to the destination's credit.
     let arb_usdc = dn.token("arbitrum", "usdc");
-    let (s, cq) = get(format!("/api/swap/quote?chain=base&to_chain=arbitrum&input_token={usdc}&output_token={arb_usdc}&from_amount=2000000&user_address={user}")).await;
+    let (s, cq) = get(format!(
+        "/api/swap/quote?chain=base&to_chain=arbitrum&input_token={usdc}&output_token={arb_usdc}&from_amount=2000000&user_address={user}"
+    ))
+    .await;
     assert_eq!(s, 200, "{cq}");
     assert_eq!(cq["quote"]["output_amount"], "1999000", "a 5 bps bridge fee: {cq}");
-    let (_, ca) = get(format!("/api/swap/approval?chain=base&to_chain=arbitrum&token={usdc}&token_out={arb_usdc}&amount=2000000&user_address={user}")).await;
+    let (_, ca) = get(format!(
+        "/api/swap/approval?chain=base&to_chain=arbitrum&token={usdc}&token_out={arb_usdc}&amount=2000000&user_address={user}"
+    ))
+    .await;
     assert_eq!(ca["needs_approval"], true, "{ca}");
     let approved = send_tx(&rpc, &key, ca["approval"]["to"].as_str().unwrap(), ca["approval"]["data"].as_str().unwrap(), "0x0", None);
     assert_eq!(approved["status"], "success", "{approved}");
-    let (_, cq) = get(format!("/api/swap/quote?chain=base&to_chain=arbitrum&input_token={usdc}&output_token={arb_usdc}&from_amount=2000000&user_address={user}")).await;
+    let (_, cq) = get(format!(
+        "/api/swap/quote?chain=base&to_chain=arbitrum&input_token={usdc}&output_token={arb_usdc}&from_amount=2000000&user_address={user}"
+    ))
+    .await;
     let ctx = &cq["swap_transaction"];
     let arb_before = dn.balance_of("arbitrum", "usdc", &user).await;
     let base_before = dn.balance_of("base", "usdc", &user).await;
-    let bridged = send_tx(&rpc, &key, ctx["to"].as_str().unwrap(), ctx["transaction"].as_str().unwrap(), ctx["value"].as_str().unwrap(), ctx["gas_limit"].as_str());
+    let bridged = send_tx(
+        &rpc,
+        &key,
+        ctx["to"].as_str().unwrap(),
+        ctx["transaction"].as_str().unwrap(),
+        ctx["value"].as_str().unwrap(),
+        ctx["gas_limit"].as_str(),
+    );
     assert_eq!(bridged["status"], "success", "{bridged}");
     let mut b = body.clone();
     b["source_tx_hash"] = bridged["hash"].clone();
@@ -154,7 +190,11 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
     let receipt = receipt_of(&dn.rpc_url("arbitrum"), &dest).await;
     assert_eq!(receipt["status"], "0x1", "{receipt}");
     let (s, st) = get(format!("/api/swap/status?tx_hash={}&from_chain=base&to_chain=arbitrum", bridged["hash"].as_str().unwrap())).await;
-    assert_eq!((s, &st["status"], &st["dest_tx_hash"], &st["received_amount"]), (200, &json!("DONE"), &json!(dest), &json!("1999000")), "{st}");
+    assert_eq!(
+        (s, &st["status"], &st["dest_tx_hash"], &st["received_amount"]),
+        (200, &json!("DONE"), &json!(dest), &json!("1999000")),
+        "{st}"
+    );
 
     // A swap whose transaction reverted (its allowance is spent) is FAILED.
     let reverted = send_tx(&rpc, &key, tx["to"].as_str().unwrap(), tx["transaction"].as_str().unwrap(), "0x0", Some("0x3d090"));
@@ -197,10 +237,38 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
     no_hash.as_object_mut().unwrap().remove("source_tx_hash");
     for (b, message) in [
         (no_hash, "source_tx_hash is required"),
-        ({ let mut b = body.clone(); b["source_tx_hash"] = json!("0x12"); b }, "invalid source_tx_hash"),
-        ({ let mut b = body.clone(); b["sending_token_amount"] = json!("0"); b }, "invalid amount: must be a positive integer"),
-        ({ let mut b = body.clone(); b["to_chain"] = json!("nowhere"); b }, "unsupported chain for swaps: nowhere"),
-        ({ let mut b = body.clone(); b["recipient_address"] = json!("T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb"); b }, "invalid recipient_address"),
+        (
+            {
+                let mut b = body.clone();
+                b["source_tx_hash"] = json!("0x12");
+                b
+            },
+            "invalid source_tx_hash",
+        ),
+        (
+            {
+                let mut b = body.clone();
+                b["sending_token_amount"] = json!("0");
+                b
+            },
+            "invalid amount: must be a positive integer",
+        ),
+        (
+            {
+                let mut b = body.clone();
+                b["to_chain"] = json!("nowhere");
+                b
+            },
+            "unsupported chain for swaps: nowhere",
+        ),
+        (
+            {
+                let mut b = body.clone();
+                b["recipient_address"] = json!("T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb");
+                b
+            },
+            "invalid recipient_address",
+        ),
     ] {
         let (s, e) = dn.call("POST", "/api/swap/intents", Some(b), &[]).await;
         assert_eq!((s, e["message"].as_str()), (400, Some(message)), "{e}");
@@ -256,7 +324,8 @@ async fn an_agent_swaps_from_its_hosted_wallet_once_per_idempotency_key() {
     let dn = Devnet::start_swaps(25045, "base", "").await;
     let (usdc, usdt) = (dn.token("base", "usdc"), dn.token("base", "usdt"));
     let (agent, auth) = dn.agent().await;
-    let wallet = dn.state.keys.address(&stablerail::keys::Role::Agent(agent.clone()).key_name(stablerail::config::Family::Evm)).await.unwrap();
+    let wallet =
+        dn.state.keys.address(&stablerail::keys::Role::Agent(agent.clone()).key_name(stablerail::config::Family::Evm)).await.unwrap();
     dn.mint("base", &wallet, U256::from(5_000_000u64)).await;
     common::devnet::rpc(&dn.rpc_url("base"), "anvil_setBalance", json!([wallet, "0x56bc75e2d63100000"])).await;
     let bearer = [("authorization", auth.as_str())];
@@ -272,7 +341,11 @@ async fn an_agent_swaps_from_its_hosted_wallet_once_per_idempotency_key() {
     let receipt = receipt_of(&dn.rpc_url("base"), first["tx_hash"].as_str().unwrap()).await;
     assert_eq!(receipt["status"], "0x1", "the swap landed: {receipt}");
     assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - U256::from(1_000_000u64));
-    assert_eq!(dn.balance_of("base", "usdt", &wallet).await, before.1 + U256::from(estimated), "the estimate, exactly (no trade in between)");
+    assert_eq!(
+        dn.balance_of("base", "usdt", &wallet).await,
+        before.1 + U256::from(estimated),
+        "the estimate, exactly (no trade in between)"
+    );
 
     // The same key and body: the first answer, and no second transaction.
     let (s, again) = dn.call("POST", "/v2/swap/execute", Some(body.clone()), &keyed).await;
@@ -352,7 +425,8 @@ async fn solana_swaps_move_both_sides_through_the_pool() {
 
     // With the signer: a partially signed v0 transaction and its lifetime.
     let now = chrono::Utc::now().timestamp();
-    let (s, q) = get(format!("/api/swap/quote?chain=solana&input_token={usdc}&output_token={usdt}&from_amount=1000000&user_address={user}")).await;
+    let (s, q) =
+        get(format!("/api/swap/quote?chain=solana&input_token={usdc}&output_token={usdt}&from_amount=1000000&user_address={user}")).await;
     assert_eq!(s, 200, "{q}");
     let tx = &q["swap_transaction"];
     assert!(tx.get("to").is_none() && tx.get("gas_limit").is_none(), "{tx}");
@@ -399,7 +473,8 @@ async fn solana_swaps_move_both_sides_through_the_pool() {
 
     // The agent's hosted Solana wallet (fee payer and signer).
     let (agent, auth) = dn.agent().await;
-    let wallet = dn.state.keys.address(&stablerail::keys::Role::Agent(agent.clone()).key_name(stablerail::config::Family::Solana)).await.unwrap();
+    let wallet =
+        dn.state.keys.address(&stablerail::keys::Role::Agent(agent.clone()).key_name(stablerail::config::Family::Solana)).await.unwrap();
     let (s, me) = dn.call("GET", "/v2/me", None, &[("authorization", auth.as_str())]).await;
     assert_eq!((s, &me["solana_wallet_address"]), (200, &json!(wallet)), "{me}");
     dn.sol_fund(&wallet, "usdc", 5_000_000);

@@ -48,12 +48,22 @@ async fn kill_nine_after_a_tron_settlement_is_stored_charges_the_payer_once() {
         let port = free_port();
         let server = serve(&dn, port);
         post(&format!("{api}/devnet/hold"), json!({})).await;
-        let (s, intent) = http(port, "POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "2", "payer_chain": "tron", "payer_asset": "usdt", "target_chain": "base" })));
+        let (s, intent) = http(
+            port,
+            "POST",
+            "/api/intents",
+            Some(json!({ "recipient": MERCHANT, "amount": "2", "payer_chain": "tron", "payer_asset": "usdt", "target_chain": "base" })),
+        );
         assert_eq!(s, 201, "{intent}");
         let id = intent["intent_id"].as_str().unwrap().to_string();
         let sending: u128 = intent["payment_requirements"]["amount"].as_str().unwrap().parse().unwrap();
         let before = (trc20(&api, &token, &payer).await, trc20(&api, &token, &collection).await);
-        let (s, r) = http(port, "POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": tron_pay(&intent["payment_requirements"], &key) })));
+        let (s, r) = http(
+            port,
+            "POST",
+            &format!("/api/intents/{id}"),
+            Some(json!({ "settle_proof": tron_pay(&intent["payment_requirements"], &key) })),
+        );
         assert_eq!(s, 200, "{r}");
         for _ in 0..200 {
             if !stored_txs(&dn, &id, "source").await.is_empty() {

@@ -34,10 +34,13 @@ async fn the_tron_node_executes_signed_transactions_and_refuses_what_tron_refuse
         let (api, token, who) = (api.clone(), token.clone(), who.to_string());
         async move {
             let hex_of = |a: &str| hex::encode(&bs58::decode(a).with_check(None).into_vec().unwrap()[1..]);
-            let v = post(&format!("{api}/wallet/triggerconstantcontract"), json!({
-                "owner_address": who, "contract_address": token, "function_selector": "balanceOf(address)",
-                "parameter": format!("{:0>64}", hex_of(&who)), "visible": true,
-            }))
+            let v = post(
+                &format!("{api}/wallet/triggerconstantcontract"),
+                json!({
+                    "owner_address": who, "contract_address": token, "function_selector": "balanceOf(address)",
+                    "parameter": format!("{:0>64}", hex_of(&who)), "visible": true,
+                }),
+            )
             .await;
             u128::from_str_radix(v["constant_result"][0].as_str().unwrap(), 16).unwrap()
         }
@@ -67,13 +70,20 @@ async fn the_tron_node_executes_signed_transactions_and_refuses_what_tron_refuse
     let raw_hex = tx["raw_data_hex"].as_str().unwrap();
     tampered["raw_data_hex"] = json!(raw_hex.replace("16e360", "16e361"));
     assert_eq!(refusal(&broadcast(tampered).await).0, "SIGERROR");
-    for (extra, code) in [(vec!["--signer", other.as_str()], "SIGERROR"), (vec!["--local", "expired"], "TRANSACTION_EXPIRATION_ERROR"), (vec!["--local", "unknown-block"], "TAPOS_ERROR")] {
+    for (extra, code) in [
+        (vec!["--signer", other.as_str()], "SIGERROR"),
+        (vec!["--local", "expired"], "TRANSACTION_EXPIRATION_ERROR"),
+        (vec!["--local", "unknown-block"], "TAPOS_ERROR"),
+    ] {
         let r = tron_send(&api, &key, &token, to, 1, &extra);
         assert_eq!(refusal(&r["broadcast"]).0, code, "{extra:?}: {r}");
     }
     assert_eq!(balance(from).await, from_before - 1_500_000, "nothing refused moved funds");
     assert_eq!(post(&format!("{api}/wallet/gettransactioninfobyid"), json!({ "value": "00".repeat(32) })).await, json!({}));
-    assert_eq!(post(&format!("{api}/wallet/getaccount"), json!({ "address": "TTJxU3P8rHycAyFY4kVtGNfmnMH4ezcuM9", "visible": true })).await, json!({}));
+    assert_eq!(
+        post(&format!("{api}/wallet/getaccount"), json!({ "address": "TTJxU3P8rHycAyFY4kVtGNfmnMH4ezcuM9", "visible": true })).await,
+        json!({})
+    );
     let account = post(&format!("{api}/wallet/getaccount"), json!({ "address": from, "visible": true })).await;
     assert_eq!(account["address"], from);
 }

@@ -53,7 +53,8 @@ async fn a_tron_payer_pays_a_base_merchant_through_permit2() {
     let approved = tron_send(&api, &key, &token, "", u64::MAX, &["--approve", t["permit2"].as_str().unwrap()]);
     assert_eq!(approved["info"]["receipt"]["result"], "SUCCESS", "{approved}");
 
-    let before = (trc20_balance(&api, &token, &payer).await, trc20_balance(&api, &token, &collection).await, dn.balance("base", MERCHANT).await);
+    let before =
+        (trc20_balance(&api, &token, &payer).await, trc20_balance(&api, &token, &collection).await, dn.balance("base", MERCHANT).await);
     let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
     assert_eq!(s, 200, "{r}");
     let done = dn.wait_status(&id, "TARGET_SETTLED").await;
@@ -63,7 +64,15 @@ async fn a_tron_payer_pays_a_base_merchant_through_permit2() {
 
     let txid = done["source_payment"]["tx_hash"].as_str().unwrap();
     assert_eq!(txid.len(), 64, "a TRON txID: {txid}");
-    let tx: Value = reqwest::Client::new().post(format!("{api}/wallet/gettransactionbyid")).json(&json!({ "value": txid })).send().await.unwrap().json().await.unwrap();
+    let tx: Value = reqwest::Client::new()
+        .post(format!("{api}/wallet/gettransactionbyid"))
+        .json(&json!({ "value": txid }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let owner = tx["raw_data"]["contract"][0]["parameter"]["value"]["owner_address"].as_str().unwrap().to_lowercase();
     let relayer_hex = hex::encode(bs58::decode(&relayer).with_check(None).into_vec().unwrap());
     assert_eq!(owner, relayer_hex, "the relayer sent the settlement");
@@ -77,7 +86,9 @@ async fn a_tron_payer_pays_a_base_merchant_through_permit2() {
     // the payment waits and says why, then settles once the relayer is funded.
     dn.tron_fund(&relayer, 99, 0).await;
     let (id, intent) = dn.create_public(body).await;
-    let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": tron_pay(&intent["payment_requirements"], &key) })), &[]).await;
+    let (s, r) = dn
+        .call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": tron_pay(&intent["payment_requirements"], &key) })), &[])
+        .await;
     assert_eq!(s, 200, "{r}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let waiting = loop {
@@ -114,7 +125,16 @@ async fn approve_step(dn: &Devnet, address: &str, key: &str, want: &str) {
     let (s, p) = dn.call("POST", "/api/tron/permit2/approve/prepare", Some(json!({ "address": address })), &[]).await;
     assert_eq!((s, p["step"].as_str()), (200, Some(want)), "{p}");
     let signature = tron_sign(&p, key, false);
-    let (s, r) = dn.call("POST", "/api/tron/permit2/approve/submit", Some(json!({ "address": address, "raw_data_hex": p["raw_data_hex"], "raw_data": p["raw_data"], "signature": &signature[..128] })), &[]).await;
+    let (s, r) = dn
+        .call(
+            "POST",
+            "/api/tron/permit2/approve/submit",
+            Some(
+                json!({ "address": address, "raw_data_hex": p["raw_data_hex"], "raw_data": p["raw_data"], "signature": &signature[..128] }),
+            ),
+            &[],
+        )
+        .await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(r["tx_id"], p["tx_id"]);
     let info = node_post(&dn.tron_api(), "/wallet/gettransactioninfobyid", json!({ "value": r["tx_id"] })).await;
@@ -126,11 +146,15 @@ async fn approval_helpers_prepare_check_and_broadcast_the_one_approve() {
     let dn = Devnet::start(24745, "base,tron", "").await;
     let t = dn.info["tron"].clone();
     let api = dn.tron_api();
-    let (token, permit2, proxy) = (t["assets"]["usdt"]["address"].as_str().unwrap(), t["permit2"].as_str().unwrap(), t["permit2_proxy"].as_str().unwrap());
-    let payer = |n: usize| (t["payers"][n]["address"].as_str().unwrap().to_string(), t["payers"][n]["private_key"].as_str().unwrap().to_string());
+    let (token, permit2, proxy) =
+        (t["assets"]["usdt"]["address"].as_str().unwrap(), t["permit2"].as_str().unwrap(), t["permit2_proxy"].as_str().unwrap());
+    let payer =
+        |n: usize| (t["payers"][n]["address"].as_str().unwrap().to_string(), t["payers"][n]["private_key"].as_str().unwrap().to_string());
     let ((a, akey), (b, bkey)) = (payer(0), payer(1));
 
-    let (s, e) = dn.call("POST", "/api/tron/permit2/approve/prepare", Some(json!({ "address": "0x1111111111111111111111111111111111111111" })), &[]).await;
+    let (s, e) = dn
+        .call("POST", "/api/tron/permit2/approve/prepare", Some(json!({ "address": "0x1111111111111111111111111111111111111111" })), &[])
+        .await;
     assert_eq!((s, e["message"].as_str()), (400, Some("address is not a TRON address")), "{e}");
 
     // A fresh payer: approve, with the pinned shape.
@@ -152,7 +176,8 @@ async fn approval_helpers_prepare_check_and_broadcast_the_one_approve() {
     };
     let mut bad_signer = json!({ "address": a, "raw_data_hex": p["raw_data_hex"], "raw_data": p["raw_data"] });
     bad_signer["signature"] = json!(tron_sign(&p, &bkey, true));
-    let mut mismatched = json!({ "address": a, "raw_data_hex": p["raw_data_hex"], "raw_data": p["raw_data"], "signature": tron_sign(&p, &akey, false) });
+    let mut mismatched =
+        json!({ "address": a, "raw_data_hex": p["raw_data_hex"], "raw_data": p["raw_data"], "signature": tron_sign(&p, &akey, false) });
     mismatched["raw_data"]["fee_limit"] = json!(1);
     let cases = [
         (submit_body(&a, &approve(&akey, token, proxy, MAX, &[])), "the approve's spender is not Permit2"),
@@ -160,7 +185,10 @@ async fn approval_helpers_prepare_check_and_broadcast_the_one_approve() {
         (submit_body(&a, &approve(&akey, token, permit2, "5", &[])), "the approve's amount is neither the maximum nor 0"),
         (submit_body(&a, &approve(&bkey, token, permit2, MAX, &[])), "raw_data's owner is not address"),
         (submit_body(&a, &approve(&akey, token, permit2, MAX, &["--fee-limit", "60000000"])), "fee_limit is above the 50 TRX cap"),
-        (submit_body(&a, &approve(&akey, token, permit2, MAX, &["--local", "expired"])), "the transaction has expired; request a new prepare"),
+        (
+            submit_body(&a, &approve(&akey, token, permit2, MAX, &["--local", "expired"])),
+            "the transaction has expired; request a new prepare",
+        ),
         (submit_body(&a, &tron_send(&api, &akey, token, &b, 5, &["--no-broadcast"])), "raw_data is not an approve call"),
         (bad_signer, "the signature does not recover to address"),
         (mismatched, "raw_data does not match raw_data_hex"),
@@ -169,7 +197,11 @@ async fn approval_helpers_prepare_check_and_broadcast_the_one_approve() {
         let (s, e) = dn.call("POST", "/api/tron/permit2/approve/submit", Some(body.clone()), &[]).await;
         assert_eq!((s, e["message"].as_str()), (400, Some(message)), "{body}: {e}");
         let id = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(hex::decode(body["raw_data_hex"].as_str().unwrap()).unwrap()));
-        assert_eq!(node_post(&api, "/wallet/gettransactioninfobyid", json!({ "value": id })).await, json!({}), "{message}: nothing broadcast");
+        assert_eq!(
+            node_post(&api, "/wallet/gettransactioninfobyid", json!({ "value": id })).await,
+            json!({}),
+            "{message}: nothing broadcast"
+        );
     }
     let (s, e) = dn.call("POST", "/api/tron/permit2/approve/submit", Some(json!({ "address": a })), &[]).await;
     assert_eq!(s, 400, "every field is required: {e}");
@@ -188,10 +220,15 @@ async fn approval_helpers_prepare_check_and_broadcast_the_one_approve() {
     // Both now pay by signature only: tron → base, exact balances on both chains.
     let collection = dn.state.keys.address(&Role::Collection.key_name(Family::Tron)).await.unwrap();
     for (who, key) in [(&a, &akey), (&b, &bkey)] {
-        let (id, intent) = dn.create_public(json!({ "recipient": MERCHANT, "amount": "2", "payer_chain": "tron", "payer_asset": "usdt", "target_chain": "base" })).await;
+        let (id, intent) = dn
+            .create_public(
+                json!({ "recipient": MERCHANT, "amount": "2", "payer_chain": "tron", "payer_asset": "usdt", "target_chain": "base" }),
+            )
+            .await;
         let req = &intent["payment_requirements"];
         let sending: u128 = req["amount"].as_str().unwrap().parse().unwrap();
-        let before = (trc20_balance(&api, token, who).await, trc20_balance(&api, token, &collection).await, dn.balance("base", MERCHANT).await);
+        let before =
+            (trc20_balance(&api, token, who).await, trc20_balance(&api, token, &collection).await, dn.balance("base", MERCHANT).await);
         let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": tron_pay(req, key) })), &[]).await;
         assert_eq!(s, 200, "{r}");
         dn.wait_status(&id, "TARGET_SETTLED").await;
@@ -210,7 +247,14 @@ async fn approval_helpers_prepare_check_and_broadcast_the_one_approve() {
         let (s, e) = call_state(&off, "POST", &format!("/api/tron/permit2/approve/{path}"), Some(json!({ "address": a })), &[]).await;
         assert_eq!((s, e["statusCode"].as_u64()), (404, Some(404)), "{e}");
     }
-    let (s, e) = call_state(&off, "POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "tron", "payer_asset": "usdt", "target_chain": "base" })), &[]).await;
+    let (s, e) = call_state(
+        &off,
+        "POST",
+        "/api/intents",
+        Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "tron", "payer_asset": "usdt", "target_chain": "base" })),
+        &[],
+    )
+    .await;
     assert_eq!(s, 400, "{e}");
     let (_, chains) = call_state(&off, "GET", "/api/chains", None, &[]).await;
     assert!(!chains.to_string().contains("tron"), "{chains}");
@@ -245,10 +289,21 @@ async fn tron_is_paid_from_the_proxy_wallet_and_agents_pay_from_theirs() {
 
     // base → tron: the proxy wallet pays the merchant USDT on TRON.
     let (bpayer, bkey) = dn.payer(1);
-    let (id, intent) = dn.create_public(json!({ "recipient": merchant, "amount": "2.5", "payer_chain": "base", "target_chain": "tron", "target_asset": "usdt" })).await;
+    let (id, intent) = dn
+        .create_public(
+            json!({ "recipient": merchant, "amount": "2.5", "payer_chain": "base", "target_chain": "tron", "target_asset": "usdt" }),
+        )
+        .await;
     let proxy_before = trc20_balance(&api, &token, &proxy).await;
     let payer_before = dn.balance("base", &bpayer).await;
-    let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": common::devnet::x402_pay(&intent["payment_requirements"], &bkey) })), &[]).await;
+    let (s, r) = dn
+        .call(
+            "POST",
+            &format!("/api/intents/{id}"),
+            Some(json!({ "settle_proof": common::devnet::x402_pay(&intent["payment_requirements"], &bkey) })),
+            &[],
+        )
+        .await;
     assert_eq!(s, 200, "{r}");
     let done = dn.wait_status(&id, "TARGET_SETTLED").await;
     assert_eq!(trc20_balance(&api, &token, &merchant).await, 2_500_000, "the merchant got exactly 2.5 USDT");
@@ -260,14 +315,16 @@ async fn tron_is_paid_from_the_proxy_wallet_and_agents_pay_from_theirs() {
     assert_eq!(owner, hex::encode(bs58::decode(&proxy).with_check(None).into_vec().unwrap()), "the proxy wallet sent the payout");
 
     // tron → tron: a TRON payer's Permit2 payment, a TRON payout.
-    let (payer, key) = (t["payers"][0]["address"].as_str().unwrap().to_string(), t["payers"][0]["private_key"].as_str().unwrap().to_string());
+    let (payer, key) =
+        (t["payers"][0]["address"].as_str().unwrap().to_string(), t["payers"][0]["private_key"].as_str().unwrap().to_string());
     approve_step(&dn, &payer, &key, "approve").await;
     let (id, intent) = dn.create_public(json!({ "recipient": merchant, "amount": "1", "payer_chain": "tron", "payer_asset": "usdt", "target_chain": "tron", "target_asset": "usdt" })).await;
     let req = intent["payment_requirements"].clone();
     let sending: u128 = req["amount"].as_str().unwrap().parse().unwrap();
 
     // Refused proofs: each a 400, the intent still waits, nothing moves.
-    let (other_key, other) = (t["payers"][1]["private_key"].as_str().unwrap().to_string(), t["payers"][1]["address"].as_str().unwrap().to_string());
+    let (other_key, other) =
+        (t["payers"][1]["private_key"].as_str().unwrap().to_string(), t["payers"][1]["address"].as_str().unwrap().to_string());
     let mut by_other = decode_proof(&tron_pay(&req, &other_key));
     by_other["payload"]["permit2Authorization"]["from"] = json!(payer);
     let by_other = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, by_other.to_string());
@@ -310,7 +367,14 @@ async fn tron_is_paid_from_the_proxy_wallet_and_agents_pay_from_theirs() {
     assert_eq!(row("usdt")["raw_value"], "10000000", "{rows:?}");
     assert_eq!(row("trx")["raw_value"], "200000000", "{rows:?}");
 
-    let (s, intent) = dn.call("POST", "/v2/intents", Some(json!({ "recipient": MERCHANT, "amount": "4", "payer_chain": "tron", "payer_asset": "usdt", "target_chain": "base" })), &[("authorization", &auth)]).await;
+    let (s, intent) = dn
+        .call(
+            "POST",
+            "/v2/intents",
+            Some(json!({ "recipient": MERCHANT, "amount": "4", "payer_chain": "tron", "payer_asset": "usdt", "target_chain": "base" })),
+            &[("authorization", &auth)],
+        )
+        .await;
     assert_eq!(s, 201, "{intent}");
     let id = intent["intent_id"].as_str().unwrap();
     let sending: u128 = intent["payment_requirements"]["amount"].as_str().unwrap().parse().unwrap();

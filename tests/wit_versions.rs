@@ -9,8 +9,8 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use stablerail::payment::{Submission, Terms};
 use stablerail::adapter::system_clock;
+use stablerail::payment::{Submission, Terms};
 use tower::ServiceExt;
 
 use common::app::MERCHANT;

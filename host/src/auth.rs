@@ -117,10 +117,7 @@ pub enum AuthFailure {
 pub async fn authenticate(db: &Db, pepper: &Pepper, header: Option<&str>) -> Result<Result<Agent, AuthFailure>, sqlx::Error> {
     let Some(header) = header else { return Ok(Err(AuthFailure::Missing)) };
     let Some(token) = header.strip_prefix("Bearer ").map(str::trim) else { return Ok(Err(AuthFailure::Invalid)) };
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(token)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok());
+    let decoded = base64::engine::general_purpose::STANDARD.decode(token).ok().and_then(|b| String::from_utf8(b).ok());
     let Some((api_key, secret)) = decoded.as_deref().and_then(|d| d.split_once(':')) else {
         return Ok(Err(AuthFailure::Invalid));
     };

@@ -118,10 +118,7 @@ pub struct ChainClient {
 
 impl ChainClient {
     pub fn new(chain: &str, family: Family, urls: Vec<String>) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .expect("a reqwest client with a timeout builds");
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("a reqwest client with a timeout builds");
         let endpoints = urls.into_iter().map(|url| Endpoint { label: redact_url(&url), url }).collect();
         ChainClient { chain: chain.to_string(), family, endpoints, http }
     }
@@ -185,7 +182,8 @@ impl ChainClient {
             }
             Family::Solana => {
                 let v = self.rpc("getGenesisHash", json!([])).await?;
-                let hash = v.as_str().filter(|h| h.len() >= 32).ok_or_else(|| ChainError::BadAnswer(format!("getGenesisHash answered {v}")))?;
+                let hash =
+                    v.as_str().filter(|h| h.len() >= 32).ok_or_else(|| ChainError::BadAnswer(format!("getGenesisHash answered {v}")))?;
                 Ok(Some(hash[..32].to_string()))
             }
             Family::Tron => Ok(None),

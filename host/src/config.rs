@@ -427,8 +427,7 @@ fn expand_aliases(raw: &mut toml::Table) -> Result<(), ConfigError> {
 
 impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
         let mut cfg = Config::parse(&text).map_err(|source| match source {
             ConfigError::Parse { source, .. } => ConfigError::Parse { path: path.into(), source },
             other => other,
@@ -454,9 +453,8 @@ impl Config {
     fn expand_env_references(&mut self) -> Result<(), ConfigError> {
         for (name, chain) in self.chains.iter_mut() {
             for url in chain.rpc_urls.iter_mut() {
-                *url = expand_env(url).map_err(|var| {
-                    ConfigError::Invalid(format!("chains.{name}.rpc_urls: environment variable `{var}` is not set"))
-                })?;
+                *url = expand_env(url)
+                    .map_err(|var| ConfigError::Invalid(format!("chains.{name}.rpc_urls: environment variable `{var}` is not set")))?;
             }
         }
         Ok(())
@@ -468,9 +466,7 @@ impl Config {
                 let on = match v.trim().to_ascii_lowercase().as_str() {
                     "1" | "true" | "yes" | "on" => true,
                     "0" | "false" | "no" | "off" | "" => false,
-                    other => {
-                        return Err(ConfigError::Invalid(format!("environment {name}={other} is not a boolean")))
-                    }
+                    other => return Err(ConfigError::Invalid(format!("environment {name}={other} is not a boolean"))),
                 };
                 self.flags.insert(name.to_string(), on);
             }
@@ -509,9 +505,7 @@ impl Config {
                 let at = format!("chains.{id}.assets.{key}");
                 match (asset.state, &asset.flag) {
                     (AssetState::Gated, None) => return bad(format!("{at} is gated but names no flag")),
-                    (AssetState::Gated, Some(f)) if !known_flag(f) => {
-                        return bad(format!("{at}.flag names unknown flag `{f}`"))
-                    }
+                    (AssetState::Gated, Some(f)) if !known_flag(f) => return bad(format!("{at}.flag names unknown flag `{f}`")),
                     _ => {}
                 }
                 // Only what is served now must be complete; a gated-off pair
@@ -539,16 +533,12 @@ impl Config {
             return bad("limits.requests_per_minute must be at least 1".into());
         }
         if !self.chains.contains_key(&self.service.default_target_chain) {
-            return bad(format!(
-                "service.default_target_chain `{}` is not a configured chain",
-                self.service.default_target_chain
-            ));
+            return bad(format!("service.default_target_chain `{}` is not a configured chain", self.service.default_target_chain));
         }
         crate::decimal::parse(&self.fees.platform_fee_percentage)
             .map_err(|e| ConfigError::Invalid(format!("fees.platform_fee_percentage: {e}")))?;
         for (id, chain) in &self.chains {
-            crate::decimal::parse(&chain.fee)
-                .map_err(|e| ConfigError::Invalid(format!("chains.{id}.fee: {e}")))?;
+            crate::decimal::parse(&chain.fee).map_err(|e| ConfigError::Invalid(format!("chains.{id}.fee: {e}")))?;
         }
         Ok(())
     }
@@ -571,18 +561,11 @@ impl Config {
     /// The families of the exposed chains, each once, EVM first.
     pub fn families(&self) -> Vec<Family> {
         let exposed = self.exposed_chains();
-        [Family::Evm, Family::Solana, Family::Tron]
-            .into_iter()
-            .filter(|f| exposed.iter().any(|c| self.chains[c].family == *f))
-            .collect()
+        [Family::Evm, Family::Solana, Family::Tron].into_iter().filter(|f| exposed.iter().any(|c| self.chains[c].family == *f)).collect()
     }
 
     pub fn chains_with_role(&self, role: Role) -> Vec<String> {
-        self.chains
-            .iter()
-            .filter(|(_, c)| c.roles.contains(&role) && self.chain_exposed(c))
-            .map(|(id, _)| id.clone())
-            .collect()
+        self.chains.iter().filter(|(_, c)| c.roles.contains(&role) && self.chain_exposed(c)).map(|(id, _)| id.clone()).collect()
     }
 
     pub fn availability(&self, asset: &Asset) -> Availability {
@@ -681,7 +664,9 @@ mod swap_provider_tests {
         assert_eq!(c.swap.provider("solana", Family::Solana), SwapProvider::Jupiter);
         assert_eq!(c.swap.provider("base", Family::Evm), SwapProvider::Lifi);
         assert_eq!(with("solana = \"lifi\"\n").unwrap().swap.provider("solana", Family::Solana), SwapProvider::Lifi);
-        for (providers, says) in [("base = \"jupiter\"\n", "jupiter serves Solana chains only"), ("nowhere = \"lifi\"\n", "`nowhere` is not a configured chain")] {
+        for (providers, says) in
+            [("base = \"jupiter\"\n", "jupiter serves Solana chains only"), ("nowhere = \"lifi\"\n", "`nowhere` is not a configured chain")]
+        {
             let err = with(providers).unwrap_err().to_string();
             assert!(err.contains(says), "{providers}: {err}");
         }

@@ -21,9 +21,7 @@ pub fn secp256k1_recover(prehash: &[u8], signature: &[u8]) -> Result<Vec<u8>, St
         v => return Err(format!("recovery id {v} is not 0, 1, 27 or 28")),
     };
     let sig = RecoverableSignature::from_compact(&signature[..64], id).map_err(|e| format!("recovery failed: {e}"))?;
-    let key = SECP
-        .recover_ecdsa(&Message::from_digest(digest), &sig)
-        .map_err(|e| format!("recovery failed: {e}"))?;
+    let key = SECP.recover_ecdsa(&Message::from_digest(digest), &sig).map_err(|e| format!("recovery failed: {e}"))?;
     Ok(key.serialize_uncompressed().to_vec())
 }
 

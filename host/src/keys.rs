@@ -151,7 +151,6 @@ pub fn is_service_wallet(name: &str) -> bool {
     SERVICE_ROLES.iter().any(|r| r.key_name(family) == name)
 }
 
-
 /// Sealed with the key's name as associated data.
 const BOUND: &str = "v2:";
 
@@ -221,10 +220,7 @@ impl Keystore {
     fn seal(&self, name: &str, secret: &[u8]) -> String {
         let mut nonce = [0u8; 12];
         rand::thread_rng().fill_bytes(&mut nonce);
-        let ct = self
-            .cipher
-            .encrypt(&Nonce::from(nonce), Payload { msg: secret, aad: name.as_bytes() })
-            .expect("AES-GCM seals any length");
+        let ct = self.cipher.encrypt(&Nonce::from(nonce), Payload { msg: secret, aad: name.as_bytes() }).expect("AES-GCM seals any length");
         format!("{BOUND}{}", hex::encode([nonce.as_slice(), &ct].concat()))
     }
 
@@ -312,8 +308,8 @@ impl Keystore {
     /// (secp256k1 scalar, or ed25519 seed for `…:solana`), hex. Refuses a
     /// name in use. Returns the address.
     pub async fn import(&self, name: &str, private_key_hex: &str) -> anyhow::Result<String> {
-        let bytes = hex::decode(private_key_hex.trim().trim_start_matches("0x"))
-            .map_err(|_| anyhow::anyhow!("the private key is not hex"))?;
+        let bytes =
+            hex::decode(private_key_hex.trim().trim_start_matches("0x")).map_err(|_| anyhow::anyhow!("the private key is not hex"))?;
         let kind = KeyKind::of(family_of(name));
         let key = Key::from_secret(kind, &bytes).map_err(|e| anyhow::anyhow!("the private key is {e}"))?;
         anyhow::ensure!(self.insert(name, &key).await?, "a key named `{name}` exists already; import under a new name or keep it");

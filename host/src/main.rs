@@ -2,10 +2,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use serde_json::json;
 use stablerail::adapter::{family_name, system_clock, Runtime};
 use stablerail::config::Config;
 use stablerail::output::{emit, Output};
-use serde_json::json;
 
 #[derive(Parser)]
 #[command(name = "stablerail", version, about = "Cross-chain stablecoin payments with WebAssembly chain adapters")]
@@ -31,8 +31,7 @@ enum LogFormat {
 /// stays clean JSON.
 fn init_logs(format: LogFormat) {
     use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| "stablerail=info,tower_http=info".into());
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "stablerail=info,tower_http=info".into());
     let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match format {
         LogFormat::Json => logs.json().flatten_event(true).with_current_span(true).with_span_list(false).init(),
@@ -159,9 +158,13 @@ enum AccountCommand {
     },
     /// Every account.
     List,
-    Show { id: String },
+    Show {
+        id: String,
+    },
     /// Disable an account and all its agents (their keys stop working).
-    Disable { id: String },
+    Disable {
+        id: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -184,9 +187,13 @@ enum AgentCommand {
         #[arg(long)]
         account: Option<String>,
     },
-    Show { id: String },
+    Show {
+        id: String,
+    },
     /// Disable an agent: its keys stop authenticating.
-    Disable { id: String },
+    Disable {
+        id: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -324,7 +331,9 @@ async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     };
     match cmd {
-        DevnetCommand::Fund { address, amount, chain, asset, dir } => emit(output, &devnet_fund(&dir, &chain, asset.as_deref(), &address, &amount).await?),
+        DevnetCommand::Fund { address, amount, chain, asset, dir } => {
+            emit(output, &devnet_fund(&dir, &chain, asset.as_deref(), &address, &amount).await?)
+        }
         DevnetCommand::Down { dir, scripts } => {
             node(scripts.join("down.mjs"), vec!["--dir".into(), dir.display().to_string()])?;
             emit(output, &json!({ "dir": dir.display().to_string(), "result": "stopped" }));
@@ -342,8 +351,14 @@ async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
             let made = stablerail::keys::init(&dir.join("master.key"), &dir.join("pepper"), db, &families).await?;
             let adapters = std::fs::canonicalize("adapters/target/wasm32-wasip2/release").unwrap_or_else(|_| "adapters".into());
             let mut args = vec![
-                "--dir".into(), dir.display().to_string(), "--port".into(), port.to_string(), "--chains".into(), chains,
-                "--adapters-dir".into(), adapters.display().to_string(),
+                "--dir".into(),
+                dir.display().to_string(),
+                "--port".into(),
+                port.to_string(),
+                "--chains".into(),
+                chains,
+                "--adapters-dir".into(),
+                adapters.display().to_string(),
             ];
             args.extend(made.devnet_funding_args());
             let out = node(scripts.join("up.mjs"), args)?;
@@ -357,18 +372,21 @@ async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
                     json!({ "chain": name, "chain_id": c["chain_id"], "rpc": c["rpc"], "assets": assets.join(",") })
                 })
                 .collect();
-            emit(output, &json!({
-                "dir": dir.display().to_string(),
-                "chains": chains,
-                "relayer": made.wallet(stablerail::keys::RELAYER),
-                "proxy": made.wallet(stablerail::keys::PROXY),
-                "payer": info["payers"][0]["address"],
-                "payer_private_key": info["payers"][0]["private_key"],
-                "solana": info.get("solana").map(|s| json!({ "rpc": s["rpc"], "caip2": s["caip2"], "usdc_mint": s["assets"]["usdc"]["address"] })),
-                "tron": info.get("tron").map(|t| json!({ "http": t["http"], "usdt": t["assets"]["usdt"]["address"], "permit2": t["permit2"], "proxy_wallet": made.wallet("proxy:tron") })),
-                "serve": format!("stablerail serve --config {}/chains.toml --database {database}", dir.display()),
-                "demo": format!("node {}/demo.mjs --dir {}", scripts.display(), dir.display()),
-            }));
+            emit(
+                output,
+                &json!({
+                    "dir": dir.display().to_string(),
+                    "chains": chains,
+                    "relayer": made.wallet(stablerail::keys::RELAYER),
+                    "proxy": made.wallet(stablerail::keys::PROXY),
+                    "payer": info["payers"][0]["address"],
+                    "payer_private_key": info["payers"][0]["private_key"],
+                    "solana": info.get("solana").map(|s| json!({ "rpc": s["rpc"], "caip2": s["caip2"], "usdc_mint": s["assets"]["usdc"]["address"] })),
+                    "tron": info.get("tron").map(|t| json!({ "http": t["http"], "usdt": t["assets"]["usdt"]["address"], "permit2": t["permit2"], "proxy_wallet": made.wallet("proxy:tron") })),
+                    "serve": format!("stablerail serve --config {}/chains.toml --database {database}", dir.display()),
+                    "demo": format!("node {}/demo.mjs --dir {}", scripts.display(), dir.display()),
+                }),
+            );
         }
     }
     Ok(())
@@ -476,10 +494,8 @@ async fn recipient(out: Output, cmd: RecipientCommand, store: StoreArgs) -> anyh
             let state = stablerail::server::build_state(&store.config, store.database()?, system_clock()).await?;
             let chain_cfg = state.config.chains.get(&chain).ok_or_else(|| anyhow::anyhow!("unknown chain `{chain}`"))?;
             let family = chain_cfg.family;
-            let adapter = state
-                .registry
-                .any_for_family(family)
-                .ok_or_else(|| anyhow::anyhow!("no adapter serves {chain}'s address family"))?;
+            let adapter =
+                state.registry.any_for_family(family).ok_or_else(|| anyhow::anyhow!("no adapter serves {chain}'s address family"))?;
             let address = adapter
                 .normalize_address(family, &address)
                 .await?
@@ -539,7 +555,9 @@ async fn config_check(out: Output, path: &std::path::Path) -> anyhow::Result<()>
     let wrong: Vec<String> = probes
         .iter()
         .filter_map(|(c, p)| match p {
-            ChainProbe::WrongChainId { node, config } => Some(format!("chain `{c}`: its RPC answers chain id {node}, but the config says {config}")),
+            ChainProbe::WrongChainId { node, config } => {
+                Some(format!("chain `{c}`: its RPC answers chain id {node}, but the config says {config}"))
+            }
             ChainProbe::Unreachable => Some(format!("chain `{c}`: its RPC does not answer")),
             ChainProbe::Ok => None,
         })
@@ -554,9 +572,8 @@ async fn intent(out: Output, cmd: IntentCommand, store: StoreArgs) -> anyhow::Re
     let (_, db) = open(&store).await?;
     let answer = match cmd {
         IntentCommand::List { status, limit } => {
-            let status = status
-                .map(|s| Status::parse(&s.to_uppercase()).ok_or_else(|| anyhow::anyhow!("unknown status `{s}`")))
-                .transpose()?;
+            let status =
+                status.map(|s| Status::parse(&s.to_uppercase()).ok_or_else(|| anyhow::anyhow!("unknown status `{s}`"))).transpose()?;
             let ids = match status {
                 Some(s) => repo::ids_with_status(&db, s, limit).await?,
                 None => {
@@ -603,7 +620,13 @@ async fn intent(out: Output, cmd: IntentCommand, store: StoreArgs) -> anyhow::Re
 
 /// Devnet money for ADDRESS: the deployer mints the token, or anvil sets
 /// the native balance (current + AMOUNT).
-async fn devnet_fund(dir: &std::path::Path, chain: &str, asset: Option<&str>, address: &str, amount: &str) -> anyhow::Result<serde_json::Value> {
+async fn devnet_fund(
+    dir: &std::path::Path,
+    chain: &str,
+    asset: Option<&str>,
+    address: &str,
+    amount: &str,
+) -> anyhow::Result<serde_json::Value> {
     use alloy_primitives::{Address, U256};
     let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("devnet.json"))?)?;
     let c = info["chains"].get(chain).ok_or_else(|| anyhow::anyhow!("the devnet has no chain `{chain}`"))?;
@@ -625,7 +648,10 @@ async fn devnet_fund(dir: &std::path::Path, chain: &str, asset: Option<&str>, ad
     };
     let units = |decimals: u32| -> anyhow::Result<U256> {
         let d = stablerail::decimal::parse(amount).map_err(|_| anyhow::anyhow!("`{amount}` is not a decimal amount"))?;
-        anyhow::ensure!(d.scale() <= decimals && d > rust_decimal::Decimal::ZERO, "`{amount}` has more than {decimals} decimals or is not positive");
+        anyhow::ensure!(
+            d.scale() <= decimals && d > rust_decimal::Decimal::ZERO,
+            "`{amount}` has more than {decimals} decimals or is not positive"
+        );
         let text = d.to_string();
         let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
         Ok(U256::from_str_radix(&format!("{int}{frac:0<width$}", width = decimals as usize), 10)?)

@@ -80,7 +80,10 @@ pub enum ChainProbe {
     Ok,
     Unreachable,
     /// The node is on another chain: EVM chain ids, or Solana CAIP-2 references.
-    WrongChainId { node: String, config: String },
+    WrongChainId {
+        node: String,
+        config: String,
+    },
 }
 
 impl ChainProbe {
@@ -152,11 +155,7 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     for name in crate::keys::service_wallets(&state.config.families()) {
         tracing::info!(wallet = %name, address = %state.keys.address(&name).await?, "service wallet");
     }
-    tracing::info!(
-        allocator = state.registry.runtime.allocator,
-        adapters = state.registry.adapters.len(),
-        "stablerail ready"
-    );
+    tracing::info!(allocator = state.registry.runtime.allocator, adapters = state.registry.adapters.len(), "stablerail ready");
     let listener = listen_on(listen).with_context(|| format!("binding {listen}"))?;
     tracing::info!(address = %listener.local_addr()?, "listening");
     axum::serve(listener, api::router(state).into_make_service_with_connect_info::<SocketAddr>())

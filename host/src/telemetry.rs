@@ -46,13 +46,17 @@ pub fn http_request(route: &str, method: &str, status: u16, took: Duration) {
 }
 
 pub fn rpc_call(chain: &str, method: &str, outcome: &'static str, took: Duration) {
-    metrics::counter!("stablerail_rpc_calls_total", "chain" => chain.to_string(), "method" => method.to_string(), "outcome" => outcome).increment(1);
-    metrics::histogram!("stablerail_rpc_call_duration_seconds", "chain" => chain.to_string(), "method" => method.to_string()).record(took.as_secs_f64());
+    metrics::counter!("stablerail_rpc_calls_total", "chain" => chain.to_string(), "method" => method.to_string(), "outcome" => outcome)
+        .increment(1);
+    metrics::histogram!("stablerail_rpc_call_duration_seconds", "chain" => chain.to_string(), "method" => method.to_string())
+        .record(took.as_secs_f64());
 }
 
 pub fn adapter_call(adapter: &str, function: &'static str, outcome: &'static str, took: Duration) {
-    metrics::counter!("stablerail_adapter_calls_total", "adapter" => adapter.to_string(), "function" => function, "outcome" => outcome).increment(1);
-    metrics::histogram!("stablerail_adapter_call_duration_seconds", "adapter" => adapter.to_string(), "function" => function).record(took.as_secs_f64());
+    metrics::counter!("stablerail_adapter_calls_total", "adapter" => adapter.to_string(), "function" => function, "outcome" => outcome)
+        .increment(1);
+    metrics::histogram!("stablerail_adapter_call_duration_seconds", "adapter" => adapter.to_string(), "function" => function)
+        .record(took.as_secs_f64());
 }
 
 /// A settlement leg ended a pass with `outcome` (settled, failed, blocked,
@@ -61,7 +65,8 @@ pub fn adapter_call(adapter: &str, function: &'static str, outcome: &'static str
 pub fn settlement_leg(chain: &str, leg: &'static str, outcome: &'static str, since: Option<Duration>) {
     metrics::counter!("stablerail_settlement_legs_total", "chain" => chain.to_string(), "leg" => leg, "outcome" => outcome).increment(1);
     if let Some(took) = since {
-        metrics::histogram!("stablerail_settlement_leg_seconds", "chain" => chain.to_string(), "leg" => leg, "outcome" => outcome).record(took.as_secs_f64());
+        metrics::histogram!("stablerail_settlement_leg_seconds", "chain" => chain.to_string(), "leg" => leg, "outcome" => outcome)
+            .record(took.as_secs_f64());
     }
 }
 

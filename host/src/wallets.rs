@@ -37,7 +37,8 @@ pub async fn of_family(config: &Config, drivers: &Drivers, family: Family, owner
 pub fn display(raw: alloy_primitives::U256, decimals: u8) -> String {
     let s = raw.to_string();
     let d = decimals as usize;
-    let (int, frac) = if s.len() > d { (s[..s.len() - d].to_string(), s[s.len() - d..].to_string()) } else { ("0".into(), format!("{s:0>d$}")) };
+    let (int, frac) =
+        if s.len() > d { (s[..s.len() - d].to_string(), s[s.len() - d..].to_string()) } else { ("0".into(), format!("{s:0>d$}")) };
     let frac = frac.trim_end_matches('0');
     let text = if frac.is_empty() { int } else { format!("{int}.{frac}") };
     text.parse::<Decimal>().map(|v| v.normalize().to_string()).unwrap_or(text)

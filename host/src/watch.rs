@@ -97,9 +97,10 @@ pub async fn check_balances(state: &Shared) {
                 let shown = crate::wallets::display(b.raw, b.decimals);
                 let amount = crate::decimal::parse(&shown).unwrap_or_default();
                 crate::telemetry::wallet_balance(&name, chain, &b.asset, amount);
-                let floor = cfg.floors.iter().find(|f| {
-                    f.wallet == name && &f.chain == chain && (f.asset == b.asset || (f.asset == "native" && &b.asset == native))
-                });
+                let floor = cfg
+                    .floors
+                    .iter()
+                    .find(|f| f.wallet == name && &f.chain == chain && (f.asset == b.asset || (f.asset == "native" && &b.asset == native)));
                 if let Some(f) = floor {
                     let min = crate::decimal::parse(&f.amount).unwrap_or_default();
                     if amount < min {

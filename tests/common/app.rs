@@ -124,8 +124,7 @@ pub async fn database(backend: Backend, dir: &std::path::Path) -> (String, Optio
     match backend {
         Backend::Sqlite => (format!("sqlite://{}", dir.join("sr.db").display()), None),
         Backend::Postgres => {
-            let base = std::env::var("STABLERAIL_TEST_POSTGRES")
-                .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".into());
+            let base = std::env::var("STABLERAIL_TEST_POSTGRES").unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".into());
             let schema = format!("sr_{}", ulid::Ulid::new().to_string().to_lowercase());
             let admin = stablerail::db::Db::connect_unmigrated(&base).await.expect("Postgres reachable");
             sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin.pool).await.unwrap();
@@ -185,7 +184,11 @@ impl App {
         let resp = stablerail::api::router(self.state.clone()).oneshot(req).await.unwrap();
         let status = resp.status();
         let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-        let v = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into())) };
+        let v = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
         (status, v)
     }
 

@@ -76,7 +76,14 @@ impl Devnet {
         Devnet::start_full(port, chains, "", 1, None, Some(swap_settings)).await
     }
 
-    async fn start_full(port: u16, chains: &str, extra_config: &str, replicas: usize, db_url: Option<String>, swaps: Option<&str>) -> Devnet {
+    async fn start_full(
+        port: u16,
+        chains: &str,
+        extra_config: &str,
+        replicas: usize,
+        db_url: Option<String>,
+        swaps: Option<&str>,
+    ) -> Devnet {
         super::adapters_dir();
         let dir = tempfile::tempdir().unwrap();
         let db_url = db_url.unwrap_or_else(|| format!("sqlite://{}", dir.path().join("sr.db").display()));
@@ -103,7 +110,8 @@ impl Devnet {
         }
         let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
         for n in 0..replicas {
-            let replica = if n == 0 { state.clone() } else { stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap() };
+            let replica =
+                if n == 0 { state.clone() } else { stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap() };
             Engine::new(replica.engine_deps()).spawn(4);
         }
         Devnet { dir, info, state }
@@ -159,7 +167,9 @@ impl Devnet {
 
     /// A view call's single uint256 answer.
     pub async fn read(&self, chain: &str, to: &str, data: Vec<u8>) -> U256 {
-        let out = rpc(&self.rpc_url(chain), "eth_call", json!([{ "to": to, "data": alloy_primitives::hex::encode_prefixed(data) }, "latest"])).await;
+        let out =
+            rpc(&self.rpc_url(chain), "eth_call", json!([{ "to": to, "data": alloy_primitives::hex::encode_prefixed(data) }, "latest"]))
+                .await;
         U256::from_str_radix(out.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
     }
 
@@ -178,7 +188,9 @@ impl Devnet {
     /// Send a transaction from an unlocked anvil account; asserts it succeeded.
     pub async fn send_as(&self, chain: &str, from: &str, to: &str, data: Vec<u8>) -> Value {
         let url = self.rpc_url(chain);
-        let hash = rpc(&url, "eth_sendTransaction", json!([{ "from": from, "to": to, "data": alloy_primitives::hex::encode_prefixed(data) }])).await;
+        let hash =
+            rpc(&url, "eth_sendTransaction", json!([{ "from": from, "to": to, "data": alloy_primitives::hex::encode_prefixed(data) }]))
+                .await;
         let mut receipt = Value::Null;
         for _ in 0..100 {
             receipt = rpc(&url, "eth_getTransactionReceipt", json!([hash])).await;
@@ -207,7 +219,14 @@ impl Devnet {
     pub async fn sign_all(&self, n: usize, payer: impl Fn(usize) -> usize) -> Vec<(String, String)> {
         let mut signed = Vec::new();
         for k in 0..n {
-            let (s, intent) = self.call("POST", "/api/intents", Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "arbitrum" })), &[]).await;
+            let (s, intent) = self
+                .call(
+                    "POST",
+                    "/api/intents",
+                    Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "arbitrum" })),
+                    &[],
+                )
+                .await;
             assert_eq!(s, 201);
             let (_, key) = self.payer(payer(k));
             signed.push((intent["intent_id"].as_str().unwrap().to_string(), x402_pay(&intent["payment_requirements"], &key)));
@@ -271,7 +290,14 @@ impl Devnet {
     /// to MERCHANT (`to` chain/asset), signed by `sign(requirements, key)`;
     /// settles it and checks every balance it touches. Returns the settled
     /// intent and the proof.
-    pub async fn settle_public(&self, from: (&str, &str), to: (&str, &str), amount: &str, n: usize, sign: impl Fn(&Value, &str) -> String) -> (Value, String) {
+    pub async fn settle_public(
+        &self,
+        from: (&str, &str),
+        to: (&str, &str),
+        amount: &str,
+        n: usize,
+        sign: impl Fn(&Value, &str) -> String,
+    ) -> (Value, String) {
         let (payer, key) = self.payer(n);
         let collection = self.state.keys.address(keys::COLLECTION).await.unwrap();
         let proxy = self.state.keys.address(keys::PROXY).await.unwrap();
@@ -321,7 +347,14 @@ impl Devnet {
         let wei = U256::from(trx) * U256::from(10u64).pow(U256::from(18));
         rpc(t["anvil"].as_str().unwrap(), "anvil_setBalance", json!([evm, format!("{wei:#x}")])).await;
         if usdt > 0 {
-            let sent = tron_send(&self.tron_api(), t["payers"][1]["private_key"].as_str().unwrap(), t["assets"]["usdt"]["address"].as_str().unwrap(), who, usdt, &[]);
+            let sent = tron_send(
+                &self.tron_api(),
+                t["payers"][1]["private_key"].as_str().unwrap(),
+                t["assets"]["usdt"]["address"].as_str().unwrap(),
+                who,
+                usdt,
+                &[],
+            );
             assert_eq!(sent["info"]["receipt"]["result"], "SUCCESS", "{sent}");
         }
     }
@@ -342,7 +375,8 @@ impl Devnet {
 
     /// What `owner` holds of the Solana `asset`, over all its token accounts.
     pub async fn sol_balance(&self, asset: &str, owner: &str) -> u64 {
-        let v = rpc(&self.sol_rpc(), "getTokenAccountsByOwner", json!([owner, { "mint": self.sol_mint(asset) }, { "encoding": "base64" }])).await;
+        let v = rpc(&self.sol_rpc(), "getTokenAccountsByOwner", json!([owner, { "mint": self.sol_mint(asset) }, { "encoding": "base64" }]))
+            .await;
         let mut total = 0;
         for a in v["value"].as_array().unwrap() {
             let b = rpc(&self.sol_rpc(), "getTokenAccountBalance", json!([a["pubkey"]])).await;
@@ -353,7 +387,11 @@ impl Devnet {
 
     /// Set `owner`'s token account for the Solana `asset` to hold `amount`.
     pub fn sol_fund(&self, owner: &str, asset: &str, amount: u64) {
-        node("sol-fund.mjs", &["--rpc", &self.sol_rpc(), "--owner", owner, "--mint", &self.sol_mint(asset), "--amount", &amount.to_string()], "");
+        node(
+            "sol-fund.mjs",
+            &["--rpc", &self.sol_rpc(), "--owner", owner, "--mint", &self.sol_mint(asset), "--amount", &amount.to_string()],
+            "",
+        );
     }
 
     pub async fn wait_status(&self, id: &str, want: &str) -> Value {
@@ -503,4 +541,3 @@ pub fn scaled(amount: &str, decimals: u32) -> U256 {
     let scaled = d * rust_decimal::Decimal::from(10u64.pow(decimals.min(18)));
     U256::from_str_radix(&scaled.trunc().to_string(), 10).unwrap()
 }
-

@@ -27,13 +27,7 @@ pub const COLLECTOR: Address = address!("00000000000000000000000000000000c011ec7
 
 /// The USDC domain: standard with `chain_id`, or salted with `salt`.
 pub fn usdc_domain(chain_id: Option<u64>, salt: Option<B256>) -> Eip712Domain {
-    Eip712Domain::new(
-        Some(Cow::Borrowed("USD Coin")),
-        Some(Cow::Borrowed("2")),
-        chain_id.map(U256::from),
-        Some(USDC),
-        salt,
-    )
+    Eip712Domain::new(Some(Cow::Borrowed("USD Coin")), Some(Cow::Borrowed("2")), chain_id.map(U256::from), Some(USDC), salt)
 }
 
 pub fn sign(payer: &PrivateKeySigner, auth: &TransferWithAuthorization, domain: &Eip712Domain) -> String {

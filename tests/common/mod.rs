@@ -103,7 +103,13 @@ pub fn http(port: u16, method: &str, path: &str, auth: Option<&str>, body: Optio
 }
 
 /// The same, `None` when the server is gone (killed mid-request).
-pub fn try_http(port: u16, method: &str, path: &str, auth: Option<&str>, body: Option<serde_json::Value>) -> Option<(u16, serde_json::Value)> {
+pub fn try_http(
+    port: u16,
+    method: &str,
+    path: &str,
+    auth: Option<&str>,
+    body: Option<serde_json::Value>,
+) -> Option<(u16, serde_json::Value)> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     let body = body.map(|b| b.to_string()).unwrap_or_default();

@@ -4,9 +4,8 @@
 use adapter_kit::amount::{base_units, parse_units};
 use adapter_kit::evm::{self, parse_address, parse_b256, same_address, token_domain};
 use adapter_kit::types::{
-    AdapterError, AssetContext, Description, Family, PaymentRequirements, ProofError,
-    ReceiptStatus, SchemeRef, SettleStep, SigningRequest, Submission, Terms, Transfer,
-    VerifiedPayment, EvmCall,
+    AdapterError, AssetContext, Description, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SchemeRef, SettleStep,
+    SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
 };
 use adapter_kit::x402::{decode_payload, PaymentPayload, Requirements, VALIDITY_MARGIN_SECS, X402_VERSION};
 use adapter_kit::{host, Guest};
@@ -80,11 +79,7 @@ impl Guest for Eip3009 {
         evm::exact_requirements(&ctx, terms, json!({}))
     }
 
-    fn verify(
-        ctx: AssetContext,
-        requirements: PaymentRequirements,
-        proof: String,
-    ) -> Result<VerifiedPayment, ProofError> {
+    fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<VerifiedPayment, ProofError> {
         check(&ctx, &requirements, &proof).map(|c| c.payment)
     }
 
@@ -106,35 +101,38 @@ impl Guest for Eip3009 {
         Ok(())
     }
 
-    fn settle(
-        ctx: AssetContext,
-        requirements: PaymentRequirements,
-        proof: String,
-    ) -> Result<Vec<SettleStep>, ProofError> {
+    fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<Vec<SettleStep>, ProofError> {
         let c = check(&ctx, &requirements, &proof)?;
         let a = c.auth;
         let data = if c.signature.len() == 65 {
             let (v, r, s) = evm::split_signature(&c.signature);
             transferWithAuthorization_0Call {
-                from: a.from, to: a.to, value: a.value, validAfter: a.validAfter,
-                validBefore: a.validBefore, nonce: a.nonce, v, r, s,
+                from: a.from,
+                to: a.to,
+                value: a.value,
+                validAfter: a.validAfter,
+                validBefore: a.validBefore,
+                nonce: a.nonce,
+                v,
+                r,
+                s,
             }
             .abi_encode()
         } else {
             transferWithAuthorization_1Call {
-                from: a.from, to: a.to, value: a.value, validAfter: a.validAfter,
-                validBefore: a.validBefore, nonce: a.nonce, signature: Bytes::from(c.signature),
+                from: a.from,
+                to: a.to,
+                value: a.value,
+                validAfter: a.validAfter,
+                validBefore: a.validBefore,
+                nonce: a.nonce,
+                signature: Bytes::from(c.signature),
             }
             .abi_encode()
         };
         Ok(vec![SettleStep {
             label: "transferWithAuthorization".into(),
-            submission: Submission::EvmCall(EvmCall {
-                to: requirements.asset,
-                data,
-                value: "0".into(),
-                gas_limit: None,
-            }),
+            submission: Submission::EvmCall(EvmCall { to: requirements.asset, data, value: "0".into(), gas_limit: None }),
         }])
     }
 
@@ -194,8 +192,7 @@ fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<C
         validBefore: parse_units(&a.valid_before).map_err(malformed)?,
         nonce: parse_b256(&a.nonce, "nonce").map_err(malformed)?,
     };
-    let signature = hex::decode(&p.payload.signature)
-        .map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
+    let signature = hex::decode(&p.payload.signature).map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
 
     if !same_address(&a.to, &req.pay_to) {
         return Err(ProofError::WrongRecipient(format!("authorization pays {}, not {}", a.to, req.pay_to)));

@@ -26,10 +26,7 @@ pub fn to_base_units(amount: &str, decimals: u8) -> Result<U256, String> {
     }
     let overflow = || "amount too large".to_string();
     let scale = U256::from(10u8).pow(U256::from(decimals));
-    let int_units = U256::from_str_radix(int, 10)
-        .map_err(|_| overflow())?
-        .checked_mul(scale)
-        .ok_or_else(overflow)?;
+    let int_units = U256::from_str_radix(int, 10).map_err(|_| overflow())?.checked_mul(scale).ok_or_else(overflow)?;
     let frac_units = if frac.is_empty() {
         U256::ZERO
     } else {

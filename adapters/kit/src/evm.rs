@@ -6,11 +6,11 @@ use alloy_primitives::{hex, Address, B256, U256};
 use alloy_sol_types::{sol, Eip712Domain, SolCall, SolEvent};
 use serde_json::{json, Value};
 
-use crate::host;
 use crate::amount::parse_units;
+use crate::host;
 use crate::types::{
-    AdapterError, AssetContext, DomainKind, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus,
-    SettledTransfer, Terms, VerifiedPayment,
+    AdapterError, AssetContext, DomainKind, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SettledTransfer, Terms,
+    VerifiedPayment,
 };
 use crate::x402::SCHEME_EXACT;
 
@@ -24,15 +24,11 @@ sol! {
 
 /// secp256k1 group order / 2: signatures with a larger `s` are malleable
 /// copies, and token contracts refuse them.
-const HALF_ORDER: U256 = U256::from_be_bytes(hex!(
-    "7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0"
-));
+const HALF_ORDER: U256 = U256::from_be_bytes(hex!("7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0"));
 
 /// Parse an EVM address. Mixed case must be a valid EIP-55 checksum.
 pub fn parse_address(s: &str) -> Result<Address, String> {
-    let body = s
-        .strip_prefix("0x")
-        .ok_or_else(|| format!("`{s}` is not 0x-prefixed"))?;
+    let body = s.strip_prefix("0x").ok_or_else(|| format!("`{s}` is not 0x-prefixed"))?;
     if body.len() != 40 || !body.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(format!("`{s}` is not 20 bytes of hex"));
     }
@@ -76,13 +72,7 @@ pub fn token_domain(ctx: &AssetContext) -> Result<Eip712Domain, AdapterError> {
         DomainKind::Salted => (None, Some(B256::from(chain_id))),
         DomainKind::None => return Err(cfg("this scheme needs a token EIP-712 domain")),
     };
-    Ok(Eip712Domain::new(
-        Some(Cow::Owned(name)),
-        Some(Cow::Owned(version)),
-        chain_id,
-        Some(token),
-        salt,
-    ))
+    Ok(Eip712Domain::new(Some(Cow::Owned(name)), Some(Cow::Owned(version)), chain_id, Some(token), salt))
 }
 
 /// Recover the address that made a 65-byte r||s||v signature over `digest`.
@@ -115,26 +105,18 @@ pub fn split_signature(sig: &[u8]) -> (u8, B256, B256) {
 pub fn eth_call(to: &Address, data: Vec<u8>) -> Result<Vec<u8>, ProofError> {
     let params = json!([{ "to": to.to_string(), "data": hex::encode_prefixed(data) }, "latest"]);
     let answer = host::query("eth_call", &params)?;
-    let text = answer
-        .as_str()
-        .ok_or_else(|| ProofError::ChainUnavailable("eth_call answer is not a string".into()))?;
+    let text = answer.as_str().ok_or_else(|| ProofError::ChainUnavailable("eth_call answer is not a string".into()))?;
     hex::decode(text).map_err(|_| ProofError::ChainUnavailable("eth_call answer is not hex".into()))
 }
 
 pub fn allowance_of(token: &Address, owner: Address, spender: Address) -> Result<U256, ProofError> {
     let out = eth_call(token, allowanceCall { owner, spender }.abi_encode())?;
-    allowanceCall::abi_decode_returns(&out)
-        .map_err(|e| ProofError::ChainUnavailable(format!("allowance answer: {e}")))
+    allowanceCall::abi_decode_returns(&out).map_err(|e| ProofError::ChainUnavailable(format!("allowance answer: {e}")))
 }
 
 /// `token.approve(spender, value)`, sent by whoever holds the tokens.
 pub fn approve_call(token: &Address, spender: Address, value: U256) -> EvmCall {
-    EvmCall {
-        to: token.to_checksum(None),
-        data: approveCall { spender, value }.abi_encode(),
-        value: "0".into(),
-        gas_limit: None,
-    }
+    EvmCall { to: token.to_checksum(None), data: approveCall { spender, value }.abi_encode(), value: "0".into(), gas_limit: None }
 }
 
 /// Decode `approve(spender, value)` calldata.
@@ -158,10 +140,7 @@ pub fn erc1271_check(wallet: &Address, digest: &B256, signature: &[u8]) -> Resul
     let out = eth_call(wallet, call.abi_encode())?;
     match isValidSignatureCall::abi_decode_returns(&out) {
         Ok(m) if m.0 == MAGIC => Ok(()),
-        _ => Err(ProofError::InvalidSignature(format!(
-            "{}-byte signature is not a valid ERC-1271 signature of {wallet}",
-            signature.len()
-        ))),
+        _ => Err(ProofError::InvalidSignature(format!("{}-byte signature is not a valid ERC-1271 signature of {wallet}", signature.len()))),
     }
 }
 
@@ -180,8 +159,7 @@ pub fn check_signer(digest: &B256, signature: &[u8], signer: &Address) -> Result
 
 pub fn balance_of(token: &Address, owner: Address) -> Result<U256, ProofError> {
     let out = eth_call(token, balanceOfCall { owner }.abi_encode())?;
-    balanceOfCall::abi_decode_returns(&out)
-        .map_err(|e| ProofError::ChainUnavailable(format!("balanceOf answer: {e}")))
+    balanceOfCall::abi_decode_returns(&out).map_err(|e| ProofError::ChainUnavailable(format!("balanceOf answer: {e}")))
 }
 
 /// x402 `exact` requirements for an EVM token. `extra` holds what the scheme
@@ -281,15 +259,8 @@ pub fn read_transfer_receipt(
         let data = log.data.as_deref().and_then(|d| hex::decode(d).ok()).unwrap_or_default();
         let Ok(ev) = Transfer::decode_raw_log(topics.iter().copied(), &data) else { continue };
         if ev.from == *from && ev.to == *to && ev.value == amount {
-            return Ok(ReceiptStatus::Settled(SettledTransfer {
-                tx_hash,
-                to: to.to_checksum(None),
-                amount: amount.to_string(),
-                block,
-            }));
+            return Ok(ReceiptStatus::Settled(SettledTransfer { tx_hash, to: to.to_checksum(None), amount: amount.to_string(), block }));
         }
     }
-    Ok(ReceiptStatus::Failed(format!(
-        "transaction {tx_hash} succeeded but moved no {amount} from {from} to {to}"
-    )))
+    Ok(ReceiptStatus::Failed(format!("transaction {tx_hash} succeeded but moved no {amount} from {from} to {to}")))
 }

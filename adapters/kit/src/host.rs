@@ -25,8 +25,7 @@ pub fn ed25519_verify(public_key: &[u8], message: &[u8], signature: &[u8]) -> bo
 }
 
 pub fn warn(message: &str, fields: &[(&str, &str)]) {
-    let fields: Vec<(String, String)> =
-        fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let fields: Vec<(String, String)> = fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     log::log(log::Level::Warn, message, &fields);
 }
 
@@ -39,8 +38,7 @@ pub fn query(method: &str, params: &serde_json::Value) -> Result<serde_json::Val
             chain::QueryError::Rpc(m) => format!("rpc error: {m}"),
         })
     })?;
-    serde_json::from_str(&text)
-        .map_err(|e| ProofError::ChainUnavailable(format!("unreadable chain answer: {e}")))
+    serde_json::from_str(&text).map_err(|e| ProofError::ChainUnavailable(format!("unreadable chain answer: {e}")))
 }
 
 fn to32(v: &[u8]) -> [u8; 32] {

@@ -58,8 +58,7 @@ pub fn decode_payload<P: DeserializeOwned>(
     required: &PaymentRequirements,
     same_address: fn(&str, &str) -> bool,
 ) -> Result<PaymentPayload<P>, ProofError> {
-    let p: PaymentPayload<P> = serde_json::from_str(proof)
-        .map_err(|e| ProofError::Malformed(format!("payment payload: {e}")))?;
+    let p: PaymentPayload<P> = serde_json::from_str(proof).map_err(|e| ProofError::Malformed(format!("payment payload: {e}")))?;
     if p.x402_version != X402_VERSION {
         return Err(ProofError::Unsupported(format!("x402Version {} (expected 2)", p.x402_version)));
     }
@@ -67,9 +66,8 @@ pub fn decode_payload<P: DeserializeOwned>(
     if a.scheme != required.scheme {
         return Err(ProofError::Unsupported(format!("scheme `{}`", a.scheme)));
     }
-    let mismatch = |what: &str, got: &str, want: &str| {
-        Err(ProofError::RequirementsMismatch(format!("accepted {what} is {got}, required {want}")))
-    };
+    let mismatch =
+        |what: &str, got: &str, want: &str| Err(ProofError::RequirementsMismatch(format!("accepted {what} is {got}, required {want}")));
     if a.network != required.network {
         return mismatch("network", &a.network, &required.network);
     }

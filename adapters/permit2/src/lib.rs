@@ -13,8 +13,8 @@ mod sponsor;
 use adapter_kit::amount::{base_units, parse_units};
 use adapter_kit::evm::{self, as_adapter_error, parse_address, same_address};
 use adapter_kit::types::{
-    AdapterError, AssetContext, Description, DomainKind, EvmCall, Family, PaymentRequirements, ProofError,
-    ReceiptStatus, SchemeRef, SettleStep, SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
+    AdapterError, AssetContext, Description, DomainKind, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SchemeRef,
+    SettleStep, SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
 };
 use adapter_kit::x402::{decode_payload, PaymentPayload, Requirements, VALIDITY_MARGIN_SECS, X402_VERSION};
 use adapter_kit::{host, Guest};
@@ -28,7 +28,6 @@ use sponsor::{Expect, Sponsor};
 
 const PERMIT2: Address = address!("000000000022D473030F116dDEE9F6B43aC78BA3");
 const X402_PROXY: Address = address!("402085c248EeA27D92E8b30b2C58ed07f9E20001");
-
 
 /// This (chain, asset)'s Permit2 settings.
 struct Setup {
@@ -128,8 +127,8 @@ impl Guest for Permit2Scheme {
         // Permit2 nonces are bits in per-owner 256-bit words.
         let call = nonceBitmapCall { owner, wordPos: nonce >> 8 };
         let out = evm::eth_call(&setup.permit2, call.abi_encode())?;
-        let word = nonceBitmapCall::abi_decode_returns(&out)
-            .map_err(|e| ProofError::ChainUnavailable(format!("nonceBitmap answer: {e}")))?;
+        let word =
+            nonceBitmapCall::abi_decode_returns(&out).map_err(|e| ProofError::ChainUnavailable(format!("nonceBitmap answer: {e}")))?;
         if word.bit((nonce & U256::from(0xff)).to::<usize>()) {
             return Err(ProofError::AlreadyUsed);
         }
@@ -147,8 +146,14 @@ impl Guest for Permit2Scheme {
         let amount = c.permit.permitted.amount;
         let allowance = evm::allowance_of(&setup.token, c.owner, setup.permit2)?;
         let permit = PermitTransferFrom { permitted: c.permit.permitted.clone(), nonce: c.permit.nonce, deadline: c.permit.deadline };
-        let plain = settleCall { permit: permit.clone(), owner: c.owner, witness: c.permit.witness.clone(), signature: Bytes::from(c.signature.clone()) };
-        let call = |data: Vec<u8>| Submission::EvmCall(EvmCall { to: setup.proxy.to_checksum(None), data, value: "0".into(), gas_limit: None });
+        let plain = settleCall {
+            permit: permit.clone(),
+            owner: c.owner,
+            witness: c.permit.witness.clone(),
+            signature: Bytes::from(c.signature.clone()),
+        };
+        let call =
+            |data: Vec<u8>| Submission::EvmCall(EvmCall { to: setup.proxy.to_checksum(None), data, value: "0".into(), gas_limit: None });
         let settle_step = |data: Vec<u8>| SettleStep { label: "settle".into(), submission: call(data) };
         if allowance >= amount {
             // Already approved (perhaps by an earlier payment): the extension is not needed.
@@ -161,8 +166,7 @@ impl Guest for Permit2Scheme {
             ))),
             Some(Sponsor::Permit { value, nonce, deadline, signature }) => {
                 let out = evm::eth_call(&setup.token, noncesCall { owner: c.owner }.abi_encode())?;
-                let next = noncesCall::abi_decode_returns(&out)
-                    .map_err(|e| ProofError::ChainUnavailable(format!("nonces answer: {e}")))?;
+                let next = noncesCall::abi_decode_returns(&out).map_err(|e| ProofError::ChainUnavailable(format!("nonces answer: {e}")))?;
                 if next != nonce {
                     return Err(ProofError::NotApproved(format!("EIP-2612 permit nonce {nonce} is not the token's next nonce {next}")));
                 }
@@ -180,10 +184,9 @@ impl Guest for Permit2Scheme {
                 "this token refuses to change a non-zero allowance: Permit2 allowance is {allowance}; \
                  send approve(Permit2, 0) first, then sign the approval again"
             ))),
-            Some(Sponsor::Approval { raw }) => Ok(vec![
-                SettleStep { label: "approve".into(), submission: Submission::EvmRaw(raw) },
-                settle_step(plain.abi_encode()),
-            ]),
+            Some(Sponsor::Approval { raw }) => {
+                Ok(vec![SettleStep { label: "approve".into(), submission: Submission::EvmRaw(raw) }, settle_step(plain.abi_encode())])
+            }
         }
     }
 
@@ -213,7 +216,12 @@ impl Guest for Permit2Scheme {
         Ok(calls)
     }
 
-    fn assemble(ctx: AssetContext, requirements: PaymentRequirements, transfer: Transfer, signature: Vec<u8>) -> Result<String, AdapterError> {
+    fn assemble(
+        ctx: AssetContext,
+        requirements: PaymentRequirements,
+        transfer: Transfer,
+        signature: Vec<u8>,
+    ) -> Result<String, AdapterError> {
         let setup = Setup::of(&ctx)?;
         let p = permit_of(&setup, &transfer)?;
         let payload = PaymentPayload {
@@ -270,8 +278,7 @@ fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &s
             validAfter: parse_units(&a.witness.valid_after).map_err(malformed)?,
         },
     };
-    let signature = hex::decode(&p.payload.signature)
-        .map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
+    let signature = hex::decode(&p.payload.signature).map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
 
     if permit.permitted.token != setup.token {
         return Err(ProofError::RequirementsMismatch(format!("permitted token is {}, must be {}", permit.permitted.token, setup.token)));

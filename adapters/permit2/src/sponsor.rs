@@ -59,16 +59,12 @@ pub fn check_permit(e: &Expect, info: &PermitInfo) -> Result<Sponsor, ProofError
     let nonce = parse_units(&info.nonce).map_err(malformed)?;
     let deadline = parse_units(&info.deadline).map_err(malformed)?;
     if value != e.amount {
-        return Err(ProofError::WrongAmount(format!(
-            "EIP-2612 permit value {value} != permitted amount {}",
-            e.amount
-        )));
+        return Err(ProofError::WrongAmount(format!("EIP-2612 permit value {value} != permitted amount {}", e.amount)));
     }
     if deadline < U256::from(e.now + adapter_kit::x402::VALIDITY_MARGIN_SECS) {
         return Err(ProofError::Expired);
     }
-    let signature = hex::decode(&info.signature)
-        .map_err(|_| ProofError::InvalidSignature("permit signature is not hex".into()))?;
+    let signature = hex::decode(&info.signature).map_err(|_| ProofError::InvalidSignature("permit signature is not hex".into()))?;
     let permit = Permit { owner: e.payer, spender: e.permit2, value, nonce, deadline };
     let domain = token_domain(e.ctx).map_err(|err| ProofError::Unsupported(format!("{err:?}")))?;
     match evm::check_signer(&permit.eip712_signing_hash(&domain), &signature, &e.payer) {
@@ -139,7 +135,7 @@ where
 {
     let tx = s.tx();
     let hash: B256 = s.signature_hash();
-    let signer = evm::recover(&hash, &s.signature().as_bytes())
-        .map_err(|m| ProofError::InvalidSignature(format!("approval transaction: {m}")))?;
+    let signer =
+        evm::recover(&hash, &s.signature().as_bytes()).map_err(|m| ProofError::InvalidSignature(format!("approval transaction: {m}")))?;
     Ok((tx.to(), tx.input().to_vec(), tx.value(), tx.chain_id(), signer))
 }

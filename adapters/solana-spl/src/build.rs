@@ -65,7 +65,10 @@ impl Plan {
         ];
         if self.create {
             ixs.push(spl_associated_token_account_interface::instruction::create_associated_token_account_idempotent(
-                &self.sender, &self.recipient, &self.mint, &self.program,
+                &self.sender,
+                &self.recipient,
+                &self.mint,
+                &self.program,
             ));
         }
         ixs.push(Instruction {
@@ -100,7 +103,10 @@ pub fn signed(message: &[u8], sender: &Key, signature: &[u8]) -> Result<Vec<u8>,
         return Err(bad("an ed25519 signature is 64 bytes"));
     }
     let signers = usize::from(m.header().num_required_signatures);
-    let slot = m.static_account_keys()[..signers].iter().position(|k| k == sender).ok_or_else(|| bad("the sender is not a signer of the message"))?;
+    let slot = m.static_account_keys()[..signers]
+        .iter()
+        .position(|k| k == sender)
+        .ok_or_else(|| bad("the sender is not a signer of the message"))?;
     let mut raw = bincode::serialize(&solana_short_vec::ShortU16(signers as u16)).map_err(|_| bad("signature count"))?;
     for n in 0..signers {
         raw.extend_from_slice(if n == slot { signature } else { &[0u8; 64] });

@@ -134,7 +134,13 @@ impl Guest for SolanaSpl {
         Ok(vec![])
     }
 
-    fn assemble(ctx: AssetContext, requirements: PaymentRequirements, transfer: Transfer, request: SigningRequest, signature: Vec<u8>) -> Result<String, AdapterError> {
+    fn assemble(
+        ctx: AssetContext,
+        requirements: PaymentRequirements,
+        transfer: Transfer,
+        request: SigningRequest,
+        signature: Vec<u8>,
+    ) -> Result<String, AdapterError> {
         let SigningRequest::SolanaMessage(message) = request else {
             return Err(AdapterError::Malformed("solana-spl signs Solana messages only".into()));
         };

@@ -149,7 +149,10 @@ pub fn check(tx: &Tx, want: &Expected, ed25519_verify: impl Fn(&[u8], &[u8], &[u
         return Err(malformed(format!("{} instructions after the transfer; at most {MAX_TRAILING} are allowed", trailing.len())));
     }
     if let Some(other) = trailing.iter().find(|ix| ix.program != accounts::MEMO && ix.program != accounts::LIGHTHOUSE) {
-        return Err(ProofError::Unsupported(format!("an instruction of program {}; after the transfer only Memo and Lighthouse are allowed", other.program)));
+        return Err(ProofError::Unsupported(format!(
+            "an instruction of program {}; after the transfer only Memo and Lighthouse are allowed",
+            other.program
+        )));
     }
     // Every signer but the fee payer has signed this very message.
     for (n, key) in keys.iter().enumerate().take(signers).skip(1) {
@@ -159,12 +162,7 @@ pub fn check(tx: &Tx, want: &Expected, ed25519_verify: impl Fn(&[u8], &[u8], &[u
         }
     }
     let slot = keys.iter().position(|k| *k == payer).expect("payer is a signer");
-    Ok(Checked {
-        payer,
-        amount,
-        replay_key: bs58::encode(tx.signatures[slot]).into_string(),
-        blockhash: m.recent_blockhash.to_bytes(),
-    })
+    Ok(Checked { payer, amount, replay_key: bs58::encode(tx.signatures[slot]).into_string(), blockhash: m.recent_blockhash.to_bytes() })
 }
 
 fn compute_budget(limit: &Ix, price: &Ix) -> Result<(), ProofError> {
@@ -222,10 +220,17 @@ fn transfer_checked(ix: &Ix, want: &Expected) -> Result<(Key, Key, u64), ProofEr
 /// The only account creation allowed: the recipient's associated token
 /// account, idempotently, paid for by the payer (never the fee payer).
 fn create_account(ix: &Ix, payer: &Key, want: &Expected, program: &Key) -> Result<(), ProofError> {
-    let expected = spl_associated_token_account_interface::instruction::create_associated_token_account_idempotent(payer, &want.pay_to, &want.mint, program);
+    let expected = spl_associated_token_account_interface::instruction::create_associated_token_account_idempotent(
+        payer,
+        &want.pay_to,
+        &want.mint,
+        program,
+    );
     let accounts: Vec<Key> = expected.accounts.iter().map(|a| a.pubkey).collect();
     if ix.accounts != accounts || ix.data != expected.data.as_slice() {
-        return Err(malformed("the associated-token-account instruction is not the idempotent creation of the recipient's account, funded by the payer"));
+        return Err(malformed(
+            "the associated-token-account instruction is not the idempotent creation of the recipient's account, funded by the payer",
+        ));
     }
     Ok(())
 }
@@ -386,7 +391,9 @@ mod tests {
     fn takes_the_recipient_account_creation_funded_by_the_payer_only() {
         let f = fixture();
         let create = |funder: &Key| {
-            spl_associated_token_account_interface::instruction::create_associated_token_account_idempotent(funder, &f.pay_to, &f.mint, &TOKEN)
+            spl_associated_token_account_interface::instruction::create_associated_token_account_idempotent(
+                funder, &f.pay_to, &f.mint, &TOKEN,
+            )
         };
         let mut ixs = payment(&f, TOKEN);
         ixs.insert(2, create(&key(&f.payer)));
@@ -394,7 +401,12 @@ mod tests {
         ixs[2] = create(&f.fee_payer);
         assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::RequirementsMismatch(_))), "never the fee payer's rent");
         let other = key(&SigningKey::from_bytes(&[5; 32]));
-        ixs[2] = spl_associated_token_account_interface::instruction::create_associated_token_account_idempotent(&key(&f.payer), &other, &f.mint, &TOKEN);
+        ixs[2] = spl_associated_token_account_interface::instruction::create_associated_token_account_idempotent(
+            &key(&f.payer),
+            &other,
+            &f.mint,
+            &TOKEN,
+        );
         assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::Malformed(_))), "another owner's account");
     }
 

@@ -47,5 +47,10 @@ pub fn read(receipt: &str, pay_to: &Key, mint: &Key, amount: u64) -> Result<Rece
         return Ok(ReceiptStatus::Failed(format!("{pay_to} received {received}, expected {amount}")));
     }
     let slot = v.get("slot").and_then(Value::as_u64).ok_or_else(|| bad("no slot"))?;
-    Ok(ReceiptStatus::Settled(SettledTransfer { tx_hash: signature.to_string(), to: pay_to.to_string(), amount: amount.to_string(), block: slot }))
+    Ok(ReceiptStatus::Settled(SettledTransfer {
+        tx_hash: signature.to_string(),
+        to: pay_to.to_string(),
+        amount: amount.to_string(),
+        block: slot,
+    }))
 }

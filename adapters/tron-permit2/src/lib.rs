@@ -65,7 +65,11 @@ impl Setup {
             address::parse(v).ok_or_else(|| cfg(format!("{k} `{v}` is not a TRON address")))
         };
         let fee_limit = match param("fee-limit") {
-            Some(v) => v.parse::<i64>().ok().filter(|f| (1..=MAX_FEE_LIMIT).contains(f)).ok_or_else(|| cfg(format!("fee-limit `{v}` is not 1..={MAX_FEE_LIMIT} sun")))?,
+            Some(v) => v
+                .parse::<i64>()
+                .ok()
+                .filter(|f| (1..=MAX_FEE_LIMIT).contains(f))
+                .ok_or_else(|| cfg(format!("fee-limit `{v}` is not 1..={MAX_FEE_LIMIT} sun")))?,
             None => DEFAULT_FEE_LIMIT,
         };
         Ok(Setup {
@@ -206,18 +210,36 @@ impl Guest for TronPermit2 {
         let c = match Proof::check(&ctx, &setup, &requirements, &proof)? {
             // Signed by its owner already: sent as it is.
             Proof::Transfer(t) => {
-                return Ok(vec![SettleStep { label: "transfer".into(), submission: Submission::TronSigned(TronTransaction { raw_data: t.raw_data, signatures: vec![t.signature] }) }]);
+                return Ok(vec![SettleStep {
+                    label: "transfer".into(),
+                    submission: Submission::TronSigned(TronTransaction { raw_data: t.raw_data, signatures: vec![t.signature] }),
+                }]);
             }
             Proof::Permit2(c) => c,
         };
-        let relayer = ctx.relayer.as_deref().and_then(address::parse).ok_or_else(|| ProofError::Unsupported("the host named no TRON relayer".into()))?;
+        let relayer = ctx
+            .relayer
+            .as_deref()
+            .and_then(address::parse)
+            .ok_or_else(|| ProofError::Unsupported("the host named no TRON relayer".into()))?;
         let permit = PermitTransferFrom { permitted: c.permit.permitted.clone(), nonce: c.permit.nonce, deadline: c.permit.deadline };
         let call = settleCall { permit, owner: c.owner, witness: c.permit.witness, signature: Bytes::from(c.signature) };
         let head = node::now_block()?;
         let now_ms = (clock::now() as i64) * 1000;
-        let raw = raw::trigger(address::raw(&relayer), address::raw(&setup.proxy), call.abi_encode(), &head, now_ms, now_ms.max(head.timestamp_ms) + TX_LIFETIME_MS, setup.fee_limit);
+        let raw = raw::trigger(
+            address::raw(&relayer),
+            address::raw(&setup.proxy),
+            call.abi_encode(),
+            &head,
+            now_ms,
+            now_ms.max(head.timestamp_ms) + TX_LIFETIME_MS,
+            setup.fee_limit,
+        );
         // Unsigned: the host signs it with the relayer, whose address is its owner.
-        Ok(vec![SettleStep { label: "settle".into(), submission: Submission::TronSigned(TronTransaction { raw_data: raw, signatures: vec![] }) }])
+        Ok(vec![SettleStep {
+            label: "settle".into(),
+            submission: Submission::TronSigned(TronTransaction { raw_data: raw, signatures: vec![] }),
+        }])
     }
 
     fn read_receipt(ctx: AssetContext, payment: VerifiedPayment, receipt: String) -> Result<ReceiptStatus, AdapterError> {
@@ -235,7 +257,8 @@ impl Guest for TronPermit2 {
         let head = node::now_block().map_err(chain_error)?;
         let now_ms = (clock::now() as i64) * 1000;
         // Short-lived: a stored payout that expires unsent is authorized anew.
-        let expiration = (now_ms.max(head.timestamp_ms) + TX_LIFETIME_MS).min(i64::try_from(t.valid_before.saturating_mul(1000)).unwrap_or(i64::MAX));
+        let expiration =
+            (now_ms.max(head.timestamp_ms) + TX_LIFETIME_MS).min(i64::try_from(t.valid_before.saturating_mul(1000)).unwrap_or(i64::MAX));
         Ok(SigningRequest::TronRawData(transfer::build(&setup, &sender, &recipient, amount, &head, now_ms, expiration)))
     }
 
@@ -244,11 +267,19 @@ impl Guest for TronPermit2 {
         Ok(vec![])
     }
 
-    fn assemble(_ctx: AssetContext, req: PaymentRequirements, _t: Transfer, request: SigningRequest, signature: Vec<u8>) -> Result<String, AdapterError> {
+    fn assemble(
+        _ctx: AssetContext,
+        req: PaymentRequirements,
+        _t: Transfer,
+        request: SigningRequest,
+        signature: Vec<u8>,
+    ) -> Result<String, AdapterError> {
         let SigningRequest::TronRawData(raw_data) = request else {
             return Err(AdapterError::Malformed("tron-permit2 signs TRON transactions only".into()));
         };
-        let signed = transfer::TransferPayload { transaction: transfer::Signed { raw_data_hex: hex::encode(raw_data), signature: hex::encode(signature) } };
+        let signed = transfer::TransferPayload {
+            transaction: transfer::Signed { raw_data_hex: hex::encode(raw_data), signature: hex::encode(signature) },
+        };
         Ok(x402_wire::envelope(&issued(&req), req.max_timeout_seconds, &req.extra, serde_json::to_value(signed).expect("serializable")))
     }
 }

@@ -4,10 +4,10 @@
 use alloy_primitives::{hex, Address, B256, U256};
 use serde_json::{json, Value};
 
-use tron_wire::address;
-use tron_wire::raw::Reference;
 use crate::stablerail::adapter0_1_0::chain::{self, QueryError};
 use crate::stablerail::adapter0_1_0::types::{AdapterError, ProofError, ReceiptStatus, SettledTransfer};
+use tron_wire::address;
+use tron_wire::raw::Reference;
 
 /// keccak256("Transfer(address,address,uint256)").
 const TRANSFER: B256 = alloy_primitives::b256!("ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef");
@@ -31,7 +31,8 @@ fn query(path: &str, body: Value) -> Result<Value, ProofError> {
 pub fn now_block() -> Result<Reference, ProofError> {
     let v = query("/wallet/getnowblock", json!({}))?;
     let bad = || ProofError::ChainUnavailable("getnowblock: unreadable block".into());
-    let id: [u8; 32] = v.get("blockID").and_then(Value::as_str).and_then(|h| hex::decode(h).ok()).and_then(|b| b.try_into().ok()).ok_or_else(bad)?;
+    let id: [u8; 32] =
+        v.get("blockID").and_then(Value::as_str).and_then(|h| hex::decode(h).ok()).and_then(|b| b.try_into().ok()).ok_or_else(bad)?;
     let header = v.pointer("/block_header/raw_data").ok_or_else(bad)?;
     Ok(Reference {
         number: header.get("number").and_then(Value::as_u64).ok_or_else(bad)?,
@@ -43,12 +44,15 @@ pub fn now_block() -> Result<Reference, ProofError> {
 /// A view call's single uint256 answer.
 fn read_uint(contract: &Address, signature: &str, args: &[&Address]) -> Result<U256, ProofError> {
     let parameter: String = args.iter().map(|a| format!("{:0>64}", hex::encode(a.as_slice()))).collect();
-    let v = query("/wallet/triggerconstantcontract", json!({
-        "owner_address": hex::encode(address::raw(args[0])),
-        "contract_address": hex::encode(address::raw(contract)),
-        "function_selector": signature,
-        "parameter": parameter,
-    }))?;
+    let v = query(
+        "/wallet/triggerconstantcontract",
+        json!({
+            "owner_address": hex::encode(address::raw(args[0])),
+            "contract_address": hex::encode(address::raw(contract)),
+            "function_selector": signature,
+            "parameter": parameter,
+        }),
+    )?;
     if v.pointer("/result/result") != Some(&Value::Bool(true)) {
         return Err(ProofError::ChainUnavailable(format!("{signature} failed on {}", address::show(contract))));
     }
@@ -78,7 +82,8 @@ pub fn read_receipt(info: &str, token: &Address, to: &Address, amount: U256) -> 
     }
     let paid = v.get("log").and_then(Value::as_array).into_iter().flatten().any(|log| {
         let word = |t: &Value| t.as_str().and_then(|h| hex::decode(h).ok()).filter(|b| b.len() == 32).map(|b| B256::from_slice(&b));
-        let topics: Vec<Option<B256>> = log.get("topics").and_then(Value::as_array).map(|t| t.iter().map(word).collect()).unwrap_or_default();
+        let topics: Vec<Option<B256>> =
+            log.get("topics").and_then(Value::as_array).map(|t| t.iter().map(word).collect()).unwrap_or_default();
         let emitter = log.get("address").and_then(Value::as_str).and_then(|h| hex::decode(h).ok());
         let value = log.get("data").and_then(Value::as_str).and_then(|h| U256::from_str_radix(h, 16).ok());
         emitter.as_deref() == Some(token.as_slice())

@@ -25,7 +25,9 @@ pub struct Checked {
 
 pub fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, p: Permit2Payload) -> Result<Checked, ProofError> {
     let auth = &p.permit2_authorization;
-    let addr = |what: &str, text: &str| address::parse(text).ok_or_else(|| ProofError::Malformed(format!("{what} `{text}` is not a TRON address")));
+    let addr = |what: &str, text: &str| {
+        address::parse(text).ok_or_else(|| ProofError::Malformed(format!("{what} `{text}` is not a TRON address")))
+    };
     let num = |text: &str| units(text).map_err(ProofError::Malformed);
     let owner = addr("from", &auth.from)?;
     let permit = PermitWitnessTransferFrom {
@@ -35,12 +37,21 @@ pub fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, p: Pe
         deadline: num(&auth.deadline)?,
         witness: Witness { to: addr("witness.to", &auth.witness.to)?, validAfter: num(&auth.witness.valid_after)? },
     };
-    let signature = hex::decode(p.signature.trim_start_matches("0x")).map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
+    let signature =
+        hex::decode(p.signature.trim_start_matches("0x")).map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
     if permit.permitted.token != setup.token {
-        return Err(ProofError::RequirementsMismatch(format!("permitted token is {}, must be {}", address::show(&permit.permitted.token), address::show(&setup.token))));
+        return Err(ProofError::RequirementsMismatch(format!(
+            "permitted token is {}, must be {}",
+            address::show(&permit.permitted.token),
+            address::show(&setup.token)
+        )));
     }
     if permit.spender != setup.proxy {
-        return Err(ProofError::RequirementsMismatch(format!("spender is {}, must be the x402 Permit2 proxy {}", address::show(&permit.spender), address::show(&setup.proxy))));
+        return Err(ProofError::RequirementsMismatch(format!(
+            "spender is {}, must be the x402 Permit2 proxy {}",
+            address::show(&permit.spender),
+            address::show(&setup.proxy)
+        )));
     }
     if Some(permit.witness.to) != address::parse(&req.pay_to) {
         return Err(ProofError::WrongRecipient(format!("witness pays {}, not {}", auth.witness.to, req.pay_to)));
@@ -74,4 +85,3 @@ pub fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, p: Pe
     };
     Ok(Checked { payment, permit, owner, signature })
 }
-

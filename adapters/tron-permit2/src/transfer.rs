@@ -45,26 +45,41 @@ pub struct Checked {
 
 /// `raw_data` of `sender` paying `amount` of the token to `recipient`,
 /// referencing `head`, valid until `expiration_ms`.
-pub fn build(setup: &Setup, sender: &Address, recipient: &Address, amount: U256, head: &raw::Reference, now_ms: i64, expiration_ms: i64) -> Vec<u8> {
+pub fn build(
+    setup: &Setup,
+    sender: &Address,
+    recipient: &Address,
+    amount: U256,
+    head: &raw::Reference,
+    now_ms: i64,
+    expiration_ms: i64,
+) -> Vec<u8> {
     let data = transferCall { to: *recipient, value: amount }.abi_encode();
     raw::trigger(address::raw(sender), address::raw(&setup.token), data, head, now_ms, expiration_ms, setup.fee_limit)
 }
 
 pub fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, p: TransferPayload) -> Result<Checked, ProofError> {
-    let raw_data = hex::decode(p.transaction.raw_data_hex.trim_start_matches("0x")).map_err(|_| ProofError::Malformed("rawDataHex is not hex".into()))?;
-    let signature = hex::decode(p.transaction.signature.trim_start_matches("0x")).map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
+    let raw_data = hex::decode(p.transaction.raw_data_hex.trim_start_matches("0x"))
+        .map_err(|_| ProofError::Malformed("rawDataHex is not hex".into()))?;
+    let signature = hex::decode(p.transaction.signature.trim_start_matches("0x"))
+        .map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
     let (tx, call) = raw::single_call(&raw_data).map_err(|m| ProofError::Malformed(m.into()))?;
     let owner = match call.owner_address.as_slice() {
         [0x41, rest @ ..] if rest.len() == 20 => Address::from_slice(rest),
         _ => return Err(ProofError::Malformed("the owner is not a TRON address".into())),
     };
     if call.contract_address != address::raw(&setup.token) {
-        return Err(ProofError::RequirementsMismatch(format!("the transaction calls {}, not the token {}", hex::encode(&call.contract_address), address::show(&setup.token))));
+        return Err(ProofError::RequirementsMismatch(format!(
+            "the transaction calls {}, not the token {}",
+            hex::encode(&call.contract_address),
+            address::show(&setup.token)
+        )));
     }
     if call.call_value != 0 {
         return Err(ProofError::Malformed("the transaction sends TRX".into()));
     }
-    let pay_to = address::parse(&req.pay_to).ok_or_else(|| ProofError::Malformed(format!("payTo `{}` is not a TRON address", req.pay_to)))?;
+    let pay_to =
+        address::parse(&req.pay_to).ok_or_else(|| ProofError::Malformed(format!("payTo `{}` is not a TRON address", req.pay_to)))?;
     let amount = units(&req.amount).map_err(ProofError::Malformed)?;
     let t = transferCall::abi_decode(&call.data).map_err(|_| ProofError::Malformed("the call is not a TRC-20 transfer".into()))?;
     if t.to != pay_to {
@@ -88,7 +103,11 @@ pub fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, p: Tr
     let key = crypto::secp256k1_recover(&id, &signature).map_err(ProofError::InvalidSignature)?;
     let signer = Address::from_slice(&keccak256(&key[1..])[12..]);
     if signer != owner {
-        return Err(ProofError::SignerMismatch(format!("signed by {}, not by the owner {}", address::show(&signer), address::show(&owner))));
+        return Err(ProofError::SignerMismatch(format!(
+            "signed by {}, not by the owner {}",
+            address::show(&signer),
+            address::show(&owner)
+        )));
     }
     let payment = VerifiedPayment {
         payer: address::show(&owner),

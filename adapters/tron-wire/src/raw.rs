@@ -75,7 +75,8 @@ pub fn tx_id(raw_data: &[u8]) -> [u8; 32] {
 pub fn single_call(raw_data: &[u8]) -> Result<(Raw, TriggerSmartContract), &'static str> {
     let raw = Raw::decode(raw_data).map_err(|_| "raw_data is not a TRON transaction")?;
     let [contract] = raw.contract.as_slice() else { return Err("raw_data must hold exactly one contract") };
-    let Some(any) = contract.parameter.as_ref().filter(|a| contract.r#type == TRIGGER_SMART_CONTRACT && a.type_url == TRIGGER_TYPE_URL) else {
+    let Some(any) = contract.parameter.as_ref().filter(|a| contract.r#type == TRIGGER_SMART_CONTRACT && a.type_url == TRIGGER_TYPE_URL)
+    else {
         return Err("the contract is not a TriggerSmartContract");
     };
     let call = TriggerSmartContract::decode(any.value.as_slice()).map_err(|_| "the TriggerSmartContract is undecodable")?;
@@ -98,13 +99,24 @@ pub struct Reference {
 
 /// `raw_data` bytes of a call of `contract` with `data` by `owner` (21-byte
 /// addresses), valid until `expiration_ms`.
-pub fn trigger(owner: Vec<u8>, contract: Vec<u8>, data: Vec<u8>, reference: &Reference, now_ms: i64, expiration_ms: i64, fee_limit: i64) -> Vec<u8> {
+pub fn trigger(
+    owner: Vec<u8>,
+    contract: Vec<u8>,
+    data: Vec<u8>,
+    reference: &Reference,
+    now_ms: i64,
+    expiration_ms: i64,
+    fee_limit: i64,
+) -> Vec<u8> {
     let call = TriggerSmartContract { owner_address: owner, contract_address: contract, call_value: 0, data };
     Raw {
         ref_block_bytes: reference.number.to_be_bytes()[6..8].to_vec(),
         ref_block_hash: reference.block_id[8..16].to_vec(),
         expiration: expiration_ms,
-        contract: vec![Contract { r#type: TRIGGER_SMART_CONTRACT, parameter: Some(Any { type_url: TRIGGER_TYPE_URL.into(), value: call.encode_to_vec() }) }],
+        contract: vec![Contract {
+            r#type: TRIGGER_SMART_CONTRACT,
+            parameter: Some(Any { type_url: TRIGGER_TYPE_URL.into(), value: call.encode_to_vec() }),
+        }],
         timestamp: now_ms,
         fee_limit,
     }

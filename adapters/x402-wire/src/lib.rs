@@ -58,7 +58,12 @@ pub fn decode<P: DeserializeOwned>(proof: &str, issued: &Issued) -> Result<P, Re
     if a.scheme != issued.scheme {
         return Err(Refusal::Unsupported(format!("scheme `{}`", a.scheme)));
     }
-    for (what, got, want) in [("network", &a.network, issued.network), ("amount", &a.amount, issued.amount), ("asset", &a.asset, issued.asset), ("payTo", &a.pay_to, issued.pay_to)] {
+    for (what, got, want) in [
+        ("network", &a.network, issued.network),
+        ("amount", &a.amount, issued.amount),
+        ("asset", &a.asset, issued.asset),
+        ("payTo", &a.pay_to, issued.pay_to),
+    ] {
         if got != want {
             return Err(Refusal::Mismatch(format!("accepted {what} is {got}, required {want}")));
         }
@@ -119,7 +124,11 @@ mod tests {
     #[test]
     fn accepted_must_repeat_the_requirements() {
         let issued = Issued { scheme: "exact", network: "n", amount: "5", asset: "a", pay_to: "p" };
-        let proof = |amount: &str, version: u64| format!(r#"{{"x402Version":{version},"accepted":{{"scheme":"exact","network":"n","amount":"{amount}","asset":"a","payTo":"p"}},"payload":{{"x":1}}}}"#);
+        let proof = |amount: &str, version: u64| {
+            format!(
+                r#"{{"x402Version":{version},"accepted":{{"scheme":"exact","network":"n","amount":"{amount}","asset":"a","payTo":"p"}},"payload":{{"x":1}}}}"#
+            )
+        };
         #[derive(Deserialize, Debug, PartialEq)]
         struct X {
             x: u8,

@@ -92,7 +92,9 @@ impl From<wit::SettleStep> for p::SettleStep {
             wit::Submission::SolanaCosign(c) => {
                 p::Submission::SolanaCosign(p::SolanaCosign { transaction: c.transaction, fee_payer_index: c.fee_payer_index })
             }
-            wit::Submission::TronSigned(t) => p::Submission::TronSigned(p::TronTransaction { raw_data: t.raw_data, signatures: t.signatures }),
+            wit::Submission::TronSigned(t) => {
+                p::Submission::TronSigned(p::TronTransaction { raw_data: t.raw_data, signatures: t.signatures })
+            }
         };
         p::SettleStep { label: s.label, submission }
     }

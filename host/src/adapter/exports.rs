@@ -14,8 +14,8 @@ use super::bindings::v0_3::exports::stablerail::adapter0_3_0::scheme::Guest as V
 use super::bindings::v0_3::stablerail::adapter0_3_0::types as wit3;
 use super::bindings::v0_4::exports::stablerail::adapter0_4_0::scheme::Guest as V0_4;
 use super::bindings::v0_4::stablerail::adapter0_4_0::types as wit4;
-use crate::payment as p;
 use super::HostState;
+use crate::payment as p;
 
 /// The interface versions this host links, newest last.
 pub const VERSIONS: [&str; 4] = ["0.1.0", "0.2.0", "0.3.0", "0.4.0"];
@@ -78,7 +78,13 @@ impl Exports<'_> {
         all!(self, s, ctx, call_requirements(terms))
     }
 
-    pub fn verify(&self, s: S, ctx: Context, req: &wit::PaymentRequirements, proof: &str) -> Call<Result<wit::VerifiedPayment, wit::ProofError>> {
+    pub fn verify(
+        &self,
+        s: S,
+        ctx: Context,
+        req: &wit::PaymentRequirements,
+        proof: &str,
+    ) -> Call<Result<wit::VerifiedPayment, wit::ProofError>> {
         all!(self, s, ctx, call_verify(req, proof))
     }
 
@@ -86,11 +92,23 @@ impl Exports<'_> {
         all!(self, s, ctx, call_preflight(payment))
     }
 
-    pub fn settle(&self, s: S, ctx: Context, req: &wit::PaymentRequirements, proof: &str) -> Call<Result<Vec<wit::SettleStep>, wit::ProofError>> {
+    pub fn settle(
+        &self,
+        s: S,
+        ctx: Context,
+        req: &wit::PaymentRequirements,
+        proof: &str,
+    ) -> Call<Result<Vec<wit::SettleStep>, wit::ProofError>> {
         all!(self, s, ctx, call_settle(req, proof))
     }
 
-    pub fn read_receipt(&self, s: S, ctx: Context, payment: &wit::VerifiedPayment, receipt: &str) -> Call<Result<wit::ReceiptStatus, wit::AdapterError>> {
+    pub fn read_receipt(
+        &self,
+        s: S,
+        ctx: Context,
+        payment: &wit::VerifiedPayment,
+        receipt: &str,
+    ) -> Call<Result<wit::ReceiptStatus, wit::AdapterError>> {
         all!(self, s, ctx, call_read_receipt(payment, receipt))
     }
 
@@ -112,7 +130,9 @@ impl Exports<'_> {
     /// with EVM calls, which become steps labelled by their calldata.
     pub fn prepare_sender(&self, s: S, ctx: Context, sender: &str, amount: &str) -> Call<Result<Vec<wit::SettleStep>, wit::AdapterError>> {
         match self {
-            Exports::V0_1(g) => Ok(g.call_prepare_sender(s, ctx.asset, sender, amount)?.map(|calls| calls.into_iter().map(setup_step).collect())),
+            Exports::V0_1(g) => {
+                Ok(g.call_prepare_sender(s, ctx.asset, sender, amount)?.map(|calls| calls.into_iter().map(setup_step).collect()))
+            }
             Exports::V0_2(g) => g.call_prepare_sender(s, &context_0_2(ctx.asset), sender, amount),
             Exports::V0_3(g) => g.call_prepare_sender(s, &context_0_3(ctx), sender, amount),
             Exports::V0_4(g) => g.call_prepare_sender(s, &context_0_3(ctx), sender, amount),
@@ -121,7 +141,15 @@ impl Exports<'_> {
 
     /// Before 0.3.0 an adapter rebuilt what it asked to be signed from the
     /// transfer; from 0.3.0 it is handed the request back.
-    pub fn assemble(&self, s: S, ctx: Context, req: &wit::PaymentRequirements, transfer: &wit::Transfer, request: &p::SigningRequest, signature: &[u8]) -> Call<Result<String, wit::AdapterError>> {
+    pub fn assemble(
+        &self,
+        s: S,
+        ctx: Context,
+        req: &wit::PaymentRequirements,
+        transfer: &wit::Transfer,
+        request: &p::SigningRequest,
+        signature: &[u8],
+    ) -> Call<Result<String, wit::AdapterError>> {
         match self {
             Exports::V0_1(g) => g.call_assemble(s, ctx.asset, req, transfer, signature),
             Exports::V0_2(g) => g.call_assemble(s, &context_0_2(ctx.asset), req, transfer, signature),

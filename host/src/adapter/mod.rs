@@ -18,14 +18,14 @@ use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store, Trap};
 
+use crate::chain::ChainClient;
 use bindings::types as wit;
 use bindings::{v0_1, v0_2, v0_3, v0_4};
-use crate::chain::ChainClient;
 pub use exports::Exports;
 
 pub use registry::{family_name, wit_family, AdapterFailure, Answer, AssetAdapter, Refusal, Registry, StartupError};
-pub use state::{system_clock, Clock};
 pub(crate) use state::HostState;
+pub use state::{system_clock, Clock};
 
 /// Per-call limits.
 #[derive(Debug, Clone, Copy)]
@@ -89,11 +89,7 @@ impl Runtime {
         };
         let (component, cached) = engine::load_component(&self.engine, &wasm, &self.cache_dir)
             .map_err(|e| invalid(format!("not a loadable WebAssembly component: {e:#}")))?;
-        let imports = component
-            .component_type()
-            .imports(&self.engine)
-            .map(|(name, _)| name.to_string())
-            .collect();
+        let imports = component.component_type().imports(&self.engine).map(|(name, _)| name.to_string()).collect();
         // The newest interface version the component exports.
         let exported: Vec<String> = component.component_type().exports(&self.engine).map(|(name, _)| name.to_string()).collect();
         let Some(version) = exports::VERSIONS.iter().rev().find(|v| exported.contains(&format!("stablerail:adapter/scheme@{v}"))) else {
@@ -106,7 +102,8 @@ impl Runtime {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| invalid(format!("does not fit the stablerail:adapter@{version} world: {e:#}")))?;
-        let misfit = |e: wasmtime::Error| invalid(format!("does not export stablerail:adapter/scheme@{version} as this host knows it: {e:#}"));
+        let misfit =
+            |e: wasmtime::Error| invalid(format!("does not export stablerail:adapter/scheme@{version} as this host knows it: {e:#}"));
         let pre = match *version {
             "0.1.0" => Pre::V0_1(v0_1::AdapterPre::new(pre).map_err(misfit)?),
             "0.2.0" => Pre::V0_2(v0_2::AdapterPre::new(pre).map_err(misfit)?),
@@ -123,9 +120,7 @@ impl Runtime {
             imports,
             description: wit::Description { name: String::new(), version: String::new(), serves: vec![], config_keys: vec![] },
         };
-        adapter.description = adapter
-            .call(None, |g, s| g.describe(s))
-            .map_err(|e| invalid(format!("describe failed: {e}")))?;
+        adapter.description = adapter.call(None, |g, s| g.describe(s)).map_err(|e| invalid(format!("describe failed: {e}")))?;
         adapter.name = adapter.description.name.as_str().into();
         tracing::debug!(file = %file.display(), cached, "adapter loaded");
         Ok(adapter)
@@ -165,26 +160,24 @@ impl Adapter {
         let state = HostState::new(self.name.clone(), rt.limits.memory_bytes, chain, rt.clock.clone());
         let mut store = Store::new(&rt.engine, state);
         store.limiter(|s| &mut s.limiter);
-        let outcome = store
-            .set_fuel(rt.limits.fuel)
-            .and_then(|_| match &self.pre {
-                Pre::V0_1(pre) => {
-                    let instance = pre.instantiate(&mut store)?;
-                    f(Exports::V0_1(instance.stablerail_adapter_scheme()), &mut store)
-                }
-                Pre::V0_2(pre) => {
-                    let instance = pre.instantiate(&mut store)?;
-                    f(Exports::V0_2(instance.stablerail_adapter0_2_0_scheme()), &mut store)
-                }
-                Pre::V0_3(pre) => {
-                    let instance = pre.instantiate(&mut store)?;
-                    f(Exports::V0_3(instance.stablerail_adapter0_3_0_scheme()), &mut store)
-                }
-                Pre::V0_4(pre) => {
-                    let instance = pre.instantiate(&mut store)?;
-                    f(Exports::V0_4(instance.stablerail_adapter0_4_0_scheme()), &mut store)
-                }
-            });
+        let outcome = store.set_fuel(rt.limits.fuel).and_then(|_| match &self.pre {
+            Pre::V0_1(pre) => {
+                let instance = pre.instantiate(&mut store)?;
+                f(Exports::V0_1(instance.stablerail_adapter_scheme()), &mut store)
+            }
+            Pre::V0_2(pre) => {
+                let instance = pre.instantiate(&mut store)?;
+                f(Exports::V0_2(instance.stablerail_adapter0_2_0_scheme()), &mut store)
+            }
+            Pre::V0_3(pre) => {
+                let instance = pre.instantiate(&mut store)?;
+                f(Exports::V0_3(instance.stablerail_adapter0_3_0_scheme()), &mut store)
+            }
+            Pre::V0_4(pre) => {
+                let instance = pre.instantiate(&mut store)?;
+                f(Exports::V0_4(instance.stablerail_adapter0_4_0_scheme()), &mut store)
+            }
+        });
         outcome.map_err(|e| self.classify(e, &store))
     }
 

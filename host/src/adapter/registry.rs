@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use super::bindings::types as wit;
 use super::{convert, Adapter, CallError, LoadError, Runtime};
-use crate::payment as p;
 use crate::chain::ChainClient;
 use crate::config::{self, Config};
+use crate::payment as p;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -206,7 +206,9 @@ impl AssetAdapter {
     async fn call<R: Send + 'static>(
         self: &Arc<Self>,
         function: &'static str,
-        f: impl FnOnce(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, super::exports::Context) -> wasmtime::Result<R> + Send + 'static,
+        f: impl FnOnce(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, super::exports::Context) -> wasmtime::Result<R>
+            + Send
+            + 'static,
     ) -> Result<R, CallError> {
         let me = self.clone();
         let name = self.adapter.name.clone();
@@ -227,7 +229,11 @@ impl AssetAdapter {
         .unwrap_or_else(|e| Err(CallError::Trap(name, format!("the call's thread failed: {e}"))))
     }
 
-    pub async fn normalize_address(self: &Arc<Self>, family: p::Family, address: &str) -> Result<Result<String, p::AdapterError>, CallError> {
+    pub async fn normalize_address(
+        self: &Arc<Self>,
+        family: p::Family,
+        address: &str,
+    ) -> Result<Result<String, p::AdapterError>, CallError> {
         let (family, address) = (convert::family(family), address.to_string());
         let r = self.call("normalize-address", move |g, s, _| g.normalize_address(s, family, &address)).await?;
         Ok(convert::answer(r))
@@ -245,7 +251,11 @@ impl AssetAdapter {
         Ok(convert::answer(r))
     }
 
-    pub async fn verify(self: &Arc<Self>, req: &p::PaymentRequirements, proof: &str) -> Result<Result<p::VerifiedPayment, p::ProofError>, CallError> {
+    pub async fn verify(
+        self: &Arc<Self>,
+        req: &p::PaymentRequirements,
+        proof: &str,
+    ) -> Result<Result<p::VerifiedPayment, p::ProofError>, CallError> {
         let (req, proof) = (convert::requirements(req), proof.to_string());
         let r = self.call("verify", move |g, s, ctx| g.verify(s, ctx, &req, &proof)).await?;
         Ok(convert::answer(r))
@@ -257,13 +267,21 @@ impl AssetAdapter {
         Ok(convert::answer(r))
     }
 
-    pub async fn settle(self: &Arc<Self>, req: &p::PaymentRequirements, proof: &str) -> Result<Result<Vec<p::SettleStep>, p::ProofError>, CallError> {
+    pub async fn settle(
+        self: &Arc<Self>,
+        req: &p::PaymentRequirements,
+        proof: &str,
+    ) -> Result<Result<Vec<p::SettleStep>, p::ProofError>, CallError> {
         let (req, proof) = (convert::requirements(req), proof.to_string());
         let r = self.call("settle", move |g, s, ctx| g.settle(s, ctx, &req, &proof)).await?;
         Ok(r.map(|steps| steps.into_iter().map(Into::into).collect()).map_err(Into::into))
     }
 
-    pub async fn read_receipt(self: &Arc<Self>, payment: &p::VerifiedPayment, receipt: &str) -> Result<Result<p::ReceiptStatus, p::AdapterError>, CallError> {
+    pub async fn read_receipt(
+        self: &Arc<Self>,
+        payment: &p::VerifiedPayment,
+        receipt: &str,
+    ) -> Result<Result<p::ReceiptStatus, p::AdapterError>, CallError> {
         let (payment, receipt) = (convert::payment(payment), receipt.to_string());
         let r = self.call("read-receipt", move |g, s, ctx| g.read_receipt(s, ctx, &payment, &receipt)).await?;
         Ok(convert::answer(r))
@@ -275,13 +293,23 @@ impl AssetAdapter {
         Ok(r.map_err(Into::into))
     }
 
-    pub async fn prepare_sender(self: &Arc<Self>, sender: &str, amount: &str) -> Result<Result<Vec<p::SettleStep>, p::AdapterError>, CallError> {
+    pub async fn prepare_sender(
+        self: &Arc<Self>,
+        sender: &str,
+        amount: &str,
+    ) -> Result<Result<Vec<p::SettleStep>, p::AdapterError>, CallError> {
         let (sender, amount) = (sender.to_string(), amount.to_string());
         let r = self.call("prepare-sender", move |g, s, ctx| g.prepare_sender(s, ctx, &sender, &amount)).await?;
         Ok(r.map(|steps| steps.into_iter().map(Into::into).collect()).map_err(Into::into))
     }
 
-    pub async fn assemble(self: &Arc<Self>, req: &p::PaymentRequirements, transfer: &p::Transfer, request: &p::SigningRequest, signature: Vec<u8>) -> Result<Result<String, p::AdapterError>, CallError> {
+    pub async fn assemble(
+        self: &Arc<Self>,
+        req: &p::PaymentRequirements,
+        transfer: &p::Transfer,
+        request: &p::SigningRequest,
+        signature: Vec<u8>,
+    ) -> Result<Result<String, p::AdapterError>, CallError> {
         let (req, transfer, request) = (convert::requirements(req), convert::transfer(transfer), request.clone());
         let r = self.call("assemble", move |g, s, ctx| g.assemble(s, ctx, &req, &transfer, &request, &signature)).await?;
         Ok(convert::answer(r))

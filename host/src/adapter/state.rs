@@ -15,12 +15,7 @@ use crate::chain::ChainClient;
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 pub fn system_clock() -> Clock {
-    Arc::new(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0)
-    })
+    Arc::new(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0))
 }
 
 pub struct HostState {
@@ -103,7 +98,9 @@ impl chain::Host for HostState {
         match &self.chain {
             None => Err(chain::QueryError::Denied("this call has no chain".into())),
             Some(client) => client.query_blocking(&method, &params).map_err(|e| match e {
-                crate::chain::ChainError::Denied(m) => chain::QueryError::Denied(format!("`{m}` is not a read-only method of this chain's family")),
+                crate::chain::ChainError::Denied(m) => {
+                    chain::QueryError::Denied(format!("`{m}` is not a read-only method of this chain's family"))
+                }
                 // The node's answer is the adapter's to read; it holds no URL.
                 crate::chain::ChainError::Node { code, message, data } => {
                     chain::QueryError::Rpc(serde_json::json!({ "code": code, "message": message, "data": data }).to_string())
@@ -123,11 +120,7 @@ impl clock::Host for HostState {
 impl log::Host for HostState {
     fn log(&mut self, level: log::Level, message: String, fields: Vec<(String, String)>) {
         let adapter = &*self.adapter;
-        let fields = fields
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let fields = fields.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
         match level {
             log::Level::Debug => tracing::debug!(adapter, %fields, "{message}"),
             log::Level::Info => tracing::info!(adapter, %fields, "{message}"),

@@ -10,10 +10,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{views, ApiError, Shared};
-use crate::payment::Terms;
 use crate::config::{Availability, Family, Role};
 use crate::intent::fees::{self, AmountError};
 use crate::intent::{self, AmountMode, Intent, Status};
+use crate::payment::Terms;
 use crate::store::agents::Agent;
 use crate::store::intents;
 
@@ -86,10 +86,19 @@ fn bad(m: impl Into<String>) -> ApiError {
 /// Every rule of the create request, then the quote, the requirements, and
 /// one insert.
 async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<views::IntentView, ApiError> {
-    let req: CreateRequest =
-        serde_json::from_slice(body).map_err(|e| bad(format!("invalid JSON body: {e}")))?;
+    let req: CreateRequest = serde_json::from_slice(body).map_err(|e| bad(format!("invalid JSON body: {e}")))?;
     let cfg = &s.config;
-    let fields = [&req.email, &req.recipient, &req.amount, &req.to_amount, &req.payer_chain, &req.target_chain, &req.payer_asset, &req.target_asset, &req.payer_address];
+    let fields = [
+        &req.email,
+        &req.recipient,
+        &req.amount,
+        &req.to_amount,
+        &req.payer_chain,
+        &req.target_chain,
+        &req.payer_asset,
+        &req.target_asset,
+        &req.payer_address,
+    ];
     if fields.iter().any(|f| f.as_deref().is_some_and(|v| v.chars().any(char::is_control))) {
         return Err(bad("fields must not contain control characters"));
     }
@@ -124,9 +133,7 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<views:
 
     let target_family = cfg.chains[&target_chain].family;
     let merchant = match (recipient, email) {
-        (Some(addr), _) => {
-            target.normalize_address(target_family, &addr).await?.map_err(|_| bad("invalid recipient address format"))?
-        }
+        (Some(addr), _) => target.normalize_address(target_family, &addr).await?.map_err(|_| bad("invalid recipient address format"))?,
         (None, Some(email)) => {
             if !email.contains('@') || email.len() > 254 {
                 return Err(bad("invalid email"));
@@ -165,7 +172,10 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<views:
     let fee_of = |c: &str| crate::decimal::parse(&cfg.chains[c].fee).unwrap_or(Decimal::ZERO);
     let pct = crate::decimal::parse(&cfg.fees.platform_fee_percentage).unwrap_or(Decimal::ZERO);
     let q = fees::quote(mode, amount, fee_of(&payer_chain), fee_of(&target_chain), pct).map_err(|_| {
-        bad(format!("amount does not cover the fees ({} on {payer_chain} and {target_chain})", fees::show(fee_of(&payer_chain) + fee_of(&target_chain))))
+        bad(format!(
+            "amount does not cover the fees ({} on {payer_chain} and {target_chain})",
+            fees::show(fee_of(&payer_chain) + fee_of(&target_chain))
+        ))
     })?;
 
     let now = intent::now_ms();
@@ -261,20 +271,12 @@ fn check_chain(s: &Shared, chain: &str, role: Role) -> Result<(), ApiError> {
     }
     Err(match role {
         Role::Payer => bad("invalid payer_chain"),
-        Role::Target => bad(format!(
-            "invalid target_chain: accepted target chains are {}",
-            cfg.chains_with_role(Role::Target).join(", ")
-        )),
+        Role::Target => bad(format!("invalid target_chain: accepted target chains are {}", cfg.chains_with_role(Role::Target).join(", "))),
     })
 }
 
 /// The adapter serving (chain, asset), or the spec's 400 for why not.
-fn served_asset(
-    s: &Shared,
-    chain: &str,
-    asset: &str,
-    field: &str,
-) -> Result<std::sync::Arc<crate::adapter::AssetAdapter>, ApiError> {
+fn served_asset(s: &Shared, chain: &str, asset: &str, field: &str) -> Result<std::sync::Arc<crate::adapter::AssetAdapter>, ApiError> {
     if !ASSETS.contains(&asset) {
         return Err(bad(format!("invalid {field}")));
     }
@@ -283,7 +285,5 @@ fn served_asset(
         Some(Availability::GatedOff) => return Err(bad(format!("invalid {field}"))),
         Some(Availability::Unwired) | None => return Err(bad(format!("{field} not configured on chain"))),
     }
-    s.registry
-        .asset(chain, asset)
-        .ok_or_else(|| ApiError::Internal(format!("{chain}/{asset} is served but has no adapter")))
+    s.registry.asset(chain, asset).ok_or_else(|| ApiError::Internal(format!("{chain}/{asset} is served but has no adapter")))
 }

@@ -94,7 +94,11 @@ fn render(tron: bool) -> String {
 /// The document of the operations a deployment routes: the TRON helpers
 /// only while TRON is enabled.
 pub fn document(tron: bool) -> &'static str {
-    if tron { DOCUMENT.as_str() } else { WITHOUT_TRON.as_str() }
+    if tron {
+        DOCUMENT.as_str()
+    } else {
+        WITHOUT_TRON.as_str()
+    }
 }
 
 /// This document.

@@ -113,8 +113,8 @@ impl From<axum::extract::rejection::QueryRejection> for ApiError {
     }
 }
 
-use crate::payment::{AdapterError, ProofError};
 use crate::adapter::CallError;
+use crate::payment::{AdapterError, ProofError};
 
 /// An adapter call that did not answer is the service's failure.
 impl From<CallError> for ApiError {
@@ -153,4 +153,3 @@ impl From<ProofError> for ApiError {
         ApiError::BadRequest(crate::failure::proof_message(&e))
     }
 }
-

@@ -35,11 +35,7 @@ impl Limiter {
 }
 
 pub async fn public_limit(State(s): State<Shared>, req: Request, next: Next) -> Result<Response, ApiError> {
-    let ip = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip().to_string())
-        .unwrap_or_else(|| "unknown".into());
+    let ip = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string()).unwrap_or_else(|| "unknown".into());
     s.limiter.check(format!("ip:{ip}")).map_err(ApiError::RateLimited)?;
     Ok(next.run(req).await)
 }

@@ -18,7 +18,9 @@ pub fn key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     match headers.get("idempotency-key").map(|v| v.to_str().map(str::trim)) {
         None => Ok(None),
         Some(Ok(k)) if !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()) => Ok(Some(k.to_string())),
-        Some(_) => Err(ApiError::BadRequest("Idempotency-Key must be 1 to 255 visible ASCII characters, without spaces or control characters".into())),
+        Some(_) => Err(ApiError::BadRequest(
+            "Idempotency-Key must be 1 to 255 visible ASCII characters, without spaces or control characters".into(),
+        )),
     }
 }
 

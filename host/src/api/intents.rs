@@ -10,13 +10,13 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::views::{Accepted, IntentList, IntentView};
-use crate::swap::register::SwapIntentView;
 use super::{views, ApiError, Shared};
 use crate::failure::Failure;
 use crate::intent::{self, requirements, Intent, Status};
 use crate::store::agents::Agent;
 use crate::store::intents::{self as repo, Acceptance};
 use crate::store::is_unique_violation;
+use crate::swap::register::SwapIntentView;
 
 const NOT_FOUND: &str = "payment intent not found";
 
@@ -101,7 +101,11 @@ pub async fn get_public_query(State(s): State<Shared>, Query(q): Query<HashMap<S
 #[utoipa::path(get, path = "/v2/intents/{id}", tag = "agents", security(("bearer" = [])),
     params(("id" = String, Path, description = "Intent id")),
     responses((status = 200, description = "The intent (one of the caller's payments, or a registered swap)", body = AnyIntent)))]
-pub async fn get_agent(State(s): State<Shared>, Extension(agent): Extension<Agent>, Path(id): Path<String>) -> Result<Json<AnyIntent>, ApiError> {
+pub async fn get_agent(
+    State(s): State<Shared>,
+    Extension(agent): Extension<Agent>,
+    Path(id): Path<String>,
+) -> Result<Json<AnyIntent>, ApiError> {
     if let Some(swap) = swap_intent(&s, &id).await? {
         return Ok(Json(swap));
     }
@@ -173,8 +177,9 @@ fn not_payable(i: &Intent, now_ms: i64) -> Option<ApiError> {
 /// After a lost compare-and-set: say why, from the intent as it is now.
 async fn lost_race(s: &Shared, id: &str) -> ApiError {
     match repo::get(&s.db, id).await {
-        Ok(Some(i)) => not_payable(&i, intent::now_ms())
-            .unwrap_or_else(|| ApiError::Conflict("invalid intent status for this operation".into())),
+        Ok(Some(i)) => {
+            not_payable(&i, intent::now_ms()).unwrap_or_else(|| ApiError::Conflict("invalid intent status for this operation".into()))
+        }
         Ok(None) => ApiError::NotFound(NOT_FOUND.into()),
         Err(e) => e.into(),
     }
@@ -194,10 +199,8 @@ pub async fn submit_proof(
     body: Result<Json<ProofBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<Accepted>, ApiError> {
     let Json(body) = body?;
-    let proof = body
-        .settle_proof
-        .filter(|p| !p.trim().is_empty())
-        .ok_or_else(|| ApiError::BadRequest("settle_proof is required".into()))?;
+    let proof =
+        body.settle_proof.filter(|p| !p.trim().is_empty()).ok_or_else(|| ApiError::BadRequest("settle_proof is required".into()))?;
     let i = load(&s, &id).await?;
     if let Some(e) = not_payable(&i, intent::now_ms()) {
         return Err(e);
@@ -205,8 +208,8 @@ pub async fn submit_proof(
     let proof = requirements::decode_proof(&proof).ok_or_else(|| {
         ApiError::BadRequest("proof validation failed: settle_proof is neither base64 of a JSON object nor a JSON object".into())
     })?;
-    let req_json: Value = serde_json::from_str(&i.payment_requirements)
-        .map_err(|e| ApiError::Internal(format!("stored requirements: {e}")))?;
+    let req_json: Value =
+        serde_json::from_str(&i.payment_requirements).map_err(|e| ApiError::Internal(format!("stored requirements: {e}")))?;
     let req = requirements::from_json(&req_json).ok_or_else(|| ApiError::Internal("stored requirements are incomplete".into()))?;
     let adapter = s
         .registry
@@ -236,7 +239,11 @@ pub async fn submit_proof(
         (status = 200, description = "Execution started (or finished: see status)", body = Accepted),
         (status = 402, description = "The agent's hosted wallet cannot cover the amount", body = super::docs::ErrorBody),
         (status = 409, description = "The intent is not awaiting payment", body = super::docs::ErrorBody)))]
-pub async fn execute(State(s): State<Shared>, Extension(agent): Extension<Agent>, Path(id): Path<String>) -> Result<Json<Accepted>, ApiError> {
+pub async fn execute(
+    State(s): State<Shared>,
+    Extension(agent): Extension<Agent>,
+    Path(id): Path<String>,
+) -> Result<Json<Accepted>, ApiError> {
     let i = load_owned(&s, &id, &agent).await?;
     if let Some(e) = not_payable(&i, intent::now_ms()) {
         return Err(e);

@@ -97,9 +97,7 @@ fn routes() -> Routes {
             .routes(routes!(swap::tokens))
             .routes(routes!(swap::chains))
             .routes(routes!(swap::connections)),
-        tron: OpenApiRouter::new()
-            .routes(routes!(tron_approve::prepare))
-            .routes(routes!(tron_approve::submit)),
+        tron: OpenApiRouter::new().routes(routes!(tron_approve::prepare)).routes(routes!(tron_approve::submit)),
         agent: OpenApiRouter::new()
             .routes(routes!(agents::me))
             .routes(routes!(balances::balances))
@@ -188,11 +186,7 @@ async fn json_bodies_only(req: axum::extract::Request, next: axum::middleware::N
 /// them the envelope with a fixed sentence, keeping the headers that matter.
 async fn envelope_everything(resp: axum::response::Response) -> axum::response::Response {
     let status = resp.status();
-    let json = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
+    let json = resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"));
     if json || !(status.is_client_error() || status.is_server_error()) {
         return resp;
     }
@@ -212,7 +206,6 @@ async fn envelope_everything(resp: axum::response::Response) -> axum::response::
     }
     out
 }
-
 
 /// Requests by route template, method and status, with their latency.
 async fn http_metrics(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {

@@ -76,12 +76,17 @@ pub async fn readyz(State(s): State<Shared>) -> axum::response::Response {
     };
     let chains: BTreeMap<String, &'static str> =
         crate::server::probe_chains(&s.config, &s.registry).await.into_iter().map(|(name, p)| (name, p.as_str())).collect();
-    let relayer_unfunded = crate::store::intents::chains_waiting_with(&s.db, crate::failure::Failure::RelayerUnfunded).await.unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "readiness: database unavailable");
-        vec![]
-    });
+    let relayer_unfunded =
+        crate::store::intents::chains_waiting_with(&s.db, crate::failure::Failure::RelayerUnfunded).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "readiness: database unavailable");
+            vec![]
+        });
     let checks = Checks { database, chains, wallets: s.watch.below_floor(), relayer_unfunded };
-    if checks.database == "ok" && checks.chains.values().all(|v| *v == "ok") && checks.wallets.is_empty() && checks.relayer_unfunded.is_empty() {
+    if checks.database == "ok"
+        && checks.chains.values().all(|v| *v == "ok")
+        && checks.wallets.is_empty()
+        && checks.relayer_unfunded.is_empty()
+    {
         return Json(Ready { status: "ready", checks }).into_response();
     }
     let mut body = ApiError::Unavailable("not ready: see checks".into()).envelope();

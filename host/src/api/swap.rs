@@ -6,16 +6,16 @@ use std::collections::HashMap;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::Extension;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{ApiError, Shared};
 use crate::store::agents::Agent;
-use crate::swap::execute::Executed;
 use crate::swap::approval::ApprovalResponse;
+use crate::swap::execute::Executed;
 use crate::swap::quote::QuoteResponse;
 use crate::swap::status::StatusResponse;
 use crate::swap::{self, SwapError};
@@ -64,7 +64,10 @@ fn query(q: Result<Params, axum::extract::rejection::QueryRejection>) -> Result<
     responses((status = 200, description = "The quote", body = QuoteResponse),
               (status = 400, description = "A rule of the request, no route or no liquidity"),
               (status = 502, description = "The swap provider failed")))]
-pub async fn quote(State(s): State<Shared>, q: Result<Params, axum::extract::rejection::QueryRejection>) -> Result<Json<QuoteResponse>, ApiError> {
+pub async fn quote(
+    State(s): State<Shared>,
+    q: Result<Params, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<QuoteResponse>, ApiError> {
     let now = crate::intent::now_ms() / 1000;
     Ok(Json(swap::quote::quote(&s.swaps, &s.db, &query(q)?, now).await?))
 }
@@ -85,7 +88,10 @@ pub async fn quote(State(s): State<Shared>, q: Result<Params, axum::extract::rej
     ),
     responses((status = 200, description = "Whether an approval is needed, and its transactions", body = ApprovalResponse),
               (status = 400, description = "A rule of the request"), (status = 502, description = "The swap provider or the chain failed")))]
-pub async fn approval(State(s): State<Shared>, q: Result<Params, axum::extract::rejection::QueryRejection>) -> Result<Json<ApprovalResponse>, ApiError> {
+pub async fn approval(
+    State(s): State<Shared>,
+    q: Result<Params, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<ApprovalResponse>, ApiError> {
     Ok(Json(swap::approval::approval(&s.swaps, &s.db, &query(q)?).await?))
 }
 
@@ -99,7 +105,10 @@ pub async fn approval(State(s): State<Shared>, q: Result<Params, axum::extract::
     ),
     responses((status = 200, description = "The transfer's status", body = StatusResponse),
               (status = 404, description = "No record yet; retry in about 30 s"), (status = 502, description = "The swap provider failed")))]
-pub async fn status(State(s): State<Shared>, q: Result<Params, axum::extract::rejection::QueryRejection>) -> Result<Json<StatusResponse>, ApiError> {
+pub async fn status(
+    State(s): State<Shared>,
+    q: Result<Params, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<StatusResponse>, ApiError> {
     Ok(Json(swap::status::status(&s.swaps, &query(q)?).await?))
 }
 
@@ -158,7 +167,10 @@ pub async fn chains(State(s): State<Shared>, q: Result<Params, axum::extract::re
            ("fromToken" = Option<String>, Query, description = "Token address"), ("toToken" = Option<String>, Query, description = "Token address")),
     responses((status = 200, description = "The provider's answer, unchanged", content_type = "application/json", body = Object),
               (status = 502, description = "The swap provider failed")))]
-pub async fn connections(State(s): State<Shared>, q: Result<Params, axum::extract::rejection::QueryRejection>) -> Result<Response, ApiError> {
+pub async fn connections(
+    State(s): State<Shared>,
+    q: Result<Params, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
     discovery(&s, "/connections", &["fromChain", "toChain", "fromToken", "toToken"], query(q)?).await
 }
 

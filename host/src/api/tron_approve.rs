@@ -80,12 +80,24 @@ pub fn enabled(s: &Shared) -> bool {
 #[utoipa::path(post, path = "/api/tron/permit2/approve/prepare", tag = "tron", request_body = PrepareBody,
     responses((status = 200, description = "Whether an approval is needed, and the transaction to sign", body = PrepareResponse),
               (status = 400, description = "Not a TRON address"), (status = 404, description = "TRON is not enabled")))]
-pub async fn prepare(State(s): State<Shared>, body: Result<Json<PrepareBody>, axum::extract::rejection::JsonRejection>) -> Result<Json<PrepareResponse>, ApiError> {
+pub async fn prepare(
+    State(s): State<Shared>,
+    body: Result<Json<PrepareBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<PrepareResponse>, ApiError> {
     let Json(body) = body?;
     let w = wired(&s)?;
     let (usdt_contract, permit2_contract) = (tron_wire::address::show(&w.usdt), tron_wire::address::show(&w.permit2));
     let answer = match w.prepare(&body.address).await? {
-        None => PrepareResponse { needed: false, step: None, tx_id: None, raw_data_hex: None, raw_data: None, expiration: None, usdt_contract, permit2_contract },
+        None => PrepareResponse {
+            needed: false,
+            step: None,
+            tx_id: None,
+            raw_data_hex: None,
+            raw_data: None,
+            expiration: None,
+            usdt_contract,
+            permit2_contract,
+        },
         Some(p) => PrepareResponse {
             needed: true,
             step: Some(p.step.as_str()),
@@ -104,7 +116,10 @@ pub async fn prepare(State(s): State<Shared>, body: Result<Json<PrepareBody>, ax
 #[utoipa::path(post, path = "/api/tron/permit2/approve/submit", tag = "tron", request_body = SubmitBody,
     responses((status = 200, description = "Broadcast", body = SubmitResponse),
               (status = 400, description = "Expired, wrongly signed, or not the prepared shape"), (status = 404, description = "TRON is not enabled")))]
-pub async fn submit(State(s): State<Shared>, body: Result<Json<SubmitBody>, axum::extract::rejection::JsonRejection>) -> Result<Json<SubmitResponse>, ApiError> {
+pub async fn submit(
+    State(s): State<Shared>,
+    body: Result<Json<SubmitBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<SubmitResponse>, ApiError> {
     let Json(b) = body?;
     let w = wired(&s)?;
     let signed = approve::Signed { address: &b.address, raw_data_hex: &b.raw_data_hex, raw_data: &b.raw_data, signature: &b.signature };

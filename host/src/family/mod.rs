@@ -12,12 +12,12 @@ pub mod tron;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::payment::{SigningRequest, Submission};
 use crate::adapter::Registry;
 use crate::chain::ChainError;
 use crate::config::{Config, Family};
 use crate::db::Db;
 use crate::keys::{Keystore, Role};
+use crate::payment::{SigningRequest, Submission};
 use crate::store::settlement::{StoredTx, TxRow};
 
 /// Why signed bytes did not go out, or what the node made of them. The

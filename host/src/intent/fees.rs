@@ -60,23 +60,15 @@ pub fn quote(mode: AmountMode, amount: Decimal, source_fee: Decimal, target_fee:
             (amount + network + platform, amount, platform)
         }
         AmountMode::ExactIn => {
-            let receiving = ((amount - network) / (Decimal::ONE + pct / hundred))
-                .round_dp_with_strategy(PRECISION, RoundingStrategy::ToZero);
+            let receiving =
+                ((amount - network) / (Decimal::ONE + pct / hundred)).round_dp_with_strategy(PRECISION, RoundingStrategy::ToZero);
             if receiving <= Decimal::ZERO {
                 return Err(AmountError::BelowFees);
             }
             (amount, receiving, amount - network - receiving)
         }
     };
-    Ok(Quote {
-        sending,
-        receiving,
-        source_fee,
-        target_fee,
-        platform_fee,
-        platform_pct: pct,
-        total_fee: sending - receiving,
-    })
+    Ok(Quote { sending, receiving, source_fee, target_fee, platform_fee, platform_pct: pct, total_fee: sending - receiving })
 }
 
 /// A decimal as the API shows it: no exponent, no trailing zeros.

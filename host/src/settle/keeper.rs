@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Engine;
-use crate::payment::ReceiptStatus;
 use crate::family::{Finality, Upkeep};
 use crate::intent::{now_ms, Status};
 use crate::keys::Role;
+use crate::payment::ReceiptStatus;
 use crate::store::{intents, settlement as repo};
 
 impl Engine {

@@ -18,7 +18,6 @@ mod target;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::payment::{PaymentRequirements, ReceiptStatus, Transfer, VerifiedPayment};
 use crate::adapter::{AdapterFailure, Answer, AssetAdapter, Registry};
 use crate::config::Config;
 use crate::db::Db;
@@ -26,6 +25,7 @@ use crate::failure::{Failure, Reason};
 use crate::family::{Driver, Drivers, Receipt, SendError};
 use crate::intent::{now_ms, Intent, Status};
 use crate::keys::{Keystore, Role};
+use crate::payment::{PaymentRequirements, ReceiptStatus, Transfer, VerifiedPayment};
 use crate::sanctions::SanctionsList;
 use crate::store::{intents, settlement as repo};
 
@@ -85,7 +85,9 @@ impl From<SendError> for StepError {
             SendError::Lost(m) => StepError::Reverted(m),
             SendError::Unfunded(_) => StepError::NotSent(Failure::RelayerUnfunded, detail),
             SendError::Unavailable(_) => StepError::NotSent(Failure::ChainUnavailable, detail),
-            SendError::Superseded | SendError::Refused(_) | SendError::Unsupported(_) => StepError::NotSent(Failure::PayoutNotDispatched, detail),
+            SendError::Superseded | SendError::Refused(_) | SendError::Unsupported(_) => {
+                StepError::NotSent(Failure::PayoutNotDispatched, detail)
+            }
         }
     }
 }
@@ -148,7 +150,9 @@ impl Engine {
                     Err(_) => break,
                 }
             }
-            match repo::claim(&self.deps.db, &holder, now_ms(), self.deps.config.service.claim_lease_seconds as i64 * 1000, permits.len()).await {
+            match repo::claim(&self.deps.db, &holder, now_ms(), self.deps.config.service.claim_lease_seconds as i64 * 1000, permits.len())
+                .await
+            {
                 Ok(ids) if !ids.is_empty() => {
                     for (id, permit) in ids.into_iter().zip(permits) {
                         let me = self.clone();
@@ -226,13 +230,25 @@ impl Engine {
 
     /// Have a host-held wallet authorize `transfer`: the adapter says what
     /// to sign, the family's driver signs it, the adapter assembles the proof.
-    async fn authorize(&self, adapter: &Arc<AssetAdapter>, driver: &dyn Driver, wallet: &Role, req: &PaymentRequirements, transfer: Transfer) -> anyhow::Result<String> {
+    async fn authorize(
+        &self,
+        adapter: &Arc<AssetAdapter>,
+        driver: &dyn Driver,
+        wallet: &Role,
+        req: &PaymentRequirements,
+        transfer: Transfer,
+    ) -> anyhow::Result<String> {
         let request = adapter.authorize(&transfer).await.or_refused("authorize")?;
         let signature = driver.sign(wallet, &request).await?;
         Ok(adapter.assemble(req, &transfer, &request, signature).await.or_refused("assemble")?)
     }
 
-    async fn read_receipt(&self, adapter: &Arc<AssetAdapter>, payment: VerifiedPayment, receipt: Arc<Receipt>) -> Result<ReceiptStatus, AdapterFailure> {
+    async fn read_receipt(
+        &self,
+        adapter: &Arc<AssetAdapter>,
+        payment: VerifiedPayment,
+        receipt: Arc<Receipt>,
+    ) -> Result<ReceiptStatus, AdapterFailure> {
         adapter.read_receipt(&payment, &receipt.text).await.or_refused("read-receipt")
     }
 

@@ -9,11 +9,11 @@ use std::time::Duration;
 use alloy_primitives::keccak256;
 
 use super::{expected, Engine, Next, StepError};
-use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus, SettleStep, Submission, Transfer, VerifiedPayment};
 use crate::adapter::{Answer, AssetAdapter};
 use crate::failure::{Failure, Reason};
 use crate::intent::{now_ms, requirements, Intent, Status};
 use crate::keys::Role;
+use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus, SettleStep, Submission, Transfer, VerifiedPayment};
 use crate::store::{intents, settlement as repo};
 
 /// A settlement of one step that the host signs is checked by the chain
@@ -151,7 +151,15 @@ impl Engine {
                     }
                 }
                 tracing::info!(intent = %i.id, detail = %m, "source settlement would revert");
-                self.fail(&i, Status::VerificationFailed, Reason { code: Failure::SourceReverted, message: "source settlement failed: the transaction would revert; no funds moved".into() }).await
+                self.fail(
+                    &i,
+                    Status::VerificationFailed,
+                    Reason {
+                        code: Failure::SourceReverted,
+                        message: "source settlement failed: the transaction would revert; no funds moved".into(),
+                    },
+                )
+                .await
             }
             Err(StepError::Reverted(m)) => {
                 tracing::info!(intent = %i.id, detail = %m, "source transaction reverted");

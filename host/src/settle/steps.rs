@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Engine, StepError};
-use crate::payment::{AdapterError, SettleStep};
 use crate::adapter::AssetAdapter;
 use crate::failure::Failure;
 use crate::family::{Driver, Finality, Receipt, Resent, Submit};
 use crate::intent::{now_ms, Intent};
 use crate::keys::Role;
+use crate::payment::{AdapterError, SettleStep};
 use crate::store::settlement::{self as repo, TxRow};
 
 impl Engine {
@@ -117,7 +117,15 @@ impl Engine {
     /// settle (e.g. approving Permit2 on a Permit2-only chain), sent from that
     /// wallet and recorded under `<leg>-setup`. One at a time per (chain,
     /// asset, wallet) in this replica, so concurrent payouts approve once.
-    pub(super) async fn prepare_wallet(&self, i: &Intent, leg: &str, adapter: &Arc<AssetAdapter>, wallet: &Role, sender: &str, amount: &str) -> Result<(), StepError> {
+    pub(super) async fn prepare_wallet(
+        &self,
+        i: &Intent,
+        leg: &str,
+        adapter: &Arc<AssetAdapter>,
+        wallet: &Role,
+        sender: &str,
+        amount: &str,
+    ) -> Result<(), StepError> {
         let key = format!("{}/{}/{sender}", adapter.ctx.chain, adapter.ctx.asset);
         let lock = self.setup_locks.lock().await.entry(key).or_default().clone();
         let _held = lock.lock().await;

@@ -53,14 +53,13 @@ pub async fn create_agent(db: &Db, account: Option<&str>, name: &str, now_ms: i6
     for _ in 0..8 {
         let mut tx = db.pool.begin().await?;
         if let Some(acc) = account {
-            let bumped = sqlx::query(
-                "UPDATE accounts SET agent_count = agent_count + 1 WHERE id = $1 AND agent_count < $2 AND status = 'active'",
-            )
-                .bind(acc)
-                .bind(MAX_AGENTS_PER_ACCOUNT)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
+            let bumped =
+                sqlx::query("UPDATE accounts SET agent_count = agent_count + 1 WHERE id = $1 AND agent_count < $2 AND status = 'active'")
+                    .bind(acc)
+                    .bind(MAX_AGENTS_PER_ACCOUNT)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
             if bumped != 1 {
                 let status: Option<String> = sqlx::query("SELECT status FROM accounts WHERE id = $1")
                     .bind(acc)
@@ -87,17 +86,16 @@ pub async fn create_agent(db: &Db, account: Option<&str>, name: &str, now_ms: i6
             solana_wallet_address: None,
             tron_wallet_address: None,
         };
-        let inserted = sqlx::query(
-            "INSERT INTO agents (id, agent_number, account_id, name, status, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(&agent.id)
-        .bind(&agent.agent_number)
-        .bind(&agent.account_id)
-        .bind(&agent.name)
-        .bind(&agent.status)
-        .bind(now_ms)
-        .execute(&mut *tx)
-        .await;
+        let inserted =
+            sqlx::query("INSERT INTO agents (id, agent_number, account_id, name, status, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
+                .bind(&agent.id)
+                .bind(&agent.agent_number)
+                .bind(&agent.account_id)
+                .bind(&agent.name)
+                .bind(&agent.status)
+                .bind(now_ms)
+                .execute(&mut *tx)
+                .await;
         match inserted {
             Ok(_) => {
                 tx.commit().await?;
@@ -169,11 +167,7 @@ pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String)
 pub async fn set_recipient(db: &Db, email: &str, chain: &str, address: &str) -> Result<(), DbError> {
     let email = email.trim().to_lowercase();
     let mut tx = db.pool.begin().await?;
-    sqlx::query("DELETE FROM recipients WHERE email = $1 AND chain = $2")
-        .bind(&email)
-        .bind(chain)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query("DELETE FROM recipients WHERE email = $1 AND chain = $2").bind(&email).bind(chain).execute(&mut *tx).await?;
     sqlx::query("INSERT INTO recipients (email, chain, address) VALUES ($1, $2, $3)")
         .bind(&email)
         .bind(chain)
@@ -267,7 +261,7 @@ fn agent_row(r: &sqlx::any::AnyRow) -> Result<AgentRow, DbError> {
         account_id: r.try_get("account_id")?,
         wallet_address: r.try_get("wallet_address")?,
         solana_wallet_address: r.try_get("solana_wallet_address")?,
-                tron_wallet_address: r.try_get("tron_wallet_address")?,
+        tron_wallet_address: r.try_get("tron_wallet_address")?,
         created_at: crate::intent::rfc3339(r.try_get("created_at")?),
     })
 }
@@ -327,12 +321,14 @@ pub async fn recipients(db: &Db, email: Option<&str>) -> Result<Vec<RecipientRow
 
 /// Stop resolving EMAIL (on one chain, or on all); how many mappings.
 pub async fn disable_recipient(db: &Db, email: &str, chain: Option<&str>, now_ms: i64) -> Result<u64, DbError> {
-    let n = sqlx::query("UPDATE recipients SET disabled_at = $1 WHERE email = $2 AND (CAST($3 AS TEXT) IS NULL OR chain = $3) AND disabled_at IS NULL")
-        .bind(now_ms)
-        .bind(email.trim().to_lowercase())
-        .bind(chain)
-        .execute(&db.pool)
-        .await?
-        .rows_affected();
+    let n = sqlx::query(
+        "UPDATE recipients SET disabled_at = $1 WHERE email = $2 AND (CAST($3 AS TEXT) IS NULL OR chain = $3) AND disabled_at IS NULL",
+    )
+    .bind(now_ms)
+    .bind(email.trim().to_lowercase())
+    .bind(chain)
+    .execute(&db.pool)
+    .await?
+    .rows_affected();
     Ok(n)
 }

@@ -83,9 +83,5 @@ pub async fn release(db: &Db, scope: &str, key: &str) -> Result<(), DbError> {
 }
 
 pub async fn purge_expired(db: &Db, now_ms: i64) -> Result<u64, DbError> {
-    Ok(sqlx::query("DELETE FROM idempotency_keys WHERE created_at < $1")
-        .bind(now_ms - TTL_MS)
-        .execute(&db.pool)
-        .await?
-        .rows_affected())
+    Ok(sqlx::query("DELETE FROM idempotency_keys WHERE created_at < $1").bind(now_ms - TTL_MS).execute(&db.pool).await?.rows_affected())
 }

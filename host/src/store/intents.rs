@@ -18,8 +18,7 @@ fn from_row(r: &AnyRow) -> Result<Intent, DbError> {
     Ok(Intent {
         id: r.try_get("id")?,
         agent_id: r.try_get("agent_id")?,
-        status: Status::parse(&status)
-            .ok_or_else(|| DbError::Decode(format!("unknown intent status {status}").into()))?,
+        status: Status::parse(&status).ok_or_else(|| DbError::Decode(format!("unknown intent status {status}").into()))?,
         payer_chain: r.try_get("payer_chain")?,
         target_chain: r.try_get("target_chain")?,
         payer_asset: r.try_get("payer_asset")?,
@@ -100,19 +99,15 @@ pub async fn get(db: &Db, id: &str) -> Result<Option<Intent>, DbError> {
 
 /// One page of an agent's intents, newest first, and the agent's total.
 pub async fn list_for_agent(db: &Db, agent_id: &str, limit: i64, offset: i64) -> Result<(Vec<Intent>, i64), DbError> {
-    let rows = sqlx::query(&format!(
-        "SELECT {COLUMNS} FROM intents WHERE agent_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
-    ))
-    .bind(agent_id)
-    .bind(limit)
-    .bind(offset)
-    .fetch_all(&db.pool)
-    .await?;
-    let total: i64 = sqlx::query("SELECT COUNT(*) AS n FROM intents WHERE agent_id = $1")
-        .bind(agent_id)
-        .fetch_one(&db.pool)
-        .await?
-        .try_get("n")?;
+    let rows =
+        sqlx::query(&format!("SELECT {COLUMNS} FROM intents WHERE agent_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"))
+            .bind(agent_id)
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&db.pool)
+            .await?;
+    let total: i64 =
+        sqlx::query("SELECT COUNT(*) AS n FROM intents WHERE agent_id = $1").bind(agent_id).fetch_one(&db.pool).await?.try_get("n")?;
     Ok((rows.iter().map(from_row).collect::<Result<_, _>>()?, total))
 }
 
@@ -158,23 +153,17 @@ pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, now_ms: i64) -> Resul
 
 /// Record AWAITING_PAYMENT intents past their expiry as EXPIRED.
 pub async fn expire_due(db: &Db, now_ms: i64) -> Result<u64, DbError> {
-    Ok(sqlx::query(
-        "UPDATE intents SET status = $1, updated_at = $2, version = version + 1 WHERE status = $3 AND expires_at <= $2",
-    )
-    .bind(Status::Expired.as_str())
-    .bind(now_ms)
-    .bind(Status::AwaitingPayment.as_str())
-    .execute(&db.pool)
-    .await?
-    .rows_affected())
+    Ok(sqlx::query("UPDATE intents SET status = $1, updated_at = $2, version = version + 1 WHERE status = $3 AND expires_at <= $2")
+        .bind(Status::Expired.as_str())
+        .bind(now_ms)
+        .bind(Status::AwaitingPayment.as_str())
+        .execute(&db.pool)
+        .await?
+        .rows_affected())
 }
 
 pub async fn queued(db: &Db, id: &str) -> Result<bool, DbError> {
-    Ok(sqlx::query("SELECT 1 AS one FROM settlement_queue WHERE intent_id = $1")
-        .bind(id)
-        .fetch_optional(&db.pool)
-        .await?
-        .is_some())
+    Ok(sqlx::query("SELECT 1 AS one FROM settlement_queue WHERE intent_id = $1").bind(id).fetch_optional(&db.pool).await?.is_some())
 }
 
 /// How many intents are in each status.

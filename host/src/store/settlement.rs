@@ -57,20 +57,18 @@ pub async fn queue_payout(db: &Db, id: &str, now_ms: i64) -> Result<(), DbError>
         "UPDATE settlement_queue SET locked_by = NULL, locked_until = NULL, available_at = $1, priority = 1, \
          enqueued_at = $1, attempts = 0 WHERE intent_id = $2",
     )
-        .bind(now_ms)
-        .bind(id)
-        .execute(&db.pool)
-        .await
-        .map(|_| ())
+    .bind(now_ms)
+    .bind(id)
+    .execute(&db.pool)
+    .await
+    .map(|_| ())
 }
 
 /// Failed passes so far, and since when this phase (source leg, or payout)
 /// has been trying.
 pub async fn attempts(db: &Db, id: &str) -> Result<(i64, i64), DbError> {
-    let row = sqlx::query("SELECT attempts, enqueued_at FROM settlement_queue WHERE intent_id = $1")
-        .bind(id)
-        .fetch_optional(&db.pool)
-        .await?;
+    let row =
+        sqlx::query("SELECT attempts, enqueued_at FROM settlement_queue WHERE intent_id = $1").bind(id).fetch_optional(&db.pool).await?;
     Ok(match row {
         Some(r) => (r.try_get::<i32, _>("attempts")? as i64, r.try_get("enqueued_at")?),
         None => (0, 0),
@@ -90,7 +88,14 @@ pub async fn transition(db: &Db, id: &str, from: Status, to: Status, why: Option
 /// The same from either of two states, in one compare-and-set (a payout
 /// that failed is back to SOURCE_SETTLED whether it had reached
 /// TARGET_SETTLING or not).
-pub async fn transition_from(db: &Db, id: &str, from: &[Status; 2], to: Status, why: Option<&Reason>, now_ms: i64) -> Result<bool, DbError> {
+pub async fn transition_from(
+    db: &Db,
+    id: &str,
+    from: &[Status; 2],
+    to: Status,
+    why: Option<&Reason>,
+    now_ms: i64,
+) -> Result<bool, DbError> {
     Ok(sqlx::query(
         "UPDATE intents SET status = $1, error_message = COALESCE($2, error_message), \
          error_code = COALESCE($6, error_code), updated_at = $3, version = version + 1 \
@@ -241,14 +246,7 @@ pub async fn get_tx(db: &Db, id: &str, leg: &str, step: i32) -> Result<Option<St
 
 /// Every stored transaction of one leg, in step order.
 pub async fn list_txs(db: &Db, id: &str, leg: &str) -> Result<Vec<StoredTx>, DbError> {
-    sqlx::query(&format!("{TX_SELECT} ORDER BY ct.step"))
-        .bind(id)
-        .bind(leg)
-        .fetch_all(&db.pool)
-        .await?
-        .iter()
-        .map(stored_tx)
-        .collect()
+    sqlx::query(&format!("{TX_SELECT} ORDER BY ct.step")).bind(id).bind(leg).fetch_all(&db.pool).await?.iter().map(stored_tx).collect()
 }
 
 pub struct NewTx<'a> {
@@ -450,8 +448,15 @@ pub async fn sign_with_next_nonce<E>(
     let new: Vec<NewTx> = rows
         .iter()
         .map(|r| NewTx {
-            intent_id: &r.intent_id, leg: &r.leg, step: r.step, label: &r.label, chain, sender,
-            nonce: nonce as i64, raw: &raw, tx_hash: &hash,
+            intent_id: &r.intent_id,
+            leg: &r.leg,
+            step: r.step,
+            label: &r.label,
+            chain,
+            sender,
+            nonce: nonce as i64,
+            raw: &raw,
+            tx_hash: &hash,
         })
         .collect();
     insert_txs_in(&mut tx, &new, now_ms).await?;

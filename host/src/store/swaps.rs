@@ -79,28 +79,37 @@ pub async fn register(db: &Db, new: &SwapIntent) -> Result<SwapIntent, DbError> 
 }
 
 pub async fn get(db: &Db, id: &str) -> Result<Option<SwapIntent>, DbError> {
-    sqlx::query(&format!("SELECT {COLUMNS} FROM swap_intents WHERE id = $1")).bind(id).fetch_optional(&db.pool).await?.map(|r| row(&r)).transpose()
+    sqlx::query(&format!("SELECT {COLUMNS} FROM swap_intents WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(&db.pool)
+        .await?
+        .map(|r| row(&r))
+        .transpose()
 }
 
 /// Pending swaps due a look, leased to `holder` until `now + lease_ms`
 /// (each by compare-and-set, so one replica follows each at a time).
 pub async fn claim_due(db: &Db, holder: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Vec<SwapIntent>, DbError> {
-    let due = sqlx::query("SELECT id FROM swap_intents WHERE status = 'PENDING' AND next_check_at <= $1 AND lease_until < $1 ORDER BY next_check_at LIMIT $2")
-        .bind(now)
-        .bind(limit)
-        .fetch_all(&db.pool)
-        .await?;
+    let due = sqlx::query(
+        "SELECT id FROM swap_intents WHERE status = 'PENDING' AND next_check_at <= $1 AND lease_until < $1 ORDER BY next_check_at LIMIT $2",
+    )
+    .bind(now)
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await?;
     let mut claimed = Vec::new();
     for r in due {
         let id: String = r.try_get("id")?;
-        let won = sqlx::query("UPDATE swap_intents SET lease_until = $1, lease_holder = $2 WHERE id = $3 AND status = 'PENDING' AND lease_until < $4")
-            .bind(now + lease_ms)
-            .bind(holder)
-            .bind(&id)
-            .bind(now)
-            .execute(&db.pool)
-            .await?
-            .rows_affected();
+        let won = sqlx::query(
+            "UPDATE swap_intents SET lease_until = $1, lease_holder = $2 WHERE id = $3 AND status = 'PENDING' AND lease_until < $4",
+        )
+        .bind(now + lease_ms)
+        .bind(holder)
+        .bind(&id)
+        .bind(now)
+        .execute(&db.pool)
+        .await?
+        .rows_affected();
         if won == 1 {
             claimed.extend(get(db, &id).await?);
         }

@@ -10,9 +10,9 @@ use serde::Serialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::route::{Amount, RouteRequest};
-use super::quote::{account, param, token, wallet};
 use super::erc20::{self, native, Spend};
+use super::quote::{account, param, token, wallet};
+use super::route::{Amount, RouteRequest};
 use super::{amount, SwapError, Swaps};
 use crate::config::Family;
 use crate::db::Db;
@@ -63,28 +63,66 @@ pub async fn approval(swaps: &Swaps, db: &Db, q: &HashMap<String, String>) -> Re
     };
     let token_in = token(&from, token_in, "token")?;
     let token_out = token(&to, token_out, "token_out")?;
-    let user = account(&from, wallet(db, param(q, "user_address"), param(q, "email"), &from, "email").await?, "user_address")?.ok_or(SwapError::ParamRequired("user_address"))?;
-    let to_user = account(&to, wallet(db, param(q, "to_user_address"), param(q, "to_user_email"), &to, "to_user_email").await?, "to_user_address")?;
+    let user = account(&from, wallet(db, param(q, "user_address"), param(q, "email"), &from, "email").await?, "user_address")?
+        .ok_or(SwapError::ParamRequired("user_address"))?;
+    let to_user =
+        account(&to, wallet(db, param(q, "to_user_address"), param(q, "to_user_email"), &to, "to_user_email").await?, "to_user_address")?;
     let gas_info = param(q, "include_gas_info").is_some_and(|v| v == "true" || v == "1");
     let request_id = ulid::Ulid::new().to_string();
-    let (token_addr, owner): (Address, Address) = (token_in.parse().map_err(|_| SwapError::Invalid("token"))?, user.parse().map_err(|_| SwapError::Invalid("user_address"))?);
+    let (token_addr, owner): (Address, Address) =
+        (token_in.parse().map_err(|_| SwapError::Invalid("token"))?, user.parse().map_err(|_| SwapError::Invalid("user_address"))?);
     if native(Family::Evm, &token_addr) {
-        return Ok(ApprovalResponse { request_id, needs_approval: false, gas_fee: None, cancel_gas_fee: None, approval: None, cancel: None });
+        return Ok(ApprovalResponse {
+            request_id,
+            needs_approval: false,
+            gas_fee: None,
+            cancel_gas_fee: None,
+            approval: None,
+            cancel: None,
+        });
     }
     // The spender is the route's: ask for the quote the swap will use.
     let route = swaps
-        .best_route(&RouteRequest { from: &from, to: &to, from_token: &token_in, to_token: &token_out, from_address: Some(&user), to_address: to_user.as_deref(), amount: Amount::From(spend), slippage_bps: super::DEFAULT_SLIPPAGE_BPS })
+        .best_route(&RouteRequest {
+            from: &from,
+            to: &to,
+            from_token: &token_in,
+            to_token: &token_out,
+            from_address: Some(&user),
+            to_address: to_user.as_deref(),
+            amount: Amount::From(spend),
+            slippage_bps: super::DEFAULT_SLIPPAGE_BPS,
+        })
         .await?;
-    let spender: Address = route.approval_address.as_deref().and_then(|a| a.parse().ok()).ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
+    let spender: Address = route
+        .approval_address
+        .as_deref()
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
     let client = swaps.client(&from.name)?;
     let wanted = Spend { chain: &from.name, family: Family::Evm, token: token_addr, owner, spender };
     let allowance = erc20::allowance(swaps, &wanted).await?;
     if allowance >= U256::from(spend) {
-        return Ok(ApprovalResponse { request_id, needs_approval: false, gas_fee: None, cancel_gas_fee: None, approval: None, cancel: None });
+        return Ok(ApprovalResponse {
+            request_id,
+            needs_approval: false,
+            gas_fee: None,
+            cancel_gas_fee: None,
+            approval: None,
+            cancel: None,
+        });
     }
     let chain_id = from.chain_id.unwrap_or_default();
     let resets = erc20::resets_first(swaps, &wanted);
-    let gas_price = if gas_info { client.rpc("eth_gasPrice", json!([])).await.ok().and_then(|v| v.as_str().and_then(|h| u128::from_str_radix(h.trim_start_matches("0x"), 16).ok())) } else { None };
+    let gas_price = if gas_info {
+        client
+            .rpc("eth_gasPrice", json!([]))
+            .await
+            .ok()
+            .and_then(|v| v.as_str().and_then(|h| u128::from_str_radix(h.trim_start_matches("0x"), 16).ok()))
+    } else {
+        None
+    };
     let tx = |value: U256| {
         let data = alloy_primitives::hex::encode_prefixed(erc20::approve_data(spender, value));
         let client = client.clone();
@@ -92,7 +130,9 @@ pub async fn approval(swaps: &Swaps, db: &Db, q: &HashMap<String, String>) -> Re
         let token_in = token_in.clone();
         async move {
             let estimate = client.rpc("eth_estimateGas", json!([{ "from": user, "to": token_in, "data": data }])).await.ok();
-            let gas = estimate.and_then(|v| v.as_str().and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok())).unwrap_or(APPROVE_GAS);
+            let gas = estimate
+                .and_then(|v| v.as_str().and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok()))
+                .unwrap_or(APPROVE_GAS);
             (ApprovalTx { to: token_in, from: user, data, value: "0x0".into(), chain_id, gas_limit: format!("{gas:#x}") }, gas)
         }
     };

@@ -85,10 +85,12 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(50)).await;
             Ok::<Body, SwapError>(Arc::from(&b"[1]"[..]))
         };
-        let all: Vec<_> = (0..20).map(|_| {
-            let (cache, calls) = (cache.clone(), calls.clone());
-            tokio::spawn(async move { cache.get("k", || fetch(calls)).await.unwrap() })
-        }).collect();
+        let all: Vec<_> = (0..20)
+            .map(|_| {
+                let (cache, calls) = (cache.clone(), calls.clone());
+                tokio::spawn(async move { cache.get("k", || fetch(calls)).await.unwrap() })
+            })
+            .collect();
         for h in all {
             assert_eq!(&*h.await.unwrap(), b"[1]");
         }

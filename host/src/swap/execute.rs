@@ -19,7 +19,7 @@ use utoipa::ToSchema;
 
 use super::erc20::{self, Spend};
 use super::route::{Amount, RouteRequest, RouteTx};
-use super::{valid_address, SwapChain, SwapError, Swaps, MAX_SLIPPAGE_BPS, DEFAULT_SLIPPAGE_BPS};
+use super::{valid_address, SwapChain, SwapError, Swaps, DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS};
 use crate::config::Family;
 use crate::db::Db;
 use crate::family::{Driver, Drivers, Finality, SendError, Submit};
@@ -66,7 +66,9 @@ struct Request {
 }
 
 fn parse(body: &Value) -> Result<Request, SwapError> {
-    let text = |k: &'static str| body.get(k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).ok_or(SwapError::FieldRequired(k));
+    let text = |k: &'static str| {
+        body.get(k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).ok_or(SwapError::FieldRequired(k))
+    };
     let chain = text("chain")?;
     let from_token = text("from_token")?;
     let to_token = text("to_token")?;
@@ -80,7 +82,8 @@ fn parse(body: &Value) -> Result<Request, SwapError> {
             None => return Err(SwapError::Invalid("slippage_bps")),
         },
     };
-    let to_chain = body.get("to_chain").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map_or_else(|| chain.clone(), str::to_string);
+    let to_chain =
+        body.get("to_chain").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map_or_else(|| chain.clone(), str::to_string);
     Ok(Request { chain, from_token, to_token, from_amount, slippage_bps, to_chain })
 }
 
@@ -122,13 +125,31 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
         None => return Err(SwapError::NoCaip2(r.to_chain.clone())),
     };
     let route = swaps
-        .best_route(&RouteRequest { from: &from, to: &to, from_token: &r.from_token, to_token: &r.to_token, from_address: Some(&me), to_address: Some(&recipient), amount: Amount::From(r.from_amount), slippage_bps: r.slippage_bps })
+        .best_route(&RouteRequest {
+            from: &from,
+            to: &to,
+            from_token: &r.from_token,
+            to_token: &r.to_token,
+            from_address: Some(&me),
+            to_address: Some(&recipient),
+            amount: Amount::From(r.from_amount),
+            slippage_bps: r.slippage_bps,
+        })
         .await?;
-    let answer = |tx_hash: String| Executed { tx_hash, chain: r.chain.clone(), from_token: r.from_token.clone(), to_token: r.to_token.clone(), from_amount: r.from_amount.to_string(), estimated_output: route.output_amount.clone() };
+    let answer = |tx_hash: String| Executed {
+        tx_hash,
+        chain: r.chain.clone(),
+        from_token: r.from_token.clone(),
+        to_token: r.to_token.clone(),
+        from_amount: r.from_amount.to_string(),
+        estimated_output: route.output_amount.clone(),
+    };
     // A retry of a run that already stored its swap sends nothing new.
     if let Some(stored) = repo::get_tx(db, run, LEG, SWAP_STEP).await? {
         return match driver.finality(&from.name, &stored.tx_hash, 1).await {
-            Ok(Finality::Pending) if !driver.can_land(&from.name, &stored).await => Err(SwapError::SendFailed(format!("stored swap {} can never land", stored.tx_hash))),
+            Ok(Finality::Pending) if !driver.can_land(&from.name, &stored).await => {
+                Err(SwapError::SendFailed(format!("stored swap {} can never land", stored.tx_hash)))
+            }
             _ => Ok(answer(stored.tx_hash)),
         };
     }
@@ -137,12 +158,19 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
             approve_input(swaps, db, &driver, &wallet, &from, &r, &me, route.approval_address.as_deref(), run).await?;
             let number = |h: Option<String>| h.and_then(|h| u128::from_str_radix(h.trim_start_matches("0x"), 16).ok());
             let data = hex::decode(data.trim_start_matches("0x")).map_err(|_| SwapError::Unavailable("calldata is not hex".into()))?;
-            Submission::EvmCall(EvmCall { to: router, data, value: number(value).unwrap_or(0).to_string(), gas_limit: number(gas_limit).and_then(|g| u64::try_from(g).ok()) })
+            Submission::EvmCall(EvmCall {
+                to: router,
+                data,
+                value: number(value).unwrap_or(0).to_string(),
+                gas_limit: number(gas_limit).and_then(|g| u64::try_from(g).ok()),
+            })
         }
         // The provider's transaction names the agent's wallet as fee payer
         // (slot 0); the driver signs that slot only if it is the wallet's.
         Some(RouteTx::Solana { transaction, .. }) => {
-            let bytes = base64::engine::general_purpose::STANDARD.decode(&transaction).map_err(|_| SwapError::Unavailable("swap transaction is not base64".into()))?;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(&transaction)
+                .map_err(|_| SwapError::Unavailable("swap transaction is not base64".into()))?;
             Submission::SolanaCosign(SolanaCosign { transaction: bytes, fee_payer_index: 0 })
         }
         // A TRON call the provider built: the wallet must own it, it must
@@ -191,12 +219,24 @@ fn tron_call(raw_data: &[u8], owner: &str, contract: &str, call_value: u64, now_
 /// reset to 0 first for tokens configured so, when it is not 0) an
 /// approve, each confirmed before going on.
 #[allow(clippy::too_many_arguments)]
-async fn approve_input(swaps: &Swaps, db: &Db, driver: &Arc<dyn Driver>, wallet: &Role, from: &SwapChain, r: &Request, me: &str, spender: Option<&str>, run: &str) -> Result<(), SwapError> {
+async fn approve_input(
+    swaps: &Swaps,
+    db: &Db,
+    driver: &Arc<dyn Driver>,
+    wallet: &Role,
+    from: &SwapChain,
+    r: &Request,
+    me: &str,
+    spender: Option<&str>,
+    run: &str,
+) -> Result<(), SwapError> {
     let token = erc20::parse(from.family, &r.from_token).ok_or(SwapError::Invalid("from_token"))?;
     if erc20::native(from.family, &token) {
         return Ok(());
     }
-    let spender = spender.and_then(|a| erc20::parse(from.family, a)).ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
+    let spender = spender
+        .and_then(|a| erc20::parse(from.family, a))
+        .ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
     let owner = erc20::parse(from.family, me).ok_or(SwapError::WalletNotReady)?;
     let spend = Spend { chain: &from.name, family: from.family, token, owner, spender };
     let amount = U256::from(r.from_amount);
@@ -239,10 +279,19 @@ mod tests {
 
     #[test]
     fn a_tron_call_is_signed_only_for_its_owner_contract_and_time() {
-        let (me, bridge, other) = ("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8", "TXLAQ63Xg1NAzckPwKHvzw7CSEmLMEqcdj");
+        let (me, bridge, other) =
+            ("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8", "TXLAQ63Xg1NAzckPwKHvzw7CSEmLMEqcdj");
         let raw = |owner: &str, contract: &str| {
             let a = |t: &str| tron_wire::address::raw(&tron_wire::address::parse(t).unwrap());
-            trigger(a(owner), a(contract), vec![1, 2, 3, 4], &Reference { number: 7, block_id: [9; 32], timestamp_ms: 0 }, 1_000, 61_000, 50_000_000)
+            trigger(
+                a(owner),
+                a(contract),
+                vec![1, 2, 3, 4],
+                &Reference { number: 7, block_id: [9; 32], timestamp_ms: 0 },
+                1_000,
+                61_000,
+                50_000_000,
+            )
         };
         assert_eq!(tron_call(&raw(me, bridge), me, bridge, 0, 2_000), Ok(()));
         assert_eq!(tron_call(&raw(other, bridge), me, bridge, 0, 2_000), Err("its owner is not the wallet"));

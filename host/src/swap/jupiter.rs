@@ -77,7 +77,10 @@ impl Jupiter {
         if !status.is_success() {
             return Err(refused("/swap", status, &v));
         }
-        let transaction = v.get("swapTransaction").and_then(Value::as_str).ok_or_else(|| SwapError::Unavailable("/swap: no swapTransaction in the answer".into()))?;
+        let transaction = v
+            .get("swapTransaction")
+            .and_then(Value::as_str)
+            .ok_or_else(|| SwapError::Unavailable("/swap: no swapTransaction in the answer".into()))?;
         Ok(Built { transaction: transaction.to_string(), last_valid_block_height: v.get("lastValidBlockHeight").and_then(Value::as_u64) })
     }
 }

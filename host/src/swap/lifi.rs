@@ -70,7 +70,11 @@ impl Lifi {
         };
         let (status, v) = self.up.get(path, &query).await?;
         if status.is_success() {
-            return if v.get("estimate").is_some() { Ok(v) } else { Err(SwapError::Unavailable(format!("{path}: no estimate in the answer"))) };
+            return if v.get("estimate").is_some() {
+                Ok(v)
+            } else {
+                Err(SwapError::Unavailable(format!("{path}: no estimate in the answer")))
+            };
         }
         let code = v.get("code").and_then(Value::as_i64);
         if status == reqwest::StatusCode::NOT_FOUND || code == Some(NO_QUOTE) || status == reqwest::StatusCode::BAD_REQUEST {
@@ -80,7 +84,13 @@ impl Lifi {
         Err(SwapError::Unavailable(format!("{path}: HTTP {status}: {v}")))
     }
 
-    pub async fn status(&self, tx_hash: &str, from_chain: Option<u64>, to_chain: Option<u64>, bridge: Option<&str>) -> Result<Status, SwapError> {
+    pub async fn status(
+        &self,
+        tx_hash: &str,
+        from_chain: Option<u64>,
+        to_chain: Option<u64>,
+        bridge: Option<&str>,
+    ) -> Result<Status, SwapError> {
         let mut query = vec![("txHash", tx_hash.to_string())];
         query.extend(from_chain.map(|c| ("fromChain", c.to_string())));
         query.extend(to_chain.map(|c| ("toChain", c.to_string())));
@@ -111,7 +121,10 @@ impl Lifi {
 /// any `code` of `INSUFFICIENT_LIQUIDITY`, wherever LI.FI nests it.
 fn names_insufficient_liquidity(errors: Option<&Value>) -> bool {
     match errors {
-        Some(Value::Object(m)) => m.get("code").and_then(Value::as_str) == Some("INSUFFICIENT_LIQUIDITY") || m.values().any(|v| names_insufficient_liquidity(Some(v))),
+        Some(Value::Object(m)) => {
+            m.get("code").and_then(Value::as_str) == Some("INSUFFICIENT_LIQUIDITY")
+                || m.values().any(|v| names_insufficient_liquidity(Some(v)))
+        }
         Some(Value::Array(a)) => a.iter().any(|v| names_insufficient_liquidity(Some(v))),
         _ => false,
     }

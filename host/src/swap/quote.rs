@@ -60,12 +60,22 @@ pub fn param<'a>(q: &'a HashMap<String, String>, key: &str) -> Option<&'a str> {
 
 /// `email` resolved to the wallet registered for it on `chain`, unless an
 /// address is given (which wins).
-pub async fn wallet(db: &Db, address: Option<&str>, email: Option<&str>, chain: &SwapChain, which: &'static str) -> Result<Option<String>, SwapError> {
+pub async fn wallet(
+    db: &Db,
+    address: Option<&str>,
+    email: Option<&str>,
+    chain: &SwapChain,
+    which: &'static str,
+) -> Result<Option<String>, SwapError> {
     if let Some(a) = address {
         return Ok(Some(a.to_string()));
     }
     let Some(email) = email else { return Ok(None) };
-    crate::store::agents::recipient(db, email, &chain.name).await.map_err(|e| SwapError::Internal(e.to_string()))?.map(Some).ok_or(SwapError::UnknownEmail(which))
+    crate::store::agents::recipient(db, email, &chain.name)
+        .await
+        .map_err(|e| SwapError::Internal(e.to_string()))?
+        .map(Some)
+        .ok_or(SwapError::UnknownEmail(which))
 }
 
 pub fn token(chain: &SwapChain, text: &str, which: &'static str) -> Result<String, SwapError> {
@@ -99,12 +109,22 @@ pub async fn quote(swaps: &Swaps, db: &Db, q: &HashMap<String, String>, now_s: i
     let input = token(&from, input, "input_token")?;
     let output = token(&to, output, "output_token")?;
     let user = account(&from, wallet(db, param(q, "user_address"), param(q, "email"), &from, "email").await?, "user_address")?;
-    let to_user = account(&to, wallet(db, param(q, "to_user_address"), param(q, "to_user_email"), &to, "to_user_email").await?, "to_user_address")?;
+    let to_user =
+        account(&to, wallet(db, param(q, "to_user_address"), param(q, "to_user_email"), &to, "to_user_email").await?, "to_user_address")?;
     if user.is_some() && from.family != to.family && to_user.is_none() {
         return Err(SwapError::RecipientRequired);
     }
     let route = swaps
-        .best_route(&RouteRequest { from: &from, to: &to, from_token: &input, to_token: &output, from_address: user.as_deref(), to_address: to_user.as_deref(), amount: wanted, slippage_bps })
+        .best_route(&RouteRequest {
+            from: &from,
+            to: &to,
+            from_token: &input,
+            to_token: &output,
+            from_address: user.as_deref(),
+            to_address: to_user.as_deref(),
+            amount: wanted,
+            slippage_bps,
+        })
         .await?;
     let body = QuoteBody {
         input_token: input,
@@ -116,16 +136,35 @@ pub async fn quote(swaps: &Swaps, db: &Db, q: &HashMap<String, String>, now_s: i
     };
     let ttl = swaps.config.swap.quote_ttl_seconds as i64;
     let swap_transaction = route.transaction.map(|tx| match tx {
-        RouteTx::Evm { to, data, value, gas_limit } => SwapTransaction { transaction: data, to: Some(to), value: value.or(Some("0x0".into())), gas_limit, expires_at: now_s + ttl, last_valid_block_height: None },
+        RouteTx::Evm { to, data, value, gas_limit } => SwapTransaction {
+            transaction: data,
+            to: Some(to),
+            value: value.or(Some("0x0".into())),
+            gas_limit,
+            expires_at: now_s + ttl,
+            last_valid_block_height: None,
+        },
         // A Solana transaction dies with its blockhash (150 blocks, about a
         // minute): never promise more.
-        RouteTx::Solana { transaction, last_valid_block_height } => {
-            SwapTransaction { transaction, to: None, value: None, gas_limit: None, expires_at: now_s + ttl.min(SOLANA_TTL_SECONDS), last_valid_block_height }
-        }
+        RouteTx::Solana { transaction, last_valid_block_height } => SwapTransaction {
+            transaction,
+            to: None,
+            value: None,
+            gas_limit: None,
+            expires_at: now_s + ttl.min(SOLANA_TTL_SECONDS),
+            last_valid_block_height,
+        },
         // A TRON transaction carries its own expiration.
         RouteTx::Tron { to, raw_data, fee_limit } => {
             let expires = tron_wire::raw::single_call(&raw_data).map_or(now_s + ttl, |(raw, _)| raw.expiration / 1000);
-            SwapTransaction { transaction: alloy_primitives::hex::encode_prefixed(&raw_data), to: Some(to), value: None, gas_limit: fee_limit, expires_at: expires.min(now_s + ttl), last_valid_block_height: None }
+            SwapTransaction {
+                transaction: alloy_primitives::hex::encode_prefixed(&raw_data),
+                to: Some(to),
+                value: None,
+                gas_limit: fee_limit,
+                expires_at: expires.min(now_s + ttl),
+                last_valid_block_height: None,
+            }
         }
     });
     Ok(QuoteResponse { quote: body, swap_transaction })

@@ -10,7 +10,8 @@ use crate::db::Db;
 use crate::store::swaps::{self as repo, SwapIntent};
 
 /// The body's fields, in the order they are checked.
-const FIELDS: [&str; 8] = ["source_tx_hash", "from_chain", "to_chain", "from_token", "to_token", "payer_address", "recipient_address", "sending_token_amount"];
+const FIELDS: [&str; 8] =
+    ["source_tx_hash", "from_chain", "to_chain", "from_token", "to_token", "payer_address", "recipient_address", "sending_token_amount"];
 
 /// A registered swap as `GET …/intents/{id}` shows it.
 #[derive(Debug, Serialize, ToSchema)]

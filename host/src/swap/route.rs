@@ -131,13 +131,22 @@ impl Swaps {
                 let tx = step.get("transactionRequest").ok_or_else(|| SwapError::Unavailable("quote without transactionRequest".into()))?;
                 let data = string(tx, "/data")?;
                 Some(match r.from.family {
-                    Family::Solana => RouteTx::Solana { transaction: data, last_valid_block_height: tx.get("lastValidBlockHeight").and_then(Value::as_u64) },
+                    Family::Solana => RouteTx::Solana {
+                        transaction: data,
+                        last_valid_block_height: tx.get("lastValidBlockHeight").and_then(Value::as_u64),
+                    },
                     Family::Tron => RouteTx::Tron {
                         to: string(tx, "/to")?,
-                        raw_data: alloy_primitives::hex::decode(data.trim_start_matches("0x")).map_err(|_| SwapError::Unavailable("TRON transaction data is not hex".into()))?,
+                        raw_data: alloy_primitives::hex::decode(data.trim_start_matches("0x"))
+                            .map_err(|_| SwapError::Unavailable("TRON transaction data is not hex".into()))?,
                         fee_limit: hex_quantity(tx.get("gasLimit")),
                     },
-                    Family::Evm => RouteTx::Evm { to: string(tx, "/to")?, data, value: hex_quantity(tx.get("value")), gas_limit: hex_quantity(tx.get("gasLimit")) },
+                    Family::Evm => RouteTx::Evm {
+                        to: string(tx, "/to")?,
+                        data,
+                        value: hex_quantity(tx.get("value")),
+                        gas_limit: hex_quantity(tx.get("gasLimit")),
+                    },
                 })
             }
         };
@@ -162,10 +171,15 @@ impl Swaps {
     async fn token_account(&self, chain: &str, owner: &str, mint: &str) -> Result<String, SwapError> {
         let key = |text: &str, which| text.parse::<solana_pubkey::Pubkey>().map_err(|_| SwapError::Invalid(which));
         let (owner_key, mint_key) = (key(owner, "to_user_address")?, key(mint, "output_token")?);
-        let v = self.client(chain)?.rpc("getAccountInfo", serde_json::json!([mint, { "encoding": "base64" }])).await.map_err(|e| SwapError::Unavailable(format!("{chain}: {e}")))?;
+        let v = self
+            .client(chain)?
+            .rpc("getAccountInfo", serde_json::json!([mint, { "encoding": "base64" }]))
+            .await
+            .map_err(|e| SwapError::Unavailable(format!("{chain}: {e}")))?;
         let program = v.pointer("/value/owner").and_then(Value::as_str).ok_or(SwapError::NoRoute)?;
         let program = key(program, "output_token")?;
-        Ok(spl_associated_token_account_interface::address::get_associated_token_address_with_program_id(&owner_key, &mint_key, &program).to_string())
+        Ok(spl_associated_token_account_interface::address::get_associated_token_address_with_program_id(&owner_key, &mint_key, &program)
+            .to_string())
     }
 
     async fn jupiter_route(&self, r: &RouteRequest<'_>) -> Result<Route, SwapError> {

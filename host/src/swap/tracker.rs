@@ -53,11 +53,40 @@ async fn follow(deps: &Deps, lifi: &Lifi, holder: &str, i: &SwapIntent) -> Resul
     let next = now + cfg.swap.track_interval_ms as i64;
     let chain = cfg.chains.get(&i.from_chain).ok_or_else(|| SwapError::UnsupportedChain(i.from_chain.clone()))?;
     let driver = deps.drivers.of(chain.family).ok_or_else(|| SwapError::UnsupportedChain(i.from_chain.clone()))?;
-    let finality = driver.finality(&i.from_chain, &i.source_tx_hash, chain.confirmations).await.map_err(|e| SwapError::Unavailable(e.to_string()))?;
+    let finality =
+        driver.finality(&i.from_chain, &i.source_tx_hash, chain.confirmations).await.map_err(|e| SwapError::Unavailable(e.to_string()))?;
     let receipt = match finality {
-        Finality::Failed => return done(deps, i, holder, now, Outcome { status: "FAILED", substatus: None, dest_tx_hash: None, received_amount: None, error_code: Some("source_reverted") }).await,
+        Finality::Failed => {
+            return done(
+                deps,
+                i,
+                holder,
+                now,
+                Outcome {
+                    status: "FAILED",
+                    substatus: None,
+                    dest_tx_hash: None,
+                    received_amount: None,
+                    error_code: Some("source_reverted"),
+                },
+            )
+            .await
+        }
         Finality::Pending if now - i.created_at > cfg.swap.cancel_after_seconds as i64 * 1000 => {
-            return done(deps, i, holder, now, Outcome { status: "CANCELED", substatus: None, dest_tx_hash: None, received_amount: None, error_code: Some("source_not_confirmed") }).await;
+            return done(
+                deps,
+                i,
+                holder,
+                now,
+                Outcome {
+                    status: "CANCELED",
+                    substatus: None,
+                    dest_tx_hash: None,
+                    received_amount: None,
+                    error_code: Some("source_not_confirmed"),
+                },
+            )
+            .await;
         }
         Finality::Pending => return Ok(repo::later(&deps.db, &i.id, holder, Some("WAIT_SOURCE_CONFIRMATIONS"), next, now).await?),
         Finality::Confirmed(r) => r,
@@ -67,7 +96,20 @@ async fn follow(deps: &Deps, lifi: &Lifi, holder: &str, i: &SwapIntent) -> Resul
             Family::Solana => solana_received(&receipt.json, &i.to_token, &i.recipient_address).map(|a| a.to_string()),
             _ => received(&receipt.json, &i.to_token, &i.recipient_address).map(|a| a.to_string()),
         };
-        return done(deps, i, holder, now, Outcome { status: "DONE", substatus: Some("COMPLETED"), dest_tx_hash: Some(&i.source_tx_hash), received_amount: received.as_deref(), error_code: None }).await;
+        return done(
+            deps,
+            i,
+            holder,
+            now,
+            Outcome {
+                status: "DONE",
+                substatus: Some("COMPLETED"),
+                dest_tx_hash: Some(&i.source_tx_hash),
+                received_amount: received.as_deref(),
+                error_code: None,
+            },
+        )
+        .await;
     }
     // Cross-chain: the source landed; the provider says when the rest did.
     let ids = |c: &str| cfg.chains.get(c).and_then(|c| c.chain_id);
@@ -76,8 +118,38 @@ async fn follow(deps: &Deps, lifi: &Lifi, holder: &str, i: &SwapIntent) -> Resul
         Status::Known(v) => {
             let s = |p: &str| v.pointer(p).and_then(Value::as_str);
             match s("/status") {
-                Some("DONE") => done(deps, i, holder, now, Outcome { status: "DONE", substatus: s("/substatus"), dest_tx_hash: s("/receiving/txHash"), received_amount: s("/receiving/amount"), error_code: None }).await,
-                Some("FAILED") | Some("INVALID") => done(deps, i, holder, now, Outcome { status: "FAILED", substatus: s("/substatus"), dest_tx_hash: None, received_amount: None, error_code: Some("route_failed") }).await,
+                Some("DONE") => {
+                    done(
+                        deps,
+                        i,
+                        holder,
+                        now,
+                        Outcome {
+                            status: "DONE",
+                            substatus: s("/substatus"),
+                            dest_tx_hash: s("/receiving/txHash"),
+                            received_amount: s("/receiving/amount"),
+                            error_code: None,
+                        },
+                    )
+                    .await
+                }
+                Some("FAILED") | Some("INVALID") => {
+                    done(
+                        deps,
+                        i,
+                        holder,
+                        now,
+                        Outcome {
+                            status: "FAILED",
+                            substatus: s("/substatus"),
+                            dest_tx_hash: None,
+                            received_amount: None,
+                            error_code: Some("route_failed"),
+                        },
+                    )
+                    .await
+                }
                 _ => Ok(repo::later(&deps.db, &i.id, holder, s("/substatus").or(Some("WAIT_DESTINATION_TRANSACTION")), next, now).await?),
             }
         }
@@ -98,9 +170,17 @@ fn received(receipt: &Value, token: &str, to: &str) -> Option<U256> {
     let mut total = U256::ZERO;
     for log in logs {
         let emitter = log.get("address").and_then(Value::as_str).and_then(|a| a.parse::<Address>().ok());
-        let topics: Vec<B256> = log.get("topics").and_then(Value::as_array).map(|t| t.iter().filter_map(|x| x.as_str()?.parse().ok()).collect()).unwrap_or_default();
+        let topics: Vec<B256> = log
+            .get("topics")
+            .and_then(Value::as_array)
+            .map(|t| t.iter().filter_map(|x| x.as_str()?.parse().ok()).collect())
+            .unwrap_or_default();
         if emitter == Some(token) && topics.first() == Some(&TRANSFER) && topics.get(2) == Some(&to.into_word()) {
-            total += log.get("data").and_then(Value::as_str).and_then(|d| U256::from_str_radix(d.trim_start_matches("0x"), 16).ok()).unwrap_or_default();
+            total += log
+                .get("data")
+                .and_then(Value::as_str)
+                .and_then(|d| U256::from_str_radix(d.trim_start_matches("0x"), 16).ok())
+                .unwrap_or_default();
         }
     }
     Some(total)

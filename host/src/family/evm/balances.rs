@@ -37,4 +37,3 @@ pub async fn on_chain(config: &Config, registry: &Registry, name: &str, owner: A
     }
     Ok(out)
 }
-

@@ -145,10 +145,7 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
     let call = match calls.as_slice() {
         [one] => TxCall { to: one.to, data: one.data.clone(), value: U256::ZERO, gas: GasLimit::Estimate },
         many => {
-            let batch = many
-                .iter()
-                .map(|c| Call3 { target: c.to, allowFailure: false, callData: Bytes::from(c.data.clone()) })
-                .collect();
+            let batch = many.iter().map(|c| Call3 { target: c.to, allowFailure: false, callData: Bytes::from(c.data.clone()) }).collect();
             TxCall { to: lane.multicall, data: aggregate3Call { calls: batch }.abi_encode(), value: U256::ZERO, gas: GasLimit::OneRun }
         }
     };
@@ -174,10 +171,8 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
 /// answered now; the rest come back. `Err` gives every call back when the
 /// chain has no working Multicall3.
 async fn simulate(lane: &Lane, calls: Vec<Call>) -> Result<Vec<Call>, Vec<Call>> {
-    let batch: Vec<Call3> = calls
-        .iter()
-        .map(|c| Call3 { target: c.to, allowFailure: true, callData: Bytes::from(c.data.clone()) })
-        .collect();
+    let batch: Vec<Call3> =
+        calls.iter().map(|c| Call3 { target: c.to, allowFailure: true, callData: Bytes::from(c.data.clone()) }).collect();
     let data = Bytes::from(aggregate3Call { calls: batch }.abi_encode());
     let from = lane.relayer.address();
     let answer = lane.chain.rpc("eth_call", json!([{ "from": from, "to": lane.multicall, "data": data }, "latest"])).await;

@@ -15,13 +15,13 @@ use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
 
 use super::{Balance, Driver, Finality, Resent, SendError, Submit, Upkeep};
-use crate::payment::{SigningRequest, Submission};
 use crate::adapter::Registry;
 use crate::chain::{ChainClient, ChainError};
 use crate::config::{Config, Family};
 use crate::db::Db;
 use crate::intent::now_ms;
 use crate::keys::{Keystore, Role};
+use crate::payment::{SigningRequest, Submission};
 use crate::store::settlement::{self as repo, StoredTx, TxRow};
 use tx::{Broadcast, GasLimit, Net, Nonces, TxCall};
 
@@ -89,7 +89,8 @@ impl Driver for EvmDriver {
         match submission {
             Submission::EvmCall(call) => {
                 let to: Address = call.to.parse().map_err(|_| SendError::WouldRevert(format!("bad address {}", call.to)))?;
-                let value = U256::from_str_radix(&call.value, 10).map_err(|_| SendError::WouldRevert(format!("bad value {}", call.value)))?;
+                let value =
+                    U256::from_str_radix(&call.value, 10).map_err(|_| SendError::WouldRevert(format!("bad value {}", call.value)))?;
                 let signer = self.signer(wallet).await.map_err(|e| SendError::Unavailable(format!("wallet: {e:#}")))?;
                 let batch_max = self.config.service.settlement_batch_max;
                 // Calls that carry no value may share a transaction.
@@ -100,15 +101,28 @@ impl Driver for EvmDriver {
                 }
                 let (reply, answer) = tokio::sync::oneshot::channel();
                 let c = batch::Call { row, to, data: call.data.clone(), reply };
-                let lane = || batch::Lane { chain: client.clone(), net: self.net(chain), relayer: signer.clone(), multicall: self.multicall(chain), max: batch_max };
+                let lane = || batch::Lane {
+                    chain: client.clone(),
+                    net: self.net(chain),
+                    relayer: signer.clone(),
+                    multicall: self.multicall(chain),
+                    max: batch_max,
+                };
                 self.batchers.submit(chain, lane, &self.relay, c).await;
                 answer.await.map_err(|_| SendError::Unavailable("settlement batcher stopped".into()))?
             }
             Submission::EvmRaw(raw) => {
                 let hash = format!("{:#x}", keccak256(raw));
                 let new = repo::NewTx {
-                    intent_id: &row.intent_id, leg: &row.leg, step: row.step, label: &row.label, chain, sender: "external",
-                    nonce: -1, raw, tx_hash: &hash,
+                    intent_id: &row.intent_id,
+                    leg: &row.leg,
+                    step: row.step,
+                    label: &row.label,
+                    chain,
+                    sender: "external",
+                    nonce: -1,
+                    raw,
+                    tx_hash: &hash,
                 };
                 repo::insert_tx(&self.db, &new, now_ms()).await.map_err(|e| SendError::Unavailable(format!("database: {e}")))?;
                 match tx::broadcast(&client, raw).await? {

@@ -31,7 +31,15 @@ pub enum Unsigned {
 impl Unsigned {
     /// A call of `kind` at the current fees; `headroom` multiplies the gas
     /// price so the transaction still gets in after fees rose a little.
-    fn new(Net { chain_id, kind }: Net, (price, tip): (u128, u128), headroom: u128, gas_limit: u64, to: Address, value: U256, input: Bytes) -> Unsigned {
+    fn new(
+        Net { chain_id, kind }: Net,
+        (price, tip): (u128, u128),
+        headroom: u128,
+        gas_limit: u64,
+        to: Address,
+        value: U256,
+        input: Bytes,
+    ) -> Unsigned {
         match kind {
             TxType::Eip1559 => Unsigned::Eip1559(TxEip1559 {
                 chain_id,

@@ -80,7 +80,8 @@ async fn status(client: &ChainClient, signature: &str) -> Result<Option<Value>, 
 }
 
 async fn blockhash_valid(client: &ChainClient, raw: &[u8]) -> Result<bool, SendError> {
-    let hash = Wire::parse(raw).and_then(|w| w.blockhash()).ok_or_else(|| SendError::Refused("stored bytes are not a transaction".into()))?;
+    let hash =
+        Wire::parse(raw).and_then(|w| w.blockhash()).ok_or_else(|| SendError::Refused("stored bytes are not a transaction".into()))?;
     let v = rpc(client, "isBlockhashValid", json!([bs58::encode(hash).into_string(), { "commitment": "confirmed" }])).await?;
     Ok(v.pointer("/value").and_then(Value::as_bool).unwrap_or(false))
 }
@@ -141,8 +142,15 @@ impl Driver for SolanaDriver {
         let (raw, id) = self.cosign(wallet, &c.transaction, usize::from(c.fee_payer_index)).await?;
         let sender = self.address(wallet).await.map_err(|e| SendError::Unavailable(format!("wallet: {e:#}")))?;
         let new = repo::NewTx {
-            intent_id: &row.intent_id, leg: &row.leg, step: row.step, label: &row.label, chain, sender: &sender,
-            nonce: -1, raw: &raw, tx_hash: &id,
+            intent_id: &row.intent_id,
+            leg: &row.leg,
+            step: row.step,
+            label: &row.label,
+            chain,
+            sender: &sender,
+            nonce: -1,
+            raw: &raw,
+            tx_hash: &id,
         };
         repo::insert_tx(&self.db, &new, now_ms()).await.map_err(|e| SendError::Unavailable(format!("database: {e}")))?;
         match broadcast(&client, &raw).await? {
@@ -175,13 +183,20 @@ impl Driver for SolanaDriver {
         }
         let deep_enough = match s.get("confirmationStatus").and_then(Value::as_str) {
             Some("finalized") => true,
-            Some("confirmed") => confirmations <= 1 || s.get("confirmations").and_then(Value::as_u64).is_some_and(|n| n + 1 >= confirmations),
+            Some("confirmed") => {
+                confirmations <= 1 || s.get("confirmations").and_then(Value::as_u64).is_some_and(|n| n + 1 >= confirmations)
+            }
             _ => false,
         };
         if !deep_enough {
             return Ok(Finality::Pending);
         }
-        let json = rpc(&client, "getTransaction", json!([tx, { "encoding": "json", "maxSupportedTransactionVersion": 0, "commitment": "confirmed" }])).await?;
+        let json = rpc(
+            &client,
+            "getTransaction",
+            json!([tx, { "encoding": "json", "maxSupportedTransactionVersion": 0, "commitment": "confirmed" }]),
+        )
+        .await?;
         if json.is_null() {
             return Ok(Finality::Pending);
         }
@@ -204,8 +219,12 @@ impl Driver for SolanaDriver {
     async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError> {
         let (Some(cfg), Some(client)) = (self.config.chains.get(chain), self.registry.chain(chain)) else { return Ok(vec![]) };
         let lamports = client.rpc("getBalance", json!([owner])).await?;
-        let lamports = lamports.pointer("/value").and_then(Value::as_u64).ok_or_else(|| ChainError::BadAnswer(format!("getBalance answered {lamports}")))?;
-        let mut out = vec![Balance { chain: chain.into(), asset: cfg.native_asset.clone(), raw: U256::from(lamports), decimals: SOL_DECIMALS }];
+        let lamports = lamports
+            .pointer("/value")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| ChainError::BadAnswer(format!("getBalance answered {lamports}")))?;
+        let mut out =
+            vec![Balance { chain: chain.into(), asset: cfg.native_asset.clone(), raw: U256::from(lamports), decimals: SOL_DECIMALS }];
         for (key, asset) in &cfg.assets {
             if self.config.availability(asset) != Availability::Available || asset.token.is_empty() {
                 continue;

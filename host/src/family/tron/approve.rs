@@ -19,7 +19,6 @@ use crate::intent::now_ms;
 
 use super::calls::{self, approveCall};
 
-
 /// How long a prepared approve stays valid.
 pub const LIFETIME_MS: i64 = 60_000;
 /// The spec's cap on an approve's fee_limit: 50 TRX.
@@ -192,7 +191,10 @@ impl Wired {
         }
         let id = B256::from(raw::tx_id(&raw_data));
         let rs: &[u8; 64] = sig[..64].try_into().expect("64 bytes");
-        let parity = [false, true].into_iter().find(|&p| Signature::from_bytes_and_parity(rs, p).recover_address_from_prehash(&id).ok() == Some(owner)).ok_or(Refusal::Signer)?;
+        let parity = [false, true]
+            .into_iter()
+            .find(|&p| Signature::from_bytes_and_parity(rs, p).recover_address_from_prehash(&id).ok() == Some(owner))
+            .ok_or(Refusal::Signer)?;
         let mut signature = rs.to_vec();
         signature.push(27 + u8::from(parity));
         Ok((raw_data, signature))

@@ -28,16 +28,28 @@ pub async fn allowance(client: &ChainClient, token: &Address, owner: &Address, s
     let data = allowanceCall { owner: *owner, spender: *spender }.abi_encode();
     let body = json!({ "owner_address": hex::encode(address::raw(owner)), "contract_address": hex::encode(address::raw(token)), "data": hex::encode(&data) });
     let v = call(client, "/wallet/triggerconstantcontract", body).await?;
-    v.pointer("/constant_result/0").and_then(Value::as_str).and_then(|h| U256::from_str_radix(h, 16).ok()).ok_or_else(|| format!("allowance answered {v}"))
+    v.pointer("/constant_result/0")
+        .and_then(Value::as_str)
+        .and_then(|h| U256::from_str_radix(h, 16).ok())
+        .ok_or_else(|| format!("allowance answered {v}"))
 }
 
 /// The head block, for a new transaction's reference (TAPOS).
 pub async fn head(client: &ChainClient) -> Read<Reference> {
     let v = call(client, "/wallet/getnowblock", json!({})).await?;
     let bad = || "getnowblock: unreadable block".to_string();
-    let id = v.get("blockID").and_then(Value::as_str).and_then(|h| hex::decode(h).ok()).and_then(|b| <[u8; 32]>::try_from(b).ok()).ok_or_else(bad)?;
+    let id = v
+        .get("blockID")
+        .and_then(Value::as_str)
+        .and_then(|h| hex::decode(h).ok())
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .ok_or_else(bad)?;
     let header = v.pointer("/block_header/raw_data").ok_or_else(bad)?;
-    Ok(Reference { number: header.get("number").and_then(Value::as_u64).ok_or_else(bad)?, block_id: id, timestamp_ms: header.get("timestamp").and_then(Value::as_i64).unwrap_or(0) })
+    Ok(Reference {
+        number: header.get("number").and_then(Value::as_u64).ok_or_else(bad)?,
+        block_id: id,
+        timestamp_ms: header.get("timestamp").and_then(Value::as_i64).unwrap_or(0),
+    })
 }
 
 pub fn approve_data(spender: Address, value: U256) -> Vec<u8> {
@@ -45,6 +57,15 @@ pub fn approve_data(spender: Address, value: U256) -> Vec<u8> {
 }
 
 /// `raw_data` of `owner`'s approve of `spender` for `value` of `token`.
-pub fn approve_raw(owner: &Address, token: &Address, spender: Address, value: U256, head: &Reference, now_ms: i64, expiration_ms: i64, fee_limit: i64) -> Vec<u8> {
+pub fn approve_raw(
+    owner: &Address,
+    token: &Address,
+    spender: Address,
+    value: U256,
+    head: &Reference,
+    now_ms: i64,
+    expiration_ms: i64,
+    fee_limit: i64,
+) -> Vec<u8> {
     raw::trigger(address::raw(owner), address::raw(token), approve_data(spender, value), head, now_ms, expiration_ms, fee_limit)
 }

@@ -46,10 +46,16 @@ struct Owner {
 /// it has none.
 fn owner(raw_data: &[u8]) -> anyhow::Result<String> {
     let raw = Raw::decode(raw_data)?;
-    let owners: Vec<Vec<u8>> = raw.contract.iter().map(|c| Owner::decode(c.parameter.as_ref().map_or(&[][..], |a| a.value.as_slice())).map(|o| o.owner_address)).collect::<Result<_, _>>()?;
+    let owners: Vec<Vec<u8>> = raw
+        .contract
+        .iter()
+        .map(|c| Owner::decode(c.parameter.as_ref().map_or(&[][..], |a| a.value.as_slice())).map(|o| o.owner_address))
+        .collect::<Result<_, _>>()?;
     let [first, rest @ ..] = owners.as_slice() else { anyhow::bail!("the transaction calls no contract") };
     anyhow::ensure!(rest.iter().all(|o| o == first), "the transaction has several owners");
-    let a = (first.len() == 21 && first[0] == 0x41).then(|| Address::from_slice(&first[1..])).ok_or_else(|| anyhow::anyhow!("the owner is not a TRON address"))?;
+    let a = (first.len() == 21 && first[0] == 0x41)
+        .then(|| Address::from_slice(&first[1..]))
+        .ok_or_else(|| anyhow::anyhow!("the owner is not a TRON address"))?;
     Ok(tron_wire::address::show(&a))
 }
 
@@ -89,7 +95,9 @@ async fn broadcast(client: &ChainClient, bytes: &[u8]) -> Result<Broadcast, Send
         Some("TRANSACTION_EXPIRATION_ERROR") | Some("TAPOS_ERROR") => Ok(Broadcast::Expired),
         Some("BANDWITH_ERROR") => Err(SendError::Unfunded(detail())),
         Some("CONTRACT_VALIDATE_ERROR") | Some("CONTRACT_EXE_ERROR") => Err(SendError::WouldRevert(detail())),
-        Some("SERVER_BUSY") | Some("NOT_ENOUGH_EFFECTIVE_CONNECTION") | Some("NO_CONNECTION") | Some("BLOCK_UNSOLIDIFIED") => Err(SendError::Unavailable(detail())),
+        Some("SERVER_BUSY") | Some("NOT_ENOUGH_EFFECTIVE_CONNECTION") | Some("NO_CONNECTION") | Some("BLOCK_UNSOLIDIFIED") => {
+            Err(SendError::Unavailable(detail()))
+        }
         _ => Err(SendError::Refused(detail())),
     }
 }
@@ -174,7 +182,17 @@ impl Driver for TronDriver {
         if sun < u64::try_from(fee_limit).unwrap_or(u64::MAX) {
             return Err(SendError::Unfunded(format!("{sender} holds {sun} sun, the transaction's fee_limit is {fee_limit}")));
         }
-        let new = repo::NewTx { intent_id: &row.intent_id, leg: &row.leg, step: row.step, label: &row.label, chain, sender: &sender, nonce: -1, raw: &bytes, tx_hash: &id };
+        let new = repo::NewTx {
+            intent_id: &row.intent_id,
+            leg: &row.leg,
+            step: row.step,
+            label: &row.label,
+            chain,
+            sender: &sender,
+            nonce: -1,
+            raw: &bytes,
+            tx_hash: &id,
+        };
         repo::insert_tx(&self.db, &new, now_ms()).await.map_err(|e| SendError::Unavailable(format!("database: {e}")))?;
         match broadcast(&client, &bytes).await? {
             Broadcast::Accepted | Broadcast::Known => Ok(id),
@@ -226,16 +244,20 @@ impl Driver for TronDriver {
         let (Some(cfg), Some(client)) = (self.config.chains.get(chain), self.registry.chain(chain)) else { return Ok(vec![]) };
         let sun = trx_balance(&client, owner).await?;
         let mut out = vec![Balance { chain: chain.into(), asset: cfg.native_asset.clone(), raw: U256::from(sun), decimals: TRX_DECIMALS }];
-        let owner_hex = bs58::decode(owner).with_check(None).into_vec().map_err(|_| ChainError::BadAnswer(format!("{owner} is not a TRON address")))?;
+        let owner_hex =
+            bs58::decode(owner).with_check(None).into_vec().map_err(|_| ChainError::BadAnswer(format!("{owner} is not a TRON address")))?;
         for (key, asset) in &cfg.assets {
             if self.config.availability(asset) != Availability::Available || asset.token.is_empty() {
                 continue;
             }
             let v = client
-                .rpc("/wallet/triggerconstantcontract", json!({
-                    "owner_address": owner, "contract_address": asset.token, "visible": true,
-                    "function_selector": "balanceOf(address)", "parameter": format!("{:0>64}", hex::encode(&owner_hex[1..])),
-                }))
+                .rpc(
+                    "/wallet/triggerconstantcontract",
+                    json!({
+                        "owner_address": owner, "contract_address": asset.token, "visible": true,
+                        "function_selector": "balanceOf(address)", "parameter": format!("{:0>64}", hex::encode(&owner_hex[1..])),
+                    }),
+                )
                 .await?;
             let raw = v.pointer("/constant_result/0").and_then(Value::as_str).and_then(|h| U256::from_str_radix(h, 16).ok());
             let raw = raw.ok_or_else(|| ChainError::BadAnswer(format!("balanceOf answered {v}")))?;
