@@ -113,7 +113,12 @@ fn bench(c: &mut Criterion) {
         dir.path().join("cache").display().to_string(),
     );
     let cfg = Config::parse(&config).unwrap();
-    let reg = Registry::from_config(&cfg, stablerail::server::runtime_for(&cfg, system_clock()).unwrap()).unwrap();
+    let reg = Registry::from_config(
+        &cfg,
+        stablerail::server::runtime_for(&cfg, system_clock()).unwrap(),
+        &stablerail::chain::Chains::from_config(&cfg),
+    )
+    .unwrap();
     let usdc = reg.asset("base", "usdc").unwrap();
     eprintln!("allocator: {}", reg.runtime.allocator);
 

@@ -309,7 +309,7 @@ async fn nonce_gaps_are_filled_and_nothing_lands_twice() {
     use stablerail::store::settlement::{self as repo, Taken, TxRow};
     let dn = Devnet::start_with(23245, "base", "", 0, None).await;
     let engine = stablerail::settle::Engine::new(dn.state.engine_deps());
-    let chain = dn.state.registry.chain("base").unwrap();
+    let chain = dn.state.chains.get("base").unwrap();
     let chain_id = 8453;
     let net = Net { chain_id, kind: stablerail::config::TxType::Eip1559 };
     let url = dn.rpc_url("base");

@@ -470,7 +470,7 @@ async fn expiry(b: Backend) {
     let id = r["intent_id"].as_str().unwrap();
     let proof = pay(&r["payment_requirements"], &PrivateKeySigner::random(), 1, None);
     sqlx::query("UPDATE intents SET expires_at = $1 WHERE id = $2")
-        .bind(stablerail::intent::now_ms() - 1)
+        .bind(stablerail::clock::now_ms() - 1)
         .bind(id)
         .execute(&app.state.db.pool)
         .await
@@ -737,7 +737,7 @@ async fn rate_limit_answers_429_with_retry_after() {
     assert_eq!(body["statusCode"], 429);
 
     // On /v2 the budget is per agent: one agent's burst leaves another's intact.
-    let now = stablerail::intent::now_ms();
+    let now = stablerail::clock::now_ms();
     let mut tokens = Vec::new();
     for name in ["a", "b"] {
         let a = stablerail::store::agents::create_agent(&state2.db, None, name, now).await.unwrap();

@@ -95,7 +95,7 @@ async fn schemathesis_finds_no_server_error_and_no_schema_break() {
     // With the devnet's swap provider, so that the swap operations answer
     // from a live upstream (without one they are 502 by design).
     let dn = Devnet::start_swaps(23345, "base,arbitrum", "").await;
-    let now = stablerail::intent::now_ms();
+    let now = stablerail::clock::now_ms();
     let account = stablerail::store::agents::create_account(&dn.state.db, "fuzz", now).await.unwrap();
     let agent = stablerail::store::agents::create_agent(&dn.state.db, Some(&account), "fuzzer", now).await.unwrap();
     dn.state.keys.address(&stablerail::keys::agent_key(&agent.id)).await.unwrap();

@@ -19,7 +19,7 @@ async fn unfunded_relayer_waits_with_its_code_and_floors_show_in_readiness() {
     let base = dn.rpc_url("base");
 
     // Gauges for every service wallet, and the floor that is not met.
-    stablerail::watch::check_balances(&dn.state).await;
+    stablerail::watch::check_balances(&dn.state.config, &dn.state.keys, &dn.state.drivers, &dn.state.watch).await;
     let (s, ready) = dn.call("GET", "/readyz", None, &[]).await;
     assert_eq!(s, 503, "{ready}");
     let wallets = ready["checks"]["wallets"].as_object().unwrap();

@@ -26,7 +26,12 @@ fn registry(dir: &std::path::Path, fuel: u64) -> Registry {
     let text = std::fs::read_to_string(&path).unwrap().replace("adapter_fuel = 200000000", &format!("adapter_fuel = {fuel}"));
     std::fs::write(&path, text).unwrap();
     let cfg = Config::load(&path).unwrap();
-    Registry::from_config(&cfg, stablerail::server::runtime_for(&cfg, system_clock()).unwrap()).unwrap()
+    Registry::from_config(
+        &cfg,
+        stablerail::server::runtime_for(&cfg, system_clock()).unwrap(),
+        &stablerail::chain::Chains::from_config(&cfg),
+    )
+    .unwrap()
 }
 
 fn req() -> PaymentRequirements {
@@ -149,7 +154,7 @@ fn startup_names_the_file_and_the_problem() {
         );
         let cfg = Config::parse(&text).unwrap();
         let rt = stablerail::server::runtime_for(&cfg, system_clock()).unwrap();
-        match Registry::from_config(&cfg, rt) {
+        match Registry::from_config(&cfg, rt, &stablerail::chain::Chains::from_config(&cfg)) {
             Ok(_) => panic!("{adapter_file} should not be accepted"),
             Err(e) => e.to_string(),
         }

@@ -87,7 +87,7 @@ async fn permit2_payments_signed_by_the_x402_client() {
     // wallet approves Permit2 itself on bsc, then signs; it pays once, there.
     // The merchant on monad is paid by the proxy wallet (which approves
     // Permit2 on monad once, if it has not yet).
-    let now = stablerail::intent::now_ms();
+    let now = stablerail::clock::now_ms();
     let agent = stablerail::store::agents::create_agent(&dn.state.db, None, "bot", now).await.unwrap();
     let creds = stablerail::auth::issue_keys(&dn.state.db, &dn.state.pepper, &agent.id, now).await.unwrap();
     let auth = format!("Bearer {}", creds.bearer());

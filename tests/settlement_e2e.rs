@@ -388,7 +388,7 @@ async fn landed_payouts_are_reconciled_and_retries_never_pay_twice() {
         .execute(&dn.state.db.pool)
         .await
         .unwrap();
-    assert!(repo::give_up(&dn.state.db, &id, &why, stablerail::intent::now_ms()).await.unwrap());
+    assert!(repo::give_up(&dn.state.db, &id, &why, stablerail::clock::now_ms()).await.unwrap());
     let (_, v) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
     assert_eq!((v["status"].as_str(), v["error_code"].as_str()), (Some("PARTIAL_SETTLEMENT"), Some("needs_reconciliation")), "{v}");
     let engine = Engine::new(dn.state.engine_deps());
@@ -397,13 +397,13 @@ async fn landed_payouts_are_reconciled_and_retries_never_pay_twice() {
     assert_eq!(v["status"], "TARGET_SETTLED", "{v}");
     assert_eq!(v["target_payment"]["tx_hash"], paid_tx.as_str());
     assert_eq!(
-        repo::retry(&dn.state.db, &id, stablerail::intent::now_ms()).await.unwrap(),
+        repo::retry(&dn.state.db, &id, stablerail::clock::now_ms()).await.unwrap(),
         Retry::NotRetriable(stablerail::intent::Status::TargetSettled)
     );
 
     forget().execute(&dn.state.db.pool).await.unwrap();
-    assert_eq!(repo::retry(&dn.state.db, &id, stablerail::intent::now_ms()).await.unwrap(), Retry::Reopened);
-    assert_eq!(repo::retry(&dn.state.db, &id, stablerail::intent::now_ms()).await.unwrap(), Retry::Requeued, "safe to run twice");
+    assert_eq!(repo::retry(&dn.state.db, &id, stablerail::clock::now_ms()).await.unwrap(), Retry::Reopened);
+    assert_eq!(repo::retry(&dn.state.db, &id, stablerail::clock::now_ms()).await.unwrap(), Retry::Requeued, "safe to run twice");
     dn.state.work.notify_one();
     let again = dn.wait_status(&id, "TARGET_SETTLED").await;
     assert_eq!(again["target_payment"]["tx_hash"], paid_tx.as_str(), "the stored payout is found again, not re-sent");

@@ -82,16 +82,14 @@ async fn solana_driver_cosigns_stores_resends_and_follows_to_finality() {
 
     // The node's genesis hash must match the configured CAIP-2 network, as
     // an EVM node's chain id must: a node of another cluster is refused.
-    use stablerail::server::{probe_chains, ChainProbe};
+    use stablerail::watch::{probe_chains, ChainProbe};
     let genesis = rpc(&url, "getGenesisHash", json!([])).await.as_str().unwrap().to_string();
-    let probes = probe_chains(&state.config, &state.registry).await;
+    let probes = probe_chains(&state.config, &state.chains).await;
     let sol = probes.iter().find(|(c, _)| c == "sol").map(|(_, p)| p.clone());
     assert_eq!(sol, Some(ChainProbe::WrongChainId { node: genesis[..32].to_string(), config: "devnet".into() }));
     let right = std::fs::read_to_string(&path).unwrap().replace("solana:devnet", &format!("solana:{}", &genesis[..32]));
     let cfg = stablerail::config::Config::parse(&right).unwrap();
-    let registry =
-        stablerail::adapter::Registry::from_config(&cfg, stablerail::server::runtime_for(&cfg, system_clock()).unwrap()).unwrap();
-    let probes = probe_chains(&cfg, &registry).await;
+    let probes = probe_chains(&cfg, &stablerail::chain::Chains::from_config(&cfg)).await;
     assert_eq!(probes.iter().find(|(c, _)| c == "sol").map(|(_, p)| p.clone()), Some(ChainProbe::Ok));
 
     // `keys init` made the Solana service wallets: ed25519, base58 addresses.
@@ -216,7 +214,7 @@ async fn solana_driver_cosigns_stores_resends_and_follows_to_finality() {
 
     // An agent's hosted Solana wallet: in /v2/me, and in its account's
     // balances with the SOL it holds on chain.
-    let now = stablerail::intent::now_ms();
+    let now = stablerail::clock::now_ms();
     let account = stablerail::store::agents::create_account(&state.db, "acme", now).await.unwrap();
     let agent = stablerail::store::agents::create_agent(&state.db, Some(&account), "sol-agent", now).await.unwrap();
     let creds = stablerail::auth::issue_keys(&state.db, &state.pepper, &agent.id, now).await.unwrap();

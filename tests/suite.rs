@@ -14,6 +14,7 @@ mod eip3009_adapter;
 mod evm_matrix;
 mod faults;
 mod intents_api;
+mod layers;
 mod openapi;
 mod operations;
 mod requirements_matrix;

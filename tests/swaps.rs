@@ -99,7 +99,7 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
     assert_eq!(s, 200, "{q}");
     let tx = &q["swap_transaction"];
     assert!(tx["transaction"].as_str().unwrap().starts_with("0x38ed1739"), "swapExactTokensForTokens calldata: {q}");
-    assert!(tx["expires_at"].as_i64().unwrap() > stablerail::intent::now_ms() / 1000);
+    assert!(tx["expires_at"].as_i64().unwrap() > stablerail::clock::now_ms() / 1000);
     let quoted: u128 = q["quote"]["output_amount"].as_str().unwrap().parse().unwrap();
     let before = (dn.balance_of("base", "usdc", &user).await, dn.balance_of("base", "usdt", &user).await);
     let sent = send_tx(

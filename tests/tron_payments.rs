@@ -163,7 +163,7 @@ async fn approval_helpers_prepare_check_and_broadcast_the_one_approve() {
     assert_eq!((p["usdt_contract"].as_str(), p["permit2_contract"].as_str()), (Some(token), Some(permit2)));
     let raw = hex::decode(p["raw_data_hex"].as_str().unwrap()).unwrap();
     assert_eq!(p["tx_id"].as_str().unwrap(), hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&raw)), "tx_id = sha256(raw_data)");
-    let left = p["expiration"].as_i64().unwrap() - stablerail::intent::now_ms();
+    let left = p["expiration"].as_i64().unwrap() - stablerail::clock::now_ms();
     assert!((50_000..=61_000).contains(&left), "about 60 s: {left}");
     assert!(p["raw_data"]["fee_limit"].as_i64().unwrap() <= 50_000_000);
     assert_eq!(p["raw_data"]["expiration"], p["expiration"]);

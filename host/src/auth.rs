@@ -51,7 +51,7 @@ impl Pepper {
             return Ok(false);
         }
         let bytes: [u8; 32] = rand::thread_rng().gen();
-        crate::keys::write_private(file, &hex::encode(bytes))?;
+        crate::secret_file::write_private(file, &hex::encode(bytes))?;
         Ok(true)
     }
 

@@ -2,11 +2,39 @@
 //! TRON. Adapters reach it only through `chain.query`, which is limited to
 //! read-only methods of the chain's own family.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::config::Family;
+use crate::config::{Config, Family};
+
+/// Every chain's transport, built once at start-up and handed to the
+/// adapter host, the family drivers, the swap code and the chain watch.
+pub struct Chains(BTreeMap<String, Arc<ChainClient>>);
+
+impl Chains {
+    /// A client for each exposed chain and each chain with a served asset.
+    pub fn from_config(cfg: &Config) -> Chains {
+        let mut names: Vec<String> = cfg.served_assets().map(|(chain, ..)| chain.to_string()).collect();
+        names.extend(cfg.exposed_chains());
+        let clients = names
+            .into_iter()
+            .map(|name| {
+                let c = &cfg.chains[&name];
+                let client = Arc::new(ChainClient::new(&name, c.family, c.rpc_urls.clone()));
+                (name, client)
+            })
+            .collect();
+        Chains(clients)
+    }
+
+    /// The transport of a configured chain, if it is exposed.
+    pub fn get(&self, chain: &str) -> Option<Arc<ChainClient>> {
+        self.0.get(chain).cloned()
+    }
+}
 
 const EVM_READS: &[&str] = &[
     "eth_call",

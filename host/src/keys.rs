@@ -171,17 +171,6 @@ pub fn agent_key(agent_id: &str) -> String {
 
 const INIT_HINT: &str = "run `stablerail keys init` with the same --config and --database first";
 
-/// Write `text` to a new owner-only file (never over an existing one).
-pub fn write_private(file: &Path, text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(d) = file.parent() {
-        std::fs::create_dir_all(d)?;
-    }
-    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(file)?.write_all(text.as_bytes())?;
-    Ok(())
-}
-
 /// The master key from the environment or its file; `None` when neither exists.
 fn master_key(file: &Path) -> anyhow::Result<Option<Vec<u8>>> {
     let key = match std::env::var("STABLERAIL_MASTER_KEY") {
@@ -212,7 +201,7 @@ impl Keystore {
         if created {
             let mut k = [0u8; 32];
             rand::thread_rng().fill_bytes(&mut k);
-            write_private(master_key_file, &hex::encode(k))?;
+            crate::secret_file::write_private(master_key_file, &hex::encode(k))?;
         }
         Ok((Keystore::open(db, master_key_file)?, created))
     }
@@ -253,7 +242,7 @@ impl Keystore {
     async fn insert(&self, name: &str, key: &Key) -> anyhow::Result<bool> {
         let address = key.address(family_of(name));
         let sealed = self.seal(name, &key.secret());
-        match crate::store::keys::insert(&self.db, name, &address, &sealed, crate::intent::now_ms()).await {
+        match crate::store::keys::insert(&self.db, name, &address, &sealed, crate::clock::now_ms()).await {
             Ok(()) => Ok(true),
             Err(e) if is_unique_violation(&e) => Ok(false),
             Err(e) => Err(e.into()),

@@ -545,11 +545,12 @@ async fn wallets(out: Output, store: StoreArgs) -> anyhow::Result<()> {
 }
 
 async fn config_check(out: Output, path: &std::path::Path) -> anyhow::Result<()> {
-    use stablerail::server::ChainProbe;
+    use stablerail::watch::ChainProbe;
     let cfg = stablerail::server::load_config(path)?;
     let runtime = stablerail::server::runtime_for(&cfg, system_clock())?;
-    let registry = stablerail::adapter::Registry::from_config(&cfg, runtime)?;
-    let probes = stablerail::server::probe_chains(&cfg, &registry).await;
+    let chains = stablerail::chain::Chains::from_config(&cfg);
+    let registry = stablerail::adapter::Registry::from_config(&cfg, runtime, &chains)?;
+    let probes = stablerail::watch::probe_chains(&cfg, &chains).await;
     let chains: serde_json::Map<String, serde_json::Value> = probes.iter().map(|(c, p)| (c.clone(), p.as_str().into())).collect();
     emit(out, &json!({ "config": path.display().to_string(), "adapters": registry.adapters.len(), "chains": chains }));
     let wrong: Vec<String> = probes
@@ -593,7 +594,7 @@ async fn intent(out: Output, cmd: IntentCommand, store: StoreArgs) -> anyhow::Re
                         "receiving_amount": i.receiving_amount, "merchant_recipient": i.merchant_recipient,
                         "error_code": i.error_code.map(|c| c.code()), "error_message": i.error_message,
                         "source_tx_hash": i.source_tx_hash, "target_tx_hash": i.target_tx_hash,
-                        "updated_at": stablerail::intent::rfc3339(i.updated_at),
+                        "updated_at": stablerail::clock::rfc3339(i.updated_at),
                     }));
                 }
             }
@@ -686,7 +687,7 @@ async fn devnet_fund(
 }
 
 fn now_ms() -> i64 {
-    stablerail::intent::now_ms()
+    stablerail::clock::now_ms()
 }
 
 fn inspect(output: Output, file: &std::path::Path, config: &std::path::Path) -> anyhow::Result<()> {

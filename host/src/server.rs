@@ -7,20 +7,25 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::adapter::{system_clock, Clock, Limits, Registry, Runtime};
-use crate::api::{self, guard::Limiter, AppState, Shared};
+use crate::api;
 use crate::auth::Pepper;
-use crate::config::{Config, Family};
+use crate::chain::Chains;
+use crate::config::Config;
 use crate::db::Db;
 use crate::keys::Keystore;
+use crate::ratelimit::Limiter;
 use crate::sanctions::SanctionsList;
 use crate::settle::Engine;
+use crate::state::{AppState, Shared};
+use crate::watch::{probe_chains, ChainProbe};
 
 /// Build the application state: everything but the listener.
 pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> anyhow::Result<Shared> {
     let config = load_config(config_path)?;
     crate::telemetry::init();
     let runtime = runtime_for(&config, clock)?;
-    let registry = Registry::from_config(&config, runtime).context("adapters")?;
+    let chains = Arc::new(Chains::from_config(&config));
+    let registry = Registry::from_config(&config, runtime, &chains).context("adapters")?;
     let db = connect(database).await?;
     let pepper = Pepper::load(&config.resolve(&config.service.pepper_file))?;
     let files: Vec<PathBuf> = config.compliance.sanctions_files.iter().map(|f| config.resolve(f)).collect();
@@ -31,7 +36,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     let limiter = Limiter::per_minute(config.limits.requests_per_minute);
     let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
     let (config, registry) = (Arc::new(config), Arc::new(registry));
-    let drivers = Arc::new(crate::family::Drivers::new(config.clone(), registry.clone(), db.clone(), keys.clone()));
+    let drivers = Arc::new(crate::family::Drivers::new(config.clone(), chains.clone(), db.clone(), keys.clone()));
     // Adapters are told the relayer's address (Solana: the fee payer payers
     // name). Without keys yet, `serve` refuses to start anyway.
     for family in config.families() {
@@ -41,9 +46,10 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
             }
         }
     }
-    let swaps = Arc::new(crate::swap::Swaps::new(config.clone(), registry.clone()));
+    let swaps = Arc::new(crate::swap::Swaps::new(config.clone(), chains.clone()));
     Ok(Arc::new(AppState {
         swaps,
+        chains,
         config,
         registry,
         drivers,
@@ -74,56 +80,6 @@ pub fn runtime_for(config: &Config, clock: Clock) -> anyhow::Result<Arc<Runtime>
     Runtime::new(limits, config.resolve(&config.service.cache_dir), clock)
 }
 
-/// What a chain's node said to `eth_chainId`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ChainProbe {
-    Ok,
-    Unreachable,
-    /// The node is on another chain: EVM chain ids, or Solana CAIP-2 references.
-    WrongChainId {
-        node: String,
-        config: String,
-    },
-}
-
-impl ChainProbe {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ChainProbe::Ok => "ok",
-            ChainProbe::Unreachable => "unreachable",
-            ChainProbe::WrongChainId { .. } => "wrong_chain_id",
-        }
-    }
-}
-
-/// Ask every exposed chain's node for its chain id, all at once, a few
-/// seconds each at most.
-pub async fn probe_chains(config: &Config, registry: &Registry) -> Vec<(String, ChainProbe)> {
-    let probes = config.exposed_chains().into_iter().filter_map(|name| {
-        let client = registry.chain(&name)?;
-        let chain = config.chains.get(&name)?;
-        let want = match chain.family {
-            Family::Evm => chain.chain_id.map(|id| id.to_string()),
-            Family::Solana => chain.network().and_then(|n| n.strip_prefix("solana:").map(str::to_string)),
-            Family::Tron => None,
-        };
-        Some(async move {
-            let said = tokio::time::timeout(std::time::Duration::from_secs(3), client.identity()).await;
-            let state = match (said, want) {
-                (Ok(Ok(Some(node))), Some(config)) if node != config => ChainProbe::WrongChainId { node, config },
-                (Ok(Ok(_)), _) => ChainProbe::Ok,
-                (Ok(Err(e)), _) => {
-                    tracing::warn!(chain = %name, error = %e, "chain probe failed");
-                    ChainProbe::Unreachable
-                }
-                (Err(_), _) => ChainProbe::Unreachable,
-            };
-            (name, state)
-        })
-    });
-    futures::future::join_all(probes).await
-}
-
 pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -> anyhow::Result<()> {
     let state = build_state(&config_path, &database, system_clock()).await?;
     let missing = state.keys.missing_service_wallets(&state.config.families()).await?;
@@ -135,7 +91,7 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     // A node on another chain than configured would take signed transactions
     // meant for this one: refuse to start. A node that does not answer yet
     // is only a warning (`/readyz` says so until it does).
-    for (chain, probe) in probe_chains(&state.config, &state.registry).await {
+    for (chain, probe) in probe_chains(&state.config, &state.chains).await {
         match probe {
             ChainProbe::WrongChainId { node, config } => {
                 anyhow::bail!("chain `{chain}`: its RPC answers chain id {node}, but chains.toml says {config}")
@@ -147,8 +103,8 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
         }
         state.watch.record(&chain, &probe);
     }
-    tokio::spawn(crate::watch::probe_withheld(state.clone()));
-    tokio::spawn(crate::watch::balances(state.clone()));
+    tokio::spawn(crate::watch::probe_withheld(state.config.clone(), state.chains.clone(), state.watch.clone()));
+    tokio::spawn(crate::watch::balances(state.config.clone(), state.keys.clone(), state.drivers.clone(), state.watch.clone()));
     let every = std::time::Duration::from_secs(state.config.service.sweep_interval_seconds.max(1));
     tokio::spawn(crate::sweeper::run(state.db.clone(), every));
     Engine::new(state.engine_deps()).spawn(state.config.service.settlement_workers);

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use crate::clock::now_ms;
 use crate::db::Db;
-use crate::intent::now_ms;
 use crate::store::{idempotency, intents};
 
 pub async fn run(db: Db, every: Duration) {

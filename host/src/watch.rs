@@ -6,8 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::RwLock;
 use std::time::Duration;
 
-use crate::api::Shared;
-use crate::server::ChainProbe;
+use std::sync::Arc;
+
+use crate::chain::Chains;
+use crate::config::{Config, Family};
+use crate::family::Drivers;
+use crate::keys::Keystore;
 
 #[derive(Default)]
 pub struct Watch {
@@ -42,15 +46,15 @@ impl Watch {
 }
 
 /// Ask again, every `chain_probe_seconds`, the chains that are withheld.
-pub async fn probe_withheld(state: Shared) {
-    let every = Duration::from_secs(state.config.service.chain_probe_seconds.max(1));
+pub async fn probe_withheld(config: Arc<Config>, chains: Arc<Chains>, watch: Arc<Watch>) {
+    let every = Duration::from_secs(config.service.chain_probe_seconds.max(1));
     loop {
         tokio::time::sleep(every).await;
-        if state.watch.withheld().is_empty() {
+        if watch.withheld().is_empty() {
             continue;
         }
-        for (chain, probe) in crate::server::probe_chains(&state.config, &state.registry).await {
-            if state.watch.record(&chain, &probe) {
+        for (chain, probe) in probe_chains(&config, &chains).await {
+            if watch.record(&chain, &probe) {
                 match probe {
                     ChainProbe::Ok => tracing::info!(chain = %chain, "chain answers; now exposed"),
                     _ => tracing::warn!(chain = %chain, probe = probe.as_str(), "chain withheld"),
@@ -63,18 +67,17 @@ pub async fn probe_withheld(state: Shared) {
 /// Read every service wallet's balances on every exposed chain, now and
 /// every `balance_check_seconds`: gauges for each, and a WARN plus a failed
 /// readiness check for each one below its configured floor.
-pub async fn balances(state: Shared) {
-    let every = Duration::from_secs(state.config.service.balance_check_seconds.max(1));
+pub async fn balances(config: Arc<Config>, keys: Arc<Keystore>, drivers: Arc<Drivers>, watch: Arc<Watch>) {
+    let every = Duration::from_secs(config.service.balance_check_seconds.max(1));
     loop {
-        check_balances(&state).await;
+        check_balances(&config, &keys, &drivers, &watch).await;
         tokio::time::sleep(every).await;
     }
 }
 
-pub async fn check_balances(state: &Shared) {
-    let cfg = &state.config;
+pub async fn check_balances(cfg: &Config, keys: &Keystore, drivers: &Drivers, watch: &Watch) {
     let mut low = BTreeMap::new();
-    let wallets = match state.keys.list().await {
+    let wallets = match keys.list().await {
         Ok(all) => all.into_iter().filter(|(name, _)| crate::keys::is_service_wallet(name)).collect::<Vec<_>>(),
         Err(e) => {
             tracing::warn!(error = %e, "balance check: keystore unavailable");
@@ -84,8 +87,8 @@ pub async fn check_balances(state: &Shared) {
     let chains = cfg.exposed_chains();
     for (name, address) in wallets {
         let family = crate::keys::family_of(&name);
-        for chain in chains.iter().filter(|c| state.watch.exposed(c) && cfg.chains[*c].family == family) {
-            let balances = match crate::wallets::on_chain(&state.drivers, chain, &address).await {
+        for chain in chains.iter().filter(|c| watch.exposed(c) && cfg.chains[*c].family == family) {
+            let balances = match crate::wallets::on_chain(drivers, chain, &address).await {
                 Ok(b) => b,
                 Err(e) => {
                     tracing::warn!(wallet = %name, chain = %chain, error = %e, "balance check: chain unavailable");
@@ -111,5 +114,55 @@ pub async fn check_balances(state: &Shared) {
             }
         }
     }
-    *state.watch.low.write().unwrap() = low;
+    *watch.low.write().unwrap() = low;
+}
+
+/// What a chain's node said to `eth_chainId`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChainProbe {
+    Ok,
+    Unreachable,
+    /// The node is on another chain: EVM chain ids, or Solana CAIP-2 references.
+    WrongChainId {
+        node: String,
+        config: String,
+    },
+}
+
+impl ChainProbe {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ChainProbe::Ok => "ok",
+            ChainProbe::Unreachable => "unreachable",
+            ChainProbe::WrongChainId { .. } => "wrong_chain_id",
+        }
+    }
+}
+
+/// Ask every exposed chain's node for its chain id, all at once, a few
+/// seconds each at most.
+pub async fn probe_chains(config: &Config, chains: &Chains) -> Vec<(String, ChainProbe)> {
+    let probes = config.exposed_chains().into_iter().filter_map(|name| {
+        let client = chains.get(&name)?;
+        let chain = config.chains.get(&name)?;
+        let want = match chain.family {
+            Family::Evm => chain.chain_id.map(|id| id.to_string()),
+            Family::Solana => chain.network().and_then(|n| n.strip_prefix("solana:").map(str::to_string)),
+            Family::Tron => None,
+        };
+        Some(async move {
+            let said = tokio::time::timeout(std::time::Duration::from_secs(3), client.identity()).await;
+            let state = match (said, want) {
+                (Ok(Ok(Some(node))), Some(config)) if node != config => ChainProbe::WrongChainId { node, config },
+                (Ok(Ok(_)), _) => ChainProbe::Ok,
+                (Ok(Err(e)), _) => {
+                    tracing::warn!(chain = %name, error = %e, "chain probe failed");
+                    ChainProbe::Unreachable
+                }
+                (Err(_), _) => ChainProbe::Unreachable,
+            };
+            (name, state)
+        })
+    });
+    futures::future::join_all(probes).await
 }

@@ -194,7 +194,7 @@ impl App {
 
     /// A new agent (optionally owned) and its Bearer token.
     pub async fn agent(&self, name: &str, account: Option<&str>) -> (String, String) {
-        let now = stablerail::intent::now_ms();
+        let now = stablerail::clock::now_ms();
         let a = stablerail::store::agents::create_agent(&self.state.db, account, name, now).await.unwrap();
         let c = stablerail::auth::issue_keys(&self.state.db, &self.state.pepper, &a.id, now).await.unwrap();
         (a.id, format!("Bearer {}", c.bearer()))

@@ -327,7 +327,7 @@ impl Devnet {
 
     /// A new agent of a new account: (agent id, `Authorization` header value).
     pub async fn agent(&self) -> (String, String) {
-        let now = stablerail::intent::now_ms();
+        let now = stablerail::clock::now_ms();
         let account = stablerail::store::agents::create_account(&self.state.db, "acme", now).await.unwrap();
         let agent = stablerail::store::agents::create_agent(&self.state.db, Some(&account), "bot", now).await.unwrap();
         let creds = stablerail::auth::issue_keys(&self.state.db, &self.state.pepper, &agent.id, now).await.unwrap();

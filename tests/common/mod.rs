@@ -93,7 +93,7 @@ pub fn wait<F: std::future::Future>(f: F) -> F::Output {
 pub fn registry(dir: &Path, body: &str, clock: Clock) -> Result<Registry, anyhow::Error> {
     let cfg = Config::load(&write_config(dir, body))?;
     let runtime = stablerail::server::runtime_for(&cfg, clock)?;
-    Ok(Registry::from_config(&cfg, runtime)?)
+    Ok(Registry::from_config(&cfg, runtime, &stablerail::chain::Chains::from_config(&cfg))?)
 }
 
 /// A minimal HTTP/1.1 client over std, for tests that talk to a `serve`

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::bindings::types as wit;
 use super::{convert, Adapter, CallError, LoadError, Runtime};
-use crate::chain::ChainClient;
+use crate::chain::{ChainClient, Chains};
 use crate::config::{self, Config};
 use crate::payment as p;
 
@@ -34,14 +34,14 @@ pub struct Registry {
     /// Loaded adapters by scheme.
     pub adapters: BTreeMap<String, Arc<Adapter>>,
     assets: BTreeMap<(String, String), Arc<AssetAdapter>>,
-    chains: BTreeMap<String, Arc<ChainClient>>,
 }
 
 impl Registry {
-    pub fn from_config(cfg: &Config, runtime: Arc<Runtime>) -> Result<Registry, StartupError> {
+    /// Load the adapter of every served asset; each asset's adapter reaches
+    /// its chain through the client `chains` holds for it.
+    pub fn from_config(cfg: &Config, runtime: Arc<Runtime>, chains: &Chains) -> Result<Registry, StartupError> {
         let dir = cfg.resolve(&cfg.service.adapters_dir);
         let mut adapters: BTreeMap<String, Arc<Adapter>> = BTreeMap::new();
-        let mut chains: BTreeMap<String, Arc<ChainClient>> = BTreeMap::new();
         let mut assets = BTreeMap::new();
         for (chain_id, chain, asset_key, asset) in cfg.served_assets() {
             let adapter = match adapters.get(&asset.scheme) {
@@ -72,28 +72,14 @@ impl Registry {
                     serves: describe_serves(&adapter.description),
                 });
             }
-            let client = chains
-                .entry(chain_id.to_string())
-                .or_insert_with(|| Arc::new(ChainClient::new(chain_id, chain.family, chain.rpc_urls.clone())))
-                .clone();
+            let client = chains.get(chain_id).expect("Chains::from_config holds every chain with a served asset");
             let ctx = asset_context(chain_id, chain, asset_key, asset);
             assets.insert(
                 (chain_id.to_string(), asset_key.to_string()),
                 Arc::new(AssetAdapter { adapter, ctx, chain: client, relayer: Default::default() }),
             );
         }
-        // Every exposed chain gets its transport, served assets or not: the
-        // engine's drivers and the balance watch talk to it too.
-        for name in cfg.exposed_chains() {
-            let chain = &cfg.chains[&name];
-            chains.entry(name.clone()).or_insert_with(|| Arc::new(ChainClient::new(&name, chain.family, chain.rpc_urls.clone())));
-        }
-        Ok(Registry { runtime, adapters, assets, chains })
-    }
-
-    /// The transport of an exposed chain.
-    pub fn chain(&self, chain: &str) -> Option<Arc<ChainClient>> {
-        self.chains.get(chain).cloned()
+        Ok(Registry { runtime, adapters, assets })
     }
 
     /// Some served asset of a chain of this family (for address checks).

@@ -178,7 +178,7 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<views:
         ))
     })?;
 
-    let now = intent::now_ms();
+    let now = crate::clock::now_ms();
     let expires_at = now + intent::LIFETIME_MS;
     let sending = fees::show(q.sending);
     let units = payer.to_base_units(&sending).await??;

@@ -5,34 +5,14 @@
 //! configured rate in total.
 
 use std::net::SocketAddr;
-use std::num::NonZeroU32;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::Response;
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use super::{ApiError, Shared};
 use crate::auth::{self, AuthFailure};
-
-pub struct Limiter(DefaultKeyedRateLimiter<String>);
-
-impl Limiter {
-    pub fn per_minute(n: u32) -> Limiter {
-        let n = NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
-        Limiter(RateLimiter::keyed(Quota::per_minute(n)))
-    }
-
-    /// `Err(seconds to wait)` when `key` is over its rate.
-    pub fn check(&self, key: String) -> Result<(), u64> {
-        self.0.check_key(&key).map_err(|not_until| {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
-            wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
-        })
-    }
-}
 
 pub async fn public_limit(State(s): State<Shared>, req: Request, next: Next) -> Result<Response, ApiError> {
     let ip = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string()).unwrap_or_else(|| "unknown".into());

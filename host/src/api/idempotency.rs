@@ -10,7 +10,6 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 use super::{ApiError, Shared};
-use crate::intent;
 use crate::store::idempotency::{self, Claim};
 
 /// The request's key, if it has a well-formed one.
@@ -32,7 +31,7 @@ where
 {
     let Some(key) = key else { return respond(success, work().await) };
     let hash = hex::encode(Sha256::digest(body));
-    let claim = match idempotency::claim(&s.db, scope, key, &hash, intent::now_ms()).await {
+    let claim = match idempotency::claim(&s.db, scope, key, &hash, crate::clock::now_ms()).await {
         Ok(c) => c,
         Err(e) => return ApiError::from(e).into_response(),
     };

@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::views::{Accepted, IntentList, IntentView};
 use super::{views, ApiError, Shared};
 use crate::failure::Failure;
-use crate::intent::{self, requirements, Intent, Status};
+use crate::intent::{requirements, Intent, Status};
 use crate::store::agents::Agent;
 use crate::store::intents::{self as repo, Acceptance};
 use crate::store::is_unique_violation;
@@ -87,7 +87,7 @@ pub async fn get_public(State(s): State<Shared>, Path(id): Path<String>) -> Resu
         return Ok(Json(swap));
     }
     let i = load(&s, &id).await?;
-    Ok(Json(AnyIntent::Payment(views::intent(&s.config, &i, intent::now_ms()))))
+    Ok(Json(AnyIntent::Payment(views::intent(&s.config, &i, crate::clock::now_ms()))))
 }
 
 /// Read a payment intent named by the `intent_id` query parameter.
@@ -110,7 +110,7 @@ pub async fn get_agent(
         return Ok(Json(swap));
     }
     let i = load_owned(&s, &id, &agent).await?;
-    Ok(Json(AnyIntent::Payment(views::intent(&s.config, &i, intent::now_ms()))))
+    Ok(Json(AnyIntent::Payment(views::intent(&s.config, &i, crate::clock::now_ms()))))
 }
 
 /// Read one of the caller's intents, named by the `intent_id` query parameter.
@@ -154,7 +154,7 @@ pub async fn list(
     }
     let page_size = positive(&q, "page_size", DEFAULT_PAGE_SIZE)?.min(MAX_PAGE_SIZE);
     let (rows, total) = repo::list_for_agent(&s.db, &agent.id, page_size, (page - 1) * page_size).await?;
-    let now = intent::now_ms();
+    let now = crate::clock::now_ms();
     Ok(Json(IntentList { intents: rows.iter().map(|i| views::row(i, now)).collect(), total, page, page_size }))
 }
 
@@ -178,7 +178,7 @@ fn not_payable(i: &Intent, now_ms: i64) -> Option<ApiError> {
 async fn lost_race(s: &Shared, id: &str) -> ApiError {
     match repo::get(&s.db, id).await {
         Ok(Some(i)) => {
-            not_payable(&i, intent::now_ms()).unwrap_or_else(|| ApiError::Conflict("invalid intent status for this operation".into()))
+            not_payable(&i, crate::clock::now_ms()).unwrap_or_else(|| ApiError::Conflict("invalid intent status for this operation".into()))
         }
         Ok(None) => ApiError::NotFound(NOT_FOUND.into()),
         Err(e) => e.into(),
@@ -202,7 +202,7 @@ pub async fn submit_proof(
     let proof =
         body.settle_proof.filter(|p| !p.trim().is_empty()).ok_or_else(|| ApiError::BadRequest("settle_proof is required".into()))?;
     let i = load(&s, &id).await?;
-    if let Some(e) = not_payable(&i, intent::now_ms()) {
+    if let Some(e) = not_payable(&i, crate::clock::now_ms()) {
         return Err(e);
     }
     let proof = requirements::decode_proof(&proof).ok_or_else(|| {
@@ -218,7 +218,7 @@ pub async fn submit_proof(
     let paid = adapter.verify(&req, &proof).await??;
 
     let acceptance = Acceptance { settle_proof: Some(&proof), replay_key: Some(&paid.replay_key), payer: Some(&paid.payer) };
-    match repo::accept(&s.db, &i.id, &acceptance, intent::now_ms()).await {
+    match repo::accept(&s.db, &i.id, &acceptance, crate::clock::now_ms()).await {
         Ok(true) => {
             s.work.notify_one();
             Ok(Json(Accepted::new(&i, Status::Pending, "proof accepted; settlement in progress")))
@@ -245,11 +245,11 @@ pub async fn execute(
     Path(id): Path<String>,
 ) -> Result<Json<Accepted>, ApiError> {
     let i = load_owned(&s, &id, &agent).await?;
-    if let Some(e) = not_payable(&i, intent::now_ms()) {
+    if let Some(e) = not_payable(&i, crate::clock::now_ms()) {
         return Err(e);
     }
     let none = Acceptance { settle_proof: None, replay_key: None, payer: None };
-    if !repo::accept(&s.db, &i.id, &none, intent::now_ms()).await? {
+    if !repo::accept(&s.db, &i.id, &none, crate::clock::now_ms()).await? {
         return Err(lost_race(&s, &i.id).await);
     }
     s.work.notify_one();

@@ -14,8 +14,6 @@ mod swap;
 mod tron_approve;
 mod views;
 
-use std::sync::Arc;
-
 use axum::http::{header, StatusCode};
 use axum::middleware::from_fn_with_state;
 use axum::response::IntoResponse;
@@ -28,49 +26,10 @@ use utoipa_axum::routes;
 
 pub use error::ApiError;
 
-use crate::adapter::Registry;
-use crate::auth::Pepper;
-use crate::config::Config;
-use crate::db::Db;
-use crate::sanctions::SanctionsList;
+pub use crate::state::{AppState, Shared};
 
 /// Largest request body accepted, in bytes. A settle_proof is a few KiB.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
-
-pub struct AppState {
-    pub config: Arc<Config>,
-    pub registry: Arc<Registry>,
-    pub db: Db,
-    pub pepper: Pepper,
-    pub sanctions: Arc<SanctionsList>,
-    pub limiter: guard::Limiter,
-    pub keys: Arc<crate::keys::Keystore>,
-    /// Each chain family's driver (signing, sending, finality, balances).
-    pub drivers: Arc<crate::family::Drivers>,
-    /// Wakes this replica's settlement workers when work is queued.
-    pub work: Arc<tokio::sync::Notify>,
-    /// The swap provider's client and discovery cache.
-    pub swaps: Arc<crate::swap::Swaps>,
-    /// Chains withheld until they answer; wallets below their floors.
-    pub watch: crate::watch::Watch,
-}
-
-pub type Shared = Arc<AppState>;
-
-impl AppState {
-    /// The settlement engine's share of this state.
-    pub fn engine_deps(&self) -> crate::settle::Deps {
-        crate::settle::Deps {
-            config: self.config.clone(),
-            registry: self.registry.clone(),
-            db: self.db.clone(),
-            keys: self.keys.clone(),
-            drivers: self.drivers.clone(),
-            sanctions: self.sanctions.clone(),
-            work: self.work.clone(),
-        }
-    }
-}
 
 /// Every route, in three groups by the guard in front of them. Routes are
 /// added only through `routes!`, which takes each handler's OpenAPI entry

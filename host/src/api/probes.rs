@@ -75,7 +75,7 @@ pub async fn readyz(State(s): State<Shared>) -> axum::response::Response {
         }
     };
     let chains: BTreeMap<String, &'static str> =
-        crate::server::probe_chains(&s.config, &s.registry).await.into_iter().map(|(name, p)| (name, p.as_str())).collect();
+        crate::watch::probe_chains(&s.config, &s.chains).await.into_iter().map(|(name, p)| (name, p.as_str())).collect();
     let relayer_unfunded =
         crate::store::intents::chains_waiting_with(&s.db, crate::failure::Failure::RelayerUnfunded).await.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "readiness: database unavailable");
@@ -98,7 +98,7 @@ pub async fn readyz(State(s): State<Shared>) -> axum::response::Response {
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
 pub async fn metrics_text(State(s): State<Shared>) -> Result<axum::response::Response, ApiError> {
-    let now = crate::intent::now_ms();
+    let now = crate::clock::now_ms();
     let by_status = crate::store::intents::count_by_status(&s.db).await?;
     let (depth, oldest_due) = crate::store::settlement::queue_stats(&s.db, now).await?;
     let age = oldest_due.map_or(0, |at| (now - at).max(0) / 1000);

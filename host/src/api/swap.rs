@@ -68,7 +68,7 @@ pub async fn quote(
     State(s): State<Shared>,
     q: Result<Params, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<QuoteResponse>, ApiError> {
-    let now = crate::intent::now_ms() / 1000;
+    let now = crate::clock::now_ms() / 1000;
     Ok(Json(swap::quote::quote(&s.swaps, &s.db, &query(q)?, now).await?))
 }
 
@@ -129,7 +129,7 @@ pub async fn register(State(s): State<Shared>, body: Bytes) -> Result<(StatusCod
     if !body.is_object() {
         return Err(ApiError::BadRequest("the body must be a JSON object".into()));
     }
-    let i = swap::register::register(&s.swaps, &s.db, &body, crate::intent::now_ms()).await?;
+    let i = swap::register::register(&s.swaps, &s.db, &body, crate::clock::now_ms()).await?;
     Ok((StatusCode::CREATED, Json(Registered { intent_id: i.id, status: i.status })))
 }
 

@@ -68,12 +68,12 @@ impl From<ApproveError> for ApiError {
 }
 
 fn wired(s: &Shared) -> Result<Wired, ApiError> {
-    Wired::find(&s.config, &s.registry).ok_or_else(|| ApiError::NotFound("TRON is not enabled on this deployment".into()))
+    Wired::find(&s.config, &s.registry, &s.chains).ok_or_else(|| ApiError::NotFound("TRON is not enabled on this deployment".into()))
 }
 
 /// Whether the helpers are routed on this deployment.
 pub fn enabled(s: &Shared) -> bool {
-    Wired::find(&s.config, &s.registry).is_some()
+    Wired::find(&s.config, &s.registry, &s.chains).is_some()
 }
 
 /// The approve (or reset) a TRON payer must sign before paying through Permit2.

@@ -5,8 +5,9 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::clock::rfc3339;
 use crate::config::Config;
-use crate::intent::{rfc3339, Intent, Status};
+use crate::intent::{Intent, Status};
 
 /// An intent as `GET` shows it (and, without `created_at`, as create
 /// answers it). Optional fields are absent, not null, when they do not apply.

@@ -12,8 +12,7 @@ pub mod tron;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::adapter::Registry;
-use crate::chain::ChainError;
+use crate::chain::{ChainError, Chains};
 use crate::config::{Config, Family};
 use crate::db::Db;
 use crate::keys::{Keystore, Role};
@@ -143,10 +142,10 @@ pub struct Drivers {
 }
 
 impl Drivers {
-    pub fn new(config: Arc<Config>, registry: Arc<Registry>, db: Db, keys: Arc<Keystore>) -> Drivers {
-        let evm = Arc::new(evm::EvmDriver::new(config.clone(), registry.clone(), db.clone(), keys.clone()));
-        let solana = Arc::new(solana::SolanaDriver::new(config.clone(), registry.clone(), db.clone(), keys.clone()));
-        let tron = Arc::new(tron::TronDriver::new(config.clone(), registry, db, keys));
+    pub fn new(config: Arc<Config>, chains: Arc<Chains>, db: Db, keys: Arc<Keystore>) -> Drivers {
+        let evm = Arc::new(evm::EvmDriver::new(config.clone(), chains.clone(), db.clone(), keys.clone()));
+        let solana = Arc::new(solana::SolanaDriver::new(config.clone(), chains.clone(), db.clone(), keys.clone()));
+        let tron = Arc::new(tron::TronDriver::new(config.clone(), chains, db, keys));
         Drivers { config, evm, solana, tron }
     }
 

@@ -129,11 +129,3 @@ pub const LIFETIME_MS: i64 = 10 * 60 * 1000;
 pub fn new_id() -> String {
     format!("int_{}", ulid::Ulid::new())
 }
-
-pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
-pub fn rfc3339(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Engine;
+use crate::clock::now_ms;
 use crate::family::{Finality, Upkeep};
-use crate::intent::{now_ms, Status};
+use crate::intent::Status;
 use crate::keys::Role;
 use crate::payment::ReceiptStatus;
 use crate::store::{intents, settlement as repo};

@@ -19,11 +19,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::adapter::{AdapterFailure, Answer, AssetAdapter, Registry};
+use crate::clock::now_ms;
 use crate::config::Config;
 use crate::db::Db;
 use crate::failure::{Failure, Reason};
 use crate::family::{Driver, Drivers, Receipt, SendError};
-use crate::intent::{now_ms, Intent, Status};
+use crate::intent::{Intent, Status};
 use crate::keys::{Keystore, Role};
 use crate::payment::{PaymentRequirements, ReceiptStatus, Transfer, VerifiedPayment};
 use crate::sanctions::SanctionsList;
@@ -43,6 +44,8 @@ pub struct Deps {
     pub db: Db,
     pub keys: Arc<Keystore>,
     pub drivers: Arc<Drivers>,
+    /// The swap providers, for the swap tracker this engine starts.
+    pub swaps: Arc<crate::swap::Swaps>,
     pub sanctions: Arc<SanctionsList>,
     /// Wakes this replica's workers when work is queued.
     pub work: Arc<tokio::sync::Notify>,
@@ -135,7 +138,10 @@ impl Engine {
         let me = self.clone();
         tokio::spawn(async move { me.dispatch(workers.max(1)).await });
         self.spawn_keeper();
-        tokio::spawn(crate::swap::tracker::run(self.deps.clone()));
+        let d = &self.deps;
+        let tracker =
+            crate::swap::tracker::Deps { config: d.config.clone(), swaps: d.swaps.clone(), db: d.db.clone(), drivers: d.drivers.clone() };
+        tokio::spawn(crate::swap::tracker::run(tracker));
     }
 
     async fn dispatch(self: Arc<Self>, workers: usize) {

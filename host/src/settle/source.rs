@@ -10,8 +10,9 @@ use alloy_primitives::keccak256;
 
 use super::{expected, Engine, Next, StepError};
 use crate::adapter::{Answer, AssetAdapter};
+use crate::clock::now_ms;
 use crate::failure::{Failure, Reason};
-use crate::intent::{now_ms, requirements, Intent, Status};
+use crate::intent::{requirements, Intent, Status};
 use crate::keys::Role;
 use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus, SettleStep, Submission, Transfer, VerifiedPayment};
 use crate::store::{intents, settlement as repo};

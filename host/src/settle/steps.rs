@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use super::{Engine, StepError};
 use crate::adapter::AssetAdapter;
+use crate::clock::now_ms;
 use crate::failure::Failure;
 use crate::family::{Driver, Finality, Receipt, Resent, Submit};
-use crate::intent::{now_ms, Intent};
+use crate::intent::Intent;
 use crate::keys::Role;
 use crate::payment::{AdapterError, SettleStep};
 use crate::store::settlement::{self as repo, TxRow};

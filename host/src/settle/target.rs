@@ -11,8 +11,9 @@ use alloy_primitives::keccak256;
 
 use super::{backoff, elapsed_since, expected, Engine, Next, StepError, PAYOUT_VALIDITY_SECS};
 use crate::adapter::Answer;
+use crate::clock::now_ms;
 use crate::failure::{Failure, Reason};
-use crate::intent::{now_ms, Intent, Status};
+use crate::intent::{Intent, Status};
 use crate::keys::Role;
 use crate::payment::{ProofError, ReceiptStatus, Terms, Transfer};
 use crate::store::settlement as repo;

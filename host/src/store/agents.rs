@@ -238,7 +238,7 @@ fn account_row(r: &sqlx::any::AnyRow) -> Result<AccountRow, DbError> {
         name: r.try_get("name")?,
         status: r.try_get("status")?,
         agent_count: r.try_get("agent_count")?,
-        created_at: crate::intent::rfc3339(r.try_get("created_at")?),
+        created_at: crate::clock::rfc3339(r.try_get("created_at")?),
     })
 }
 
@@ -262,7 +262,7 @@ fn agent_row(r: &sqlx::any::AnyRow) -> Result<AgentRow, DbError> {
         wallet_address: r.try_get("wallet_address")?,
         solana_wallet_address: r.try_get("solana_wallet_address")?,
         tron_wallet_address: r.try_get("tron_wallet_address")?,
-        created_at: crate::intent::rfc3339(r.try_get("created_at")?),
+        created_at: crate::clock::rfc3339(r.try_get("created_at")?),
     })
 }
 

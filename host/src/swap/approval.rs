@@ -12,7 +12,8 @@ use utoipa::ToSchema;
 
 use super::erc20::{self, native, Spend};
 use super::quote::{account, param, token, wallet};
-use super::route::{Amount, RouteRequest};
+use super::route::RouteRequest;
+use super::Amount;
 use super::{amount, SwapError, Swaps};
 use crate::config::Family;
 use crate::db::Db;

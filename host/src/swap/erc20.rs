@@ -88,7 +88,7 @@ pub async fn approve_submission(swaps: &Swaps, s: &Spend<'_>, value: U256) -> Re
     }
     let client = swaps.client(s.chain)?;
     let head = calls::head(&client).await.map_err(|e| SwapError::Unavailable(format!("{}: {e}", s.chain)))?;
-    let now = crate::intent::now_ms();
+    let now = crate::clock::now_ms();
     let raw_data =
         calls::approve_raw(&s.owner, &s.token, s.spender, value, &head, now, now + TRON_APPROVE_LIFETIME_MS, TRON_APPROVE_FEE_LIMIT);
     // No signature: the driver signs it as the wallet, its owner.

@@ -18,7 +18,8 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::erc20::{self, Spend};
-use super::route::{Amount, RouteRequest, RouteTx};
+use super::route::{RouteRequest, RouteTx};
+use super::Amount;
 use super::{valid_address, SwapChain, SwapError, Swaps, DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS};
 use crate::config::Family;
 use crate::db::Db;
@@ -180,10 +181,10 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
             // TRX goes along only when TRX is what is swapped.
             let trx = erc20::parse(Family::Tron, &r.from_token).is_some_and(|t| erc20::native(Family::Tron, &t));
             let call_value = if trx { r.from_amount } else { 0 };
-            tron_call(&raw_data, &me, &contract, call_value, crate::intent::now_ms()).map_err(refused)?;
+            tron_call(&raw_data, &me, &contract, call_value, crate::clock::now_ms()).map_err(refused)?;
             approve_input(swaps, db, &driver, &wallet, &from, &r, &me, route.approval_address.as_deref(), run).await?;
             // The approve took time: the transaction must still be valid.
-            tron_call(&raw_data, &me, &contract, call_value, crate::intent::now_ms()).map_err(refused)?;
+            tron_call(&raw_data, &me, &contract, call_value, crate::clock::now_ms()).map_err(refused)?;
             Submission::TronSigned(TronTransaction { raw_data, signatures: vec![] })
         }
         None => return Err(SwapError::Unavailable("quote without a transaction".into())),

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use super::route::Amount;
 use super::upstream::Upstream;
+use super::Amount;
 use super::SwapError;
 use crate::config::Swap as SwapConfig;
 

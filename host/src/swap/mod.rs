@@ -20,9 +20,17 @@ pub mod upstream;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::adapter::Registry;
-use crate::chain::ChainClient;
+use crate::chain::{ChainClient, Chains};
 use crate::config::{Config, Family};
+
+/// What a quote fixes.
+#[derive(Debug, Clone, Copy)]
+pub enum Amount {
+    /// ExactIn: what is sent.
+    From(u64),
+    /// ExactOut: what must arrive.
+    To(u64),
+}
 
 /// Default and maximum slippage, basis points.
 pub const DEFAULT_SLIPPAGE_BPS: u16 = 50;
@@ -99,18 +107,18 @@ pub struct SwapChain {
 
 pub struct Swaps {
     pub config: Arc<Config>,
-    pub registry: Arc<Registry>,
+    pub chains: Arc<Chains>,
     pub lifi: lifi::Lifi,
     pub jupiter: jupiter::Jupiter,
     pub discovery: cache::Cache,
 }
 
 impl Swaps {
-    pub fn new(config: Arc<Config>, registry: Arc<Registry>) -> Swaps {
+    pub fn new(config: Arc<Config>, chains: Arc<Chains>) -> Swaps {
         let lifi = lifi::Lifi::new(&config.swap);
         let jupiter = jupiter::Jupiter::new(&config.swap);
         let discovery = cache::Cache::new(Duration::from_secs(config.swap.discovery_ttl_seconds));
-        Swaps { config, registry, lifi, jupiter, discovery }
+        Swaps { config, chains, lifi, jupiter, discovery }
     }
 
     /// `name` if swaps are offered on it.
@@ -134,7 +142,7 @@ impl Swaps {
 
     /// The chain's transport, for on-chain reads.
     pub fn client(&self, chain: &str) -> Result<Arc<ChainClient>, SwapError> {
-        self.registry.chain(chain).ok_or_else(|| SwapError::Unavailable(format!("{chain} has no transport")))
+        self.chains.get(chain).ok_or_else(|| SwapError::Unavailable(format!("{chain} has no transport")))
     }
 }
 

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::route::{Amount, RouteRequest, RouteTx};
+use super::route::{RouteRequest, RouteTx};
+use super::Amount;
 use super::{amount, slippage, valid_address, SwapChain, SwapError, Swaps};
 use crate::db::Db;
 

@@ -61,8 +61,8 @@ impl SwapIntentView {
             sending_token_amount: i.sending_token_amount,
             received_amount: i.received_amount,
             error_code: i.error_code,
-            created_at: crate::intent::rfc3339(i.created_at),
-            updated_at: crate::intent::rfc3339(i.updated_at),
+            created_at: crate::clock::rfc3339(i.created_at),
+            updated_at: crate::clock::rfc3339(i.updated_at),
         }
     }
 }

@@ -7,17 +7,8 @@ use rust_decimal::Decimal;
 use serde_json::Value;
 
 use super::lifi::QuoteRequest;
-use super::{SwapChain, SwapError, Swaps};
+use super::{Amount, SwapChain, SwapError, Swaps};
 use crate::config::{Family, SwapProvider};
-
-/// What a quote fixes.
-#[derive(Debug, Clone, Copy)]
-pub enum Amount {
-    /// ExactIn: what is sent.
-    From(u64),
-    /// ExactOut: what must arrive.
-    To(u64),
-}
 
 pub struct RouteRequest<'a> {
     pub from: &'a SwapChain,

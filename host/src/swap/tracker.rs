@@ -12,10 +12,9 @@ use serde_json::Value;
 
 use super::lifi::{Lifi, Status};
 use super::{SwapError, Swaps};
+use crate::clock::now_ms;
 use crate::config::Family;
 use crate::family::Finality;
-use crate::intent::now_ms;
-use crate::settle::Deps;
 use crate::store::swaps::{self as repo, Outcome, SwapIntent};
 
 /// How long a replica holds a swap while it looks.
@@ -24,9 +23,19 @@ const BATCH: i64 = 20;
 /// keccak256("Transfer(address,address,uint256)").
 const TRANSFER: B256 = alloy_primitives::b256!("ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef");
 
+/// What the tracker reads and writes through: its own share of the
+/// service's parts, so that it depends on nothing above it.
+#[derive(Clone)]
+pub struct Deps {
+    pub config: std::sync::Arc<crate::config::Config>,
+    pub swaps: std::sync::Arc<Swaps>,
+    pub db: crate::db::Db,
+    pub drivers: std::sync::Arc<crate::family::Drivers>,
+}
+
 pub async fn run(deps: Deps) {
     let holder = format!("swaps:{}", ulid::Ulid::new());
-    let swaps = Swaps::new(deps.config.clone(), deps.registry.clone());
+    let swaps = deps.swaps.clone();
     let every = Duration::from_millis(deps.config.swap.track_interval_ms.max(100));
     loop {
         tokio::time::sleep(every).await;

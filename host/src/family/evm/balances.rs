@@ -4,8 +4,7 @@ use alloy_primitives::{Address, U256};
 use alloy_sol_types::{sol, SolCall};
 use serde_json::{json, Value};
 
-use crate::adapter::Registry;
-use crate::chain::ChainError;
+use crate::chain::{ChainError, Chains};
 use crate::config::{Availability, Config};
 use crate::family::Balance;
 
@@ -14,8 +13,8 @@ sol! {
 }
 
 /// Native and every served asset's balance of `owner` on `name` (zero rows included).
-pub async fn on_chain(config: &Config, registry: &Registry, name: &str, owner: Address) -> Result<Vec<Balance>, ChainError> {
-    let (Some(chain), Some(client)) = (config.chains.get(name), registry.chain(name)) else { return Ok(vec![]) };
+pub async fn on_chain(config: &Config, chains: &Chains, name: &str, owner: Address) -> Result<Vec<Balance>, ChainError> {
+    let (Some(chain), Some(client)) = (config.chains.get(name), chains.get(name)) else { return Ok(vec![]) };
     let number = |v: Value| {
         v.as_str()
             .and_then(|h| U256::from_str_radix(h.trim_start_matches("0x"), 16).ok())

@@ -21,7 +21,7 @@ impl EvmDriver {
     /// the previous look.
     pub(super) async fn check_nonces(&self, seen: &mut Upkeep) -> anyhow::Result<()> {
         for (chain_name, sender, next) in repo::nonce_senders(&self.db).await? {
-            let Some(chain) = self.registry.chain(&chain_name) else { continue };
+            let Some(chain) = self.chains.get(&chain_name) else { continue };
             let Ok(from) = sender.parse::<Address>() else { continue };
             let mined = match tx::mined_nonce(&chain, from).await {
                 Ok(n) => n,

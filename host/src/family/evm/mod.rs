@@ -15,11 +15,10 @@ use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
 
 use super::{Balance, Driver, Finality, Resent, SendError, Submit, Upkeep};
-use crate::adapter::Registry;
-use crate::chain::{ChainClient, ChainError};
+use crate::chain::{ChainClient, ChainError, Chains};
+use crate::clock::now_ms;
 use crate::config::{Config, Family};
 use crate::db::Db;
-use crate::intent::now_ms;
 use crate::keys::{Keystore, Role};
 use crate::payment::{SigningRequest, Submission};
 use crate::store::settlement::{self as repo, StoredTx, TxRow};
@@ -27,7 +26,7 @@ use tx::{Broadcast, GasLimit, Net, Nonces, TxCall};
 
 pub struct EvmDriver {
     config: Arc<Config>,
-    registry: Arc<Registry>,
+    chains: Arc<Chains>,
     db: Db,
     keys: Arc<Keystore>,
     relay: batch::Relay,
@@ -36,13 +35,13 @@ pub struct EvmDriver {
 }
 
 impl EvmDriver {
-    pub fn new(config: Arc<Config>, registry: Arc<Registry>, db: Db, keys: Arc<Keystore>) -> EvmDriver {
+    pub fn new(config: Arc<Config>, chains: Arc<Chains>, db: Db, keys: Arc<Keystore>) -> EvmDriver {
         let relay = batch::Relay { db: db.clone(), nonces: Arc::new(Nonces::new(db.clone())), fees: Default::default() };
-        EvmDriver { config, registry, db, keys, relay, batchers: Default::default(), receipts: Default::default() }
+        EvmDriver { config, chains, db, keys, relay, batchers: Default::default(), receipts: Default::default() }
     }
 
     fn chain(&self, chain: &str) -> Result<Arc<ChainClient>, SendError> {
-        self.registry.chain(chain).ok_or_else(|| SendError::Unavailable(format!("{chain} has no transport")))
+        self.chains.get(chain).ok_or_else(|| SendError::Unavailable(format!("{chain} has no transport")))
     }
 
     /// Chain id and transaction type, from config.
@@ -179,7 +178,7 @@ impl Driver for EvmDriver {
 
     async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError> {
         let owner: Address = owner.parse().map_err(|_| ChainError::BadAnswer(format!("{owner} is not an EVM address")))?;
-        balances::on_chain(&self.config, &self.registry, chain, owner).await
+        balances::on_chain(&self.config, &self.chains, chain, owner).await
     }
 
     async fn upkeep(&self, seen: &mut Upkeep) -> anyhow::Result<()> {

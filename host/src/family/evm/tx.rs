@@ -167,7 +167,7 @@ impl Nonces {
         let mut floor = if fresh { Some(pending_nonce(chain, from).await?) } else { None };
         loop {
             let sign = |nonce: u64| tx.sign(signer, nonce);
-            let taken = repo::sign_with_next_nonce(&self.db, &chain.chain, &sender, floor, rows, sign, crate::intent::now_ms())
+            let taken = repo::sign_with_next_nonce(&self.db, &chain.chain, &sender, floor, rows, sign, crate::clock::now_ms())
                 .await
                 .map_err(|e| SendError::Unavailable(format!("storing the signed transaction: {e}")))?;
             match taken {
@@ -315,7 +315,7 @@ pub async fn fill_nonce(
     // Generous: a filler must get in even after fees rose.
     let tx = Unsigned::new(net, fees.get(chain).await?, 3, 21_000, me, U256::ZERO, Bytes::new());
     let (raw, hash) = tx.sign(signer, nonce).map_err(|e| SendError::Unavailable(format!("signing failed: {e}")))?;
-    let fresh = repo::insert_filler(db, &chain.chain, &me.to_checksum(None), nonce, &raw, &hash, crate::intent::now_ms())
+    let fresh = repo::insert_filler(db, &chain.chain, &me.to_checksum(None), nonce, &raw, &hash, crate::clock::now_ms())
         .await
         .map_err(|e| SendError::Unavailable(format!("storing the filler: {e}")))?;
     if !fresh {

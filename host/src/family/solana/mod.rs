@@ -16,11 +16,10 @@ use ed25519_dalek::Signer;
 use serde_json::{json, Value};
 
 use super::{Balance, Driver, Finality, Receipt, Resent, SendError, Submit, Upkeep};
-use crate::adapter::Registry;
-use crate::chain::{ChainClient, ChainError};
+use crate::chain::{ChainClient, ChainError, Chains};
+use crate::clock::now_ms;
 use crate::config::{Availability, Config, Family};
 use crate::db::Db;
-use crate::intent::now_ms;
 use crate::keys::{Keystore, Role};
 use crate::payment::{SigningRequest, Submission};
 use crate::store::settlement::{self as repo, StoredTx, TxRow};
@@ -31,7 +30,7 @@ const SOL_DECIMALS: u8 = 9;
 
 pub struct SolanaDriver {
     config: Arc<Config>,
-    registry: Arc<Registry>,
+    chains: Arc<Chains>,
     db: Db,
     keys: Arc<Keystore>,
 }
@@ -87,12 +86,12 @@ async fn blockhash_valid(client: &ChainClient, raw: &[u8]) -> Result<bool, SendE
 }
 
 impl SolanaDriver {
-    pub fn new(config: Arc<Config>, registry: Arc<Registry>, db: Db, keys: Arc<Keystore>) -> SolanaDriver {
-        SolanaDriver { config, registry, db, keys }
+    pub fn new(config: Arc<Config>, chains: Arc<Chains>, db: Db, keys: Arc<Keystore>) -> SolanaDriver {
+        SolanaDriver { config, chains, db, keys }
     }
 
     fn client(&self, chain: &str) -> Result<Arc<ChainClient>, SendError> {
-        self.registry.chain(chain).ok_or_else(|| SendError::Unavailable(format!("{chain} has no transport")))
+        self.chains.get(chain).ok_or_else(|| SendError::Unavailable(format!("{chain} has no transport")))
     }
 
     /// Sign as fee payer: `wallet`'s key must be the message's account at
@@ -217,7 +216,7 @@ impl Driver for SolanaDriver {
     }
 
     async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError> {
-        let (Some(cfg), Some(client)) = (self.config.chains.get(chain), self.registry.chain(chain)) else { return Ok(vec![]) };
+        let (Some(cfg), Some(client)) = (self.config.chains.get(chain), self.chains.get(chain)) else { return Ok(vec![]) };
         let lamports = client.rpc("getBalance", json!([owner])).await?;
         let lamports = lamports
             .pointer("/value")

@@ -13,9 +13,9 @@ use tron_wire::address;
 use tron_wire::raw::{self, Reference, Transaction};
 
 use crate::adapter::Registry;
-use crate::chain::ChainClient;
+use crate::chain::{ChainClient, Chains};
+use crate::clock::now_ms;
 use crate::config::{Availability, Config, Family};
-use crate::intent::now_ms;
 
 use super::calls::{self, approveCall};
 
@@ -84,7 +84,7 @@ pub struct Wired {
 impl Wired {
     /// The first exposed TRON chain serving usdt through a Permit2 adapter,
     /// or `None`: the helpers are then not registered.
-    pub fn find(config: &Config, registry: &Registry) -> Option<Wired> {
+    pub fn find(config: &Config, registry: &Registry, chains: &Chains) -> Option<Wired> {
         config.chains.iter().find_map(|(name, c)| {
             if c.family != Family::Tron || !config.chain_exposed(c) {
                 return None;
@@ -95,7 +95,7 @@ impl Wired {
                 chain: name.clone(),
                 usdt: address::parse(&asset.token)?,
                 permit2: address::parse(asset.params.get("permit2-address")?)?,
-                client: registry.chain(name)?,
+                client: chains.get(name)?,
             })
         })
     }

@@ -22,11 +22,10 @@ use serde_json::{json, Value};
 use tron_wire::raw::{self, Raw, Transaction};
 
 use super::{Balance, Driver, Finality, Receipt, Resent, SendError, Submit, Upkeep};
-use crate::adapter::Registry;
-use crate::chain::{ChainClient, ChainError};
+use crate::chain::{ChainClient, ChainError, Chains};
+use crate::clock::now_ms;
 use crate::config::{Availability, Config, Family};
 use crate::db::Db;
-use crate::intent::now_ms;
 use crate::keys::{Keystore, Role};
 use crate::payment::{SigningRequest, Submission};
 use crate::store::settlement::{self as repo, StoredTx, TxRow};
@@ -71,7 +70,7 @@ enum Broadcast {
 
 pub struct TronDriver {
     config: Arc<Config>,
-    registry: Arc<Registry>,
+    chains: Arc<Chains>,
     db: Db,
     keys: Arc<Keystore>,
 }
@@ -121,12 +120,12 @@ fn expired(bytes: &[u8]) -> bool {
 }
 
 impl TronDriver {
-    pub fn new(config: Arc<Config>, registry: Arc<Registry>, db: Db, keys: Arc<Keystore>) -> TronDriver {
-        TronDriver { config, registry, db, keys }
+    pub fn new(config: Arc<Config>, chains: Arc<Chains>, db: Db, keys: Arc<Keystore>) -> TronDriver {
+        TronDriver { config, chains, db, keys }
     }
 
     fn client(&self, chain: &str) -> Result<Arc<ChainClient>, SendError> {
-        self.registry.chain(chain).ok_or_else(|| SendError::Unavailable(format!("{chain} has no transport")))
+        self.chains.get(chain).ok_or_else(|| SendError::Unavailable(format!("{chain} has no transport")))
     }
 
     /// secp256k1 over the 32-byte txID as it is; 65 bytes r‖s‖v, v 27 or 28.
@@ -241,7 +240,7 @@ impl Driver for TronDriver {
     }
 
     async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError> {
-        let (Some(cfg), Some(client)) = (self.config.chains.get(chain), self.registry.chain(chain)) else { return Ok(vec![]) };
+        let (Some(cfg), Some(client)) = (self.config.chains.get(chain), self.chains.get(chain)) else { return Ok(vec![]) };
         let sun = trx_balance(&client, owner).await?;
         let mut out = vec![Balance { chain: chain.into(), asset: cfg.native_asset.clone(), raw: U256::from(sun), decimals: TRX_DECIMALS }];
         let owner_hex =

@@ -1,0 +1,48 @@
+//! The service's parts, built once at start-up (`server::build_state`) and
+//! shared by the HTTP layer, the settlement engine and the watchers.
+
+use std::sync::Arc;
+
+use crate::adapter::Registry;
+use crate::auth::Pepper;
+use crate::config::Config;
+use crate::db::Db;
+use crate::sanctions::SanctionsList;
+
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub registry: Arc<Registry>,
+    pub db: Db,
+    pub pepper: Pepper,
+    pub sanctions: Arc<SanctionsList>,
+    pub limiter: crate::ratelimit::Limiter,
+    pub keys: Arc<crate::keys::Keystore>,
+    /// Every chain's transport.
+    pub chains: Arc<crate::chain::Chains>,
+    /// Each chain family's driver (signing, sending, finality, balances).
+    pub drivers: Arc<crate::family::Drivers>,
+    /// Wakes this replica's settlement workers when work is queued.
+    pub work: Arc<tokio::sync::Notify>,
+    /// The swap provider's client and discovery cache.
+    pub swaps: Arc<crate::swap::Swaps>,
+    /// Chains withheld until they answer; wallets below their floors.
+    pub watch: Arc<crate::watch::Watch>,
+}
+
+pub type Shared = Arc<AppState>;
+
+impl AppState {
+    /// The settlement engine's share of this state.
+    pub fn engine_deps(&self) -> crate::settle::Deps {
+        crate::settle::Deps {
+            config: self.config.clone(),
+            registry: self.registry.clone(),
+            db: self.db.clone(),
+            keys: self.keys.clone(),
+            drivers: self.drivers.clone(),
+            swaps: self.swaps.clone(),
+            sanctions: self.sanctions.clone(),
+            work: self.work.clone(),
+        }
+    }
+}

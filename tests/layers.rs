@@ -1,0 +1,281 @@
+//! Layers point one way: no import circle between the top-level modules of
+//! `host/src`, nor between the members (files and subfolders) of any one
+//! folder. Every `crate::…` and `super::…` path counts, inline ones and
+//! `use` groups too; comments, strings and char literals do not. A folder's
+//! own `mod.rs` is the folder, not one of its members: children reaching
+//! their parent's re-exports is how Rust modules are meant to be used.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::common;
+
+type Module = Vec<String>;
+
+#[test]
+fn host_src_has_no_import_circles() {
+    let circles = circles_in(&common::repo_root().join("host/src"));
+    assert!(circles.is_empty(), "import circles in host/src:\n{}", circles.join("\n"));
+}
+
+/// The check can fail: a crate with a known circle, made only of an inline
+/// path and a `use` group, beside a comment and a string that name paths
+/// which must not count.
+#[test]
+fn a_known_circle_is_found_and_comments_do_not_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |p: &str, text: &str| {
+        let path = dir.path().join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("lib.rs", "pub mod a;\npub mod b;\npub mod c;\npub mod f;\n");
+    write("a.rs", "use crate::{b::{self, B}, f};\npub struct A;\n");
+    write("b.rs", "pub struct B;\nfn g() -> crate::a::A { crate::a::A }\n");
+    // c names a only in a comment and a string: no circle c <-> a.
+    write("c.rs", "// crate::a::A\n/* crate::a::A */\nconst S: &str = \"crate::a::A\";\nconst Q: char = '\"';\nuse crate::a;\n");
+    write("f/mod.rs", "pub mod x;\npub mod y;\n");
+    write("f/x.rs", "pub fn x() { super::y::y() }\n");
+    write("f/y.rs", "pub fn y() { crate::f::x::x() }\n");
+    let found = circles_in(dir.path());
+    assert!(found.iter().any(|c| c == "a -> b -> a"), "{found:?}");
+    assert!(found.iter().any(|c| c == "f::x -> f::y -> f::x"), "{found:?}");
+    assert_eq!(found.len(), 2, "the comment and the string in c count for nothing: {found:?}");
+
+    // Break both circles: nothing is found.
+    write("b.rs", "pub struct B;\n");
+    write("f/y.rs", "pub fn y() {}\n");
+    assert_eq!(circles_in(dir.path()), Vec::<String>::new());
+}
+
+/// Every circle, as `m1 -> m2 -> … -> m1`, among the members of each folder.
+fn circles_in(root: &Path) -> Vec<String> {
+    let mut files = BTreeMap::new();
+    collect(root, root, &mut files);
+    let modules: BTreeSet<Module> = files.keys().cloned().collect();
+    // Edges between members of one parent, keyed by that parent.
+    let mut graphs: BTreeMap<Module, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for (from, text) in &files {
+        for path in paths(&code_only(text)) {
+            let Some(to) = resolve(from, &path, &modules) else { continue };
+            // The deepest common parent, and the member of it on each side.
+            let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            if common < from.len() && common < to.len() {
+                let parent = from[..common].to_vec();
+                graphs.entry(parent).or_default().entry(from[common].clone()).or_default().insert(to[common].clone());
+            }
+        }
+    }
+    let mut out = vec![];
+    for (parent, edges) in graphs {
+        for cycle in cycles(&edges) {
+            let name = |m: &String| parent.iter().chain(std::iter::once(m)).cloned().collect::<Vec<_>>().join("::");
+            out.push(cycle.iter().map(name).collect::<Vec<_>>().join(" -> "));
+        }
+    }
+    out
+}
+
+/// Each `.rs` file under `dir` by its module path (`lib.rs` is the root,
+/// `x/mod.rs` is `x`); `main.rs` is another crate and is left out.
+fn collect(root: &Path, dir: &Path, out: &mut BTreeMap<Module, String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect(root, &path, out);
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") || path == root.join("main.rs") {
+            continue;
+        }
+        let rel = path.strip_prefix(root).unwrap().with_extension("");
+        let mut module: Module = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+        if matches!(module.last().map(String::as_str), Some("mod" | "lib")) {
+            module.pop();
+        }
+        out.insert(module, std::fs::read_to_string(&path).unwrap());
+    }
+}
+
+/// The text with comments, string literals and char literals blanked out.
+fn code_only(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < c.len() {
+        if c[i] == '/' && c.get(i + 1) == Some(&'/') {
+            while i < c.len() && c[i] != '\n' {
+                i += 1;
+            }
+        } else if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+            let mut depth = 0;
+            loop {
+                if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    i += 2;
+                } else if c[i] == '*' && c.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+                if i >= c.len() {
+                    break;
+                }
+            }
+        } else if c[i] == 'r' && matches!(c.get(i + 1), Some('"' | '#')) && (i == 0 || !(c[i - 1].is_alphanumeric() || c[i - 1] == '_')) {
+            // Raw string: r"…", r#"…"#, …
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while c.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if c.get(j) != Some(&'"') {
+                out.push(c[i]);
+                i += 1;
+                continue;
+            }
+            j += 1;
+            while j < c.len() && !(c[j] == '"' && (0..hashes).all(|h| c.get(j + 1 + h) == Some(&'#'))) {
+                j += 1;
+            }
+            i = j + 1 + hashes;
+            out.push_str("\"\"");
+        } else if c[i] == '"' {
+            i += 1;
+            while i < c.len() && c[i] != '"' {
+                i += if c[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if c[i] == '\'' && (c.get(i + 2) == Some(&'\'') || c.get(i + 1) == Some(&'\\')) {
+            // A char literal ('x', '\n', '\u{..}'); a lifetime has no closing quote.
+            i += 1;
+            while i < c.len() && c[i] != '\'' {
+                i += if c[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("' '");
+        } else {
+            out.push(c[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Every path that starts at `crate` or `super`, `use` groups expanded.
+fn paths(code: &str) -> Vec<Vec<String>> {
+    let toks = tokens(code);
+    let mut out = vec![];
+    for i in 0..toks.len() {
+        let starts = matches!(toks[i].as_str(), "crate" | "super") && (i == 0 || toks[i - 1] != "::");
+        if starts {
+            expand(&toks, i, vec![], &mut out);
+        }
+    }
+    out
+}
+
+fn tokens(code: &str) -> Vec<String> {
+    let mut out = vec![];
+    let c: Vec<char> = code.chars().collect();
+    let mut i = 0;
+    while i < c.len() {
+        if c[i].is_alphanumeric() || c[i] == '_' {
+            let start = i;
+            while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_') {
+                i += 1;
+            }
+            out.push(c[start..i].iter().collect());
+        } else if c[i] == ':' && c.get(i + 1) == Some(&':') {
+            out.push("::".into());
+            i += 2;
+        } else {
+            if !c[i].is_whitespace() {
+                out.push(c[i].to_string());
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Read one path from `toks[i]` on: `a::b::{c, d::e}` gives `a::b::c` and
+/// `a::b::d::e`. Returns the index after it.
+fn expand(toks: &[String], mut i: usize, mut prefix: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
+    loop {
+        let t = &toks[i];
+        if t == "{" {
+            i += 1;
+            loop {
+                match toks.get(i).map(String::as_str) {
+                    Some("}") => return i + 1,
+                    Some(",") => i += 1,
+                    Some(_) => i = expand(toks, i, prefix.clone(), out),
+                    None => return i,
+                }
+            }
+        }
+        if t == "self" && !prefix.is_empty() {
+            out.push(prefix);
+            return i + 1;
+        }
+        if !(t.chars().all(|ch| ch.is_alphanumeric() || ch == '_')) {
+            out.push(prefix);
+            return i;
+        }
+        prefix.push(t.clone());
+        if toks.get(i + 1).map(String::as_str) == Some("::") {
+            i += 2;
+        } else {
+            out.push(prefix);
+            return i + 1;
+        }
+    }
+}
+
+/// The module a path names, as the longest known module prefix of it.
+fn resolve(from: &Module, path: &[String], modules: &BTreeSet<Module>) -> Option<Module> {
+    let mut abs: Module = vec![];
+    let mut rest = path;
+    match path.first().map(String::as_str) {
+        Some("crate") => rest = &path[1..],
+        Some("super") => {
+            abs = from.clone();
+            while rest.first().map(String::as_str) == Some("super") {
+                abs.pop()?;
+                rest = &rest[1..];
+            }
+        }
+        _ => return None,
+    }
+    abs.extend(rest.iter().cloned());
+    (0..=abs.len()).rev().map(|n| abs[..n].to_vec()).find(|m| modules.contains(m))
+}
+
+/// Elementary cycles, each once, from its smallest member.
+fn cycles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let mut out = vec![];
+    for start in edges.keys() {
+        let mut stack = vec![(start.clone(), vec![start.clone()])];
+        while let Some((node, path)) = stack.pop() {
+            for next in edges.get(&node).into_iter().flatten() {
+                if next == start {
+                    let mut cycle = path.clone();
+                    cycle.push(start.clone());
+                    out.push(cycle);
+                } else if next > start && !path.contains(next) {
+                    let mut p = path.clone();
+                    p.push(next.clone());
+                    stack.push((next.clone(), p));
+                }
+            }
+        }
+    }
+    out
+}
