@@ -15,6 +15,7 @@ pub mod failure;
 pub mod family;
 pub mod intent;
 pub mod keys;
+pub mod ops;
 pub mod output;
 pub mod payment;
 pub mod ratelimit;

@@ -153,3 +153,18 @@ impl From<ProofError> for ApiError {
         ApiError::BadRequest(crate::failure::proof_message(&e))
     }
 }
+
+impl From<crate::ops::create_intent::CreateError> for ApiError {
+    fn from(e: crate::ops::create_intent::CreateError) -> Self {
+        use crate::ops::create_intent::CreateError as E;
+        match e {
+            E::Invalid(m) => ApiError::BadRequest(m),
+            E::Declined => ApiError::Forbidden("payment declined".into()),
+            e @ E::ChainWithheld(_) => ApiError::Unavailable(e.to_string()),
+            E::Adapter(e) => e.into(),
+            E::Call(e) => e.into(),
+            E::Store(e) => e.into(),
+            E::Internal(m) => ApiError::Internal(m),
+        }
+    }
+}
