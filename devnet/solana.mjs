@@ -322,6 +322,8 @@ const methods = {
     holding = true;
     return null;
   },
+  // How many transactions are held, without releasing them.
+  devnet_held: () => ({ held: held.length }),
   // "land": process what is held (what expired meanwhile fails as it would);
   // "drop": forget it, as a network that lost it.
   devnet_release: ([mode]) => {

@@ -277,6 +277,8 @@ const routes = {
     holding = true;
     return {};
   },
+  // How many broadcasts are held, without releasing them.
+  "/devnet/held": async () => ({ held: held.length }),
   "/devnet/release": async ({ mode }) => {
     holding = false;
     const out = held.splice(0);

@@ -300,6 +300,8 @@ explorer_tx_url = "${c.rpc}/tx/{tx}"
 fee = "${c.fee}"
 `;
   if (c.legacy) toml += `transaction_type = "legacy"\n`;
+  // What a hosted wallet may call and approve when it swaps: the devnet's router and bridge.
+  if (c.uniswap) toml += `swap_contracts = ${JSON.stringify([c.uniswap.router, c.uniswap.bridge])}\n`;
   for (const [key, a] of Object.entries(c.assets)) {
     toml += `
 [chains.${name}.assets.${key}]
@@ -330,6 +332,7 @@ explorer_tx_url = "${t.http}/wallet/gettransactionbyid?value={tx}"
 native_asset = "trx"
 fee = "${t.fee}"
 `;
+  if (t.uniswap) toml += `swap_contracts = ${JSON.stringify([t.uniswap.bridge])}\n`;
   for (const [key, a] of Object.entries(t.assets)) {
     toml += `
 [chains.tron.assets.${key}]

@@ -3,6 +3,16 @@
 # is compiled once for tests, benches and the service.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The host's build (most of the time on a fresh clone) starts first, in the
+# background: installing packages waits on the network and the adapters'
+# LTO runs on one core, so both leave a core the build can use.
+command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)" >&2; exit 1; }
+host_log=$(mktemp)
+cargo test --release --workspace --lib --tests --benches --no-run >"$host_log" 2>&1 &
+host_build=$!
+trap 'kill $host_build 2>/dev/null || true' EXIT
+
 scripts/setup.sh
 
 echo "==> formatting (rustfmt.toml) [${SECONDS}s]"
@@ -16,10 +26,18 @@ scripts/build-adapters.sh
 echo "==> guest-side unit tests (adapter kit, solana-spl, tron-permit2, natively) [${SECONDS}s]"
 (cd adapters && cargo test --target x86_64-unknown-linux-gnu -p adapter-kit -p x402-wire -p solana-spl -p tron-wire -p tron-permit2 --lib)
 
+echo "==> waiting for the host's build [${SECONDS}s]"
+status=0
+wait $host_build || status=$?
+trap - EXIT
+cat "$host_log"
+rm -f "$host_log"
+[ "$status" -eq 0 ] || exit "$status"
+
 # One integration binary (tests/suite.rs), the host's unit tests, and the
 # benches once as smoke tests. --no-fail-fast: a red run names every failure.
+# The suite's tests mostly wait on local chains, so four run at a time on
+# two cores (RUST_TEST_THREADS overrides).
 echo "==> host tests (SQLite and Postgres), benches run once as smoke tests [${SECONDS}s]"
-cargo test --release --workspace --lib --tests --benches --no-fail-fast --no-run
-echo "==> built [${SECONDS}s]"
-cargo test --release --workspace --lib --tests --benches --no-fail-fast
+RUST_TEST_THREADS=${RUST_TEST_THREADS:-4} cargo test --release --workspace --lib --tests --benches --no-fail-fast
 echo "==> done [${SECONDS}s]"

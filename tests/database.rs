@@ -9,7 +9,7 @@ use stablerail::store::settlement::claim;
 const TABLES: [&str; 7] = ["accounts", "agents", "api_keys", "recipients", "intents", "settlement_queue", "idempotency_keys"];
 
 async fn check_schema(db: &Db) {
-    db.ping().await.unwrap();
+    stablerail::store::ping(&db).await.unwrap();
     for t in TABLES {
         let n: i64 = sqlx::query(&format!("SELECT COUNT(*) AS n FROM {t}"))
             .fetch_one(&db.pool)
@@ -47,7 +47,7 @@ async fn sqlite_file_migrates_in_wal_mode() {
     // Reconnecting finds the schema in place and migrates nothing twice.
     drop(db);
     let again = Db::connect(&url).await.unwrap();
-    again.ping().await.unwrap();
+    stablerail::store::ping(&again).await.unwrap();
 }
 
 /// A migrated Postgres database in a schema of its own; `drop` removes it.

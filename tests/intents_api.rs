@@ -60,7 +60,7 @@ fn assert_error(status: StatusCode, resp: &Value, want: StatusCode, contains: &s
 /// The payer signs the intent's requirements with an independent signer and
 /// returns the base64 settle_proof.
 fn pay(req_json: &Value, payer: &PrivateKeySigner, nonce: u8, value_override: Option<u64>) -> String {
-    let req = stablerail::intent::requirements::from_json(req_json).unwrap();
+    let req: stablerail::payment::PaymentRequirements = serde_json::from_value(req_json.clone()).unwrap();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     let value: u64 = value_override.unwrap_or_else(|| req.amount.parse().unwrap());
     let auth = TransferWithAuthorization {

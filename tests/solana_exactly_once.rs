@@ -66,6 +66,14 @@ async fn kill_nine_after_a_solana_payout_is_stored_pays_the_merchant_once() {
         }
         let first = stored_txs(&dn, &id, "target").await;
         assert_eq!(first.len(), 1, "the payout is signed and stored");
+        // Killed once the node holds it: stored and sent, not yet processed
+        // (a busy machine may take a moment to send it).
+        for _ in 0..200 {
+            if rpc(&sol, "devnet_held", json!([])).await["held"].as_u64().unwrap_or(0) >= 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let proxy_before = dn.sol_balance("usdc", &proxy).await;
         kill(server.0.id(), "-KILL");
         drop(server);

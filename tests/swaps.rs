@@ -596,3 +596,124 @@ async fn tron_swaps_cross_through_the_bridge_from_hosted_wallets() {
     }
     assert_eq!(dn.balance_of("base", "usdt", &evm_wallet).await, U256::from(999_500u64), "base paid 2,000,000");
 }
+
+/// A LI.FI-shaped provider gone bad: it forwards to the devnet's honest
+/// provider and rewrites each quote as `mode` says.
+async fn hostile_provider(
+    honest: String,
+    mode: std::sync::Arc<std::sync::Mutex<&'static str>>,
+    wallet: String,
+    stranger: String,
+) -> String {
+    use axum::extract::{Request, State};
+    type Shared = (String, std::sync::Arc<std::sync::Mutex<&'static str>>, String, String);
+    async fn forward(State((honest, mode, wallet, stranger)): State<Shared>, req: Request) -> axum::Json<Value> {
+        let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
+        let url = format!("{}{}", honest.trim_end_matches("/v1"), path);
+        let mut v: Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+        let mode = *mode.lock().unwrap();
+        if path.starts_with("/v1/quote") && v.get("transactionRequest").is_some() {
+            let token = v["action"]["fromToken"]["address"].as_str().unwrap_or_default().to_string();
+            let amount: u64 = v["estimate"]["fromAmount"].as_str().unwrap().parse().unwrap();
+            let tx = &mut v["transactionRequest"];
+            match mode {
+                "approve-stranger" => v["estimate"]["approvalAddress"] = json!(stranger),
+                // An ERC-20 transfer (0xa9059cbb) of the input to the stranger as the "swap".
+                "transfer-to-stranger" => {
+                    let to: alloy_primitives::Address = stranger.parse().unwrap();
+                    tx["to"] = json!(token);
+                    tx["data"] = json!(alloy_primitives::hex::encode_prefixed(
+                        [&[0xa9u8, 0x05, 0x9c, 0xbb][..], &to.into_word()[..], &U256::from(amount).to_be_bytes::<32>()[..]].concat()
+                    ));
+                }
+                // The router's own swap, paying the output to the stranger.
+                "output-to-stranger" => {
+                    let data = tx["data"].as_str().unwrap().to_lowercase();
+                    let (me, them) = (wallet.trim_start_matches("0x").to_lowercase(), stranger.trim_start_matches("0x").to_lowercase());
+                    assert!(data.contains(&me), "the router's calldata names the recipient");
+                    tx["data"] = json!(data.replace(&me, &them));
+                }
+                "unknown-router" => tx["to"] = json!(stranger),
+                "native-value" => tx["value"] = json!("0x1"),
+                // It claims more arrives than its transaction delivers.
+                "min-output-inflated" => {
+                    let out: u64 = v["estimate"]["toAmount"].as_str().unwrap().parse().unwrap();
+                    v["estimate"]["toAmountMin"] = json!((out + out / 10).to_string());
+                }
+                _ => {}
+            }
+        }
+        axum::Json(v)
+    }
+    let app = axum::Router::new().fallback(forward).with_state((honest, mode, wallet, stranger));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+/// A provider that answers every quote with something other than what was
+/// asked is refused (502 `swap route refused`) before anything is signed:
+/// nothing is stored, the wallet's balances and allowances on chain are
+/// unchanged, and quotes and approvals for users are refused alike. The
+/// honest provider still swaps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_provider_gone_bad_gets_nothing_signed() {
+    let dn = Devnet::start_swaps(25345, "base", "").await;
+    let (usdc, usdt) = (dn.token("base", "usdc"), dn.token("base", "usdt"));
+    let (agent, auth) = dn.agent().await;
+    let wallet =
+        dn.state.keys.address(&stablerail::keys::Role::Agent(agent.clone()).key_name(stablerail::config::Family::Evm)).await.unwrap();
+    dn.mint("base", &wallet, U256::from(10_000_000u64)).await;
+    common::devnet::rpc(&dn.rpc_url("base"), "anvil_setBalance", json!([wallet, "0x56bc75e2d63100000"])).await;
+    let stranger = dn.payer(3).0;
+    let router = dn.info["chains"]["base"]["uniswap"]["router"].as_str().unwrap().to_string();
+    let mode = std::sync::Arc::new(std::sync::Mutex::new("honest"));
+    let honest = dn.info["swap"]["url"].as_str().unwrap().to_string();
+    let url = hostile_provider(honest, mode.clone(), wallet.clone(), stranger.clone()).await;
+    dn.set("swap.lifi_url", url);
+    let state = dn.restate().await;
+    let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 5_000_000 });
+    let allowance = |spender: String| {
+        let (rpc, usdc, wallet) = (dn.rpc_url("base"), usdc.clone(), wallet.clone());
+        async move {
+            let data = format!("0xdd62ed3e{:0>64}{:0>64}", wallet.trim_start_matches("0x"), spender.trim_start_matches("0x"));
+            let v = common::devnet::rpc(&rpc, "eth_call", json!([{ "to": usdc, "data": data }, "latest"])).await;
+            U256::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+        }
+    };
+    let before = (dn.balance_of("base", "usdc", &wallet).await, dn.balance_of("base", "usdt", &wallet).await);
+    let stranger_before = dn.balance_of("base", "usdc", &stranger).await;
+    for bad in ["approve-stranger", "transfer-to-stranger", "output-to-stranger", "unknown-router", "native-value", "min-output-inflated"] {
+        *mode.lock().unwrap() = bad;
+        let key = format!("bad-{bad}");
+        let headers = [("authorization", auth.as_str()), ("idempotency-key", key.as_str())];
+        let (s, e) = call_state(&state, "POST", "/v2/swap/execute", Some(body.clone()), &headers).await;
+        assert_eq!((s, e["message"].as_str()), (502, Some("swap route refused")), "{bad}: {e}");
+        let run = stablerail::swap::execute::run_id(&agent, Some(&key));
+        assert!(stablerail::store::settlement::list_txs(&state.db, &run, "swap").await.unwrap().is_empty(), "{bad}: nothing stored");
+        // The same route handed to a user who signs it: refused alike.
+        let quote = format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&from_amount=5000000&user_address={wallet}");
+        let (s, e) = call_state(&state, "GET", &quote, None, &[]).await;
+        assert_eq!((s, e["message"].as_str()), (502, Some("swap route refused")), "quote, {bad}: {e}");
+    }
+    *mode.lock().unwrap() = "approve-stranger";
+    let approval = format!("/api/swap/approval?chain=base&token={usdc}&token_out={usdt}&amount=5000000&user_address={wallet}");
+    let (s, e) = call_state(&state, "GET", &approval, None, &[]).await;
+    assert_eq!((s, e["message"].as_str()), (502, Some("swap route refused")), "approval to a stranger: {e}");
+    // Read on chain: nothing moved, nothing may be spent.
+    assert_eq!((dn.balance_of("base", "usdc", &wallet).await, dn.balance_of("base", "usdt", &wallet).await), before);
+    assert_eq!(dn.balance_of("base", "usdc", &stranger).await, stranger_before);
+    assert_eq!(allowance(stranger.clone()).await, U256::ZERO);
+    assert_eq!(allowance(router.clone()).await, U256::ZERO);
+
+    // The honest provider behind the same proxy: the swap lands, with an
+    // allowance of exactly the amount, spent by the swap.
+    *mode.lock().unwrap() = "honest";
+    let headers = [("authorization", auth.as_str())];
+    let (s, done) = call_state(&state, "POST", "/v2/swap/execute", Some(body.clone()), &headers).await;
+    assert_eq!(s, 200, "{done}");
+    assert_eq!(receipt_of(&dn.rpc_url("base"), done["tx_hash"].as_str().unwrap()).await["status"], "0x1");
+    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - U256::from(5_000_000u64));
+    assert_eq!(allowance(router).await, U256::ZERO, "approved exactly what the swap spent");
+}

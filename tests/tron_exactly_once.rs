@@ -74,6 +74,14 @@ async fn kill_nine_after_a_tron_settlement_is_stored_charges_the_payer_once() {
         let first = stored_txs(&dn, &id, "source").await;
         let (_, now) = http(port, "GET", &format!("/api/intents/{id}"), None);
         assert_eq!(first.len(), 1, "{release}: the settlement is signed and stored: {now}");
+        // Killed once the node holds the broadcast: stored and sent, not
+        // yet executed (a busy machine may take a moment to send it).
+        for _ in 0..200 {
+            if post(&format!("{api}/devnet/held"), json!({})).await["held"].as_u64().unwrap_or(0) >= 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         kill(server.0.id(), "-KILL");
         drop(server);
 

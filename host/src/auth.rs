@@ -114,7 +114,7 @@ pub enum AuthFailure {
 }
 
 /// Resolve an `Authorization` header value to its agent.
-pub async fn authenticate(db: &Db, pepper: &Pepper, header: Option<&str>) -> Result<Result<Agent, AuthFailure>, sqlx::Error> {
+pub async fn authenticate(db: &Db, pepper: &Pepper, header: Option<&str>) -> Result<Result<Agent, AuthFailure>, crate::store::StoreError> {
     let Some(header) = header else { return Ok(Err(AuthFailure::Missing)) };
     let Some(token) = header.strip_prefix("Bearer ").map(str::trim) else { return Ok(Err(AuthFailure::Invalid)) };
     let decoded = base64::engine::general_purpose::STANDARD.decode(token).ok().and_then(|b| String::from_utf8(b).ok());

@@ -194,6 +194,10 @@ pub struct Swap {
     /// Chain → provider of its same-chain swaps. Unlisted: `jupiter` on
     /// Solana chains, `lifi` elsewhere. Cross-chain routes are LI.FI's.
     pub providers: BTreeMap<String, SwapProvider>,
+    /// The most gas a hosted wallet's swap (its approvals and the swap
+    /// itself, as simulated) may use: the native fee it may cost is this
+    /// times the chain's gas price, which the driver's fee policy bounds.
+    pub max_gas: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -215,6 +219,18 @@ impl Swap {
     }
 }
 
+/// A provider's answers are signed by hosted wallets once checked; they
+/// still travel only over TLS, but to a provider on this machine.
+fn provider_url_allowed(url: &str) -> bool {
+    match reqwest::Url::parse(url) {
+        Ok(u) if u.scheme() == "https" => u.host().is_some(),
+        Ok(u) if u.scheme() == "http" => u.host_str().is_some_and(|h| {
+            h == "localhost" || h.trim_matches(|c| c == '[' || c == ']').parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        }),
+        _ => false,
+    }
+}
+
 impl Default for Swap {
     fn default() -> Self {
         Swap {
@@ -229,6 +245,7 @@ impl Default for Swap {
             jupiter_url: "https://lite-api.jup.ag/swap/v1".into(),
             jupiter_api_key_env: None,
             providers: BTreeMap::new(),
+            max_gas: 3_000_000,
         }
     }
 }
@@ -317,6 +334,12 @@ pub struct Chain {
     /// or "legacy" (type 0) for chains that take nothing else.
     #[serde(default)]
     pub transaction_type: TxType,
+    /// The contracts a hosted wallet may call, approve or pay into when it
+    /// swaps here: the providers' routers, diamonds, approval contracts and
+    /// bridges (EVM, TRON), or their programs (Solana). A route naming any
+    /// other is refused. Empty: no hosted wallet swaps here.
+    #[serde(default)]
+    pub swap_contracts: Vec<String>,
     #[serde(default)]
     pub assets: BTreeMap<String, Asset>,
 }
@@ -518,6 +541,11 @@ impl Config {
                         return bad(format!("{at}.scheme `{}` has no entry in [adapters]", asset.scheme));
                     }
                 }
+            }
+        }
+        for (key, url) in [("swap.lifi_url", &self.swap.lifi_url), ("swap.jupiter_url", &self.swap.jupiter_url)] {
+            if !provider_url_allowed(url) {
+                return bad(format!("{key} must be an https URL (http only to a loopback address)"));
             }
         }
         for (name, provider) in &self.swap.providers {

@@ -79,8 +79,4 @@ impl Db {
             .await?;
         Ok(Db { pool, backend })
     }
-
-    pub async fn ping(&self) -> Result<(), sqlx::Error> {
-        sqlx::query("SELECT 1").execute(&self.pool).await.map(|_| ())
-    }
 }

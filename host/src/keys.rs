@@ -24,7 +24,6 @@ use rand::RngCore;
 
 use crate::config::Family;
 use crate::db::Db;
-use crate::store::is_unique_violation;
 
 pub struct Keystore {
     db: Db,
@@ -244,7 +243,7 @@ impl Keystore {
         let sealed = self.seal(name, &key.secret());
         match crate::store::keys::insert(&self.db, name, &address, &sealed, crate::clock::now_ms()).await {
             Ok(()) => Ok(true),
-            Err(e) if is_unique_violation(&e) => Ok(false),
+            Err(e) if e.is_duplicate() => Ok(false),
             Err(e) => Err(e.into()),
         }
     }

@@ -17,7 +17,10 @@ pub struct Terms {
 }
 
 /// x402 v2 PaymentRequirements; `extra` is the adapter's JSON object text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Its JSON form is x402's (`payTo`, `maxTimeoutSeconds`, `extra` as an
+/// object), the form an intent stores and shows.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PaymentRequirements {
     pub scheme: String,
     pub network: String,
@@ -25,7 +28,26 @@ pub struct PaymentRequirements {
     pub asset: String,
     pub pay_to: String,
     pub max_timeout_seconds: u64,
+    #[serde(with = "json_text", default = "json_text::empty")]
     pub extra: String,
+}
+
+/// A JSON value kept as its text in Rust and written as the value itself.
+mod json_text {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
+
+    pub fn serialize<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+        serde_json::from_str::<Value>(text).unwrap_or(Value::Null).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        Ok(Value::deserialize(d)?.to_string())
+    }
+
+    pub fn empty() -> String {
+        "{}".into()
+    }
 }
 
 /// A payment whose proof checked out.

@@ -10,9 +10,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{ApiError, Shared};
+use crate::ops::balances::Wallet;
 use crate::store::agents::Agent;
-
-const UPSTREAM: &str = "failed to retrieve wallet balances";
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Balances {
@@ -47,31 +46,26 @@ pub struct Balance {
         (status = 403, description = "The agent has no owner account", body = super::docs::ErrorBody),
         (status = 502, description = "A chain did not answer", body = super::docs::ErrorBody)))]
 pub async fn balances(State(s): State<Shared>, Extension(agent): Extension<Agent>) -> Result<Json<Balances>, ApiError> {
-    let account = agent.account_id.clone().ok_or_else(|| ApiError::Forbidden("agent owner not set".into()))?;
-    let mut wallets = Vec::new();
-    for (name, address) in crate::store::agents::account_wallets(&s.db, &account).await? {
-        let family = crate::keys::family_of(&name);
-        let balances = crate::wallets::of_family(&s.config, &s.drivers, family, &address)
-            .await
-            .map_err(|e| {
-                tracing::warn!(error = %e, "wallet balances");
-                ApiError::BadGateway(UPSTREAM.into())
-            })?
-            .iter()
-            .map(|b| Balance {
-                chain: b.chain.clone(),
-                asset: b.asset.clone(),
-                raw_value: b.raw.to_string(),
-                raw_value_decimals: b.decimals,
-                display_values: BTreeMap::from([(b.asset.clone(), crate::wallets::display(b.raw, b.decimals))]),
-            })
-            .collect();
-        let chain_type = match family {
-            Family::Evm => "ethereum",
-            Family::Solana => "solana",
-            Family::Tron => "tron",
-        };
-        wallets.push(WalletBalances { address, chain_type, balances });
-    }
-    Ok(Json(Balances { wallets }))
+    let wallets = crate::ops::balances::balances(&s, &agent).await?;
+    Ok(Json(Balances { wallets: wallets.into_iter().map(wallet_view).collect() }))
+}
+
+fn wallet_view(w: Wallet) -> WalletBalances {
+    let balances = w
+        .balances
+        .iter()
+        .map(|b| Balance {
+            chain: b.chain.clone(),
+            asset: b.asset.clone(),
+            raw_value: b.raw.to_string(),
+            raw_value_decimals: b.decimals,
+            display_values: BTreeMap::from([(b.asset.clone(), crate::wallets::display(b.raw, b.decimals))]),
+        })
+        .collect();
+    let chain_type = match w.family {
+        Family::Evm => "ethereum",
+        Family::Solana => "solana",
+        Family::Tron => "tron",
+    };
+    WalletBalances { address: w.address, chain_type, balances }
 }

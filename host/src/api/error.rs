@@ -123,9 +123,9 @@ impl From<CallError> for ApiError {
     }
 }
 
-impl From<sqlx::Error> for ApiError {
-    fn from(e: sqlx::Error) -> Self {
-        ApiError::Internal(format!("database error: {e}"))
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> Self {
+        ApiError::Internal(e.to_string())
     }
 }
 
@@ -165,6 +165,74 @@ impl From<crate::ops::create_intent::CreateError> for ApiError {
             E::Call(e) => e.into(),
             E::Store(e) => e.into(),
             E::Internal(m) => ApiError::Internal(m),
+        }
+    }
+}
+
+impl From<crate::ops::intent_error::IntentError> for ApiError {
+    fn from(e: crate::ops::intent_error::IntentError) -> Self {
+        use crate::ops::intent_error::IntentError as E;
+        match e {
+            E::NotFound => ApiError::NotFound(e.to_string()),
+            E::Invalid(m) => ApiError::BadRequest(m),
+            E::Expired => ApiError::BadRequest(e.to_string()),
+            E::NotPayable | E::AuthorizationUsed => ApiError::Conflict(e.to_string()),
+            E::NotServed(..) => ApiError::Unavailable(e.to_string()),
+            E::Proof(e) => e.into(),
+            E::WalletShort => ApiError::PaymentRequired(crate::failure::Failure::AgentWalletShort.sentence().into()),
+            E::Call(e) => e.into(),
+            E::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::ops::balances::BalancesError> for ApiError {
+    fn from(e: crate::ops::balances::BalancesError) -> Self {
+        use crate::ops::balances::BalancesError as E;
+        match e {
+            E::NoOwner => ApiError::Forbidden(e.to_string()),
+            E::Chain(ref detail) => {
+                tracing::warn!(error = %detail, "wallet balances");
+                ApiError::BadGateway(e.to_string())
+            }
+            E::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::swap::SwapError> for ApiError {
+    fn from(e: crate::swap::SwapError) -> Self {
+        use crate::swap::SwapError;
+        match e {
+            SwapError::NotFound => ApiError::NotFound(e.to_string()),
+            SwapError::Unavailable(detail) => {
+                tracing::warn!(%detail, "swap provider unavailable");
+                ApiError::BadGateway(SwapError::Unavailable(String::new()).to_string())
+            }
+            SwapError::Refused(ref detail) => {
+                tracing::warn!(%detail, "swap route refused");
+                ApiError::BadGateway(e.to_string())
+            }
+            SwapError::Internal(detail) => ApiError::Internal(detail),
+            SwapError::WalletNotReady | SwapError::NoTronWallet => ApiError::Forbidden(e.to_string()),
+            SwapError::SendFailed(ref detail) => {
+                tracing::warn!(%detail, "hosted wallet could not send a swap transaction");
+                ApiError::BadGateway(e.to_string())
+            }
+            other => ApiError::BadRequest(other.to_string()),
+        }
+    }
+}
+
+impl From<crate::family::tron::approve::ApproveError> for ApiError {
+    fn from(e: crate::family::tron::approve::ApproveError) -> Self {
+        use crate::family::tron::approve::ApproveError;
+        match e {
+            ApproveError::Refused(r) => ApiError::BadRequest(r.to_string()),
+            ApproveError::Node(detail) => {
+                tracing::warn!(%detail, "TRON node unavailable for an approval helper");
+                ApiError::Unavailable(crate::failure::CHAIN_UNAVAILABLE.into())
+            }
         }
     }
 }

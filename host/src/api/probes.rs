@@ -46,7 +46,7 @@ pub struct Checks {
     responses((status = 200, description = "Healthy", body = Health),
               (status = 503, description = "The database does not answer", body = super::docs::ErrorBody)))]
 pub async fn health(State(s): State<Shared>) -> Result<Json<Health>, ApiError> {
-    s.db.ping().await.map_err(|e| {
+    crate::store::ping(&s.db).await.map_err(|e| {
         tracing::warn!(error = %e, "health: database unavailable");
         ApiError::Unavailable("database unavailable".into())
     })?;
@@ -67,7 +67,7 @@ pub async fn healthz() -> Json<Health> {
     responses((status = 200, description = "Ready to take traffic", body = Ready),
               (status = 503, description = "Not ready: the error envelope with `checks`", body = super::docs::ErrorBody)))]
 pub async fn readyz(State(s): State<Shared>) -> axum::response::Response {
-    let database = match s.db.ping().await {
+    let database = match crate::store::ping(&s.db).await {
         Ok(()) => "ok",
         Err(e) => {
             tracing::warn!(error = %e, "readiness: database unavailable");

@@ -9,7 +9,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::{ApiError, Shared};
-use crate::family::tron::approve::{self, ApproveError, Wired};
+use crate::family::tron::approve::{self, Wired};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -53,18 +53,6 @@ pub struct SubmitBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SubmitResponse {
     pub tx_id: String,
-}
-
-impl From<ApproveError> for ApiError {
-    fn from(e: ApproveError) -> Self {
-        match e {
-            ApproveError::Refused(r) => ApiError::BadRequest(r.to_string()),
-            ApproveError::Node(detail) => {
-                tracing::warn!(%detail, "TRON node unavailable for an approval helper");
-                ApiError::Unavailable(crate::failure::CHAIN_UNAVAILABLE.into())
-            }
-        }
-    }
 }
 
 fn wired(s: &Shared) -> Result<Wired, ApiError> {

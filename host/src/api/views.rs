@@ -136,7 +136,7 @@ fn explorer(cfg: &Config, chain: &str, tx: &str) -> Option<String> {
 
 /// The requirements with `maxTimeoutSeconds` = seconds left to pay.
 fn requirements(i: &Intent, now_ms: i64) -> Value {
-    let mut r: Value = serde_json::from_str(&i.payment_requirements).unwrap_or(Value::Null);
+    let mut r = serde_json::to_value(&i.payment_requirements).expect("requirements serialize");
     if let Some(o) = r.as_object_mut() {
         o.insert("maxTimeoutSeconds".into(), (((i.expires_at - now_ms).max(0) + 999) / 1000).into());
     }

@@ -93,8 +93,8 @@ pub struct Intent {
     pub estimated_fee: String,
     /// JSON object text.
     pub fee_breakdown: String,
-    /// JSON object text (x402 PaymentRequirements).
-    pub payment_requirements: String,
+    /// What the payer was asked to pay, as the payer adapter made it.
+    pub payment_requirements: crate::payment::PaymentRequirements,
     pub settle_proof: Option<String>,
     pub replay_key: Option<String>,
     pub payer: Option<String>,

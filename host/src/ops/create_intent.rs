@@ -35,7 +35,7 @@ pub enum CreateError {
     #[error(transparent)]
     Call(#[from] CallError),
     #[error(transparent)]
-    Store(#[from] sqlx::Error),
+    Store(#[from] crate::store::StoreError),
     /// Detail for the log; the public sentence is fixed.
     #[error("{0}")]
     Internal(String),
@@ -205,7 +205,7 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
         receiving_amount: fees::show(q.receiving),
         estimated_fee: fees::show(q.total_fee),
         fee_breakdown: breakdown.to_string(),
-        payment_requirements: intent::requirements::to_json(&requirements).to_string(),
+        payment_requirements: requirements,
         settle_proof: None,
         replay_key: None,
         payer: None,

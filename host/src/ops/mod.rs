@@ -2,4 +2,9 @@
 //! failure. `api/` turns requests into their input and their results into
 //! answers; the rules live here.
 
+pub mod balances;
 pub mod create_intent;
+pub mod execute_intent;
+pub mod intent_error;
+pub mod read_intent;
+pub mod submit_proof;

@@ -12,7 +12,7 @@ use super::{expected, Engine, Next, StepError};
 use crate::adapter::{Answer, AssetAdapter};
 use crate::clock::now_ms;
 use crate::failure::{Failure, Reason};
-use crate::intent::{requirements, Intent, Status};
+use crate::intent::{Intent, Status};
 use crate::keys::Role;
 use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus, SettleStep, Submission, Transfer, VerifiedPayment};
 use crate::store::{intents, settlement as repo};
@@ -27,8 +27,7 @@ impl Engine {
     pub(super) async fn source_leg(&self, mut i: Intent) -> anyhow::Result<Next> {
         let db = &self.deps.db;
         let adapter = self.adapter(&i.payer_chain, &i.payer_asset)?;
-        let req = requirements::from_json(&serde_json::from_str(&i.payment_requirements)?)
-            .ok_or_else(|| anyhow::anyhow!("stored requirements are incomplete"))?;
+        let req = i.payment_requirements.clone();
         if i.settle_proof.is_none() {
             // `/v2` execute: the agent's hosted wallet authorizes the payment.
             let Some(agent) = i.agent_id.clone() else {

@@ -33,7 +33,7 @@ impl Engine {
     ) -> Result<(String, Arc<Receipt>), StepError> {
         let db = &self.deps.db;
         let driver = self.driver(chain).map_err(|e| StepError::NotSent(Failure::PayoutNotDispatched, format!("{e:#}")))?;
-        let unavailable = |e: sqlx::Error| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}"));
+        let unavailable = |e: crate::store::StoreError| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}"));
         let mut free = stored.iter().map(|t| t.step + 1).max().unwrap_or(0);
         let plan: Vec<(i32, Option<&SettleStep>, Option<&repo::StoredTx>)> = if steps.is_empty() {
             stored.iter().map(|t| (t.step, None, Some(t))).collect()

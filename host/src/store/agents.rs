@@ -2,7 +2,7 @@
 
 use sqlx::Row;
 
-use super::{is_unique_violation, DbError};
+use super::{is_unique_violation, StoreError};
 use crate::db::Db;
 
 /// Agents per account (spec: Limits).
@@ -33,10 +33,16 @@ pub enum AgentError {
     #[error("account {0} is disabled")]
     AccountDisabled(String),
     #[error(transparent)]
-    Db(#[from] DbError),
+    Db(#[from] StoreError),
 }
 
-pub async fn create_account(db: &Db, name: &str, now_ms: i64) -> Result<String, DbError> {
+impl From<sqlx::Error> for AgentError {
+    fn from(e: sqlx::Error) -> Self {
+        AgentError::Db(e.into())
+    }
+}
+
+pub async fn create_account(db: &Db, name: &str, now_ms: i64) -> Result<String, StoreError> {
     let id = uuid::Uuid::new_v4().to_string();
     sqlx::query("INSERT INTO accounts (id, name, agent_count, created_at) VALUES ($1, $2, 0, $3)")
         .bind(&id)
@@ -65,7 +71,7 @@ pub async fn create_agent(db: &Db, account: Option<&str>, name: &str, now_ms: i6
                     .bind(acc)
                     .fetch_optional(&mut *tx)
                     .await?
-                    .map(|r| r.try_get("status"))
+                    .map(|r| r.try_get("status").map_err(StoreError::from))
                     .transpose()?;
                 tx.rollback().await?;
                 return Err(match status.as_deref() {
@@ -106,7 +112,7 @@ pub async fn create_agent(db: &Db, account: Option<&str>, name: &str, now_ms: i6
             Err(e) => return Err(e.into()),
         }
     }
-    Err(AgentError::Db(DbError::Protocol("could not allocate an agent number".into())))
+    Err(AgentError::Db(StoreError::Database(sqlx::Error::Protocol("could not allocate an agent number".into()))))
 }
 
 /// Issue a key pair for an agent, revoking the ones it had (rotation).
@@ -132,7 +138,7 @@ pub async fn replace_key(db: &Db, agent_id: &str, api_key: &str, secret_hmac: &s
 }
 
 /// The agent holding a live API key, and the stored HMAC of its secret.
-pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String)>, DbError> {
+pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String)>, StoreError> {
     let row = sqlx::query(
         "SELECT a.id, a.agent_number, a.name, a.status, a.account_id, k.secret_hmac, w.address AS wallet_address, \
          s.address AS solana_wallet_address, t.address AS tron_wallet_address \
@@ -164,7 +170,7 @@ pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String)
 }
 
 /// Map an email to a wallet on a chain (replacing an earlier mapping).
-pub async fn set_recipient(db: &Db, email: &str, chain: &str, address: &str) -> Result<(), DbError> {
+pub async fn set_recipient(db: &Db, email: &str, chain: &str, address: &str) -> Result<(), StoreError> {
     let email = email.trim().to_lowercase();
     let mut tx = db.pool.begin().await?;
     sqlx::query("DELETE FROM recipients WHERE email = $1 AND chain = $2").bind(&email).bind(chain).execute(&mut *tx).await?;
@@ -174,22 +180,22 @@ pub async fn set_recipient(db: &Db, email: &str, chain: &str, address: &str) -> 
         .bind(address)
         .execute(&mut *tx)
         .await?;
-    tx.commit().await
+    Ok(tx.commit().await?)
 }
 
-pub async fn recipient(db: &Db, email: &str, chain: &str) -> Result<Option<String>, DbError> {
+pub async fn recipient(db: &Db, email: &str, chain: &str) -> Result<Option<String>, StoreError> {
     sqlx::query("SELECT address FROM recipients WHERE email = $1 AND chain = $2 AND disabled_at IS NULL")
         .bind(email.trim().to_lowercase())
         .bind(chain)
         .fetch_optional(&db.pool)
         .await?
-        .map(|r| r.try_get("address"))
+        .map(|r| r.try_get("address").map_err(StoreError::from))
         .transpose()
 }
 
 /// Addresses of the hosted wallets of every agent of `account`, oldest agent first.
 /// The hosted wallets of an account's agents, every family: (key name, address).
-pub async fn account_wallets(db: &Db, account: &str) -> Result<Vec<(String, String)>, DbError> {
+pub async fn account_wallets(db: &Db, account: &str) -> Result<Vec<(String, String)>, StoreError> {
     let rows = sqlx::query(
         "SELECT w.name, w.address FROM agents a JOIN wallet_keys w ON w.name LIKE 'agent:' || a.id || ':%' \
          WHERE a.account_id = $1 ORDER BY a.created_at, a.id, w.name",
@@ -232,7 +238,7 @@ pub struct RecipientRow {
     pub status: &'static str,
 }
 
-fn account_row(r: &sqlx::any::AnyRow) -> Result<AccountRow, DbError> {
+fn account_row(r: &sqlx::any::AnyRow) -> Result<AccountRow, StoreError> {
     Ok(AccountRow {
         account_id: r.try_get("id")?,
         name: r.try_get("name")?,
@@ -242,7 +248,7 @@ fn account_row(r: &sqlx::any::AnyRow) -> Result<AccountRow, DbError> {
     })
 }
 
-pub async fn accounts(db: &Db, id: Option<&str>) -> Result<Vec<AccountRow>, DbError> {
+pub async fn accounts(db: &Db, id: Option<&str>) -> Result<Vec<AccountRow>, StoreError> {
     let rows = sqlx::query(
         "SELECT id, name, status, agent_count, created_at FROM accounts WHERE (CAST($1 AS TEXT) IS NULL OR id = $1) ORDER BY created_at, id",
     )
@@ -252,7 +258,7 @@ pub async fn accounts(db: &Db, id: Option<&str>) -> Result<Vec<AccountRow>, DbEr
     rows.iter().map(account_row).collect()
 }
 
-fn agent_row(r: &sqlx::any::AnyRow) -> Result<AgentRow, DbError> {
+fn agent_row(r: &sqlx::any::AnyRow) -> Result<AgentRow, StoreError> {
     Ok(AgentRow {
         agent_id: r.try_get("id")?,
         agent_number: r.try_get("agent_number")?,
@@ -267,7 +273,7 @@ fn agent_row(r: &sqlx::any::AnyRow) -> Result<AgentRow, DbError> {
 }
 
 /// Agents, all or one account's or one.
-pub async fn agents(db: &Db, account: Option<&str>, id: Option<&str>) -> Result<Vec<AgentRow>, DbError> {
+pub async fn agents(db: &Db, account: Option<&str>, id: Option<&str>) -> Result<Vec<AgentRow>, StoreError> {
     let rows = sqlx::query(
         "SELECT a.id, a.agent_number, a.name, a.status, a.account_id, a.created_at, w.address AS wallet_address, \
          s.address AS solana_wallet_address, t.address AS tron_wallet_address \
@@ -284,13 +290,13 @@ pub async fn agents(db: &Db, account: Option<&str>, id: Option<&str>) -> Result<
 }
 
 /// Disable an agent: its keys stop authenticating. `false` if none such.
-pub async fn disable_agent(db: &Db, id: &str) -> Result<bool, DbError> {
+pub async fn disable_agent(db: &Db, id: &str) -> Result<bool, StoreError> {
     let n = sqlx::query("UPDATE agents SET status = 'disabled' WHERE id = $1").bind(id).execute(&db.pool).await?.rows_affected();
     Ok(n == 1)
 }
 
 /// Disable an account and every agent of it, in one transaction.
-pub async fn disable_account(db: &Db, id: &str) -> Result<bool, DbError> {
+pub async fn disable_account(db: &Db, id: &str) -> Result<bool, StoreError> {
     let mut tx = db.pool.begin().await?;
     let n = sqlx::query("UPDATE accounts SET status = 'disabled' WHERE id = $1").bind(id).execute(&mut *tx).await?.rows_affected();
     sqlx::query("UPDATE agents SET status = 'disabled' WHERE account_id = $1").bind(id).execute(&mut *tx).await?;
@@ -298,7 +304,7 @@ pub async fn disable_account(db: &Db, id: &str) -> Result<bool, DbError> {
     Ok(n == 1)
 }
 
-pub async fn recipients(db: &Db, email: Option<&str>) -> Result<Vec<RecipientRow>, DbError> {
+pub async fn recipients(db: &Db, email: Option<&str>) -> Result<Vec<RecipientRow>, StoreError> {
     let email = email.map(|e| e.trim().to_lowercase());
     let rows = sqlx::query(
         "SELECT email, chain, address, disabled_at FROM recipients WHERE (CAST($1 AS TEXT) IS NULL OR email = $1) ORDER BY email, chain",
@@ -320,7 +326,7 @@ pub async fn recipients(db: &Db, email: Option<&str>) -> Result<Vec<RecipientRow
 }
 
 /// Stop resolving EMAIL (on one chain, or on all); how many mappings.
-pub async fn disable_recipient(db: &Db, email: &str, chain: Option<&str>, now_ms: i64) -> Result<u64, DbError> {
+pub async fn disable_recipient(db: &Db, email: &str, chain: Option<&str>, now_ms: i64) -> Result<u64, StoreError> {
     let n = sqlx::query(
         "UPDATE recipients SET disabled_at = $1 WHERE email = $2 AND (CAST($3 AS TEXT) IS NULL OR chain = $3) AND disabled_at IS NULL",
     )

@@ -6,7 +6,7 @@
 
 use sqlx::Row;
 
-use super::{is_unique_violation, DbError};
+use super::{is_unique_violation, StoreError};
 use crate::db::Db;
 
 pub const TTL_MS: i64 = 24 * 60 * 60 * 1000;
@@ -22,7 +22,7 @@ pub enum Claim {
     InProgress,
 }
 
-pub async fn claim(db: &Db, scope: &str, key: &str, request_hash: &str, now_ms: i64) -> Result<Claim, DbError> {
+pub async fn claim(db: &Db, scope: &str, key: &str, request_hash: &str, now_ms: i64) -> Result<Claim, StoreError> {
     sqlx::query("DELETE FROM idempotency_keys WHERE scope = $1 AND idem_key = $2 AND created_at < $3")
         .bind(scope)
         .bind(key)
@@ -42,7 +42,7 @@ pub async fn claim(db: &Db, scope: &str, key: &str, request_hash: &str, now_ms: 
     match inserted {
         Ok(_) => return Ok(Claim::Claimed),
         Err(e) if is_unique_violation(&e) => {}
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     }
     let row = sqlx::query("SELECT request_hash, response_status, response_body FROM idempotency_keys WHERE scope = $1 AND idem_key = $2")
         .bind(scope)
@@ -60,7 +60,7 @@ pub async fn claim(db: &Db, scope: &str, key: &str, request_hash: &str, now_ms: 
     })
 }
 
-pub async fn finish(db: &Db, scope: &str, key: &str, status: u16, body: &str) -> Result<(), DbError> {
+pub async fn finish(db: &Db, scope: &str, key: &str, status: u16, body: &str) -> Result<(), StoreError> {
     sqlx::query("UPDATE idempotency_keys SET response_status = $1, response_body = $2 WHERE scope = $3 AND idem_key = $4")
         .bind(status as i32)
         .bind(body)
@@ -69,19 +69,21 @@ pub async fn finish(db: &Db, scope: &str, key: &str, status: u16, body: &str) ->
         .execute(&db.pool)
         .await
         .map(|_| ())
+        .map_err(StoreError::from)
 }
 
 /// Forget a claim whose work failed before producing an answer (e.g. a
 /// server error), so that a retry with the same key can run.
-pub async fn release(db: &Db, scope: &str, key: &str) -> Result<(), DbError> {
+pub async fn release(db: &Db, scope: &str, key: &str) -> Result<(), StoreError> {
     sqlx::query("DELETE FROM idempotency_keys WHERE scope = $1 AND idem_key = $2 AND response_status = 0")
         .bind(scope)
         .bind(key)
         .execute(&db.pool)
         .await
         .map(|_| ())
+        .map_err(StoreError::from)
 }
 
-pub async fn purge_expired(db: &Db, now_ms: i64) -> Result<u64, DbError> {
+pub async fn purge_expired(db: &Db, now_ms: i64) -> Result<u64, StoreError> {
     Ok(sqlx::query("DELETE FROM idempotency_keys WHERE created_at < $1").bind(now_ms - TTL_MS).execute(&db.pool).await?.rows_affected())
 }

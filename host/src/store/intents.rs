@@ -3,7 +3,7 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::DbError;
+use super::StoreError;
 use crate::db::Db;
 use crate::intent::{Intent, Status};
 
@@ -13,12 +13,12 @@ const COLUMNS: &str = "id, agent_id, status, payer_chain, target_chain, payer_as
     source_settled_at, target_tx_hash, target_settle_proof, target_settled_at, error_message, created_at, \
     expires_at, updated_at, error_code";
 
-fn from_row(r: &AnyRow) -> Result<Intent, DbError> {
+fn from_row(r: &AnyRow) -> Result<Intent, StoreError> {
     let status: String = r.try_get("status")?;
     Ok(Intent {
         id: r.try_get("id")?,
         agent_id: r.try_get("agent_id")?,
-        status: Status::parse(&status).ok_or_else(|| DbError::Decode(format!("unknown intent status {status}").into()))?,
+        status: Status::parse(&status).ok_or_else(|| StoreError::Decode(format!("unknown intent status {status}")))?,
         payer_chain: r.try_get("payer_chain")?,
         target_chain: r.try_get("target_chain")?,
         payer_asset: r.try_get("payer_asset")?,
@@ -31,7 +31,8 @@ fn from_row(r: &AnyRow) -> Result<Intent, DbError> {
         receiving_amount: r.try_get("receiving_amount")?,
         estimated_fee: r.try_get("estimated_fee")?,
         fee_breakdown: r.try_get("fee_breakdown")?,
-        payment_requirements: r.try_get("payment_requirements")?,
+        payment_requirements: serde_json::from_str(&r.try_get::<String, _>("payment_requirements")?)
+            .map_err(|e| StoreError::Decode(format!("payment_requirements: {e}")))?,
         settle_proof: r.try_get("settle_proof")?,
         replay_key: r.try_get("replay_key")?,
         payer: r.try_get("payer")?,
@@ -48,7 +49,7 @@ fn from_row(r: &AnyRow) -> Result<Intent, DbError> {
     })
 }
 
-pub async fn insert(db: &Db, i: &Intent) -> Result<(), DbError> {
+pub async fn insert(db: &Db, i: &Intent) -> Result<(), StoreError> {
     sqlx::query(&format!(
         "INSERT INTO intents ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
          $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)"
@@ -68,7 +69,7 @@ pub async fn insert(db: &Db, i: &Intent) -> Result<(), DbError> {
     .bind(&i.receiving_amount)
     .bind(&i.estimated_fee)
     .bind(&i.fee_breakdown)
-    .bind(&i.payment_requirements)
+    .bind(serde_json::to_string(&i.payment_requirements).expect("requirements serialize"))
     .bind(&i.settle_proof)
     .bind(&i.replay_key)
     .bind(&i.payer)
@@ -85,9 +86,10 @@ pub async fn insert(db: &Db, i: &Intent) -> Result<(), DbError> {
     .execute(&db.pool)
     .await
     .map(|_| ())
+    .map_err(StoreError::from)
 }
 
-pub async fn get(db: &Db, id: &str) -> Result<Option<Intent>, DbError> {
+pub async fn get(db: &Db, id: &str) -> Result<Option<Intent>, StoreError> {
     sqlx::query(&format!("SELECT {COLUMNS} FROM intents WHERE id = $1"))
         .bind(id)
         .fetch_optional(&db.pool)
@@ -98,7 +100,7 @@ pub async fn get(db: &Db, id: &str) -> Result<Option<Intent>, DbError> {
 }
 
 /// One page of an agent's intents, newest first, and the agent's total.
-pub async fn list_for_agent(db: &Db, agent_id: &str, limit: i64, offset: i64) -> Result<(Vec<Intent>, i64), DbError> {
+pub async fn list_for_agent(db: &Db, agent_id: &str, limit: i64, offset: i64) -> Result<(Vec<Intent>, i64), StoreError> {
     let rows =
         sqlx::query(&format!("SELECT {COLUMNS} FROM intents WHERE agent_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"))
             .bind(agent_id)
@@ -122,7 +124,7 @@ pub struct Acceptance<'a> {
 /// `false` when the intent was not awaiting payment or had expired: another
 /// request won, or it is too late. A reused replay key fails the whole
 /// transaction with a unique violation.
-pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, now_ms: i64) -> Result<bool, DbError> {
+pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, now_ms: i64) -> Result<bool, StoreError> {
     let mut tx = db.pool.begin().await?;
     let moved = sqlx::query(
         "UPDATE intents SET status = $1, settle_proof = $2, replay_key = $3, payer = $4, updated_at = $5, \
@@ -152,7 +154,7 @@ pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, now_ms: i64) -> Resul
 }
 
 /// Record AWAITING_PAYMENT intents past their expiry as EXPIRED.
-pub async fn expire_due(db: &Db, now_ms: i64) -> Result<u64, DbError> {
+pub async fn expire_due(db: &Db, now_ms: i64) -> Result<u64, StoreError> {
     Ok(sqlx::query("UPDATE intents SET status = $1, updated_at = $2, version = version + 1 WHERE status = $3 AND expires_at <= $2")
         .bind(Status::Expired.as_str())
         .bind(now_ms)
@@ -162,12 +164,12 @@ pub async fn expire_due(db: &Db, now_ms: i64) -> Result<u64, DbError> {
         .rows_affected())
 }
 
-pub async fn queued(db: &Db, id: &str) -> Result<bool, DbError> {
+pub async fn queued(db: &Db, id: &str) -> Result<bool, StoreError> {
     Ok(sqlx::query("SELECT 1 AS one FROM settlement_queue WHERE intent_id = $1").bind(id).fetch_optional(&db.pool).await?.is_some())
 }
 
 /// How many intents are in each status.
-pub async fn count_by_status(db: &Db) -> Result<Vec<(String, i64)>, DbError> {
+pub async fn count_by_status(db: &Db) -> Result<Vec<(String, i64)>, StoreError> {
     sqlx::query("SELECT status, COUNT(*) AS n FROM intents GROUP BY status ORDER BY status")
         .fetch_all(&db.pool)
         .await?
@@ -177,11 +179,11 @@ pub async fn count_by_status(db: &Db) -> Result<Vec<(String, i64)>, DbError> {
 }
 
 /// Payer chains with intents still waiting on their source leg for `code`.
-pub async fn chains_waiting_with(db: &Db, code: crate::failure::Failure) -> Result<Vec<String>, DbError> {
+pub async fn chains_waiting_with(db: &Db, code: crate::failure::Failure) -> Result<Vec<String>, StoreError> {
     let rows = sqlx::query("SELECT DISTINCT payer_chain FROM intents WHERE status = $1 AND error_code = $2 ORDER BY payer_chain")
         .bind(crate::intent::Status::Pending.as_str())
         .bind(code.code())
         .fetch_all(&db.pool)
         .await?;
-    rows.iter().map(|r| r.try_get("payer_chain")).collect()
+    rows.iter().map(|r| r.try_get("payer_chain").map_err(StoreError::from)).collect()
 }

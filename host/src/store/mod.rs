@@ -2,6 +2,8 @@
 //! State changes are single compare-and-set statements (`… WHERE status = $n`)
 //! so that of two concurrent requests at most one wins.
 
+mod error;
+
 pub mod agents;
 pub mod idempotency;
 pub mod intents;
@@ -9,9 +11,18 @@ pub mod keys;
 pub mod settlement;
 pub mod swaps;
 
-pub use sqlx::Error as DbError;
+pub use error::StoreError;
 
-/// Did this statement fail on a unique constraint?
-pub fn is_unique_violation(e: &DbError) -> bool {
+use crate::db::Db;
+
+/// Does the database answer?
+pub async fn ping(db: &Db) -> Result<(), StoreError> {
+    sqlx::query("SELECT 1").execute(&db.pool).await?;
+    Ok(())
+}
+
+/// Did this statement fail on a unique constraint? (Inside `store/`; the
+/// rest of the service sees `StoreError::Duplicate`.)
+fn is_unique_violation(e: &sqlx::Error) -> bool {
     e.as_database_error().is_some_and(|d| d.is_unique_violation())
 }

@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::DbError;
+use super::StoreError;
 use crate::db::Db;
 
 #[derive(Debug, Clone)]
@@ -29,7 +29,7 @@ pub struct SwapIntent {
 const COLUMNS: &str = "id, from_chain, to_chain, source_tx_hash, from_token, to_token, payer_address, recipient_address, \
                        sending_token_amount, status, substatus, dest_tx_hash, received_amount, error_code, created_at, updated_at";
 
-fn row(r: &sqlx::any::AnyRow) -> Result<SwapIntent, DbError> {
+fn row(r: &sqlx::any::AnyRow) -> Result<SwapIntent, StoreError> {
     Ok(SwapIntent {
         id: r.try_get("id")?,
         from_chain: r.try_get("from_chain")?,
@@ -52,7 +52,7 @@ fn row(r: &sqlx::any::AnyRow) -> Result<SwapIntent, DbError> {
 
 /// The intent of (`from_chain`, `source_tx_hash`): the one registered
 /// before, or `new` (its id used) when none was.
-pub async fn register(db: &Db, new: &SwapIntent) -> Result<SwapIntent, DbError> {
+pub async fn register(db: &Db, new: &SwapIntent) -> Result<SwapIntent, StoreError> {
     sqlx::query(
         "INSERT INTO swap_intents (id, from_chain, to_chain, source_tx_hash, from_token, to_token, payer_address, recipient_address, \
          sending_token_amount, status, created_at, updated_at, next_check_at) \
@@ -78,7 +78,7 @@ pub async fn register(db: &Db, new: &SwapIntent) -> Result<SwapIntent, DbError> 
     row(&r)
 }
 
-pub async fn get(db: &Db, id: &str) -> Result<Option<SwapIntent>, DbError> {
+pub async fn get(db: &Db, id: &str) -> Result<Option<SwapIntent>, StoreError> {
     sqlx::query(&format!("SELECT {COLUMNS} FROM swap_intents WHERE id = $1"))
         .bind(id)
         .fetch_optional(&db.pool)
@@ -89,7 +89,7 @@ pub async fn get(db: &Db, id: &str) -> Result<Option<SwapIntent>, DbError> {
 
 /// Pending swaps due a look, leased to `holder` until `now + lease_ms`
 /// (each by compare-and-set, so one replica follows each at a time).
-pub async fn claim_due(db: &Db, holder: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Vec<SwapIntent>, DbError> {
+pub async fn claim_due(db: &Db, holder: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Vec<SwapIntent>, StoreError> {
     let due = sqlx::query(
         "SELECT id FROM swap_intents WHERE status = 'PENDING' AND next_check_at <= $1 AND lease_until < $1 ORDER BY next_check_at LIMIT $2",
     )
@@ -127,7 +127,7 @@ pub struct Outcome<'a> {
 }
 
 /// PENDING → a terminal status, only by the lease's holder.
-pub async fn finish(db: &Db, id: &str, holder: &str, o: &Outcome<'_>, now: i64) -> Result<bool, DbError> {
+pub async fn finish(db: &Db, id: &str, holder: &str, o: &Outcome<'_>, now: i64) -> Result<bool, StoreError> {
     let n = sqlx::query(
         "UPDATE swap_intents SET status = $1, substatus = $2, dest_tx_hash = $3, received_amount = $4, error_code = $5, updated_at = $6, lease_until = 0 \
          WHERE id = $7 AND status = 'PENDING' AND lease_holder = $8",
@@ -147,7 +147,7 @@ pub async fn finish(db: &Db, id: &str, holder: &str, o: &Outcome<'_>, now: i64) 
 }
 
 /// Still pending: look again at `next`, noting what is known so far.
-pub async fn later(db: &Db, id: &str, holder: &str, substatus: Option<&str>, next: i64, now: i64) -> Result<(), DbError> {
+pub async fn later(db: &Db, id: &str, holder: &str, substatus: Option<&str>, next: i64, now: i64) -> Result<(), StoreError> {
     sqlx::query("UPDATE swap_intents SET substatus = $1, next_check_at = $2, lease_until = 0, updated_at = $3 WHERE id = $4 AND status = 'PENDING' AND lease_holder = $5")
         .bind(substatus)
         .bind(next)

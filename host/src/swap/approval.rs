@@ -3,18 +3,16 @@
 //! for tokens that refuse to change a non-zero allowance, the reset to 0)
 //! to sign.
 
-use std::collections::HashMap;
-
 use alloy_primitives::{Address, U256};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::erc20::{self, native, Spend};
-use super::quote::{account, param, token, wallet};
+use super::quote::{account, token, wallet};
 use super::route::RouteRequest;
 use super::Amount;
-use super::{amount, SwapError, Swaps};
+use super::{amount, given, SwapError, Swaps};
 use crate::config::Family;
 use crate::db::Db;
 
@@ -49,26 +47,58 @@ pub struct ApprovalTx {
     pub gas_limit: String,
 }
 
-pub async fn approval(swaps: &Swaps, db: &Db, q: &HashMap<String, String>) -> Result<ApprovalResponse, SwapError> {
-    let chain_name = param(q, "chain").ok_or(SwapError::ParamRequired("chain"))?;
-    let token_in = param(q, "token").ok_or(SwapError::ParamRequired("token"))?;
-    let token_out = param(q, "token_out").ok_or(SwapError::ParamRequired("token_out"))?;
-    let spend = amount(param(q, "amount").ok_or(SwapError::ParamRequired("amount"))?)?;
+/// `GET /api/swap/approval`'s parameters, read as text and checked in
+/// `approval` in the spec's order.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ApprovalQuery {
+    /// Source chain (EVM)
+    #[param(value_type = String, required = true)]
+    pub chain: Option<String>,
+    /// Token to approve
+    #[param(value_type = String, required = true)]
+    pub token: Option<String>,
+    /// Output token, to find the route's spender
+    #[param(value_type = String, required = true)]
+    pub token_out: Option<String>,
+    /// Smallest units to be spent
+    #[param(value_type = u64, required = true)]
+    pub amount: Option<String>,
+    /// Signer (or email)
+    pub user_address: Option<String>,
+    /// Resolved to user_address
+    pub email: Option<String>,
+    /// Destination chain
+    pub to_chain: Option<String>,
+    /// Recipient
+    pub to_user_address: Option<String>,
+    /// Resolved to to_user_address
+    pub to_user_email: Option<String>,
+    /// Add gas_fee and cancel_gas_fee (wei)
+    #[param(value_type = Option<bool>)]
+    pub include_gas_info: Option<String>,
+}
+
+pub async fn approval(swaps: &Swaps, db: &Db, q: &ApprovalQuery) -> Result<ApprovalResponse, SwapError> {
+    let chain_name = given(&q.chain).ok_or(SwapError::ParamRequired("chain"))?;
+    let token_in = given(&q.token).ok_or(SwapError::ParamRequired("token"))?;
+    let token_out = given(&q.token_out).ok_or(SwapError::ParamRequired("token_out"))?;
+    let spend = amount(given(&q.amount).ok_or(SwapError::ParamRequired("amount"))?)?;
     let from = swaps.chain(chain_name)?;
     if from.family != Family::Evm {
         return Err(SwapError::UnsupportedChain(chain_name.to_string()));
     }
-    let to = match param(q, "to_chain") {
+    let to = match given(&q.to_chain) {
         Some(t) => swaps.chain(t)?,
         None => from.clone(),
     };
     let token_in = token(&from, token_in, "token")?;
     let token_out = token(&to, token_out, "token_out")?;
-    let user = account(&from, wallet(db, param(q, "user_address"), param(q, "email"), &from, "email").await?, "user_address")?
+    let user = account(&from, wallet(db, given(&q.user_address), given(&q.email), &from, "email").await?, "user_address")?
         .ok_or(SwapError::ParamRequired("user_address"))?;
     let to_user =
-        account(&to, wallet(db, param(q, "to_user_address"), param(q, "to_user_email"), &to, "to_user_email").await?, "to_user_address")?;
-    let gas_info = param(q, "include_gas_info").is_some_and(|v| v == "true" || v == "1");
+        account(&to, wallet(db, given(&q.to_user_address), given(&q.to_user_email), &to, "to_user_email").await?, "to_user_address")?;
+    let gas_info = given(&q.include_gas_info).is_some_and(|v| v == "true" || v == "1");
     let request_id = ulid::Ulid::new().to_string();
     let (token_addr, owner): (Address, Address) =
         (token_in.parse().map_err(|_| SwapError::Invalid("token"))?, user.parse().map_err(|_| SwapError::Invalid("user_address"))?);
@@ -95,11 +125,11 @@ pub async fn approval(swaps: &Swaps, db: &Db, q: &HashMap<String, String>) -> Re
             slippage_bps: super::DEFAULT_SLIPPAGE_BPS,
         })
         .await?;
-    let spender: Address = route
-        .approval_address
-        .as_deref()
-        .and_then(|a| a.parse().ok())
-        .ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
+    let spender_text =
+        route.approval_address.as_deref().ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
+    // Never ask a user to approve a contract the service would not approve itself.
+    super::guard::check_spender(swaps, &from, spender_text)?;
+    let spender: Address = spender_text.parse().map_err(|_| SwapError::Unavailable("unreadable approval address".into()))?;
     let client = swaps.client(&from.name)?;
     let wanted = Spend { chain: &from.name, family: Family::Evm, token: token_addr, owner, spender };
     let allowance = erc20::allowance(swaps, &wanted).await?;

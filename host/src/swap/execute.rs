@@ -20,7 +20,7 @@ use utoipa::ToSchema;
 use super::erc20::{self, Spend};
 use super::route::{RouteRequest, RouteTx};
 use super::Amount;
-use super::{valid_address, SwapChain, SwapError, Swaps, DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS};
+use super::{guard, valid_address, SwapChain, SwapError, Swaps, DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS};
 use crate::config::Family;
 use crate::db::Db;
 use crate::family::{Driver, Drivers, Finality, SendError, Submit};
@@ -154,15 +154,37 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
             _ => Ok(answer(stored.tx_hash)),
         };
     }
+    // What the agent asked; the route must name only known contracts, and
+    // on EVM chains its simulated effect must be this.
+    let min_output = U256::from_str_radix(&route.min_output_amount, 10)
+        .map_err(|_| SwapError::Unavailable("quote with an unreadable minimum output".into()))?;
+    let asked = guard::Asked {
+        wallet: &me,
+        from_token: &r.from_token,
+        max_input: U256::from(r.from_amount),
+        to_token: &r.to_token,
+        output: (from.name == to.name).then_some((recipient.as_str(), min_output)),
+    };
+    guard::check_route(swaps, &from, &route, &asked)?;
     let submission = match route.transaction {
         Some(RouteTx::Evm { to: router, data, value, gas_limit }) => {
-            approve_input(swaps, db, &driver, &wallet, &from, &r, &me, route.approval_address.as_deref(), run).await?;
             let number = |h: Option<String>| h.and_then(|h| u128::from_str_radix(h.trim_start_matches("0x"), 16).ok());
             let data = hex::decode(data.trim_start_matches("0x")).map_err(|_| SwapError::Unavailable("calldata is not hex".into()))?;
+            let value = number(value).unwrap_or(0);
+            // The approvals and the swap, simulated together from the
+            // wallet before any of them is signed.
+            let approvals = plan_approvals(swaps, &from, &r, &me, route.approval_address.as_deref()).await?;
+            let mut bundle: Vec<guard::EvmCall> = approvals.iter().flat_map(|a| a.simulated()).collect();
+            let to = router.parse().map_err(|_| SwapError::Refused(format!("router {router} is not an address")))?;
+            bundle.push(guard::EvmCall { to, data: data.clone(), value: U256::from(value) });
+            guard::simulate_evm(swaps, &from, &bundle, &asked, guard::OnRevert::Refuse).await?;
+            if let Some(a) = approvals {
+                a.send(swaps, db, &driver, &wallet, run).await?;
+            }
             Submission::EvmCall(EvmCall {
                 to: router,
                 data,
-                value: number(value).unwrap_or(0).to_string(),
+                value: value.to_string(),
                 gas_limit: number(gas_limit).and_then(|g| u64::try_from(g).ok()),
             })
         }
@@ -182,7 +204,9 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
             let trx = erc20::parse(Family::Tron, &r.from_token).is_some_and(|t| erc20::native(Family::Tron, &t));
             let call_value = if trx { r.from_amount } else { 0 };
             tron_call(&raw_data, &me, &contract, call_value, crate::clock::now_ms()).map_err(refused)?;
-            approve_input(swaps, db, &driver, &wallet, &from, &r, &me, route.approval_address.as_deref(), run).await?;
+            if let Some(a) = plan_approvals(swaps, &from, &r, &me, route.approval_address.as_deref()).await? {
+                a.send(swaps, db, &driver, &wallet, run).await?;
+            }
             // The approve took time: the transaction must still be valid.
             tron_call(&raw_data, &me, &contract, call_value, crate::clock::now_ms()).map_err(refused)?;
             Submission::TronSigned(TronTransaction { raw_data, signatures: vec![] })
@@ -215,25 +239,29 @@ fn tron_call(raw_data: &[u8], owner: &str, contract: &str, call_value: u64, now_
     Ok(())
 }
 
-/// Make the wallet's allowance of the input token to the route's spender
-/// cover the amount: nothing for the native coin or when it does; else (a
-/// reset to 0 first for tokens configured so, when it is not 0) an
-/// approve, each confirmed before going on.
-#[allow(clippy::too_many_arguments)]
-async fn approve_input(
+/// The approvals a wallet must make before it swaps: none for the native
+/// coin or when its allowance to the route's spender covers the amount;
+/// else (a reset to 0 first for tokens configured so, when it is not 0)
+/// an approve of exactly the amount.
+struct Approvals<'a> {
+    chain: &'a str,
+    family: Family,
+    token: alloy_primitives::Address,
+    owner: alloy_primitives::Address,
+    spender: alloy_primitives::Address,
+    steps: Vec<(i32, &'static str, U256)>,
+}
+
+async fn plan_approvals<'a>(
     swaps: &Swaps,
-    db: &Db,
-    driver: &Arc<dyn Driver>,
-    wallet: &Role,
-    from: &SwapChain,
+    from: &'a SwapChain,
     r: &Request,
     me: &str,
     spender: Option<&str>,
-    run: &str,
-) -> Result<(), SwapError> {
+) -> Result<Option<Approvals<'a>>, SwapError> {
     let token = erc20::parse(from.family, &r.from_token).ok_or(SwapError::Invalid("from_token"))?;
     if erc20::native(from.family, &token) {
-        return Ok(());
+        return Ok(None);
     }
     let spender = spender
         .and_then(|a| erc20::parse(from.family, a))
@@ -243,34 +271,53 @@ async fn approve_input(
     let amount = U256::from(r.from_amount);
     let allowance = erc20::allowance(swaps, &spend).await?;
     if allowance >= amount {
-        return Ok(());
+        return Ok(None);
     }
     let mut steps = Vec::new();
     if erc20::resets_first(swaps, &spend) && !allowance.is_zero() {
         steps.push((RESET_STEP, "reset", U256::ZERO));
     }
     steps.push((APPROVE_STEP, "approve", amount));
-    let chain = from.name.as_str();
-    for (step, label, value) in steps {
-        let hash = match repo::get_tx(db, run, LEG, step).await? {
-            Some(stored) => stored.tx_hash,
-            None => {
-                let submission = erc20::approve_submission(swaps, &spend, value).await?;
-                let row = TxRow { intent_id: run.to_string(), leg: LEG.into(), step, label: label.into() };
-                driver.submit(chain, wallet, &submission, row, Submit::default()).await.map_err(sent)?
-            }
-        };
-        let started = Instant::now();
-        loop {
-            match driver.finality(chain, &hash, 1).await {
-                Ok(Finality::Confirmed(_)) => break,
-                Ok(Finality::Failed) => return Err(SwapError::SendFailed(format!("{label} {hash} reverted"))),
-                Ok(Finality::Pending) | Err(_) if started.elapsed() < APPROVAL_WAIT => tokio::time::sleep(Duration::from_millis(250)).await,
-                _ => return Err(SwapError::Unavailable(format!("{label} {hash} not confirmed in time"))),
+    Ok(Some(Approvals { chain: &from.name, family: from.family, token, owner, spender, steps }))
+}
+
+impl Approvals<'_> {
+    /// The approvals as calls to simulate ahead of the swap (EVM).
+    fn simulated(&self) -> impl Iterator<Item = guard::EvmCall> + '_ {
+        self.steps.iter().map(|(_, _, value)| guard::EvmCall {
+            to: self.token,
+            data: erc20::approve_data(self.spender, *value),
+            value: U256::ZERO,
+        })
+    }
+
+    /// Sign, store and send each (or find it stored by an earlier try of
+    /// the run), each confirmed before the next.
+    async fn send(&self, swaps: &Swaps, db: &Db, driver: &Arc<dyn Driver>, wallet: &Role, run: &str) -> Result<(), SwapError> {
+        let spend = Spend { chain: self.chain, family: self.family, token: self.token, owner: self.owner, spender: self.spender };
+        for &(step, label, value) in &self.steps {
+            let hash = match repo::get_tx(db, run, LEG, step).await? {
+                Some(stored) => stored.tx_hash,
+                None => {
+                    let submission = erc20::approve_submission(swaps, &spend, value).await?;
+                    let row = TxRow { intent_id: run.to_string(), leg: LEG.into(), step, label: label.into() };
+                    driver.submit(self.chain, wallet, &submission, row, Submit::default()).await.map_err(sent)?
+                }
+            };
+            let started = Instant::now();
+            loop {
+                match driver.finality(self.chain, &hash, 1).await {
+                    Ok(Finality::Confirmed(_)) => break,
+                    Ok(Finality::Failed) => return Err(SwapError::SendFailed(format!("{label} {hash} reverted"))),
+                    Ok(Finality::Pending) | Err(_) if started.elapsed() < APPROVAL_WAIT => {
+                        tokio::time::sleep(Duration::from_millis(250)).await
+                    }
+                    _ => return Err(SwapError::Unavailable(format!("{label} {hash} not confirmed in time"))),
+                }
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -6,8 +6,10 @@
 
 pub mod approval;
 pub mod cache;
+pub mod discovery;
 pub mod erc20;
 pub mod execute;
+pub mod guard;
 pub mod jupiter;
 pub mod lifi;
 pub mod quote;
@@ -80,6 +82,11 @@ pub enum SwapError {
     /// sentence is the one clients of the hosted service match on.
     #[error("failed to send transaction via Privy")]
     SendFailed(String),
+    /// The provider's route names a contract that is not known, or its
+    /// simulated effect is not what was asked: nothing is signed or
+    /// handed out (detail logged, never shown).
+    #[error("swap route refused")]
+    Refused(String),
     /// The provider failed or timed out (detail logged, never shown).
     #[error("swap service temporarily unavailable")]
     Unavailable(String),
@@ -88,8 +95,8 @@ pub enum SwapError {
     Internal(String),
 }
 
-impl From<sqlx::Error> for SwapError {
-    fn from(e: sqlx::Error) -> Self {
+impl From<crate::store::StoreError> for SwapError {
+    fn from(e: crate::store::StoreError) -> Self {
         SwapError::Internal(format!("database: {e}"))
     }
 }
@@ -163,6 +170,11 @@ pub fn valid_tx_hash(family: Family, text: &str) -> bool {
         Family::Tron => hex64(text.strip_prefix("0x").unwrap_or(text)),
         Family::Solana => bs58::decode(text).into_vec().is_ok_and(|b| b.len() == 64),
     }
+}
+
+/// A query parameter as given, empty counted as absent.
+pub fn given(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
 /// A positive integer amount in smallest units (`u64`, as the spec types it).

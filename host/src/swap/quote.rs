@@ -1,14 +1,12 @@
 //! `GET /api/swap/quote`: the request's rules, in the spec's order, then
 //! the provider's quote mapped to the spec's fields.
 
-use std::collections::HashMap;
-
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::route::{RouteRequest, RouteTx};
 use super::Amount;
-use super::{amount, slippage, valid_address, SwapChain, SwapError, Swaps};
+use super::{amount, erc20, given, guard, slippage, valid_address, SwapChain, SwapError, Swaps};
 use crate::db::Db;
 
 /// How long a Solana swap transaction may be sent: its blockhash lives
@@ -54,9 +52,43 @@ pub struct SwapTransaction {
     pub last_valid_block_height: Option<u64>,
 }
 
-/// A query parameter, empty counted as absent.
-pub fn param<'a>(q: &'a HashMap<String, String>, key: &str) -> Option<&'a str> {
-    q.get(key).map(|s| s.trim()).filter(|s| !s.is_empty())
+/// `GET /api/swap/quote`'s parameters. Values are read as text and checked
+/// in `quote`, in the spec's order, so each refusal names its parameter.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct QuoteQuery {
+    /// Source chain
+    #[param(value_type = String, required = true)]
+    pub chain: Option<String>,
+    /// Token to send (EVM contract or Solana mint)
+    #[param(value_type = String, required = true)]
+    pub input_token: Option<String>,
+    /// Token to receive
+    #[param(value_type = String, required = true)]
+    pub output_token: Option<String>,
+    /// ExactIn: smallest units sent
+    #[param(value_type = Option<u64>)]
+    pub from_amount: Option<String>,
+    /// ExactOut: smallest units received
+    #[param(value_type = Option<u64>)]
+    pub to_amount: Option<String>,
+    /// Deprecated alias of from_amount
+    #[deprecated]
+    #[param(value_type = Option<u64>)]
+    pub amount: Option<String>,
+    /// Default 50, at most 500
+    #[param(value_type = Option<u16>)]
+    pub slippage_bps: Option<String>,
+    /// Destination chain (default: chain)
+    pub to_chain: Option<String>,
+    /// Signer; with it the answer carries swap_transaction
+    pub user_address: Option<String>,
+    /// Recipient; required across families
+    pub to_user_address: Option<String>,
+    /// Resolved to user_address
+    pub email: Option<String>,
+    /// Resolved to to_user_address
+    pub to_user_email: Option<String>,
 }
 
 /// `email` resolved to the wallet registered for it on `chain`, unless an
@@ -90,28 +122,86 @@ pub fn account(chain: &SwapChain, text: Option<String>, which: &'static str) -> 
     }
 }
 
-pub async fn quote(swaps: &Swaps, db: &Db, q: &HashMap<String, String>, now_s: i64) -> Result<QuoteResponse, SwapError> {
-    let chain_name = param(q, "chain").ok_or(SwapError::ParamRequired("chain"))?;
-    let input = param(q, "input_token").ok_or(SwapError::ParamRequired("input_token"))?;
-    let output = param(q, "output_token").ok_or(SwapError::ParamRequired("output_token"))?;
-    let (from_amount, to_amount, alias) = (param(q, "from_amount"), param(q, "to_amount"), param(q, "amount"));
+/// The service hands a user only a transaction it would sign itself: the
+/// route's contracts are known and, on EVM chains, its simulated effect
+/// from the user's wallet (with the approval it needs) is what was asked.
+/// A simulation that reverts (the user does not hold the input yet) moves
+/// nothing and is not held against the route.
+#[allow(clippy::too_many_arguments)]
+async fn vouch(
+    swaps: &Swaps,
+    from: &SwapChain,
+    to: &SwapChain,
+    route: &super::route::Route,
+    user: &str,
+    to_user: Option<&str>,
+    input: &str,
+    output: &str,
+    wanted: Amount,
+    slippage_bps: u16,
+) -> Result<(), SwapError> {
+    use alloy_primitives::U256;
+    let unreadable = || SwapError::Unavailable("quote with unreadable amounts".into());
+    let max_input = match wanted {
+        Amount::From(a) => U256::from(a),
+        // ExactOut: the route may take the estimate plus the slippage.
+        Amount::To(_) => {
+            let estimate = U256::from_str_radix(&route.input_amount, 10).map_err(|_| unreadable())?;
+            (estimate * U256::from(10_000 + u64::from(slippage_bps))).div_ceil(U256::from(10_000u64))
+        }
+    };
+    let least = U256::from_str_radix(&route.min_output_amount, 10).map_err(|_| unreadable())?;
+    let asked = guard::Asked {
+        wallet: user,
+        from_token: input,
+        max_input,
+        to_token: output,
+        output: (from.name == to.name).then_some((to_user.unwrap_or(user), least)),
+    };
+    guard::check_route(swaps, from, route, &asked)?;
+    let Some(RouteTx::Evm { to: router, data, value, .. }) = &route.transaction else { return Ok(()) };
+    let mut bundle = Vec::new();
+    let token = erc20::parse(from.family, input).ok_or(SwapError::Invalid("input_token"))?;
+    if let (Some(spender), false) = (route.approval_address.as_deref(), erc20::native(from.family, &token)) {
+        let spender =
+            erc20::parse(from.family, spender).ok_or_else(|| SwapError::Refused(format!("spender {spender} is not an address")))?;
+        let owner = erc20::parse(from.family, user).ok_or(SwapError::Invalid("user_address"))?;
+        let spend = erc20::Spend { chain: &from.name, family: from.family, token, owner, spender };
+        if erc20::allowance(swaps, &spend).await? < max_input {
+            bundle.push(guard::EvmCall { to: token, data: erc20::approve_data(spender, max_input), value: U256::ZERO });
+        }
+    }
+    let router = router.parse().map_err(|_| SwapError::Refused(format!("router {router} is not an address")))?;
+    let data =
+        alloy_primitives::hex::decode(data.trim_start_matches("0x")).map_err(|_| SwapError::Unavailable("calldata is not hex".into()))?;
+    let value = value.as_deref().and_then(|v| U256::from_str_radix(v.trim_start_matches("0x"), 16).ok()).unwrap_or_default();
+    bundle.push(guard::EvmCall { to: router, data, value });
+    guard::simulate_evm(swaps, from, &bundle, &asked, guard::OnRevert::Pass).await
+}
+
+#[allow(deprecated)] // reads the deprecated `amount` alias, as the spec asks
+pub async fn quote(swaps: &Swaps, db: &Db, q: &QuoteQuery, now_s: i64) -> Result<QuoteResponse, SwapError> {
+    let chain_name = given(&q.chain).ok_or(SwapError::ParamRequired("chain"))?;
+    let input = given(&q.input_token).ok_or(SwapError::ParamRequired("input_token"))?;
+    let output = given(&q.output_token).ok_or(SwapError::ParamRequired("output_token"))?;
+    let (from_amount, to_amount, alias) = (given(&q.from_amount), given(&q.to_amount), given(&q.amount));
     let wanted = match (from_amount, to_amount, alias) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => return Err(SwapError::AmountsExclusive),
         (Some(a), None, None) | (None, None, Some(a)) => Amount::From(amount(a)?),
         (None, Some(a), None) => Amount::To(amount(a)?),
         (None, None, None) => return Err(SwapError::AmountRequired),
     };
-    let slippage_bps = slippage(param(q, "slippage_bps"))?;
+    let slippage_bps = slippage(given(&q.slippage_bps))?;
     let from = swaps.chain(chain_name)?;
-    let to = match param(q, "to_chain") {
+    let to = match given(&q.to_chain) {
         Some(t) => swaps.chain(t)?,
         None => from.clone(),
     };
     let input = token(&from, input, "input_token")?;
     let output = token(&to, output, "output_token")?;
-    let user = account(&from, wallet(db, param(q, "user_address"), param(q, "email"), &from, "email").await?, "user_address")?;
+    let user = account(&from, wallet(db, given(&q.user_address), given(&q.email), &from, "email").await?, "user_address")?;
     let to_user =
-        account(&to, wallet(db, param(q, "to_user_address"), param(q, "to_user_email"), &to, "to_user_email").await?, "to_user_address")?;
+        account(&to, wallet(db, given(&q.to_user_address), given(&q.to_user_email), &to, "to_user_email").await?, "to_user_address")?;
     if user.is_some() && from.family != to.family && to_user.is_none() {
         return Err(SwapError::RecipientRequired);
     }
@@ -127,6 +217,9 @@ pub async fn quote(swaps: &Swaps, db: &Db, q: &HashMap<String, String>, now_s: i
             slippage_bps,
         })
         .await?;
+    if let Some(user) = user.as_deref() {
+        vouch(swaps, &from, &to, &route, user, to_user.as_deref(), &input, &output, wanted, slippage_bps).await?;
+    }
     let body = QuoteBody {
         input_token: input,
         output_token: output,

@@ -1,15 +1,12 @@
 //! `GET /api/swap/status`: the provider's record of a (cross-chain) swap,
 //! in the spec's fields; 404 while it has none.
 
-use std::collections::HashMap;
-
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::lifi::Status;
-use super::quote::param;
-use super::{valid_tx_hash, SwapError, Swaps};
+use super::{given, valid_tx_hash, SwapError, Swaps};
 use crate::config::Family;
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -42,16 +39,31 @@ impl StatusResponse {
     }
 }
 
-pub async fn status(swaps: &Swaps, q: &HashMap<String, String>) -> Result<StatusResponse, SwapError> {
-    let tx = param(q, "tx_hash").ok_or(SwapError::ParamRequired("tx_hash"))?;
-    let chain = |k: &str| param(q, k).map(|c| swaps.chain(c)).transpose();
-    let (from, to) = (chain("from_chain")?, chain("to_chain")?);
+/// `GET /api/swap/status`'s parameters, read as text and checked in `status`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StatusQuery {
+    /// Source-chain transaction hash
+    #[param(value_type = String, required = true)]
+    pub tx_hash: Option<String>,
+    /// Source chain
+    pub from_chain: Option<String>,
+    /// Destination chain
+    pub to_chain: Option<String>,
+    /// Bridge tool identifier
+    pub bridge: Option<String>,
+}
+
+pub async fn status(swaps: &Swaps, q: &StatusQuery) -> Result<StatusResponse, SwapError> {
+    let tx = given(&q.tx_hash).ok_or(SwapError::ParamRequired("tx_hash"))?;
+    let chain = |v: &Option<String>| given(v).map(|c| swaps.chain(c)).transpose();
+    let (from, to) = (chain(&q.from_chain)?, chain(&q.to_chain)?);
     // A hash of the source chain's family (of any family when it is not named).
     let families = from.as_ref().map_or(vec![Family::Evm, Family::Solana, Family::Tron], |c| vec![c.family]);
     if !families.into_iter().any(|f| valid_tx_hash(f, tx)) {
         return Err(SwapError::Invalid("tx_hash"));
     }
-    match swaps.lifi.status(tx, from.map(|c| c.lifi_id), to.map(|c| c.lifi_id), param(q, "bridge")).await? {
+    match swaps.lifi.status(tx, from.map(|c| c.lifi_id), to.map(|c| c.lifi_id), given(&q.bridge)).await? {
         Status::Unknown => Err(SwapError::NotFound),
         Status::Known(v) => Ok(StatusResponse::of(&v)),
     }

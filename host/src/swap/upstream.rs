@@ -8,6 +8,10 @@ use serde_json::Value;
 
 use super::SwapError;
 
+/// The largest answer read from a provider (LI.FI's full token list is a
+/// few megabytes).
+const MAX_ANSWER_BYTES: usize = 32 << 20;
+
 pub struct Upstream {
     http: reqwest::Client,
     base: String,
@@ -27,10 +31,19 @@ impl Upstream {
             Some((name, value)) => req.header(*name, value),
             None => req,
         };
-        let resp = req.send().await.map_err(|e| SwapError::Unavailable(format!("{path}: {}", e.without_url())))?;
+        let failed = |e: reqwest::Error| SwapError::Unavailable(format!("{path}: {}", e.without_url()));
+        let mut resp = req.send().await.map_err(failed)?;
         let status = resp.status();
-        let body = resp.bytes().await.map_err(|e| SwapError::Unavailable(format!("{path}: {}", e.without_url())))?;
-        Ok((status, body.to_vec()))
+        // Bounded in size as in time: a provider gone bad cannot make the
+        // service hold an endless answer.
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(failed)? {
+            if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(SwapError::Unavailable(format!("{path}: answer larger than {MAX_ANSWER_BYTES} bytes")));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok((status, body))
     }
 
     /// The answer's status and body bytes.

@@ -6,7 +6,7 @@
 //! A node's refusal is read from its error's `data.err` (the transaction
 //! error, a typed value), never from its message text.
 
-mod wire;
+pub mod wire;
 
 use std::sync::Arc;
 

@@ -70,6 +70,29 @@ impl<'a> Wire<'a> {
         Some(keys.chunks_exact(32).map(|k| k.try_into().expect("32-byte chunks")).collect())
     }
 
+    /// The program of each instruction, in order. A program is always one
+    /// of the static keys (lookup tables cannot name programs).
+    pub fn program_ids(&self) -> Option<Vec<[u8; 32]>> {
+        let m = self.message();
+        let keys = self.account_keys()?;
+        let at = self.keys_offset();
+        let (n, used) = shortvec(m, at)?;
+        let mut at = at + used + 32 * n + 32;
+        let (count, used) = shortvec(m, at)?;
+        at += used;
+        let mut programs = Vec::with_capacity(count);
+        for _ in 0..count {
+            programs.push(*keys.get(usize::from(*m.get(at)?))?);
+            at += 1;
+            for _ in 0..2 {
+                // The account indexes, then the data: each a length and bytes.
+                let (len, used) = shortvec(m, at)?;
+                at += used + len;
+            }
+        }
+        (at <= m.len()).then_some(programs)
+    }
+
     /// The recent blockhash the transaction's lifetime hangs on.
     pub fn blockhash(&self) -> Option<[u8; 32]> {
         let m = self.message();

@@ -1,0 +1,88 @@
+//! The settlement queue: leases that replicas claim by compare-and-set,
+//! retry schedules and the queue's depth.
+
+use sqlx::Row;
+
+use crate::db::{Backend, Db};
+use crate::store::StoreError;
+
+/// Take up to `max` due queue entries, source legs first: a lease written by
+/// compare-and-set, so two replicas never hold the same intent; an expired
+/// lease (a crashed replica) can be taken over. Postgres skips rows another
+/// replica is claiming instead of waiting for them; SQLite runs one writer at
+/// a time, so the single statement is already exclusive.
+pub async fn claim(db: &Db, holder: &str, now_ms: i64, lease_ms: i64, max: usize) -> Result<Vec<String>, StoreError> {
+    let skip_locked = match db.backend {
+        Backend::Postgres => "FOR UPDATE SKIP LOCKED",
+        Backend::Sqlite => "",
+    };
+    let rows = sqlx::query(&format!(
+        "UPDATE settlement_queue SET locked_by = $1, locked_until = $2 \
+         WHERE intent_id IN (SELECT intent_id FROM settlement_queue WHERE available_at <= $3 \
+                             AND (locked_until IS NULL OR locked_until < $3) \
+                             ORDER BY priority, available_at LIMIT $4 {skip_locked}) \
+           AND (locked_until IS NULL OR locked_until < $3) \
+         RETURNING intent_id"
+    ))
+    .bind(holder)
+    .bind(now_ms + lease_ms)
+    .bind(now_ms)
+    .bind(max.max(1) as i64)
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter().map(|r| r.try_get("intent_id").map_err(StoreError::from)).collect()
+}
+
+/// Release the lease and come back at `available_at`; a failure bumps the
+/// attempt count, which is returned.
+pub async fn reschedule(db: &Db, id: &str, available_at: i64, failed: bool) -> Result<i64, StoreError> {
+    let row = sqlx::query(
+        "UPDATE settlement_queue SET locked_by = NULL, locked_until = NULL, available_at = $1, \
+         attempts = attempts + $2 WHERE intent_id = $3 RETURNING attempts",
+    )
+    .bind(available_at)
+    .bind(i32::from(failed))
+    .bind(id)
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(row.map(|r| r.try_get::<i32, _>("attempts")).transpose()?.unwrap_or(0) as i64)
+}
+
+/// The source leg is done: release the lease and queue the payout, due now,
+/// behind any source legs that are due. The payout's retry budget starts now.
+pub async fn queue_payout(db: &Db, id: &str, now_ms: i64) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE settlement_queue SET locked_by = NULL, locked_until = NULL, available_at = $1, priority = 1, \
+         enqueued_at = $1, attempts = 0 WHERE intent_id = $2",
+    )
+    .bind(now_ms)
+    .bind(id)
+    .execute(&db.pool)
+    .await
+    .map(|_| ())
+    .map_err(StoreError::from)
+}
+
+/// Failed passes so far, and since when this phase (source leg, or payout)
+/// has been trying.
+pub async fn attempts(db: &Db, id: &str) -> Result<(i64, i64), StoreError> {
+    let row =
+        sqlx::query("SELECT attempts, enqueued_at FROM settlement_queue WHERE intent_id = $1").bind(id).fetch_optional(&db.pool).await?;
+    Ok(match row {
+        Some(r) => (r.try_get::<i32, _>("attempts")? as i64, r.try_get("enqueued_at")?),
+        None => (0, 0),
+    })
+}
+
+pub async fn dequeue(db: &Db, id: &str) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM settlement_queue WHERE intent_id = $1").bind(id).execute(&db.pool).await.map(|_| ()).map_err(StoreError::from)
+}
+
+/// Queue entries, and when the oldest entry that is due now became due.
+pub async fn queue_stats(db: &Db, now_ms: i64) -> Result<(i64, Option<i64>), StoreError> {
+    let r = sqlx::query("SELECT COUNT(*) AS n, MIN(CASE WHEN available_at <= $1 THEN available_at END) AS oldest FROM settlement_queue")
+        .bind(now_ms)
+        .fetch_one(&db.pool)
+        .await?;
+    Ok((r.try_get("n")?, r.try_get("oldest")?))
+}

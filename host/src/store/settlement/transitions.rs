@@ -1,0 +1,245 @@
+//! Intent transitions the engine and the operator make, each one
+//! compare-and-set on the status it expects.
+
+use sqlx::Row;
+
+use crate::db::Db;
+use crate::failure::Reason;
+use crate::intent::Status;
+use crate::store::StoreError;
+
+/// `from → to`, recording why when given. `false` if the intent was not in
+/// `from` (someone else moved it).
+pub async fn transition(db: &Db, id: &str, from: Status, to: Status, why: Option<&Reason>, now_ms: i64) -> Result<bool, StoreError> {
+    transition_from(db, id, &[from, from], to, why, now_ms).await
+}
+
+/// The same from either of two states, in one compare-and-set (a payout
+/// that failed is back to SOURCE_SETTLED whether it had reached
+/// TARGET_SETTLING or not).
+pub async fn transition_from(
+    db: &Db,
+    id: &str,
+    from: &[Status; 2],
+    to: Status,
+    why: Option<&Reason>,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    Ok(sqlx::query(
+        "UPDATE intents SET status = $1, error_message = COALESCE($2, error_message), \
+         error_code = COALESCE($6, error_code), updated_at = $3, version = version + 1 \
+         WHERE id = $4 AND status IN ($5, $7)",
+    )
+    .bind(to.as_str())
+    .bind(why.map(|r| r.message.as_str()))
+    .bind(now_ms)
+    .bind(id)
+    .bind(from[0].as_str())
+    .bind(why.map(|r| r.code.code()))
+    .bind(from[1].as_str())
+    .execute(&db.pool)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// A `/v2` agent's wallet could not pay: PENDING → AWAITING_PAYMENT, its
+/// own authorization forgotten, so the agent can fund the wallet and
+/// execute again before the intent expires.
+pub async fn back_to_awaiting(db: &Db, id: &str, why: &Reason, now_ms: i64) -> Result<bool, StoreError> {
+    Ok(sqlx::query(
+        "UPDATE intents SET status = $1, settle_proof = NULL, replay_key = NULL, payer = NULL, error_code = $2, \
+         error_message = $3, updated_at = $4, version = version + 1 WHERE id = $5 AND status = $6 AND agent_id IS NOT NULL",
+    )
+    .bind(Status::AwaitingPayment.as_str())
+    .bind(why.code.code())
+    .bind(&why.message)
+    .bind(now_ms)
+    .bind(id)
+    .bind(Status::Pending.as_str())
+    .execute(&db.pool)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// The `/v2` source authorization, made once by the agent's wallet.
+pub async fn set_source_proof(db: &Db, id: &str, proof: &str, replay_key: &str, payer: &str) -> Result<bool, StoreError> {
+    Ok(sqlx::query(
+        "UPDATE intents SET settle_proof = $1, replay_key = $2, payer = $3, version = version + 1 \
+         WHERE id = $4 AND status = $5 AND settle_proof IS NULL",
+    )
+    .bind(proof)
+    .bind(replay_key)
+    .bind(payer)
+    .bind(id)
+    .bind(Status::Pending.as_str())
+    .execute(&db.pool)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// SOURCE_SETTLED (or a TARGET_SETTLING being resumed) → TARGET_SETTLING,
+/// storing `proof` as the payout authorization unless one is stored
+/// already. Returns the stored authorization, or `None` if the intent is in
+/// neither state (someone else moved it).
+pub async fn start_payout(db: &Db, id: &str, proof: Option<&str>, now_ms: i64) -> Result<Option<String>, StoreError> {
+    let row = sqlx::query(
+        "UPDATE intents SET target_settle_proof = COALESCE(target_settle_proof, $1), status = $2, updated_at = $3, \
+         version = version + 1 WHERE id = $4 AND status IN ($5, $2) RETURNING target_settle_proof",
+    )
+    .bind(proof)
+    .bind(Status::TargetSettling.as_str())
+    .bind(now_ms)
+    .bind(id)
+    .bind(Status::SourceSettled.as_str())
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(row.and_then(|r| r.try_get::<Option<String>, _>("target_settle_proof").ok().flatten()))
+}
+
+/// PENDING → SOURCE_SETTLED with the source transaction.
+pub async fn source_settled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Result<bool, StoreError> {
+    leg_settled(db, id, "source", Status::Pending, Status::SourceSettled, tx_hash, now_ms).await
+}
+
+/// TARGET_SETTLING → TARGET_SETTLED with the payout transaction.
+pub async fn target_settled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Result<bool, StoreError> {
+    leg_settled(db, id, "target", Status::TargetSettling, Status::TargetSettled, tx_hash, now_ms).await
+}
+
+/// PARTIAL_SETTLEMENT → TARGET_SETTLED: a stored payout did land after all.
+pub async fn reconciled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Result<bool, StoreError> {
+    leg_settled(db, id, "target", Status::PartialSettlement, Status::TargetSettled, tx_hash, now_ms).await
+}
+
+/// Record a leg's transaction and move `from → to`, clearing any retry reason.
+async fn leg_settled(db: &Db, id: &str, leg: &str, from: Status, to: Status, tx_hash: &str, now_ms: i64) -> Result<bool, StoreError> {
+    Ok(sqlx::query(&format!(
+        "UPDATE intents SET status = $1, {leg}_tx_hash = $2, {leg}_settled_at = $3, updated_at = $3, \
+         error_message = NULL, error_code = NULL, version = version + 1 WHERE id = $4 AND status = $5"
+    ))
+    .bind(to.as_str())
+    .bind(tx_hash)
+    .bind(now_ms)
+    .bind(id)
+    .bind(from.as_str())
+    .execute(&db.pool)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// TARGET_SETTLING with `proof` → TARGET_SETTLING with none: a payout
+/// authorization that expired with no transaction of it stored (none was
+/// sent, or each was dropped once shown unable to land) is set aside, so
+/// that the next pass authorizes a new one. Compare-and-set on the proof and
+/// on there being no stored payout transaction: of two replicas, one renews,
+/// and never while a transaction of it may still land.
+pub async fn renew_payout(db: &Db, id: &str, proof: &str, now_ms: i64) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "UPDATE intents SET target_settle_proof = NULL, updated_at = $1, version = version + 1 \
+         WHERE id = $2 AND status = $3 AND target_settle_proof = $4 \
+         AND NOT EXISTS (SELECT 1 FROM chain_transactions WHERE intent_id = $2 AND leg = $5)",
+    )
+    .bind(now_ms)
+    .bind(id)
+    .bind(Status::TargetSettling.as_str())
+    .bind(proof)
+    .bind("target")
+    .execute(&db.pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Intents in `status`, oldest first.
+pub async fn ids_with_status(db: &Db, status: Status, limit: i64) -> Result<Vec<String>, StoreError> {
+    sqlx::query("SELECT id FROM intents WHERE status = $1 ORDER BY created_at, id LIMIT $2")
+        .bind(status.as_str())
+        .bind(limit)
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(|r| r.try_get("id").map_err(StoreError::from))
+        .collect()
+}
+
+/// What `retry` did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// PARTIAL_SETTLEMENT → SOURCE_SETTLED, queued for its payout.
+    Reopened,
+    /// Still settling: its queue entry is due now.
+    Requeued,
+    /// Terminal or unpaid: nothing to retry.
+    NotRetriable(Status),
+    NotFound,
+}
+
+/// An operator's retry: re-open a PARTIAL_SETTLEMENT intent, or make a
+/// waiting one due now. The payout's retry budget starts again. Running it
+/// twice does no harm: the second run finds it waiting and re-queues it.
+pub async fn retry(db: &Db, id: &str, now_ms: i64) -> Result<Retry, StoreError> {
+    let mut tx = db.pool.begin().await?;
+    let Some(row) = sqlx::query("SELECT status FROM intents WHERE id = $1").bind(id).fetch_optional(&mut *tx).await? else {
+        return Ok(Retry::NotFound);
+    };
+    let status = Status::parse(&row.try_get::<String, _>("status")?).unwrap_or(Status::Expired);
+    let outcome = match status {
+        Status::PartialSettlement => {
+            sqlx::query(
+                "UPDATE intents SET status = $1, error_code = NULL, error_message = NULL, updated_at = $2, \
+                 version = version + 1 WHERE id = $3 AND status = $4",
+            )
+            .bind(Status::SourceSettled.as_str())
+            .bind(now_ms)
+            .bind(id)
+            .bind(Status::PartialSettlement.as_str())
+            .execute(&mut *tx)
+            .await?;
+            Retry::Reopened
+        }
+        Status::Pending | Status::SourceSettled | Status::TargetSettling => Retry::Requeued,
+        other => return Ok(Retry::NotRetriable(other)),
+    };
+    let priority = i32::from(status != Status::Pending);
+    sqlx::query(
+        "INSERT INTO settlement_queue (intent_id, enqueued_at, available_at, attempts, priority) VALUES ($1, $2, $2, 0, $3) \
+         ON CONFLICT (intent_id) DO UPDATE SET enqueued_at = $2, available_at = $2, attempts = 0, locked_by = NULL, locked_until = NULL",
+    )
+    .bind(id)
+    .bind(now_ms)
+    .bind(priority)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+/// The operator says a payout will not happen: SOURCE_SETTLED or
+/// TARGET_SETTLING → PARTIAL_SETTLEMENT, out of the queue. If a stored
+/// payout lands after all, the keeper's reconciliation still records it.
+pub async fn give_up(db: &Db, id: &str, why: &Reason, now_ms: i64) -> Result<bool, StoreError> {
+    let mut tx = db.pool.begin().await?;
+    let moved = sqlx::query(
+        "UPDATE intents SET status = $1, error_code = $2, error_message = $3, updated_at = $4, version = version + 1 \
+         WHERE id = $5 AND status IN ($6, $7)",
+    )
+    .bind(Status::PartialSettlement.as_str())
+    .bind(why.code.code())
+    .bind(&why.message)
+    .bind(now_ms)
+    .bind(id)
+    .bind(Status::SourceSettled.as_str())
+    .bind(Status::TargetSettling.as_str())
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if moved {
+        sqlx::query("DELETE FROM settlement_queue WHERE intent_id = $1").bind(id).execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(moved)
+}

@@ -1,0 +1,259 @@
+//! What the host checks in a swap provider's route before a hosted wallet
+//! signs it, and before `/api/swap/quote` hands it to a user: every
+//! contract it names is on the chain's `swap_contracts`, native value goes
+//! along only when the native coin is what is swapped (exactly that
+//! amount), and on EVM chains its effect, simulated on the chain from the
+//! wallet, is what was asked. A provider gone bad (compromised, spoofed,
+//! a mistyped URL) gets `Refused`, and nothing is signed.
+
+use alloy_primitives::{b256, Address, B256, U256};
+use serde_json::{json, Value};
+
+use super::erc20;
+use super::route::{Route, RouteTx};
+use super::{SwapChain, SwapError, Swaps};
+use crate::config::Family;
+
+/// `Transfer(address,address,uint256)`; `eth_simulateV1` reports native
+/// transfers with it too, from the 0xEeee… pseudo-address.
+const TRANSFER: B256 = b256!("ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef");
+/// `Approval(address,address,uint256)`.
+const APPROVAL: B256 = b256!("8c5be1e5ebec7d5bd14f71427d1e84f3dd0314c0f7b2291e5b200ac8c7c3b925");
+
+/// Programs every Solana swap transaction may call besides the
+/// provider's: compute budget, system, both token programs, and
+/// associated token accounts.
+const SOLANA_BASE_PROGRAMS: [&str; 5] = [
+    "ComputeBudget111111111111111111111111111111",
+    "11111111111111111111111111111111",
+    "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
+    "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
+    "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL",
+];
+
+/// What the user asked of a swap.
+pub struct Asked<'a> {
+    /// The wallet that signs and pays.
+    pub wallet: &'a str,
+    pub from_token: &'a str,
+    /// The most of the input that may leave the wallet.
+    pub max_input: U256,
+    pub to_token: &'a str,
+    /// Same-chain: who receives the output, and the least that must arrive.
+    /// `None` across chains (the output arrives elsewhere, later).
+    pub output: Option<(&'a str, U256)>,
+}
+
+fn refused(why: impl Into<String>) -> SwapError {
+    SwapError::Refused(why.into())
+}
+
+/// The contracts a hosted wallet may touch for swaps on `chain`.
+fn known<'a>(swaps: &'a Swaps, chain: &str) -> &'a [String] {
+    swaps.config.chains.get(chain).map_or(&[], |c| c.swap_contracts.as_slice())
+}
+
+/// Whether `address` is on `chain`'s list (EVM and TRON compare the
+/// 20-byte address, whatever its spelling; Solana the base58 key).
+pub fn is_known(swaps: &Swaps, chain: &SwapChain, address: &str) -> bool {
+    let list = known(swaps, &chain.name);
+    match chain.family {
+        Family::Solana => list.iter().any(|k| k == address),
+        family => {
+            let Some(wanted) = erc20::parse(family, address) else { return false };
+            list.iter().any(|k| erc20::parse(family, k) == Some(wanted))
+        }
+    }
+}
+
+/// The spender a route asks the wallet to approve must be a known contract.
+pub fn check_spender(swaps: &Swaps, chain: &SwapChain, spender: &str) -> Result<(), SwapError> {
+    if is_known(swaps, chain, spender) {
+        return Ok(());
+    }
+    Err(refused(format!("{}: approval to {spender}, not a known swap contract", chain.name)))
+}
+
+/// The route's static shape: known contracts, and value only with a native input.
+pub fn check_route(swaps: &Swaps, from: &SwapChain, route: &Route, asked: &Asked<'_>) -> Result<(), SwapError> {
+    let native_input = erc20::parse(from.family, asked.from_token).is_some_and(|t| erc20::native(from.family, &t));
+    if let (Some(spender), false) = (&route.approval_address, native_input) {
+        check_spender(swaps, from, spender)?;
+    }
+    match &route.transaction {
+        None => Ok(()),
+        Some(RouteTx::Evm { to, value, .. }) => {
+            if !is_known(swaps, from, to) {
+                return Err(refused(format!("{}: the swap calls {to}, not a known swap contract", from.name)));
+            }
+            let value = value.as_deref().map_or(Some(U256::ZERO), |v| U256::from_str_radix(v.trim_start_matches("0x"), 16).ok());
+            let wanted = if native_input { asked.max_input } else { U256::ZERO };
+            if value != Some(wanted) {
+                return Err(refused(format!("{}: the swap sends {value:?} wei along, not {wanted}", from.name)));
+            }
+            Ok(())
+        }
+        Some(RouteTx::Tron { to, .. }) if is_known(swaps, from, to) => Ok(()),
+        Some(RouteTx::Tron { to, .. }) => Err(refused(format!("{}: the swap calls {to}, not a known swap contract", from.name))),
+        Some(RouteTx::Solana { transaction, .. }) => {
+            use base64::Engine as _;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(transaction)
+                .map_err(|_| SwapError::Unavailable("swap transaction is not base64".into()))?;
+            let programs = crate::family::solana::wire::Wire::parse(&bytes)
+                .and_then(|w| w.program_ids())
+                .ok_or_else(|| refused(format!("{}: the swap transaction cannot be read", from.name)))?;
+            for program in programs {
+                let program = bs58::encode(program).into_string();
+                if !SOLANA_BASE_PROGRAMS.contains(&program.as_str()) && !is_known(swaps, from, &program) {
+                    return Err(refused(format!("{}: the swap calls program {program}, not a known swap program", from.name)));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// One call of a simulated EVM bundle.
+pub struct EvmCall {
+    pub to: Address,
+    pub data: Vec<u8>,
+    pub value: U256,
+}
+
+/// How a simulated bundle that reverts is judged.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum OnRevert {
+    /// A hosted wallet is about to sign: a revert is refused.
+    Refuse,
+    /// A user's quote: a bundle that reverts (the user does not hold the
+    /// input yet) moves nothing, so it says nothing against the route.
+    Pass,
+}
+
+/// Simulate `calls` from the wallet, in order, in one block on top of the
+/// chain's head (`eth_simulateV1` with transfers traced), and check what
+/// they do to the wallet: only the input token leaves, at most
+/// `max_input`; it goes only to known contracts across chains; no
+/// allowance is granted to an unknown spender or beyond `max_input`; the
+/// output arrives (same chain); the gas stays under the cap.
+pub async fn simulate_evm(
+    swaps: &Swaps,
+    from: &SwapChain,
+    calls: &[EvmCall],
+    asked: &Asked<'_>,
+    on_revert: OnRevert,
+) -> Result<(), SwapError> {
+    let wallet: Address = asked.wallet.parse().map_err(|_| SwapError::WalletNotReady)?;
+    let client = swaps.client(&from.name)?;
+    let bundle: Vec<Value> = calls
+        .iter()
+        .map(|c| {
+            json!({
+                "from": wallet,
+                "to": c.to,
+                "input": alloy_primitives::hex::encode_prefixed(&c.data),
+                "value": format!("{:#x}", c.value),
+            })
+        })
+        .collect();
+    let params = json!([{ "blockStateCalls": [{ "calls": bundle }], "traceTransfers": true, "validation": false }, "latest"]);
+    let answer = match client.rpc("eth_simulateV1", params).await {
+        Ok(v) => v,
+        // A node that cannot simulate cannot vouch for the route: fail closed.
+        Err(e @ crate::chain::ChainError::Node { .. }) => {
+            return Err(refused(format!("{}: the node cannot simulate the swap: {e}", from.name)))
+        }
+        Err(e) => return Err(SwapError::Unavailable(format!("{}: {e}", from.name))),
+    };
+    let results = answer.pointer("/0/calls").and_then(Value::as_array).ok_or_else(|| refused("simulation answered without calls"))?;
+    if results.len() != calls.len() {
+        return Err(refused("simulation answered for another number of calls"));
+    }
+    if results.iter().any(|r| r.get("status").and_then(Value::as_str) != Some("0x1")) {
+        return match on_revert {
+            OnRevert::Refuse => Err(refused(format!("{}: the swap reverts in simulation", from.name))),
+            OnRevert::Pass => Ok(()),
+        };
+    }
+    let gas: u64 = results
+        .iter()
+        .filter_map(|r| r.get("gasUsed").and_then(Value::as_str))
+        .filter_map(|g| u64::from_str_radix(g.trim_start_matches("0x"), 16).ok())
+        .sum();
+    if gas > swaps.config.swap.max_gas {
+        return Err(refused(format!("{}: the swap uses {gas} gas, above swap.max_gas", from.name)));
+    }
+    let input = erc20::parse(Family::Evm, asked.from_token).ok_or(SwapError::Invalid("from_token"))?;
+    let input = if erc20::native(Family::Evm, &input) { Address::repeat_byte(0xee) } else { input };
+    let output = match asked.output {
+        Some((recipient, least)) => {
+            let token = erc20::parse(Family::Evm, asked.to_token).ok_or(SwapError::Invalid("to_token"))?;
+            let token = if erc20::native(Family::Evm, &token) { Address::repeat_byte(0xee) } else { token };
+            let recipient: Address = recipient.parse().map_err(|_| SwapError::Invalid("to_user_address"))?;
+            Some((token, recipient, least))
+        }
+        None => None,
+    };
+    let cross_chain = asked.output.is_none();
+    let (mut spent, mut received) = (U256::ZERO, U256::ZERO);
+    for log in results.iter().flat_map(|r| r.get("logs").and_then(Value::as_array).into_iter().flatten()) {
+        let Some(event) = Event::of(log) else { continue };
+        match event {
+            Event::Transfer { token, from: sender, to, amount } => {
+                if sender == wallet {
+                    if token != input {
+                        return Err(refused(format!("{}: the swap moves {token} out of the wallet", from.name)));
+                    }
+                    if cross_chain && !is_known(swaps, from, &to.to_string()) {
+                        return Err(refused(format!("{}: the swap pays the input to {to}, not a known bridge", from.name)));
+                    }
+                    spent += amount;
+                }
+                if let Some((out_token, recipient, _)) = output {
+                    if token == out_token && to == recipient {
+                        received += amount;
+                    }
+                }
+            }
+            Event::Approval { owner, spender, amount } if owner == wallet => {
+                if !is_known(swaps, from, &spender.to_string()) || amount > asked.max_input {
+                    return Err(refused(format!("{}: the swap lets {spender} spend {amount} of the wallet's tokens", from.name)));
+                }
+            }
+            Event::Approval { .. } => {}
+        }
+    }
+    if spent > asked.max_input {
+        return Err(refused(format!("{}: the swap takes {spent}, more than {}", from.name, asked.max_input)));
+    }
+    if let Some((_, _, least)) = output {
+        if received < least {
+            return Err(refused(format!("{}: the swap delivers {received}, less than {least}", from.name)));
+        }
+    }
+    Ok(())
+}
+
+/// The token events the checks read from a simulated log.
+enum Event {
+    Transfer { token: Address, from: Address, to: Address, amount: U256 },
+    Approval { owner: Address, spender: Address, amount: U256 },
+}
+
+impl Event {
+    fn of(log: &Value) -> Option<Event> {
+        let topics: Vec<B256> = log.get("topics")?.as_array()?.iter().filter_map(|t| t.as_str()?.parse().ok()).collect();
+        // ERC-20 events have three topics (ERC-721's Transfer has four).
+        let [event, a, b] = topics.as_slice() else { return None };
+        let token: Address = log.get("address")?.as_str()?.parse().ok()?;
+        let data = alloy_primitives::hex::decode(log.get("data")?.as_str()?.trim_start_matches("0x")).ok()?;
+        let amount = U256::try_from_be_slice(data.get(..32)?)?;
+        let (a, b) = (Address::from_word(*a), Address::from_word(*b));
+        match *event {
+            TRANSFER => Some(Event::Transfer { token, from: a, to: b, amount }),
+            APPROVAL => Some(Event::Approval { owner: a, spender: b, amount }),
+            _ => None,
+        }
+    }
+}
