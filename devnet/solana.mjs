@@ -299,12 +299,30 @@ const methods = {
   },
   getRecentPrioritizationFees: () => [],
   sendTransaction: send,
+  // As a node simulates: `sigVerify: false` runs a transaction whose
+  // signatures are missing, and `accounts.addresses` asks for those
+  // accounts' state after it (null where an account does not exist then).
   simulateTransaction: ([wire, config = {}]) => {
     const { tx } = decodeWire(wire, config.encoding);
-    const sim = svm.simulateTransaction(tx);
+    const unsigned = config.sigVerify === false;
+    if (unsigned) svm.withSigverify(false);
+    let sim;
+    try {
+      sim = svm.simulateTransaction(tx);
+    } finally {
+      if (unsigned) svm.withSigverify(true);
+    }
     const failed = typeof sim.err === "function";
-    const meta = failed ? sim.meta() : sim.meta();
-    return withContext({ err: failed ? errorName(sim.err()) : null, logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()), accounts: null, returnData: null });
+    const meta = sim.meta();
+    let accounts = null;
+    if (config.accounts?.addresses && !failed) {
+      const after = new Map(sim.postAccounts().map((a) => [String(a.address), a]));
+      accounts = config.accounts.addresses.map((k) => {
+        const a = after.has(k) ? after.get(k) : account(k);
+        return a && BigInt(a.lamports) > 0n ? encodeAccount(a, config.accounts.encoding ?? "base64") : null;
+      });
+    }
+    return withContext({ err: failed ? errorName(sim.err()) : null, logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()), accounts, returnData: null });
   },
   getSignatureStatuses: statuses,
   getTransaction: transaction,

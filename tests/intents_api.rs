@@ -138,10 +138,11 @@ async fn create_agent_intent_and_ownership(b: Backend) {
     assert_eq!(mine["agent_id"], alice);
     let (s, q) = app.call("GET", &format!("/v2/intents?intent_id={id}"), None, &[("authorization", &alice_auth)]).await;
     assert_eq!((s, &q), (StatusCode::OK, &mine));
-    // Public reads are open and show the owner.
+    // Public reads are open and do not name the owner (agent_id is /v2's).
     let (s, public) = app.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
     assert_eq!(s, StatusCode::OK);
-    assert_eq!(public["agent_id"], alice);
+    assert!(public.get("agent_id").is_none(), "{public}");
+    assert_eq!(public["intent_id"], mine["intent_id"]);
 
     // Another agent, or a public-flow intent, is "not found" on /v2 — never 403.
     let (s, e) = app.call("GET", &format!("/v2/intents/{id}"), None, &[("authorization", &bob_auth)]).await;
@@ -654,8 +655,16 @@ async fn sanctions_screen(b: Backend) {
     let app = App::start(b, &format!("[compliance]\nsanctions_files = [{:?}]\n", list.display().to_string())).await;
     let mut req = body("1");
     req["payer_address"] = json!("0xbad0000000000000000000000000000000000bad");
-    let (s, e) = app.call("POST", "/api/intents", Some(req), &[]).await;
-    assert_error(s, &e, StatusCode::FORBIDDEN, "payment declined");
+    // Advisory at create (SPEC): the intent is created, the hit recorded for
+    // operators and never shown; settlement screens the payer again.
+    let (s, listed) = app.call("POST", "/api/intents", Some(req), &[]).await;
+    assert_eq!(s, StatusCode::CREATED, "{listed}");
+    assert!(!listed.to_string().contains("listed"), "not in the public answer: {listed}");
+    let id = listed["intent_id"].as_str().unwrap();
+    let stored = stablerail::store::intents::get(&app.state.db, id).await.unwrap().unwrap();
+    assert!(stored.payer_listed, "recorded for operators");
+    let (_, read) = app.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
+    assert!(!read.to_string().contains("listed"), "not in a read: {read}");
     let mut ok = body("1");
     ok["payer_address"] = json!("0x0000000000000000000000000000000000000abc");
     create(&app, ok).await;

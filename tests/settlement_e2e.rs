@@ -227,6 +227,30 @@ async fn unfunded_payer_fails_verification_and_sanctioned_payer_is_blocked() {
     assert_eq!(dn.balance("base", &addr).await, before, "no funds moved");
 }
 
+/// `/v2` execute from a hosted wallet on a sanctions list: 403 with the
+/// generic `payment declined`, the intent ends BLOCKED, nothing moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn execute_from_a_sanctioned_wallet_is_declined_and_blocked() {
+    let dn = Devnet::start_with(25445, "base", "", 0, None).await;
+    let (agent, auth) = dn.agent().await;
+    let wallet = dn.state.keys.address(&keys::agent_key(&agent)).await.unwrap();
+    dn.mint("base", &wallet, U256::from(10_000_000u64)).await;
+    let list = dn.dir.path().join("sdn.txt");
+    std::fs::write(&list, format!("{wallet}\n")).unwrap();
+    dn.set("compliance.sanctions_files", toml::Value::Array(vec![toml::Value::String(list.display().to_string())]));
+    let state = dn.restate().await;
+    Engine::new(state.engine_deps()).spawn(1);
+    let body = json!({ "recipient": MERCHANT, "amount": "2", "payer_chain": "base" });
+    let (s, intent) = common::devnet::call_state(&state, "POST", "/v2/intents", Some(body), &[("authorization", &auth)]).await;
+    assert_eq!(s, 201, "{intent}");
+    let id = intent["intent_id"].as_str().unwrap();
+    let (s, e) = common::devnet::call_state(&state, "POST", &format!("/v2/intents/{id}/execute"), None, &[("authorization", &auth)]).await;
+    assert_eq!((s, e["message"].as_str(), e["error"].as_str()), (403, Some("payment declined"), Some("Forbidden")), "{e}");
+    let (_, now) = common::devnet::call_state(&state, "GET", &format!("/v2/intents/{id}"), None, &[("authorization", &auth)]).await;
+    assert_eq!(now["status"], "BLOCKED", "{now}");
+    assert_eq!(dn.balance("base", &wallet).await, U256::from(10_000_000u64), "nothing moved");
+}
+
 use common::process::{anvil, http, kill, serve};
 
 /// The target chain goes down after the source leg, the server is killed
@@ -410,19 +434,17 @@ async fn landed_payouts_are_reconciled_and_retries_never_pay_twice() {
     assert_eq!(dn.balance("base", MERCHANT).await, merchant, "paid once");
 }
 
-/// The proxy wallet is short on the target chain: the intent waits in
-/// SOURCE_SETTLED with `payout_wallet_short` (the fixed sentence, no node
-/// text), nothing is paid, and once the operator funds the wallet the
-/// retry completes it, once.
+/// The public flow takes no money the payout cannot match: with the proxy
+/// wallet on the target chain short, `POST /api/intents/{id}` answers 503
+/// (the fixed sentence) before verifying anything, the payer keeps the
+/// funds and the intent still awaits payment; once funded, the same proof
+/// is taken. What is already promised counts: of two proofs racing for the
+/// last of the float, one is taken and one answered 503. Every accepted
+/// intent is paid once (balances on chain).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_short_payout_wallet_waits_and_completes_once_funded() {
+async fn a_short_payout_float_refuses_the_proof_and_the_payer_keeps_the_money() {
     let dn = Devnet::start_with(22745, "base,arbitrum", "", 0, None).await;
     dn.service_setting("retry_max_backoff_seconds", 1);
-    let cfg = dn.dir.path().join("chains.toml");
-    let db_url = format!("sqlite://{}", dn.dir.path().join("sr.db").display());
-    let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
-    Engine::new(state.engine_deps()).spawn(2);
-
     let proxy = dn.state.keys.address(keys::PROXY).await.unwrap();
     let arb = dn.rpc_url("arbitrum");
     let held = dn.balance("arbitrum", &proxy).await;
@@ -435,39 +457,75 @@ async fn a_short_payout_wallet_waits_and_completes_once_funded() {
         alloy_sol_types::SolCall::abi_encode(&transferCall { to: sink.parse().unwrap(), value: held }),
     )
     .await;
-
+    let intent = |amount: &'static str| {
+        let dn = &dn;
+        async move {
+            let body = json!({ "recipient": MERCHANT, "amount": amount, "payer_chain": "base", "target_chain": "arbitrum" });
+            let (s, v) = dn.call("POST", "/api/intents", Some(body), &[]).await;
+            assert_eq!(s, 201, "{v}");
+            v
+        }
+    };
+    let submit = |id: String, proof: String| {
+        let dn = &dn;
+        async move { dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await }
+    };
     let merchant = dn.balance("arbitrum", MERCHANT).await;
-    let (s, intent) = dn
-        .call(
-            "POST",
-            "/api/intents",
-            Some(json!({ "recipient": MERCHANT, "amount": "2", "payer_chain": "base", "target_chain": "arbitrum" })),
-            &[],
-        )
-        .await;
-    assert_eq!(s, 201, "{intent}");
-    let id = intent["intent_id"].as_str().unwrap().to_string();
-    let proof = x402_pay(&intent["payment_requirements"], &dn.payer(5).1);
-    let (s, _) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
-    assert_eq!(s, 200);
-    let mut waiting = Value::Null;
-    for _ in 0..300 {
-        let (_, v) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
-        if v["error_code"] == "payout_wallet_short" {
-            waiting = v;
+    let payers: Vec<(String, U256)> = {
+        let mut v = Vec::new();
+        for n in [5, 6, 7] {
+            let who = dn.payer(n).0;
+            let before = dn.balance("base", &who).await;
+            v.push((who, before));
+        }
+        v
+    };
+
+    // Short: 503 before anything is verified or taken.
+    let a = intent("2").await;
+    let a_id = a["intent_id"].as_str().unwrap().to_string();
+    let a_proof = x402_pay(&a["payment_requirements"], &dn.payer(5).1);
+    let (s, e) = submit(a_id.clone(), a_proof.clone()).await;
+    assert_eq!((s, e["message"].as_str()), (503, Some("service temporarily unavailable: payment wallet has insufficient balance")), "{e}");
+    let (_, now) = dn.call("GET", &format!("/api/intents/{a_id}"), None, &[]).await;
+    assert_eq!(now["status"], "AWAITING_PAYMENT", "{now}");
+    assert_eq!(dn.balance("base", &payers[0].0).await, payers[0].1, "the payer keeps the money");
+
+    // Funded with 3: the same proof is taken (once the few-second balance cache is past).
+    dn.mint("arbitrum", &proxy, U256::from(3_000_000u64)).await;
+    let mut taken = (0, Value::Null);
+    for _ in 0..50 {
+        taken = submit(a_id.clone(), a_proof.clone()).await;
+        if taken.0 != 503 {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(waiting["status"], "SOURCE_SETTLED", "{waiting}");
-    assert_eq!(waiting["error_message"], "service temporarily unavailable: payment wallet has insufficient balance");
-    assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant, "nothing paid while short");
+    assert_eq!(taken.0, 200, "{}", taken.1);
 
-    dn.mint("arbitrum", &proxy, U256::from(10_000_000u64)).await;
-    let done = dn.wait_status(&id, "TARGET_SETTLED").await;
-    assert!(done.get("error_code").is_none(), "{done}");
-    assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant + U256::from(2_000_000u64), "paid once");
-    assert_eq!(dn.balance("arbitrum", &proxy).await, U256::from(8_000_000u64));
+    // 2 of 3 promised: two proofs of 1 each race for the last 1; one wins.
+    let (d, e_) = (intent("1").await, intent("1").await);
+    let d_proof = x402_pay(&d["payment_requirements"], &dn.payer(6).1);
+    let e_proof = x402_pay(&e_["payment_requirements"], &dn.payer(7).1);
+    let (rd, re) = tokio::join!(
+        submit(d["intent_id"].as_str().unwrap().to_string(), d_proof),
+        submit(e_["intent_id"].as_str().unwrap().to_string(), e_proof)
+    );
+    let mut statuses = [rd.0, re.0];
+    statuses.sort();
+    assert_eq!(statuses, [200, 503], "exactly one takes the last of the float: {} / {}", rd.1, re.1);
+    let (winner, loser) = if rd.0 == 200 { (&d, &payers[2]) } else { (&e_, &payers[1]) };
+
+    // The engine pays every accepted intent once; the refused payer keeps the money.
+    let cfg = dn.dir.path().join("chains.toml");
+    let db_url = format!("sqlite://{}", dn.dir.path().join("sr.db").display());
+    let state = stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap();
+    Engine::new(state.engine_deps()).spawn(2);
+    dn.wait_status(&a_id, "TARGET_SETTLED").await;
+    dn.wait_status(winner["intent_id"].as_str().unwrap(), "TARGET_SETTLED").await;
+    assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant + U256::from(3_000_000u64), "paid once each");
+    assert_eq!(dn.balance("arbitrum", &proxy).await, U256::ZERO);
+    assert_eq!(dn.balance("base", &loser.0).await, loser.1, "the refused payer keeps the money");
 }
 
 /// `/healthz` and `/readyz` answer outside the rate limiter; `/readyz`

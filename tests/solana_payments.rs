@@ -42,6 +42,7 @@ async fn solana_pays_and_is_paid() {
     assert_eq!(req["asset"], "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v");
     assert_eq!(req["payTo"], collection.as_str(), "payTo is the collection wallet's owner address");
     assert_eq!(req["extra"]["feePayer"], relayer.as_str());
+    assert_eq!((&req["extra"]["asset"], &req["extra"]["amount"]), (&req["asset"], &req["amount"]), "extra names the asset and amount");
     assert_eq!(req["extra"]["decimals"], 6);
     let sending: u64 = req["amount"].as_str().unwrap().parse().unwrap();
 

@@ -204,12 +204,12 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
     let (_, r) = dn.call("POST", "/api/swap/intents", Some(b), &[]).await;
     let failed = wait_swap(&dn, r["intent_id"].as_str().unwrap(), "FAILED").await;
     assert_eq!(failed["error_code"], "source_reverted");
-    // One that never reaches the chain is CANCELED after cancel_after_seconds.
+    // One that never reaches the chain is FAILED after cancel_after_seconds.
     let mut b = body.clone();
     b["source_tx_hash"] = json!(format!("0x{}", "cd".repeat(32)));
     let (_, r) = dn.call("POST", "/api/swap/intents", Some(b), &[]).await;
-    let canceled = wait_swap(&dn, r["intent_id"].as_str().unwrap(), "CANCELED").await;
-    assert_eq!(canceled["error_code"], "source_not_confirmed");
+    let unconfirmed = wait_swap(&dn, r["intent_id"].as_str().unwrap(), "FAILED").await;
+    assert_eq!(unconfirmed["error_code"], "source_not_confirmed");
 
     // Every rule of the request, each its own 400.
     let base = format!("input_token={usdc}&output_token={usdt}");
@@ -504,6 +504,25 @@ async fn solana_swaps_move_both_sides_through_the_pool() {
     assert_eq!(stored.iter().map(|t| t.tx_hash.as_str()).collect::<Vec<_>>(), [hash.as_str()], "one transaction, stored");
     assert_eq!(dn.sol_balance("usdc", &wallet).await, 4_000_000, "charged once");
 
+    // A provider gone bad builds a swap that takes twice the amount out of
+    // the wallet: refused before it is signed, nothing moves.
+    let mode = std::sync::Arc::new(std::sync::Mutex::new("more-in"));
+    let honest = dn.info["jupiter"]["url"].as_str().unwrap().to_string();
+    let url = hostile_provider(honest, mode, wallet.clone(), String::new()).await;
+    dn.set("swap.jupiter_url", format!("{url}/swap/v1"));
+    let bad = dn.restate().await;
+    let body = json!({ "chain": "solana", "from_token": usdc, "to_token": usdt, "from_amount": 1_000_000 });
+    let keyed = [("authorization", auth.as_str()), ("idempotency-key", "sol-bad")];
+    let (s, e) = call_state(&bad, "POST", "/v2/swap/execute", Some(body), &keyed).await;
+    assert_eq!((s, e["message"].as_str()), (502, Some("swap route refused")), "{e}");
+    let run = stablerail::swap::execute::run_id(&agent, Some("sol-bad"));
+    assert!(stablerail::store::settlement::list_txs(&bad.db, &run, "swap").await.unwrap().is_empty(), "nothing stored");
+    let quote = format!("/api/swap/quote?chain=solana&input_token={usdc}&output_token={usdt}&from_amount=1000000&user_address={wallet}");
+    let (s, e) = call_state(&bad, "GET", &quote, None, &[]).await;
+    assert_eq!((s, e["message"].as_str()), (502, Some("swap route refused")), "quote: {e}");
+    assert_eq!(dn.sol_balance("usdc", &wallet).await, 4_000_000, "nothing moved");
+    assert_eq!(dn.sol_balance("usdt", &wallet).await, estimated);
+
     // The provider gone: 502, and the rest of the service answers.
     let pid = dn.info["jupiter"]["pid"].as_u64().unwrap();
     assert!(Command::new("kill").arg(pid.to_string()).status().unwrap().success());
@@ -597,21 +616,36 @@ async fn tron_swaps_cross_through_the_bridge_from_hosted_wallets() {
     assert_eq!(dn.balance_of("base", "usdt", &evm_wallet).await, U256::from(999_500u64), "base paid 2,000,000");
 }
 
-/// A LI.FI-shaped provider gone bad: it forwards to the devnet's honest
-/// provider and rewrites each quote as `mode` says.
+/// A provider gone bad: it forwards to the devnet's honest provider at
+/// `origin` and rewrites what `mode` says, LI.FI's quotes or Jupiter's swap
+/// requests. Answers the origin it listens on.
 async fn hostile_provider(
-    honest: String,
+    origin: String,
     mode: std::sync::Arc<std::sync::Mutex<&'static str>>,
     wallet: String,
     stranger: String,
 ) -> String {
     use axum::extract::{Request, State};
     type Shared = (String, std::sync::Arc<std::sync::Mutex<&'static str>>, String, String);
-    async fn forward(State((honest, mode, wallet, stranger)): State<Shared>, req: Request) -> axum::Json<Value> {
+    async fn forward(State((origin, mode, wallet, stranger)): State<Shared>, req: Request) -> axum::Json<Value> {
         let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
-        let url = format!("{}{}", honest.trim_end_matches("/v1"), path);
-        let mut v: Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+        let post = req.method() == axum::http::Method::POST;
+        let body = axum::body::to_bytes(req.into_body(), usize::MAX).await.unwrap();
         let mode = *mode.lock().unwrap();
+        let url = format!("{origin}{path}");
+        let mut v: Value = if post {
+            let mut sent: Value = serde_json::from_slice(&body).unwrap();
+            // Jupiter: a swap of twice what was quoted, out of the same wallet.
+            if mode == "more-in" {
+                let q = &mut sent["quoteResponse"];
+                let doubled = |v: &Value| json!((v.as_str().unwrap().parse::<u64>().unwrap() * 2).to_string());
+                q["inAmount"] = doubled(&q["inAmount"]);
+                q["outAmount"] = doubled(&q["outAmount"]);
+            }
+            reqwest::Client::new().post(url).json(&sent).send().await.unwrap().json().await.unwrap()
+        } else {
+            reqwest::get(url).await.unwrap().json().await.unwrap()
+        };
         if path.starts_with("/v1/quote") && v.get("transactionRequest").is_some() {
             let token = v["action"]["fromToken"]["address"].as_str().unwrap_or_default().to_string();
             let amount: u64 = v["estimate"]["fromAmount"].as_str().unwrap().parse().unwrap();
@@ -645,9 +679,10 @@ async fn hostile_provider(
         }
         axum::Json(v)
     }
-    let app = axum::Router::new().fallback(forward).with_state((honest, mode, wallet, stranger));
+    let origin = reqwest::Url::parse(&origin).unwrap().origin().ascii_serialization();
+    let app = axum::Router::new().fallback(forward).with_state((origin, mode, wallet, stranger));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     url
 }
@@ -671,7 +706,7 @@ async fn a_provider_gone_bad_gets_nothing_signed() {
     let mode = std::sync::Arc::new(std::sync::Mutex::new("honest"));
     let honest = dn.info["swap"]["url"].as_str().unwrap().to_string();
     let url = hostile_provider(honest, mode.clone(), wallet.clone(), stranger.clone()).await;
-    dn.set("swap.lifi_url", url);
+    dn.set("swap.lifi_url", format!("{url}/v1"));
     let state = dn.restate().await;
     let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 5_000_000 });
     let allowance = |spender: String| {

@@ -33,6 +33,7 @@ async fn a_tron_payer_pays_a_base_merchant_through_permit2() {
     let body = json!({ "recipient": MERCHANT, "amount": "3", "payer_chain": "tron", "payer_asset": "usdt", "target_chain": "base" });
     let (id, intent) = dn.create_public(body.clone()).await;
     let req = &intent["payment_requirements"];
+    assert_eq!((&req["extra"]["asset"], &req["extra"]["amount"]), (&req["asset"], &req["amount"]), "extra names the asset and amount");
     assert_eq!(req["network"], "tron:0x2b6653dc");
     assert_eq!(req["asset"], token.as_str());
     assert_eq!(req["payTo"], collection.as_str());

@@ -181,7 +181,7 @@ pub struct Swap {
     pub discovery_ttl_seconds: u64,
     /// How long a quote's transaction may be broadcast (`expires_at`).
     pub quote_ttl_seconds: u64,
-    /// A registered swap whose source transaction is not on chain by then is CANCELED.
+    /// A registered swap whose source transaction is not on chain by then is FAILED.
     pub cancel_after_seconds: u64,
     /// How often the tracker looks at pending swaps.
     pub track_interval_ms: u64,
@@ -198,6 +198,9 @@ pub struct Swap {
     /// itself, as simulated) may use: the native fee it may cost is this
     /// times the chain's gas price, which the driver's fee policy bounds.
     pub max_gas: u64,
+    /// The most SOL a hosted wallet's Solana swap may cost it beyond a SOL
+    /// input (fees and new token accounts' rent), in lamports.
+    pub max_fee_lamports: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -246,6 +249,7 @@ impl Default for Swap {
             jupiter_api_key_env: None,
             providers: BTreeMap::new(),
             max_gas: 3_000_000,
+            max_fee_lamports: 20_000_000,
         }
     }
 }

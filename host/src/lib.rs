@@ -13,6 +13,7 @@ pub mod db;
 pub mod decimal;
 pub mod failure;
 pub mod family;
+pub mod float;
 pub mod intent;
 pub mod keys;
 pub mod ops;

@@ -593,6 +593,7 @@ async fn intent(out: Output, cmd: IntentCommand, store: StoreArgs) -> anyhow::Re
                         "target_chain": i.target_chain, "sending_amount": i.sending_amount,
                         "receiving_amount": i.receiving_amount, "merchant_recipient": i.merchant_recipient,
                         "error_code": i.error_code.map(|c| c.code()), "error_message": i.error_message,
+                        "payer_listed": i.payer_listed,
                         "source_tx_hash": i.source_tx_hash, "target_tx_hash": i.target_tx_hash,
                         "updated_at": stablerail::clock::rfc3339(i.updated_at),
                     }));

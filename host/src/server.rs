@@ -60,6 +60,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         keys,
         work: Default::default(),
         watch: Default::default(),
+        floats: Default::default(),
     }))
 }
 

@@ -27,6 +27,8 @@ pub struct AppState {
     pub swaps: Arc<crate::swap::Swaps>,
     /// Chains withheld until they answer; wallets below their floors.
     pub watch: Arc<crate::watch::Watch>,
+    /// The proxy wallets' balances, read for the public flow's float check.
+    pub floats: Arc<crate::float::Floats>,
 }
 
 pub type Shared = Arc<AppState>;

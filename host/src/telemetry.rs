@@ -77,6 +77,11 @@ pub fn nonce_lag(chain: &str, sender: &str, lag: u64) {
 
 /// A service wallet's balance in whole units (a gauge is a float; amounts
 /// that matter are read exactly from the chain, never from here).
+/// An address found on a sanctions list, by where it was screened.
+pub fn sanctions_hit(stage: &'static str) {
+    metrics::counter!("stablerail_sanctions_hits_total", "stage" => stage).increment(1);
+}
+
 pub fn wallet_balance(wallet: &str, chain: &str, asset: &str, amount: rust_decimal::Decimal) {
     use rust_decimal::prelude::ToPrimitive;
     metrics::gauge!("stablerail_wallet_balance", "wallet" => wallet.to_string(), "chain" => chain.to_string(), "asset" => asset.to_string())

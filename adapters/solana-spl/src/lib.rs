@@ -62,7 +62,13 @@ impl Guest for SolanaSpl {
         let pay_to = Key::parse(&terms.pay_to).ok_or_else(|| AdapterError::InvalidAddress(terms.pay_to.clone()))?;
         units::parse(&terms.amount).map_err(AdapterError::InvalidAmount)?;
         let fee_payer = relayer(&ctx)?;
-        let extra = serde_json::json!({ "feePayer": fee_payer.to_string(), "decimals": ctx.decimals });
+        // `asset` and `amount` in `extra` too, as on every family: callers read them there.
+        let extra = serde_json::json!({
+            "feePayer": fee_payer.to_string(),
+            "decimals": ctx.decimals,
+            "asset": mint.to_string(),
+            "amount": terms.amount,
+        });
         Ok(PaymentRequirements {
             scheme: SCHEME.into(),
             network: ctx.network.clone(),

@@ -167,6 +167,9 @@ impl Guest for TronPermit2 {
             "permit2Address": address::show(&setup.permit2),
             "spender": address::show(&setup.proxy),
             "decimals": ctx.decimals,
+            // As on every family: callers read the asset and amount in `extra`.
+            "asset": address::show(&setup.token),
+            "amount": terms.amount,
         });
         Ok(PaymentRequirements {
             scheme: SCHEME.into(),

@@ -159,7 +159,6 @@ impl From<crate::ops::create_intent::CreateError> for ApiError {
         use crate::ops::create_intent::CreateError as E;
         match e {
             E::Invalid(m) => ApiError::BadRequest(m),
-            E::Declined => ApiError::Forbidden("payment declined".into()),
             e @ E::ChainWithheld(_) => ApiError::Unavailable(e.to_string()),
             E::Adapter(e) => e.into(),
             E::Call(e) => e.into(),
@@ -178,7 +177,9 @@ impl From<crate::ops::intent_error::IntentError> for ApiError {
             E::Expired => ApiError::BadRequest(e.to_string()),
             E::NotPayable | E::AuthorizationUsed => ApiError::Conflict(e.to_string()),
             E::NotServed(..) => ApiError::Unavailable(e.to_string()),
+            E::FloatShort => ApiError::Unavailable(crate::failure::Failure::PayoutWalletShort.sentence().into()),
             E::Proof(e) => e.into(),
+            E::Declined => ApiError::Forbidden(e.to_string()),
             E::WalletShort => ApiError::PaymentRequired(crate::failure::Failure::AgentWalletShort.sentence().into()),
             E::Call(e) => e.into(),
             E::Store(e) => e.into(),

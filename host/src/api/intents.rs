@@ -24,10 +24,18 @@ pub enum AnyIntent {
     Swap(SwapIntentView),
 }
 
-fn view(s: &Shared, found: Found) -> AnyIntent {
+/// The answer of a read. `agent_id` is shown on `/v2` only (SPEC): a
+/// public read does not tell who owns an intent.
+fn view(s: &Shared, found: Found, agent: Option<&Agent>) -> AnyIntent {
     match found {
         Found::Swap(i) => AnyIntent::Swap(SwapIntentView::of(i)),
-        Found::Payment(i) => AnyIntent::Payment(views::intent(&s.config, &i, crate::clock::now_ms())),
+        Found::Payment(i) => {
+            let mut v = views::intent(&s.config, &i, crate::clock::now_ms());
+            if agent.is_none() {
+                v.agent_id = None;
+            }
+            AnyIntent::Payment(v)
+        }
     }
 }
 
@@ -36,7 +44,7 @@ fn view(s: &Shared, found: Found) -> AnyIntent {
     params(("id" = String, Path, description = "Intent id")),
     responses((status = 200, description = "The intent (a payment, or a registered swap)", body = AnyIntent)))]
 pub async fn get_public(State(s): State<Shared>, Path(id): Path<String>) -> Result<Json<AnyIntent>, ApiError> {
-    Ok(Json(view(&s, read_intent::read(&s, &id, None).await?)))
+    Ok(Json(view(&s, read_intent::read(&s, &id, None).await?, None)))
 }
 
 /// Read a payment intent named by the `intent_id` query parameter.
@@ -44,7 +52,7 @@ pub async fn get_public(State(s): State<Shared>, Path(id): Path<String>) -> Resu
     responses((status = 200, description = "The intent (a payment, or a registered swap)", body = AnyIntent)))]
 pub async fn get_public_query(State(s): State<Shared>, q: Result<Query<IdQuery>, QueryRejection>) -> Result<Json<AnyIntent>, ApiError> {
     let id = q?.id()?;
-    Ok(Json(view(&s, read_intent::read(&s, &id, None).await?)))
+    Ok(Json(view(&s, read_intent::read(&s, &id, None).await?, None)))
 }
 
 /// Read one of the caller's intents.
@@ -56,7 +64,7 @@ pub async fn get_agent(
     Extension(agent): Extension<Agent>,
     Path(id): Path<String>,
 ) -> Result<Json<AnyIntent>, ApiError> {
-    Ok(Json(view(&s, read_intent::read(&s, &id, Some(&agent)).await?)))
+    Ok(Json(view(&s, read_intent::read(&s, &id, Some(&agent)).await?, Some(&agent))))
 }
 
 /// Read one of the caller's intents, named by the `intent_id` query parameter.
@@ -68,7 +76,7 @@ pub async fn get_agent_query(
     q: Result<Query<IdQuery>, QueryRejection>,
 ) -> Result<Json<AnyIntent>, ApiError> {
     let id = q?.id()?;
-    Ok(Json(view(&s, read_intent::read(&s, &id, Some(&agent)).await?)))
+    Ok(Json(view(&s, read_intent::read(&s, &id, Some(&agent)).await?, Some(&agent))))
 }
 
 /// The caller's intents, a page at a time.
@@ -111,7 +119,9 @@ pub async fn submit_proof(
 ) -> Result<Json<Accepted>, ApiError> {
     let Json(body) = body?;
     let i = submit_proof::submit(&s, &id, body.settle_proof.as_deref()).await?;
-    Ok(Json(Accepted::new(&i, Status::Pending, "proof accepted; settlement in progress")))
+    let mut accepted = Accepted::new(&i, Status::Pending, "proof accepted; settlement in progress");
+    accepted.agent_id = None; // `/api`: never who owns it
+    Ok(Json(accepted))
 }
 
 /// Pay one of the caller's intents from its hosted wallet. Waits a few

@@ -109,6 +109,9 @@ pub struct Intent {
     pub updated_at: i64,
     /// Why it failed or waits; `error_message` is the sentence for it.
     pub error_code: Option<crate::failure::Failure>,
+    /// The advisory screen at create found `payer_address` on a sanctions
+    /// list. For operators only; settlement screens the real payer again.
+    pub payer_listed: bool,
 }
 
 impl Intent {

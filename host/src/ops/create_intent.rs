@@ -22,9 +22,6 @@ pub enum CreateError {
     /// 400 with the spec's sentence.
     #[error("{0}")]
     Invalid(String),
-    /// 403: the screen found `payer_address` on a sanctions list.
-    #[error("payment declined")]
-    Declined,
     /// 503: the chain is configured but its node has not answered yet.
     #[error("{0} is temporarily unavailable")]
     ChainWithheld(String),
@@ -141,14 +138,19 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
     };
     refuse_unreceivable(s, &target_chain, &target_asset, &merchant).await?;
 
+    // The screen at create is advisory (SPEC, `payer_address`): a hit is
+    // recorded for operators and the intent is created; settlement screens
+    // the address that actually pays, and that one ends it BLOCKED.
+    let mut payer_listed = false;
     let payer_address = match given(&req.payer_address) {
         None => None,
         Some(addr) => {
             let family = cfg.chains[&payer_chain].family;
             let addr = payer.normalize_address(family, &addr).await?.map_err(|_| bad("invalid payer_address"))?;
             if s.sanctions.is_listed(&addr) {
-                tracing::warn!(payer = %addr, "create refused by the sanctions screen");
-                return Err(CreateError::Declined);
+                tracing::warn!(payer = %addr, "payer_address is on a sanctions list; recorded, settlement screens the payer again");
+                crate::telemetry::sanctions_hit("create");
+                payer_listed = true;
             }
             Some(addr)
         }
@@ -206,6 +208,7 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
         estimated_fee: fees::show(q.total_fee),
         fee_breakdown: breakdown.to_string(),
         payment_requirements: requirements,
+        payer_listed,
         settle_proof: None,
         replay_key: None,
         payer: None,

@@ -8,7 +8,7 @@ use crate::failure::Failure;
 use crate::intent::{Intent, Status};
 use crate::state::AppState;
 use crate::store::agents::Agent;
-use crate::store::intents::{self as repo, Acceptance};
+use crate::store::intents::{self as repo, Acceptance, Accepted};
 
 /// The intent as it was read, and the status it had reached when the wait
 /// ended.
@@ -18,7 +18,10 @@ pub async fn execute(s: &AppState, agent: &Agent, id: &str) -> Result<(Intent, S
         return Err(e);
     }
     let none = Acceptance { settle_proof: None, replay_key: None, payer: None };
-    if !repo::accept(&s.db, &i.id, &none, crate::clock::now_ms()).await? {
+    // No float check: the agent's own wallet pays, and a payout the float
+    // cannot make yet waits in SOURCE_SETTLED (`payout_wallet_short`) until
+    // the operator funds the wallet, as `/v2` has always done.
+    if repo::accept(&s.db, &i.id, &none, None, crate::clock::now_ms()).await? != Accepted::Yes {
         return Err(lost_race(s, &i.id).await);
     }
     s.work.notify_one();
@@ -33,7 +36,12 @@ pub async fn execute(s: &AppState, agent: &Agent, id: &str) -> Result<(Intent, S
         if status == Status::AwaitingPayment && now.error_code == Some(Failure::AgentWalletShort) {
             return Err(IntentError::WalletShort);
         }
-        if matches!(status, Status::TargetSettled | Status::VerificationFailed | Status::Blocked | Status::PartialSettlement) {
+        // The screen in settlement declined the wallet (SPEC: 403, the
+        // generic body); the intent ends BLOCKED.
+        if status == Status::Blocked {
+            return Err(IntentError::Declined);
+        }
+        if matches!(status, Status::TargetSettled | Status::VerificationFailed | Status::PartialSettlement) {
             break;
         }
     }

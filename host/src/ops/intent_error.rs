@@ -34,10 +34,18 @@ pub enum IntentError {
     /// The payer adapter refused the proof.
     #[error("the proof was refused: {0:?}")]
     Proof(ProofError),
+    /// 403: the compliance screen declined the payer; the intent is BLOCKED.
+    #[error("payment declined")]
+    Declined,
     /// 402: the agent's hosted wallet cannot cover the amount; the intent
     /// awaits payment again.
     #[error("the agent's wallet cannot cover the amount")]
     WalletShort,
+    /// 503: the proxy wallet on the target chain cannot cover the
+    /// receiving amount beside what it has already promised; the payer
+    /// keeps the funds and may pay again later.
+    #[error("service temporarily unavailable: payment wallet has insufficient balance")]
+    FloatShort,
     /// The adapter did not answer: the service's failure.
     #[error(transparent)]
     Call(#[from] CallError),

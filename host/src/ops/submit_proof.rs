@@ -4,7 +4,7 @@
 use super::intent_error::{load, lost_race, not_payable, IntentError};
 use crate::intent::{requirements, Intent};
 use crate::state::AppState;
-use crate::store::intents::{self as repo, Acceptance};
+use crate::store::intents::{self as repo, Acceptance, Accepted, Reserve};
 
 /// The accepted intent (as it was read; it is PENDING now).
 pub async fn submit(s: &AppState, id: &str, proof: Option<&str>) -> Result<Intent, IntentError> {
@@ -16,6 +16,15 @@ pub async fn submit(s: &AppState, id: &str, proof: Option<&str>) -> Result<Inten
     let proof = requirements::decode_proof(proof).ok_or_else(|| {
         IntentError::Invalid("proof validation failed: settle_proof is neither base64 of a JSON object nor a JSON object".into())
     })?;
+    // The payer keeps the money the payout cannot match: checked before
+    // anything is verified, and again, against what is already promised,
+    // in the compare-and-set that accepts the proof.
+    let reserve = float(s, &i).await?;
+    if let Some(r) = &reserve {
+        if r.amount > r.balance {
+            return Err(IntentError::FloatShort);
+        }
+    }
     let adapter = s
         .registry
         .asset(&i.payer_chain, &i.payer_asset)
@@ -23,13 +32,32 @@ pub async fn submit(s: &AppState, id: &str, proof: Option<&str>) -> Result<Inten
     let paid = adapter.verify(&i.payment_requirements, &proof).await??;
 
     let acceptance = Acceptance { settle_proof: Some(&proof), replay_key: Some(&paid.replay_key), payer: Some(&paid.payer) };
-    match repo::accept(&s.db, &i.id, &acceptance, crate::clock::now_ms()).await {
-        Ok(true) => {
+    match repo::accept(&s.db, &i.id, &acceptance, reserve.as_ref(), crate::clock::now_ms()).await {
+        Ok(Accepted::Yes) => {
             s.work.notify_one();
             Ok(i)
         }
-        Ok(false) => Err(lost_race(s, &i.id).await),
+        Ok(Accepted::No) => Err(lost_race(s, &i.id).await),
+        Ok(Accepted::FloatShort) => Err(IntentError::FloatShort),
         Err(e) if e.is_duplicate() => Err(IntentError::AuthorizationUsed),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The proxy wallet's float on the intent's target chain, and what this
+/// intent would take from it. `None` where the float is not known: no
+/// driver for the chain, no such asset in the wallet, or a node that does
+/// not answer now. Then the proof is taken as during any outage, and the
+/// engine pays once the node answers and the wallet can (it never pays
+/// what the wallet does not hold: it waits with `payout_wallet_short`).
+async fn float<'a>(s: &AppState, i: &'a Intent) -> Result<Option<Reserve<'a>>, IntentError> {
+    let amount = i.receiving_amount.parse().map_err(|_| IntentError::Invalid("stored receiving amount is unreadable".into()))?;
+    let balance = match s.floats.proxy_balance(&s.drivers, &i.target_chain, &i.target_asset).await {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!(chain = %i.target_chain, error = %e, "payout float unreadable; the proof is taken and the payout waits for the node");
+            None
+        }
+    };
+    Ok(balance.map(|balance| Reserve { target_chain: &i.target_chain, target_asset: &i.target_asset, amount, balance }))
 }

@@ -82,6 +82,7 @@ impl Engine {
             Err(e) => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
         };
         if self.deps.sanctions.is_listed(&payment.payer) {
+            crate::telemetry::sanctions_hit("settlement");
             return self.fail(&i, Status::Blocked, Failure::Declined.into()).await;
         }
         self.resume_source(i, adapter, req, proof, (!sent_before).then_some(payment), stored).await

@@ -3,15 +3,17 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
+use rust_decimal::Decimal;
+
 use super::StoreError;
-use crate::db::Db;
+use crate::db::{Backend, Db};
 use crate::intent::{Intent, Status};
 
 const COLUMNS: &str = "id, agent_id, status, payer_chain, target_chain, payer_asset, target_asset, \
     merchant_recipient, recipient_email, payer_address, amount_mode, sending_amount, receiving_amount, \
     estimated_fee, fee_breakdown, payment_requirements, settle_proof, replay_key, payer, source_tx_hash, \
     source_settled_at, target_tx_hash, target_settle_proof, target_settled_at, error_message, created_at, \
-    expires_at, updated_at, error_code";
+    expires_at, updated_at, error_code, payer_listed";
 
 fn from_row(r: &AnyRow) -> Result<Intent, StoreError> {
     let status: String = r.try_get("status")?;
@@ -46,13 +48,14 @@ fn from_row(r: &AnyRow) -> Result<Intent, StoreError> {
         expires_at: r.try_get("expires_at")?,
         updated_at: r.try_get("updated_at")?,
         error_code: r.try_get::<Option<String>, _>("error_code")?.as_deref().and_then(crate::failure::Failure::parse),
+        payer_listed: r.try_get::<i64, _>("payer_listed")? != 0,
     })
 }
 
 pub async fn insert(db: &Db, i: &Intent) -> Result<(), StoreError> {
     sqlx::query(&format!(
         "INSERT INTO intents ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)"
+         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)"
     ))
     .bind(&i.id)
     .bind(&i.agent_id)
@@ -83,6 +86,7 @@ pub async fn insert(db: &Db, i: &Intent) -> Result<(), StoreError> {
     .bind(i.expires_at)
     .bind(i.updated_at)
     .bind(i.error_code.map(|c| c.code()))
+    .bind(i64::from(i.payer_listed))
     .execute(&db.pool)
     .await
     .map(|_| ())
@@ -120,12 +124,70 @@ pub struct Acceptance<'a> {
     pub payer: Option<&'a str>,
 }
 
+/// The payout an acceptance promises from the proxy wallet's float.
+pub struct Reserve<'a> {
+    pub target_chain: &'a str,
+    pub target_asset: &'a str,
+    /// The intent's receiving amount, whole tokens.
+    pub amount: Decimal,
+    /// The proxy wallet's balance (recently read), whole tokens.
+    pub balance: Decimal,
+}
+
+/// What `accept` did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Accepted {
+    Yes,
+    /// Not awaiting payment, or expired: another request won, or too late.
+    No,
+    /// The float cannot cover this intent beside what is already promised.
+    FloatShort,
+}
+
+/// Statuses whose receiving amount is promised from the proxy wallet.
+const PROMISED: [Status; 3] = [Status::Pending, Status::SourceSettled, Status::TargetSettling];
+
 /// AWAITING_PAYMENT → PENDING, and the hand-off to settlement, atomically.
-/// `false` when the intent was not awaiting payment or had expired: another
-/// request won, or it is too late. A reused replay key fails the whole
-/// transaction with a unique violation.
-pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, now_ms: i64) -> Result<bool, StoreError> {
+/// With a `reserve`, only if the float covers the receiving amounts already
+/// promised from it plus this one: the check and the move are one
+/// transaction that holds the (chain, asset) lock (Postgres: an advisory
+/// lock; SQLite: the write lock, taken first), so two proofs or two
+/// replicas cannot both take the last of the float. A reused replay key
+/// fails the whole transaction with `Duplicate`.
+pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, reserve: Option<&Reserve<'_>>, now_ms: i64) -> Result<Accepted, StoreError> {
     let mut tx = db.pool.begin().await?;
+    if let Some(r) = reserve {
+        match db.backend {
+            Backend::Postgres => {
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(float_lock_key(r.target_chain, r.target_asset))
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            // A write first: SQLite then holds its one write lock to the commit.
+            Backend::Sqlite => {
+                sqlx::query("UPDATE intents SET version = version WHERE id = $1").bind(id).execute(&mut *tx).await?;
+            }
+        }
+        let rows =
+            sqlx::query("SELECT receiving_amount FROM intents WHERE target_chain = $1 AND target_asset = $2 AND status IN ($3, $4, $5)")
+                .bind(r.target_chain)
+                .bind(r.target_asset)
+                .bind(PROMISED[0].as_str())
+                .bind(PROMISED[1].as_str())
+                .bind(PROMISED[2].as_str())
+                .fetch_all(&mut *tx)
+                .await?;
+        let mut promised = Decimal::ZERO;
+        for row in &rows {
+            let text: String = row.try_get("receiving_amount")?;
+            promised += text.parse::<Decimal>().map_err(|e| StoreError::Decode(format!("receiving_amount {text}: {e}")))?;
+        }
+        if promised + r.amount > r.balance {
+            tx.rollback().await?;
+            return Ok(Accepted::FloatShort);
+        }
+    }
     let moved = sqlx::query(
         "UPDATE intents SET status = $1, settle_proof = $2, replay_key = $3, payer = $4, updated_at = $5, \
          error_code = NULL, error_message = NULL, version = version + 1 WHERE id = $6 AND status = $7 AND expires_at > $5",
@@ -142,7 +204,7 @@ pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, now_ms: i64) -> Resul
     .rows_affected();
     if moved != 1 {
         tx.rollback().await?;
-        return Ok(false);
+        return Ok(Accepted::No);
     }
     sqlx::query("INSERT INTO settlement_queue (intent_id, enqueued_at, available_at, attempts) VALUES ($1, $2, $2, 0)")
         .bind(id)
@@ -150,7 +212,14 @@ pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, now_ms: i64) -> Resul
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(true)
+    Ok(Accepted::Yes)
+}
+
+/// One advisory-lock key per (chain, asset) float.
+fn float_lock_key(chain: &str, asset: &str) -> i64 {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(format!("float\n{chain}\n{asset}"));
+    i64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
 }
 
 /// Record AWAITING_PAYMENT intents past their expiry as EXPIRED.

@@ -191,6 +191,7 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
         // The provider's transaction names the agent's wallet as fee payer
         // (slot 0); the driver signs that slot only if it is the wallet's.
         Some(RouteTx::Solana { transaction, .. }) => {
+            guard::simulate_solana(swaps, &from, &transaction, &asked, guard::OnRevert::Refuse).await?;
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(&transaction)
                 .map_err(|_| SwapError::Unavailable("swap transaction is not base64".into()))?;

@@ -257,3 +257,151 @@ impl Event {
         }
     }
 }
+
+/// SPL token account layout: mint, owner, amount, delegate (an option
+/// tag and key), state, is_native, delegated amount.
+const SPL_MINT: std::ops::Range<usize> = 0..32;
+const SPL_OWNER: std::ops::Range<usize> = 32..64;
+const SPL_AMOUNT: std::ops::Range<usize> = 64..72;
+const SPL_DELEGATE_TAG: std::ops::Range<usize> = 72..76;
+const SPL_DELEGATED: std::ops::Range<usize> = 121..129;
+
+/// One account as `getTokenAccountsByOwner` or a simulation shows it.
+struct SolAccount {
+    lamports: u64,
+    data: Vec<u8>,
+}
+
+impl SolAccount {
+    fn of(v: &Value) -> Option<SolAccount> {
+        use base64::Engine as _;
+        let lamports = v.get("lamports")?.as_u64()?;
+        let data = base64::engine::general_purpose::STANDARD.decode(v.pointer("/data/0")?.as_str()?).ok()?;
+        Some(SolAccount { lamports, data })
+    }
+
+    fn field(&self, range: std::ops::Range<usize>) -> Option<&[u8]> {
+        self.data.get(range)
+    }
+
+    fn amount(&self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.field(SPL_AMOUNT)?.try_into().ok()?))
+    }
+
+    /// A delegate with something left to spend.
+    fn delegated(&self) -> bool {
+        let tag = self.field(SPL_DELEGATE_TAG).is_some_and(|t| t != [0, 0, 0, 0]);
+        let left = self.field(SPL_DELEGATED).is_some_and(|d| d.iter().any(|b| *b != 0));
+        tag && left
+    }
+}
+
+/// Simulate a Solana swap transaction, unsigned, on the chain's head and
+/// check what it does to the wallet: its SOL falls by at most the fee cap
+/// (plus the input, when SOL is what is swapped); of its token accounts
+/// only the input mint's fall, together by at most `max_input`; none is
+/// handed to another owner or left with a delegate; and on the same chain
+/// the output arrives at the recipient's account, at least the minimum.
+pub async fn simulate_solana(
+    swaps: &Swaps,
+    from: &SwapChain,
+    transaction: &str,
+    asked: &Asked<'_>,
+    on_revert: OnRevert,
+) -> Result<(), SwapError> {
+    const TOKEN_PROGRAMS: [&str; 2] = [SOLANA_BASE_PROGRAMS[2], SOLANA_BASE_PROGRAMS[3]];
+    const WRAPPED_SOL: &str = "So11111111111111111111111111111111111111112";
+    let client = swaps.client(&from.name)?;
+    let unavailable = |e: crate::chain::ChainError| SwapError::Unavailable(format!("{}: {e}", from.name));
+    let wallet = asked.wallet;
+    let mut addresses = vec![wallet.to_string()];
+    let mut before: Vec<SolAccount> = Vec::new();
+    let pre_lamports = client.rpc("getBalance", json!([wallet])).await.map_err(unavailable)?;
+    let pre_lamports = pre_lamports.pointer("/value").and_then(Value::as_u64).ok_or_else(|| refused("unreadable wallet balance"))?;
+    for program in TOKEN_PROGRAMS {
+        let rows = client
+            .rpc("getTokenAccountsByOwner", json!([wallet, { "programId": program }, { "encoding": "base64" }]))
+            .await
+            .map_err(unavailable)?;
+        for row in rows.pointer("/value").and_then(Value::as_array).into_iter().flatten() {
+            let (Some(key), Some(account)) = (row.get("pubkey").and_then(Value::as_str), row.get("account").and_then(SolAccount::of))
+            else {
+                return Err(refused("unreadable token account"));
+            };
+            addresses.push(key.to_string());
+            before.push(account);
+        }
+    }
+    let output = match asked.output {
+        Some((recipient, least)) => {
+            let account = swaps.token_account(&from.name, recipient, asked.to_token).await?;
+            let pre = match addresses.iter().position(|a| *a == account) {
+                Some(i) => before[i - 1].amount().unwrap_or(0),
+                None => {
+                    let v = client.rpc("getAccountInfo", json!([account, { "encoding": "base64" }])).await.map_err(unavailable)?;
+                    v.pointer("/value").and_then(SolAccount::of).and_then(|a| a.amount()).unwrap_or(0)
+                }
+            };
+            if !addresses.contains(&account) {
+                addresses.push(account.clone());
+            }
+            Some((account, pre, least))
+        }
+        None => None,
+    };
+    let config = json!({ "encoding": "base64", "sigVerify": false, "accounts": { "encoding": "base64", "addresses": addresses } });
+    let sim = client.rpc("simulateTransaction", json!([transaction, config])).await.map_err(|e| match e {
+        e @ crate::chain::ChainError::Node { .. } => refused(format!("{}: the node cannot simulate the swap: {e}", from.name)),
+        e => unavailable(e),
+    })?;
+    let value = sim.get("value").ok_or_else(|| refused("simulation answered without a value"))?;
+    if !value.get("err").is_none_or(Value::is_null) {
+        return match on_revert {
+            OnRevert::Refuse => Err(refused(format!("{}: the swap fails in simulation: {}", from.name, value["err"]))),
+            OnRevert::Pass => Ok(()),
+        };
+    }
+    let after = value.get("accounts").and_then(Value::as_array).ok_or_else(|| refused("simulation answered without accounts"))?;
+    if after.len() != addresses.len() {
+        return Err(refused("simulation answered for other accounts"));
+    }
+    let after: Vec<Option<SolAccount>> = after.iter().map(SolAccount::of).collect();
+
+    let native_input = asked.from_token == WRAPPED_SOL || asked.from_token == SOLANA_BASE_PROGRAMS[1];
+    let post_lamports = after[0].as_ref().map_or(0, |a| a.lamports);
+    let allowed = swaps.config.swap.max_fee_lamports + if native_input { asked.max_input.saturating_to::<u64>() } else { 0 };
+    if pre_lamports.saturating_sub(post_lamports) > allowed {
+        return Err(refused(format!("{}: the swap takes {} lamports from the wallet", from.name, pre_lamports - post_lamports)));
+    }
+    let input_mint = bs58::decode(asked.from_token).into_vec().ok();
+    let mut spent = U256::ZERO;
+    for (pre, post) in before.iter().zip(&after[1..]) {
+        let mint = pre.field(SPL_MINT).map(<[u8]>::to_vec);
+        let pre_amount = pre.amount().unwrap_or(0);
+        let (post_amount, moved_away) = match post {
+            None => (0, false),
+            Some(p) => (p.amount().unwrap_or(0), p.field(SPL_OWNER) != pre.field(SPL_OWNER) || p.delegated()),
+        };
+        if moved_away {
+            return Err(refused(format!("{}: the swap hands a token account of the wallet to someone else", from.name)));
+        }
+        if post_amount < pre_amount {
+            if mint != input_mint {
+                return Err(refused(format!("{}: the swap moves another token out of the wallet", from.name)));
+            }
+            spent += U256::from(pre_amount - post_amount);
+        }
+    }
+    if spent > asked.max_input {
+        return Err(refused(format!("{}: the swap takes {spent}, more than {}", from.name, asked.max_input)));
+    }
+    if let Some((account, pre, least)) = output {
+        let i = addresses.iter().position(|a| *a == account).expect("listed");
+        let post = after[i].as_ref().and_then(SolAccount::amount).unwrap_or(0);
+        let received = U256::from(post.saturating_sub(pre));
+        if received < least {
+            return Err(refused(format!("{}: the swap delivers {received}, less than {least}", from.name)));
+        }
+    }
+    Ok(())
+}

@@ -159,6 +159,9 @@ async fn vouch(
         output: (from.name == to.name).then_some((to_user.unwrap_or(user), least)),
     };
     guard::check_route(swaps, from, route, &asked)?;
+    if let Some(RouteTx::Solana { transaction, .. }) = &route.transaction {
+        return guard::simulate_solana(swaps, from, transaction, &asked, guard::OnRevert::Pass).await;
+    }
     let Some(RouteTx::Evm { to: router, data, value, .. }) = &route.transaction else { return Ok(()) };
     let mut bundle = Vec::new();
     let token = erc20::parse(from.family, input).ok_or(SwapError::Invalid("input_token"))?;

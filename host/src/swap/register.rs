@@ -19,7 +19,8 @@ pub struct SwapIntentView {
     pub intent_id: String,
     /// Always `swap`.
     pub kind: &'static str,
-    /// PENDING, DONE, FAILED or CANCELED.
+    /// PENDING, DONE, FAILED (the source transaction reverted or never
+    /// confirmed, or the route failed) or CANCELED (the job was dropped).
     pub status: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub substatus: Option<String>,

@@ -159,7 +159,7 @@ impl Swaps {
 
     /// `owner`'s associated token account for `mint`, under the token
     /// program that owns the mint (Token or Token-2022), read on chain.
-    async fn token_account(&self, chain: &str, owner: &str, mint: &str) -> Result<String, SwapError> {
+    pub(super) async fn token_account(&self, chain: &str, owner: &str, mint: &str) -> Result<String, SwapError> {
         let key = |text: &str, which| text.parse::<solana_pubkey::Pubkey>().map_err(|_| SwapError::Invalid(which));
         let (owner_key, mint_key) = (key(owner, "to_user_address")?, key(mint, "output_token")?);
         let v = self

@@ -1,7 +1,9 @@
 //! Follows registered swaps to the end: the source transaction's receipt
 //! on its chain (through the family's driver), then, for cross-chain
 //! routes, the provider's status. A source transaction that is not on
-//! chain within `cancel_after_seconds` is CANCELED; a reverted one FAILED.
+//! chain within `cancel_after_seconds` is FAILED (`source_not_confirmed`),
+//! as is a reverted one (`source_reverted`); a swap whose source chain this
+//! deployment no longer serves is dropped: CANCELED (`chain_not_served`).
 //! Each swap is leased by compare-and-set, so one replica follows it at a
 //! time; a restart picks up where the database says.
 
@@ -60,8 +62,17 @@ async fn follow(deps: &Deps, lifi: &Lifi, holder: &str, i: &SwapIntent) -> Resul
     let cfg = &deps.config;
     let now = now_ms();
     let next = now + cfg.swap.track_interval_ms as i64;
-    let chain = cfg.chains.get(&i.from_chain).ok_or_else(|| SwapError::UnsupportedChain(i.from_chain.clone()))?;
-    let driver = deps.drivers.of(chain.family).ok_or_else(|| SwapError::UnsupportedChain(i.from_chain.clone()))?;
+    let served = cfg.chains.get(&i.from_chain).filter(|c| cfg.chain_exposed(c)).and_then(|c| Some((c, deps.drivers.of(c.family)?)));
+    let Some((chain, driver)) = served else {
+        let dropped = Outcome {
+            status: "CANCELED",
+            substatus: None,
+            dest_tx_hash: None,
+            received_amount: None,
+            error_code: Some("chain_not_served"),
+        };
+        return done(deps, i, holder, now, dropped).await;
+    };
     let finality =
         driver.finality(&i.from_chain, &i.source_tx_hash, chain.confirmations).await.map_err(|e| SwapError::Unavailable(e.to_string()))?;
     let receipt = match finality {
@@ -88,7 +99,7 @@ async fn follow(deps: &Deps, lifi: &Lifi, holder: &str, i: &SwapIntent) -> Resul
                 holder,
                 now,
                 Outcome {
-                    status: "CANCELED",
+                    status: "FAILED",
                     substatus: None,
                     dest_tx_hash: None,
                     received_amount: None,
