@@ -5,6 +5,7 @@
 # Extra arguments go to `stablerail serve` (e.g. --listen 0.0.0.0:8402).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/shared-target.sh
 bin=target/release/stablerail
 # Build only when a source is newer than the binary (or there is none).
 if [ ! -x "$bin" ] || [ ! -d adapters/target/wasm32-wasip2/release ] \

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 # background: installing packages waits on the network and the adapters'
 # LTO runs on one core, so both leave a core the build can use.
 command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)" >&2; exit 1; }
+. scripts/shared-target.sh
 host_log=$(mktemp)
 cargo test --release --workspace --lib --tests --benches --no-run >"$host_log" 2>&1 &
 host_build=$!

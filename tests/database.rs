@@ -9,7 +9,7 @@ use stablerail::store::settlement::claim;
 const TABLES: [&str; 7] = ["accounts", "agents", "api_keys", "recipients", "intents", "settlement_queue", "idempotency_keys"];
 
 async fn check_schema(db: &Db) {
-    stablerail::store::ping(&db).await.unwrap();
+    stablerail::store::ping(db).await.unwrap();
     for t in TABLES {
         let n: i64 = sqlx::query(&format!("SELECT COUNT(*) AS n FROM {t}"))
             .fetch_one(&db.pool)

@@ -55,7 +55,7 @@ async fn permit2_payments_signed_by_the_x402_client() {
     assert_eq!(setup[0].1, proxy);
     assert_eq!(dn.allowance("bsc", "usdc", &proxy, PERMIT2).await, U256::MAX);
     // A second payout there needs no new approval.
-    let (again, _) = dn.settle_public(("base", "usdc"), ("bsc", "usdc"), "1", 1, |r, k| x402_pay(r, k)).await;
+    let (again, _) = dn.settle_public(("base", "usdc"), ("bsc", "usdc"), "1", 1, x402_pay).await;
     assert!(txs(&dn, again["intent_id"].as_str().unwrap(), "target-setup").await.is_empty());
 
     // erc20ApprovalGasSponsoring: base USDT, no allowance yet. The payer's
@@ -155,7 +155,7 @@ async fn salted_domain_usdt0_names_and_the_usdt_reset_rule() {
 
     // arbitrum USDT0 / usdt as a payer: EIP-3009 under the name "USD₮0",
     // signed by the x402 client from `extra`.
-    let (_, proof) = dn.settle_public(("arbitrum", "usdt"), ("polygon", "usdt0"), "2", 2, |r, k| x402_pay(r, k)).await;
+    let (_, proof) = dn.settle_public(("arbitrum", "usdt"), ("polygon", "usdt0"), "2", 2, x402_pay).await;
     assert_eq!(decode_proof(&proof)["accepted"]["extra"]["name"], "USD\u{20ae}0");
 
     // ethereum USDT: a partial, non-zero Permit2 allowance cannot be raised

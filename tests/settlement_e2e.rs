@@ -20,7 +20,7 @@ use stablerail::adapter::system_clock;
 use stablerail::settle::Engine;
 
 async fn public_payment(dn: &Devnet, from: &str, to: &str, amount: &str, payer: usize) {
-    let (done, proof) = dn.settle_public((from, "usdc"), (to, "usdc"), amount, payer, |req, key| x402_pay(req, key)).await;
+    let (done, proof) = dn.settle_public((from, "usdc"), (to, "usdc"), amount, payer, x402_pay).await;
     assert!(done["target_payment"]["explorer_url"].as_str().unwrap().contains(done["target_payment"]["tx_hash"].as_str().unwrap()));
     // The same proof again moves nothing more.
     let merchant = dn.balance(to, MERCHANT).await;
@@ -396,7 +396,7 @@ async fn legs_wait_for_their_confirmations() {
 async fn landed_payouts_are_reconciled_and_retries_never_pay_twice() {
     use stablerail::store::settlement::{self as repo, Retry};
     let dn = Devnet::start(22645, "base", "").await;
-    let (done, _) = dn.settle_public(("base", "usdc"), ("base", "usdc"), "2", 4, |req, key| x402_pay(req, key)).await;
+    let (done, _) = dn.settle_public(("base", "usdc"), ("base", "usdc"), "2", 4, x402_pay).await;
     let id = done["intent_id"].as_str().unwrap().to_string();
     let paid_tx = done["target_payment"]["tx_hash"].as_str().unwrap().to_string();
     let merchant = dn.balance("base", MERCHANT).await;

@@ -90,7 +90,7 @@ impl Devnet {
         // The files the devnet's config will name, and the service wallets,
         // before the chains start so that they can be funded.
         let db = stablerail::db::Db::connect(&db_url).await.unwrap();
-        let families = stablerail::config::Family::of_devnet_chains(&chains);
+        let families = stablerail::config::Family::of_devnet_chains(chains);
         let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone(), &families).await.unwrap();
         db.pool.close().await;
         let out = Command::new("node")

@@ -39,6 +39,7 @@ pub struct Registry {
 impl Registry {
     /// Load the adapter of every served asset; each asset's adapter reaches
     /// its chain through the client `chains` holds for it.
+    #[allow(clippy::result_large_err)] // once, at start-up: the error is the operator's message
     pub fn from_config(cfg: &Config, runtime: Arc<Runtime>, chains: &Chains) -> Result<Registry, StartupError> {
         let dir = cfg.resolve(&cfg.service.adapters_dir);
         let mut adapters: BTreeMap<String, Arc<Adapter>> = BTreeMap::new();

@@ -19,6 +19,7 @@ use crate::swap::register::SwapIntentView;
 /// (ids `swp_…`), which any caller may read.
 #[derive(Debug, serde::Serialize, ToSchema)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // one answer per request, serialized at once
 pub enum AnyIntent {
     Payment(IntentView),
     Swap(SwapIntentView),

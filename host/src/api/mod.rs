@@ -107,6 +107,7 @@ pub fn router(state: Shared) -> Router {
 /// One INFO line per request when it is answered: method, route (the
 /// template, so ids do not explode log cardinality), status, latency and
 /// request id. Query strings are never logged.
+#[allow(clippy::type_complexity)] // tower-http's layer type, spelled once here
 fn request_log() -> TraceLayer<
     tower_http::classify::SharedClassifier<tower_http::classify::ServerErrorsAsFailures>,
     impl Fn(&axum::extract::Request) -> tracing::Span + Clone,

@@ -15,7 +15,7 @@ pub fn parse_amount(s: &str) -> Result<Decimal, AmountError> {
     let well_formed = !int.is_empty()
         && digits(int)
         && digits(frac)
-        && (s.contains('.') == !frac.is_empty())
+        && (s.contains('.') != frac.is_empty())
         && frac.len() <= PRECISION as usize
         && int.len() <= 12;
     if !well_formed {

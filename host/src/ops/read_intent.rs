@@ -11,6 +11,7 @@ use crate::store::agents::Agent;
 use crate::store::swaps::SwapIntent;
 
 /// What an intent id names.
+#[allow(clippy::large_enum_variant)] // one per request, rendered at once
 pub enum Found {
     Payment(Intent),
     /// A registered swap (ids `swp_…`), which any caller may read.

@@ -57,6 +57,7 @@ pub fn approve_data(spender: Address, value: U256) -> Vec<u8> {
 }
 
 /// `raw_data` of `owner`'s approve of `spender` for `value` of `token`.
+#[allow(clippy::too_many_arguments)] // the fields of TRON's raw_data, each its own
 pub fn approve_raw(
     owner: &Address,
     token: &Address,
