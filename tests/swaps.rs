@@ -329,6 +329,28 @@ async fn an_agent_swaps_from_its_hosted_wallet_once_per_idempotency_key() {
     dn.mint("base", &wallet, U256::from(5_000_000u64)).await;
     common::devnet::rpc(&dn.rpc_url("base"), "anvil_setBalance", json!([wallet, "0x56bc75e2d63100000"])).await;
     let bearer = [("authorization", auth.as_str())];
+
+    // Balances priced from the provider's token list, fetched in the
+    // background: the first read never waits for it; a later one has it.
+    let mut priced = Value::Null;
+    for _ in 0..100 {
+        let (s, b) = dn.call("GET", "/v2/agents/balances", None, &bearer).await;
+        assert_eq!(s, 200, "{b}");
+        let rows = b["wallets"][0]["balances"].as_array().unwrap();
+        let row = rows.iter().find(|r| r["chain"] == "base" && r["asset"] == "usdc").unwrap();
+        if row.get("price_usd").is_some() {
+            priced = row.clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        (&priced["symbol"], &priced["price_usd"], &priced["value_usd"], &priced["raw_value"]),
+        (&json!("USDC"), &json!("1"), &json!("5.00"), &json!("5000000")),
+        "{priced}"
+    );
+    assert_eq!(priced["logo_uri"], "https://devnet.invalid/usdc.png");
+
     let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 1_000_000 });
     let keyed = [("authorization", auth.as_str()), ("idempotency-key", "swap-1")];
 

@@ -201,6 +201,9 @@ pub struct Swap {
     /// The most SOL a hosted wallet's Solana swap may cost it beyond a SOL
     /// input (fees and new token accounts' rent), in lamports.
     pub max_fee_lamports: u64,
+    /// How old a token price (from the provider's token list) may be and
+    /// still be shown beside a balance.
+    pub price_max_age_seconds: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -250,6 +253,7 @@ impl Default for Swap {
             providers: BTreeMap::new(),
             max_gas: 3_000_000,
             max_fee_lamports: 20_000_000,
+            price_max_age_seconds: 300,
         }
     }
 }

@@ -37,6 +37,21 @@ pub struct Balance {
     /// The same amount in whole tokens, keyed by asset.
     #[schema(example = json!({"usdc": "2.5"}))]
     pub display_values: BTreeMap<String, String>,
+    /// From the swap provider's token list, where it knows the token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "USDC")]
+    pub symbol: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logo_uri: Option<String>,
+    /// USD per whole token, decimal string; absent when no price younger
+    /// than `swap.price_max_age_seconds` is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "0.9998")]
+    pub price_usd: Option<String>,
+    /// The balance in USD, exact to the cent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "2.50")]
+    pub value_usd: Option<String>,
 }
 
 /// The hosted wallets of the caller's account and their balances.
@@ -53,13 +68,20 @@ pub async fn balances(State(s): State<Shared>, Extension(agent): Extension<Agent
 fn wallet_view(w: Wallet) -> WalletBalances {
     let balances = w
         .balances
-        .iter()
-        .map(|b| Balance {
-            chain: b.chain.clone(),
-            asset: b.asset.clone(),
-            raw_value: b.raw.to_string(),
-            raw_value_decimals: b.decimals,
-            display_values: BTreeMap::from([(b.asset.clone(), crate::wallets::display(b.raw, b.decimals))]),
+        .into_iter()
+        .map(|p| {
+            let b = p.balance;
+            Balance {
+                display_values: BTreeMap::from([(b.asset.clone(), crate::wallets::display(b.raw, b.decimals))]),
+                raw_value: b.raw.to_string(),
+                raw_value_decimals: b.decimals,
+                chain: b.chain,
+                asset: b.asset,
+                symbol: p.symbol,
+                logo_uri: p.logo_uri,
+                price_usd: p.price_usd.map(|v| v.normalize().to_string()),
+                value_usd: p.value_usd.map(|v| format!("{v:.2}")),
+            }
         })
         .collect();
     let chain_type = match w.family {

@@ -12,6 +12,7 @@ pub mod execute;
 pub mod guard;
 pub mod jupiter;
 pub mod lifi;
+pub mod prices;
 pub mod quote;
 pub mod register;
 pub mod route;
@@ -118,6 +119,8 @@ pub struct Swaps {
     pub lifi: lifi::Lifi,
     pub jupiter: jupiter::Jupiter,
     pub discovery: cache::Cache,
+    /// Token prices for balances, per chain.
+    pub prices: prices::Prices,
 }
 
 impl Swaps {
@@ -125,7 +128,7 @@ impl Swaps {
         let lifi = lifi::Lifi::new(&config.swap);
         let jupiter = jupiter::Jupiter::new(&config.swap);
         let discovery = cache::Cache::new(Duration::from_secs(config.swap.discovery_ttl_seconds));
-        Swaps { config, chains, lifi, jupiter, discovery }
+        Swaps { config, chains, lifi, jupiter, discovery, prices: Default::default() }
     }
 
     /// `name` if swaps are offered on it.
