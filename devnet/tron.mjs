@@ -80,12 +80,18 @@ const clock = () => Date.now() + skewMs;
 let holding = false;
 const held = []; // [txID, run]
 
-async function constant({ owner_address, contract_address, function_selector, parameter = "", data, visible }) {
+async function constant({ owner_address, contract_address, function_selector, parameter = "", data, call_value = 0, visible }) {
   const calldata = data ? hex(data) : selector(function_selector) + hex(parameter);
+  // TRX is SUN on TRON and wei (10^12 per SUN) on the anvil underneath.
+  const call = { from: owner_address ? evm(owner_address) : undefined, to: evm(contract_address), data: `0x${calldata}`, value: `0x${(BigInt(call_value) * 10n ** 12n).toString(16)}` };
   try {
-    const out = await eth("eth_call", [{ from: owner_address ? evm(owner_address) : undefined, to: evm(contract_address), data: `0x${calldata}` }, "latest"]);
-    const gas = await eth("eth_estimateGas", [{ from: owner_address ? evm(owner_address) : undefined, to: evm(contract_address), data: `0x${calldata}` }]).catch(() => "0x0");
-    return { result: { result: true }, energy_used: Number(BigInt(gas)), constant_result: [hex(out)] };
+    const out = await eth("eth_call", [call, "latest"]);
+    const gas = await eth("eth_estimateGas", [call]).catch(() => "0x0");
+    // The call's event logs, as java-tron's TransactionExtention carries
+    // them: 20-byte hex addresses, hex topics and data, no 0x.
+    const sim = await eth("eth_simulateV1", [{ blockStateCalls: [{ calls: [call] }], validation: false }, "latest"]).catch(() => null);
+    const logs = (sim?.[0]?.calls?.[0]?.logs ?? []).map((l) => ({ address: l.address.slice(2).toLowerCase(), topics: l.topics.map((t) => t.slice(2)), data: l.data.slice(2) }));
+    return { result: { result: true }, energy_used: Number(BigInt(gas)), constant_result: [hex(out)], logs };
   } catch (e) {
     if (e instanceof Refusal) throw e;
     return { result: { code: "CONTRACT_EXE_ERROR", message: textHex(e.message) }, energy_used: 0, constant_result: [hex(e.rpc?.data ?? "")] };

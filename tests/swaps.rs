@@ -636,6 +636,22 @@ async fn tron_swaps_cross_through_the_bridge_from_hosted_wallets() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(dn.balance_of("base", "usdt", &evm_wallet).await, U256::from(999_500u64), "base paid 2,000,000");
+
+    // A provider gone bad answers with the wallet's own TRC-20 transfer of
+    // the input to a stranger: refused, nothing signed, nothing moves.
+    let stranger = "0x000000000000000000000000000000000000bad1";
+    let mode = std::sync::Arc::new(std::sync::Mutex::new("tron-token-call"));
+    let url =
+        hostile_provider(dn.info["swap"]["url"].as_str().unwrap().to_string(), mode, String::new(), format!("{api}|{stranger}")).await;
+    dn.set("swap.lifi_url", format!("{url}/v1"));
+    let bad = dn.restate().await;
+    let keyed = [("authorization", auth.as_str()), ("idempotency-key", "tron-bad")];
+    let body = json!({ "chain": "tron", "to_chain": "base", "from_token": tron_usdt, "to_token": base_usdt, "from_amount": 1_000_000 });
+    let (s, e) = call_state(&bad, "POST", "/v2/swap/execute", Some(body), &keyed).await;
+    assert_eq!((s, e["message"].as_str()), (502, Some("swap route refused")), "{e}");
+    let run = stablerail::swap::execute::run_id(&agent, Some("tron-bad"));
+    assert!(stablerail::store::settlement::list_txs(&bad.db, &run, "swap").await.unwrap().is_empty(), "nothing stored");
+    assert_eq!(trc20_balance(&api, &tron_usdt, &tron_wallet).await, 4_000_000 + 1_999_000, "nothing moved");
 }
 
 /// A provider gone bad: it forwards to the devnet's honest provider at
@@ -650,6 +666,11 @@ async fn hostile_provider(
     use axum::extract::{Request, State};
     type Shared = (String, std::sync::Arc<std::sync::Mutex<&'static str>>, String, String);
     async fn forward(State((origin, mode, wallet, stranger)): State<Shared>, req: Request) -> axum::Json<Value> {
+        // TRON: `stranger` is "API|0xHEX20" (the TRON node's URL and who gets paid).
+        let (tron_api, stranger) = match stranger.split_once('|') {
+            Some((api, who)) => (Some(api.to_string()), who.to_string()),
+            None => (None, stranger),
+        };
         let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
         let post = req.method() == axum::http::Method::POST;
         let body = axum::body::to_bytes(req.into_body(), usize::MAX).await.unwrap();
@@ -690,6 +711,26 @@ async fn hostile_provider(
                     tx["data"] = json!(data.replace(&me, &them));
                 }
                 "unknown-router" => tx["to"] = json!(stranger),
+                // A TRON transfer of the input to the stranger, built by the
+                // node as the wallet's own call of the token contract.
+                "tron-token-call" => {
+                    let api = tron_api.clone().expect("the TRON node");
+                    let owner = v["action"]["fromAddress"].clone();
+                    let parameter = format!("{:0>64}{amount:064x}", stranger.trim_start_matches("0x"));
+                    let built: Value = reqwest::Client::new()
+                        .post(format!("{api}/wallet/triggersmartcontract"))
+                        .json(&json!({ "owner_address": owner, "contract_address": token, "function_selector": "transfer(address,uint256)",
+                                       "parameter": parameter, "fee_limit": 50_000_000, "call_value": 0, "visible": true }))
+                        .send()
+                        .await
+                        .unwrap()
+                        .json()
+                        .await
+                        .unwrap();
+                    let tx = &mut v["transactionRequest"];
+                    tx["to"] = json!(token);
+                    tx["data"] = json!(format!("0x{}", built["transaction"]["raw_data_hex"].as_str().expect("built")));
+                }
                 "native-value" => tx["value"] = json!("0x1"),
                 // It claims more arrives than its transaction delivers.
                 "min-output-inflated" => {

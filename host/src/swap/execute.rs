@@ -210,6 +210,8 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
             }
             // The approve took time: the transaction must still be valid.
             tron_call(&raw_data, &me, &contract, call_value, crate::clock::now_ms()).map_err(refused)?;
+            // Its effect, with the (exact, known-spender) approval now on chain.
+            guard::simulate_tron(swaps, &from, &raw_data, &asked, guard::OnRevert::Refuse).await?;
             Submission::TronSigned(TronTransaction { raw_data, signatures: vec![] })
         }
         None => return Err(SwapError::Unavailable("quote without a transaction".into())),

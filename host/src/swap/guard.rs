@@ -184,29 +184,49 @@ pub async fn simulate_evm(
     if gas > swaps.config.swap.max_gas {
         return Err(refused(format!("{}: the swap uses {gas} gas, above swap.max_gas", from.name)));
     }
-    let input = erc20::parse(Family::Evm, asked.from_token).ok_or(SwapError::Invalid("from_token"))?;
-    let input = if erc20::native(Family::Evm, &input) { Address::repeat_byte(0xee) } else { input };
+    let logs = results.iter().flat_map(|r| r.get("logs").and_then(Value::as_array).into_iter().flatten());
+    check_events(swaps, from, wallet, logs.filter_map(Event::of), asked)
+}
+
+/// What a simulated swap's token events may show of the wallet (EVM and
+/// TRON, whose TRC-20 events are ERC-20's): only the input token leaves it,
+/// at most `max_input`; across chains only to a known contract; allowances
+/// only to a known spender and at most `max_input`; on the same chain the
+/// output reaches the recipient, at least the minimum.
+fn check_events(
+    swaps: &Swaps,
+    from: &SwapChain,
+    wallet: Address,
+    events: impl Iterator<Item = Event>,
+    asked: &Asked<'_>,
+) -> Result<(), SwapError> {
+    let family = from.family;
+    // The native coin as `eth_simulateV1` reports its transfers.
+    let native_or = |a: Address| if erc20::native(family, &a) { Address::repeat_byte(0xee) } else { a };
+    let show = |a: &Address| match family {
+        Family::Tron => tron_wire::address::show(a),
+        _ => a.to_string(),
+    };
+    let input = native_or(erc20::parse(family, asked.from_token).ok_or(SwapError::Invalid("from_token"))?);
     let output = match asked.output {
         Some((recipient, least)) => {
-            let token = erc20::parse(Family::Evm, asked.to_token).ok_or(SwapError::Invalid("to_token"))?;
-            let token = if erc20::native(Family::Evm, &token) { Address::repeat_byte(0xee) } else { token };
-            let recipient: Address = recipient.parse().map_err(|_| SwapError::Invalid("to_user_address"))?;
+            let token = native_or(erc20::parse(family, asked.to_token).ok_or(SwapError::Invalid("to_token"))?);
+            let recipient = erc20::parse(family, recipient).ok_or(SwapError::Invalid("to_user_address"))?;
             Some((token, recipient, least))
         }
         None => None,
     };
     let cross_chain = asked.output.is_none();
     let (mut spent, mut received) = (U256::ZERO, U256::ZERO);
-    for log in results.iter().flat_map(|r| r.get("logs").and_then(Value::as_array).into_iter().flatten()) {
-        let Some(event) = Event::of(log) else { continue };
+    for event in events {
         match event {
             Event::Transfer { token, from: sender, to, amount } => {
                 if sender == wallet {
                     if token != input {
-                        return Err(refused(format!("{}: the swap moves {token} out of the wallet", from.name)));
+                        return Err(refused(format!("{}: the swap moves {} out of the wallet", from.name, show(&token))));
                     }
-                    if cross_chain && !is_known(swaps, from, &to.to_string()) {
-                        return Err(refused(format!("{}: the swap pays the input to {to}, not a known bridge", from.name)));
+                    if cross_chain && !is_known(swaps, from, &show(&to)) {
+                        return Err(refused(format!("{}: the swap pays the input to {}, not a known bridge", from.name, show(&to))));
                     }
                     spent += amount;
                 }
@@ -217,8 +237,8 @@ pub async fn simulate_evm(
                 }
             }
             Event::Approval { owner, spender, amount } if owner == wallet => {
-                if !is_known(swaps, from, &spender.to_string()) || amount > asked.max_input {
-                    return Err(refused(format!("{}: the swap lets {spender} spend {amount} of the wallet's tokens", from.name)));
+                if !is_known(swaps, from, &show(&spender)) || amount > asked.max_input {
+                    return Err(refused(format!("{}: the swap lets {} spend {amount} of the wallet's tokens", from.name, show(&spender))));
                 }
             }
             Event::Approval { .. } => {}
@@ -233,6 +253,45 @@ pub async fn simulate_evm(
         }
     }
     Ok(())
+}
+
+/// Run a TRON swap call as a constant call (`triggerconstantcontract`, with
+/// its TRX value) from the wallet on the chain's head, and check its token
+/// events as on EVM. The wallet's approvals are on chain by then.
+pub async fn simulate_tron(
+    swaps: &Swaps,
+    from: &SwapChain,
+    raw_data: &[u8],
+    asked: &Asked<'_>,
+    on_revert: OnRevert,
+) -> Result<(), SwapError> {
+    use alloy_primitives::hex;
+    let (_, call) = tron_wire::raw::single_call(raw_data).map_err(|e| refused(format!("{}: {e}", from.name)))?;
+    let wallet = erc20::parse(Family::Tron, asked.wallet).ok_or(SwapError::WalletNotReady)?;
+    let client = swaps.client(&from.name)?;
+    let body = json!({
+        "owner_address": hex::encode(&call.owner_address),
+        "contract_address": hex::encode(&call.contract_address),
+        "data": hex::encode(&call.data),
+        "call_value": call.call_value,
+    });
+    let answer =
+        client.rpc("/wallet/triggerconstantcontract", body).await.map_err(|e| SwapError::Unavailable(format!("{}: {e}", from.name)))?;
+    if answer.pointer("/result/result").and_then(Value::as_bool) != Some(true) {
+        return match on_revert {
+            OnRevert::Refuse => Err(refused(format!("{}: the swap reverts in simulation", from.name))),
+            OnRevert::Pass => Ok(()),
+        };
+    }
+    // A node that runs the call but reports no logs cannot vouch for it.
+    let logs = answer.get("logs").and_then(Value::as_array).ok_or_else(|| refused(format!("{}: the node reports no logs", from.name)))?;
+    let as_evm = |l: &Value| -> Option<Value> {
+        let prefixed = |v: &Value| v.as_str().map(|t| format!("0x{}", t.trim_start_matches("0x")));
+        let topics: Vec<String> = l.get("topics")?.as_array()?.iter().filter_map(prefixed).collect();
+        Some(json!({ "address": prefixed(l.get("address")?)?, "topics": topics, "data": prefixed(l.get("data")?)? }))
+    };
+    let events = logs.iter().filter_map(as_evm).filter_map(|l| Event::of(&l));
+    check_events(swaps, from, wallet, events, asked)
 }
 
 /// The token events the checks read from a simulated log.

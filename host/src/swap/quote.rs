@@ -162,6 +162,11 @@ async fn vouch(
     if let Some(RouteTx::Solana { transaction, .. }) = &route.transaction {
         return guard::simulate_solana(swaps, from, transaction, &asked, guard::OnRevert::Pass).await;
     }
+    // Without the user's approval on chain yet, this usually reverts, which
+    // says nothing against the route; with it, the effect is checked.
+    if let Some(RouteTx::Tron { raw_data, .. }) = &route.transaction {
+        return guard::simulate_tron(swaps, from, raw_data, &asked, guard::OnRevert::Pass).await;
+    }
     let Some(RouteTx::Evm { to: router, data, value, .. }) = &route.transaction else { return Ok(()) };
     let mut bundle = Vec::new();
     let token = erc20::parse(from.family, input).ok_or(SwapError::Invalid("input_token"))?;
