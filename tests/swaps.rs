@@ -717,16 +717,9 @@ async fn hostile_provider(
                     let api = tron_api.clone().expect("the TRON node");
                     let owner = v["action"]["fromAddress"].clone();
                     let parameter = format!("{:0>64}{amount:064x}", stranger.trim_start_matches("0x"));
-                    let built: Value = reqwest::Client::new()
-                        .post(format!("{api}/wallet/triggersmartcontract"))
-                        .json(&json!({ "owner_address": owner, "contract_address": token, "function_selector": "transfer(address,uint256)",
-                                       "parameter": parameter, "fee_limit": 50_000_000, "call_value": 0, "visible": true }))
-                        .send()
-                        .await
-                        .unwrap()
-                        .json()
-                        .await
-                        .unwrap();
+                    let call = json!({ "owner_address": owner, "contract_address": token, "function_selector": "transfer(address,uint256)",
+                                       "parameter": parameter, "fee_limit": 50_000_000, "call_value": 0, "visible": true });
+                    let built = common::devnet::post_json(&format!("{api}/wallet/triggersmartcontract"), call).await;
                     let tx = &mut v["transactionRequest"];
                     tx["to"] = json!(token);
                     tx["data"] = json!(format!("0x{}", built["transaction"]["raw_data_hex"].as_str().expect("built")));

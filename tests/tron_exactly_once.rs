@@ -11,7 +11,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use stablerail::config::Family;
 use stablerail::keys::Role;
 
@@ -19,15 +19,7 @@ use common::app::MERCHANT;
 use common::devnet::{tron_pay, tron_send, Devnet};
 use common::process::{free_port, http, kill, serve, stored_txs, wait_status};
 
-async fn post(url: &str, body: Value) -> Value {
-    reqwest::Client::new().post(url).json(&body).send().await.unwrap().json().await.unwrap()
-}
-
-async fn trc20(api: &str, token: &str, who: &str) -> u128 {
-    let body = bs58::decode(who).with_check(None).into_vec().unwrap();
-    let v = post(&format!("{api}/wallet/triggerconstantcontract"), json!({ "owner_address": who, "contract_address": token, "function_selector": "balanceOf(address)", "parameter": format!("{:0>64}", hex::encode(&body[1..])), "visible": true })).await;
-    u128::from_str_radix(v["constant_result"][0].as_str().unwrap(), 16).unwrap()
-}
+use common::devnet::{post_json as post, trc20_balance as trc20};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_nine_after_a_tron_settlement_is_stored_charges_the_payer_once() {

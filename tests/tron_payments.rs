@@ -65,15 +65,7 @@ async fn a_tron_payer_pays_a_base_merchant_through_permit2() {
 
     let txid = done["source_payment"]["tx_hash"].as_str().unwrap();
     assert_eq!(txid.len(), 64, "a TRON txID: {txid}");
-    let tx: Value = reqwest::Client::new()
-        .post(format!("{api}/wallet/gettransactionbyid"))
-        .json(&json!({ "value": txid }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let tx = common::devnet::post_json(&format!("{api}/wallet/gettransactionbyid"), json!({ "value": txid })).await;
     let owner = tx["raw_data"]["contract"][0]["parameter"]["value"]["owner_address"].as_str().unwrap().to_lowercase();
     let relayer_hex = hex::encode(bs58::decode(&relayer).with_check(None).into_vec().unwrap());
     assert_eq!(owner, relayer_hex, "the relayer sent the settlement");

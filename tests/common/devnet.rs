@@ -468,18 +468,18 @@ pub fn tron_send(api: &str, key: &str, token: &str, to: &str, amount: impl std::
 
 /// A TRON Permit2 payment of `requirements` signed over TIP-712 by tronweb
 /// (devnet/tron-pay.mjs) with the payer's `key`: the settle_proof.
+/// POST `body` as JSON to `url` (a TRON node's HTTP API, a devnet
+/// control endpoint) and read the JSON answer.
+pub async fn post_json(url: &str, body: Value) -> Value {
+    reqwest::Client::new().post(url).json(&body).send().await.unwrap().json().await.unwrap()
+}
+
 /// What TRON account `who` holds of TRC-20 `token` (both base58check).
 pub async fn trc20_balance(api: &str, token: &str, who: &str) -> u128 {
     let body = bs58::decode(who).with_check(None).into_vec().unwrap();
-    let v: Value = reqwest::Client::new()
-        .post(format!("{api}/wallet/triggerconstantcontract"))
-        .json(&json!({ "owner_address": who, "contract_address": token, "function_selector": "balanceOf(address)", "parameter": format!("{:0>64}", hex::encode(&body[1..])), "visible": true }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let parameter = format!("{:0>64}", hex::encode(&body[1..]));
+    let call = json!({ "owner_address": who, "contract_address": token, "function_selector": "balanceOf(address)", "parameter": parameter, "visible": true });
+    let v = post_json(&format!("{api}/wallet/triggerconstantcontract"), call).await;
     u128::from_str_radix(v["constant_result"][0].as_str().unwrap(), 16).unwrap()
 }
 
