@@ -375,6 +375,11 @@ async fn listing_and_pagination(b: Backend) {
         let (s, e) = app.call("GET", &format!("/v2/intents/list?{bad}"), None, &[("authorization", &auth)]).await;
         assert_error(s, &e, StatusCode::BAD_REQUEST, "invalid page");
     }
+    // A parameter given twice is ambiguous: refused in the envelope, not read as either.
+    let (s, e) = app.call("GET", "/v2/intents/list?page=1&page=2", None, &[("authorization", &auth)]).await;
+    assert_error(s, &e, StatusCode::BAD_REQUEST, "invalid query");
+    let (s, e) = app.call("GET", "/api/intents?intent_id=a&intent_id=b", None, &[]).await;
+    assert_error(s, &e, StatusCode::BAD_REQUEST, "invalid query");
     let (s, _) = app.call("GET", "/v2/intents/list", None, &[]).await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     app.close().await;
