@@ -126,6 +126,13 @@ pub struct Outcome<'a> {
     pub error_code: Option<&'a str>,
 }
 
+impl<'a> Outcome<'a> {
+    /// An end with nothing received: only a status and why.
+    pub fn ended(status: &'a str, error_code: &'a str) -> Outcome<'a> {
+        Outcome { status, substatus: None, dest_tx_hash: None, received_amount: None, error_code: Some(error_code) }
+    }
+}
+
 /// PENDING → a terminal status, only by the lease's holder.
 pub async fn finish(db: &Db, id: &str, holder: &str, o: &Outcome<'_>, now: i64) -> Result<bool, StoreError> {
     let n = sqlx::query(

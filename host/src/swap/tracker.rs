@@ -64,49 +64,14 @@ async fn follow(deps: &Deps, lifi: &Lifi, holder: &str, i: &SwapIntent) -> Resul
     let next = now + cfg.swap.track_interval_ms as i64;
     let served = cfg.chains.get(&i.from_chain).filter(|c| cfg.chain_exposed(c)).and_then(|c| Some((c, deps.drivers.of(c.family)?)));
     let Some((chain, driver)) = served else {
-        let dropped = Outcome {
-            status: "CANCELED",
-            substatus: None,
-            dest_tx_hash: None,
-            received_amount: None,
-            error_code: Some("chain_not_served"),
-        };
-        return done(deps, i, holder, now, dropped).await;
+        return done(deps, i, holder, now, Outcome::ended("CANCELED", "chain_not_served")).await;
     };
     let finality =
         driver.finality(&i.from_chain, &i.source_tx_hash, chain.confirmations).await.map_err(|e| SwapError::Unavailable(e.to_string()))?;
     let receipt = match finality {
-        Finality::Failed => {
-            return done(
-                deps,
-                i,
-                holder,
-                now,
-                Outcome {
-                    status: "FAILED",
-                    substatus: None,
-                    dest_tx_hash: None,
-                    received_amount: None,
-                    error_code: Some("source_reverted"),
-                },
-            )
-            .await
-        }
+        Finality::Failed => return done(deps, i, holder, now, Outcome::ended("FAILED", "source_reverted")).await,
         Finality::Pending if now - i.created_at > cfg.swap.cancel_after_seconds as i64 * 1000 => {
-            return done(
-                deps,
-                i,
-                holder,
-                now,
-                Outcome {
-                    status: "FAILED",
-                    substatus: None,
-                    dest_tx_hash: None,
-                    received_amount: None,
-                    error_code: Some("source_not_confirmed"),
-                },
-            )
-            .await;
+            return done(deps, i, holder, now, Outcome::ended("FAILED", "source_not_confirmed")).await;
         }
         Finality::Pending => return Ok(repo::later(&deps.db, &i.id, holder, Some("WAIT_SOURCE_CONFIRMATIONS"), next, now).await?),
         Finality::Confirmed(r) => r,
