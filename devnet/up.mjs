@@ -27,7 +27,8 @@ const PROXY_ADDRESS = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
 // fiat: DevUSD (EIP-3009 + EIP-2612, standard or salted domain);
 // tether: TetherLike (no permit, no domain; `reset` = ethereum USDT's approve rule).
 const usdc = (decimals = 6) => ({ kind: "fiat", scheme: "eip3009", name: "USD Coin", version: "2", decimals });
-const usdt0 = (name) => ({ kind: "fiat", scheme: "eip3009", name, version: "1", decimals: 6 });
+// USDT0 is an OpenZeppelin-based token: it has eip712Domain() (EIP-5267).
+const usdt0 = (name) => ({ kind: "fiat", scheme: "eip3009", name, version: "1", decimals: 6, erc5267: true });
 const tether = (decimals, reset = false) => ({ kind: "tether", scheme: "permit2", decimals, reset });
 
 // Chain ids as on mainnet (REFERENCE.md). Fees are devnet values. The assets,
@@ -140,7 +141,7 @@ async function placeCanonical(pub, wallet) {
 
 async function deployAsset(pub, wallet, a) {
   return a.kind === "fiat"
-    ? deploy(pub, wallet, artifacts.fiat, [a.name, a.version, "USD", a.decimals, Boolean(a.salted)])
+    ? deploy(pub, wallet, artifacts.fiat, [a.name, a.version, "USD", a.decimals, Boolean(a.salted), Boolean(a.erc5267)])
     : deploy(pub, wallet, artifacts.tether, ["Tether USD", "USDT", a.decimals, Boolean(a.reset)]);
 }
 

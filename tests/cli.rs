@@ -35,6 +35,7 @@ impl Env {
                 .unwrap();
             self.chains.push(common::process::Reaped(child));
             common::wait_for_port(port);
+            stub_tokens(port, chain, id, &text);
             text =
                 text.replacen(&format!("[chains.{chain}]\n"), &format!("[chains.{chain}]\nrpc_urls = [\"http://127.0.0.1:{port}\"]\n"), 1);
         }
@@ -305,4 +306,32 @@ async fn imported_keys_and_keys_bound_to_names() {
     sqlx::query("DELETE FROM wallet_keys WHERE name = 'relayer:evm'").execute(&db.pool).await.unwrap();
     let err = fresh.signer(stablerail::keys::RELAYER).await.unwrap_err().to_string();
     assert!(err.contains("keys init"), "{err}");
+}
+
+/// The service reads each served token's facts before it exposes a chain:
+/// these bare nodes get, at every configured token, a contract that answers
+/// `DOMAIN_SEPARATOR()` with the configured domain's and anything else with
+/// 6 (decimals), and code at Permit2 and the x402 proxy.
+fn stub_tokens(port: u16, chain: &str, chain_id: u64, config: &str) {
+    use stablerail::family::evm::token_facts::{domain, PERMIT2, X402_EXACT_PROXY};
+    let cfg: toml::Value = toml::from_str(config).unwrap();
+    let set_code = |at: String, code: String| {
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "anvil_setCode", "params": [at, code] });
+        let (s, v) = common::http(port, "POST", "/", None, Some(body));
+        assert!(s == 200 && v.get("error").is_none(), "{v}");
+    };
+    for (_, asset) in cfg["chains"][chain]["assets"].as_table().unwrap() {
+        let Some(token) = asset.get("token").and_then(|t| t.as_str()).filter(|t| !t.is_empty()) else { continue };
+        let name = asset.get("eip712_name").and_then(|v| v.as_str()).unwrap_or("");
+        let version = asset.get("eip712_version").and_then(|v| v.as_str()).unwrap_or("");
+        let salted = asset.get("domain").and_then(|v| v.as_str()) == Some("salted");
+        let separator = domain(name, version, chain_id, token.parse().unwrap(), salted).separator();
+        // if selector == DOMAIN_SEPARATOR() return separator else return 6
+        let code =
+            format!("0x633644e51560003560e01c14601957600660005260206000f35b7f{}60005260206000f3", alloy_primitives::hex::encode(separator));
+        set_code(token.to_string(), code);
+    }
+    for at in [PERMIT2, X402_EXACT_PROXY] {
+        set_code(at.to_string(), "0x00".into());
+    }
 }

@@ -100,3 +100,84 @@ async fn a_chain_that_does_not_answer_is_withheld_until_it_does() {
     );
     assert_eq!(s, 201, "{created}");
 }
+
+/// Each served EVM token's facts are read from its chain before the chain
+/// is exposed: an asset whose chain disagrees with chains.toml (EIP-712
+/// name through `eip712Domain()` or through `DOMAIN_SEPARATOR()`, decimals,
+/// a contract without code) is withheld with one log line, `/readyz` names
+/// it, and a chain that was down at start is checked when it comes back.
+#[tokio::test(flavor = "multi_thread")]
+async fn assets_whose_chain_disagrees_with_the_config_are_withheld() {
+    let dn = Devnet::start(25545, "arbitrum,monad,polygon", "").await;
+    dn.service_setting("chain_probe_seconds", 1);
+    // The devnet's USDT0 is "USD₮0" with eip712Domain(); its USDC is "USD
+    // Coin" with only DOMAIN_SEPARATOR(). Polygon's salted USDT0 agrees, and
+    // so does arbitrum's usdt (the devnet writes it out in full, as "USD₮0").
+    dn.set("chains.arbitrum.assets.usdt0.eip712_name", "USDT0");
+    dn.set("chains.arbitrum.assets.usdc.eip712_name", "USDC");
+    dn.set("chains.monad.assets.usdt0.decimals", 18);
+    let nowhere = "0x00000000000000000000000000000000000f1e1d";
+    common::config::merge_into_file(&dn.config_path(), &format!("[chains.monad.assets.usdc.params]\nproxy-address = \"{nowhere}\"\n"));
+    let monad = dn.chain("monad")["pid"].as_u64().unwrap() as u32;
+    stop_chain(&dn, "monad", monad);
+    let (port, log) = (free_port(), dn.dir.path().join("serve.log"));
+    let _service = common::process::serve_logged(&dn, port, Some(&log), "warn");
+
+    let (s, ready) = http(port, "GET", "/readyz", None);
+    assert_eq!((s, &ready["checks"]["chains"]["monad"]), (503, &json!("unreachable")), "{ready}");
+    let withheld = &ready["checks"]["assets_withheld"];
+    assert_eq!(
+        withheld,
+        &json!({
+            "arbitrum usdc": "eip712_name: chains.toml says \"USDC\", the token says \"USD Coin\"",
+            "arbitrum usdt0": "eip712_name: chains.toml says \"USDT0\", the token's domain says \"USD₮0\"",
+        }),
+        "{ready}"
+    );
+    let create = |payer_chain: &str, payer_asset: &str| {
+        http(
+            port,
+            "POST",
+            "/api/intents",
+            Some(json!({
+                "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": payer_chain,
+                "payer_asset": payer_asset, "target_chain": "polygon",
+            })),
+        )
+    };
+    let (s, e) = create("arbitrum", "usdt0");
+    assert_eq!((s, e["message"].as_str()), (503, Some("usdt0 on arbitrum is temporarily unavailable")), "{e}");
+    for (chain, asset) in [("polygon", "usdt0"), ("polygon", "usdc")] {
+        let (s, created) = create(chain, asset);
+        assert_eq!(s, 201, "{chain} {asset} agrees with its chain: {created}");
+    }
+
+    // Monad answers again: its tokens are read before it is exposed.
+    let _monad = anvil(&dn, "monad");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let ready = loop {
+        let (_, ready) = http(port, "GET", "/readyz", None);
+        if ready["checks"]["chains"]["monad"] == "ok" && ready["checks"]["assets_withheld"].get("monad usdt0").is_some() {
+            break ready;
+        }
+        assert!(Instant::now() < deadline, "monad's tokens were never checked: {ready}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let withheld = &ready["checks"]["assets_withheld"];
+    assert_eq!(withheld["monad usdt0"], "decimals: chains.toml says 18, the token says 6", "{ready}");
+    assert_eq!(withheld["monad usdc"], format!("no contract code at the x402 proxy address {}", checksum(nowhere)), "{ready}");
+    assert_eq!(withheld.as_object().unwrap().len(), 4, "{ready}");
+    let (s, e) = create("monad", "usdc");
+    assert_eq!((s, e["message"].as_str()), (503, Some("usdc on monad is temporarily unavailable")), "{e}");
+
+    // One ERROR line per withheld asset, naming it and the difference.
+    let text = std::fs::read_to_string(&log).unwrap();
+    for at in ["arbitrum usdc", "arbitrum usdt0", "monad usdt0", "monad usdc"] {
+        let lines = text.lines().filter(|l| l.contains("asset withheld") && l.contains(&format!("asset={at} "))).count();
+        assert_eq!(lines, 1, "{at}: {text}");
+    }
+}
+
+fn checksum(address: &str) -> String {
+    address.parse::<alloy_primitives::Address>().unwrap().to_checksum(None)
+}

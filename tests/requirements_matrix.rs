@@ -94,12 +94,6 @@ fn shipped_config(dir: &std::path::Path, usdt: bool) -> String {
         chain.insert("collection_address".into(), filler(&format!("collect:{name}")).into());
         for (key, asset) in chain["assets"].as_table_mut().unwrap().iter_mut() {
             let asset = asset.as_table_mut().unwrap();
-            // OPERATOR: USDT0's address on these chains; live in the spec.
-            if (*name == "arbitrum" && (key == "usdt0" || key == "usdt"))
-                || (["monad", "hyperevm", "megaeth"].contains(&name.as_str()) && key == "usdt0")
-            {
-                asset.insert("state".into(), "live".into());
-            }
             if !asset.contains_key("alias_of") && asset.get("token").is_none_or(|t| t.as_str() == Some("")) {
                 asset.insert("token".into(), filler(&format!("token:{name}:{key}")).into());
             }

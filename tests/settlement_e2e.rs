@@ -586,7 +586,10 @@ async fn readiness_probes_and_a_wrong_chain_id() {
     assert_eq!(s, 200, "{v}");
     assert_eq!(
         v["checks"],
-        json!({ "database": "ok", "chains": { "arbitrum": "ok", "base": "ok" }, "wallets": {}, "relayer_unfunded": [] })
+        json!({
+            "database": "ok", "chains": { "arbitrum": "ok", "base": "ok" }, "wallets": {}, "relayer_unfunded": [],
+            "assets_withheld": {},
+        })
     );
     let pid = dn.chain("arbitrum")["pid"].as_u64().unwrap() as u32;
     common::process::stop_chain(&dn, "arbitrum", pid);

@@ -12,6 +12,7 @@ mod cli;
 mod database;
 mod eip3009_adapter;
 mod evm_matrix;
+mod facilitator;
 mod faults;
 mod intents_api;
 mod layers;

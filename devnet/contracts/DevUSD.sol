@@ -6,13 +6,18 @@ import "DevERC20.sol";
 /// A FiatToken-like stablecoin for the devnet: ERC-20, EIP-3009
 /// (`transferWithAuthorization`, both signature forms, `authorizationState`)
 /// and EIP-2612 `permit`, over a standard EIP-712 domain or the salted one
-/// (polygon USDT0: no chainId, salt = bytes32(chainId)). Test fixture only.
+/// (polygon USDT0: no chainId, salt = bytes32(chainId)). With `erc5267` it
+/// also describes its domain through `eip712Domain()` (EIP-5267), as
+/// OpenZeppelin-based tokens such as USDT0 do; without, that call reverts,
+/// as on FiatToken (USDC). Test fixture only.
 contract DevUSD is DevERC20 {
     string public version;
     mapping(address => uint256) public nonces;
     mapping(address => mapping(bytes32 => bool)) public authorizationState;
 
     bytes32 public immutable DOMAIN_SEPARATOR;
+    bool private immutable erc5267;
+    bool private immutable salted;
     bytes32 private constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH = keccak256(
         "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
     );
@@ -22,11 +27,13 @@ contract DevUSD is DevERC20 {
 
     event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
 
-    constructor(string memory name_, string memory version_, string memory symbol_, uint8 decimals_, bool salted)
+    constructor(string memory name_, string memory version_, string memory symbol_, uint8 decimals_, bool salted_, bool erc5267_)
         DevERC20(name_, symbol_, decimals_)
     {
         version = version_;
-        DOMAIN_SEPARATOR = salted
+        salted = salted_;
+        erc5267 = erc5267_;
+        DOMAIN_SEPARATOR = salted_
             ? keccak256(
                 abi.encode(
                     keccak256("EIP712Domain(string name,string version,address verifyingContract,bytes32 salt)"),
@@ -84,6 +91,17 @@ contract DevUSD is DevERC20 {
         authorizationState[from][nonce] = true;
         emit AuthorizationUsed(from, nonce);
         _transfer(from, to, value);
+    }
+
+    function eip712Domain()
+        external
+        view
+        returns (bytes1, string memory, string memory, uint256, address, bytes32, uint256[] memory)
+    {
+        require(erc5267, "no eip712Domain");
+        return salted
+            ? (bytes1(0x1b), name, version, 0, address(this), bytes32(block.chainid), new uint256[](0))
+            : (bytes1(0x0f), name, version, block.chainid, address(this), bytes32(0), new uint256[](0));
     }
 
     function _digest(bytes32 structHash) private view returns (bytes32) {

@@ -126,3 +126,19 @@ pub async fn authenticate(db: &Db, pepper: &Pepper, header: Option<&str>) -> Res
         _ => Ok(Err(AuthFailure::Invalid)),
     }
 }
+
+/// A new facilitator key named `name`: the secret is returned once; only
+/// its MAC is stored.
+pub async fn issue_facilitator_key(db: &Db, pepper: &Pepper, name: &str, now_ms: i64) -> Result<String, crate::store::StoreError> {
+    let secret = format!("srfk_{}", random(40));
+    let id = format!("fk_{}", ulid::Ulid::new());
+    crate::store::facilitator::add_key(db, &id, name, &pepper.hash(&secret), now_ms).await?;
+    Ok(secret)
+}
+
+/// The name of the live facilitator key in an `Authorization: Bearer srfk_…`
+/// header; `None` for anything else.
+pub async fn facilitator_key(db: &Db, pepper: &Pepper, header: &str) -> Result<Option<String>, crate::store::StoreError> {
+    let Some(secret) = header.strip_prefix("Bearer ").map(str::trim).filter(|s| s.starts_with("srfk_")) else { return Ok(None) };
+    crate::store::facilitator::key_by_hash(db, &pepper.hash(secret)).await
+}

@@ -43,6 +43,9 @@ pub struct Config {
     /// The swap provider and the swap tracker.
     #[serde(default)]
     pub swap: Swap,
+    /// The x402 facilitator (`/x402`).
+    #[serde(default)]
+    pub facilitator: Facilitator,
     /// Directory of the config file; relative paths resolve against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -162,6 +165,42 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits { requests_per_minute: 60 }
+    }
+}
+
+/// `[facilitator]`: who may use `/x402` and how long `/settle` waits.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Facilitator {
+    /// Serve `/x402` at all.
+    pub enabled: bool,
+    /// Without a facilitator key, anyone may verify and settle (spending the
+    /// relayer's gas): then the limits below apply to keyless callers.
+    pub public: bool,
+    /// Keyless `/x402/verify` and `/x402/settle` requests per minute per IP.
+    pub public_requests_per_minute: u32,
+    /// Smallest keyless settlement, in the asset's units ("0.01").
+    pub public_min_amount: String,
+    /// When not empty, keyless settlements may pay only these addresses.
+    pub public_pay_to: Vec<String>,
+    /// How long `/settle` waits for the transfer to be final before it
+    /// answers `settlement_pending` with the broadcast transaction.
+    pub settle_wait_seconds: u64,
+    /// How long a repeated `/settle` of a pending payload waits.
+    pub settle_retry_wait_seconds: u64,
+}
+
+impl Default for Facilitator {
+    fn default() -> Self {
+        Facilitator {
+            enabled: true,
+            public: false,
+            public_requests_per_minute: 120,
+            public_min_amount: "0.001".into(),
+            public_pay_to: vec![],
+            settle_wait_seconds: 20,
+            settle_retry_wait_seconds: 60,
+        }
     }
 }
 
@@ -564,6 +603,11 @@ impl Config {
                 }
                 _ => {}
             }
+        }
+        crate::decimal::parse(&self.facilitator.public_min_amount)
+            .map_err(|e| ConfigError::Invalid(format!("facilitator.public_min_amount: {e}")))?;
+        if self.facilitator.public && self.facilitator.public_requests_per_minute == 0 {
+            return bad("facilitator.public_requests_per_minute must be at least 1".into());
         }
         if self.limits.requests_per_minute == 0 {
             return bad("limits.requests_per_minute must be at least 1".into());

@@ -102,6 +102,13 @@ enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// The x402 facilitator: keys for resource servers, and settlements.
+    Facilitator {
+        #[command(subcommand)]
+        command: FacilitatorCommand,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Print the HTTP API's OpenAPI 3.1 document (also served at
     /// `GET /api/openapi.json`).
     Openapi,
@@ -202,6 +209,24 @@ enum ConfigCommand {
     Check {
         #[arg(long, default_value = "chains.toml", env = "STABLERAIL_CONFIG")]
         config: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum FacilitatorCommand {
+    /// Create a key for a resource server (`Authorization: Bearer srfk_…`);
+    /// the secret is printed once.
+    CreateKey { name: String },
+    /// Revoke a key by name.
+    RevokeKey { name: String },
+    /// Look settlements up by id, transaction or payer (newest first).
+    Settlement {
+        #[arg(long, conflicts_with_all = ["transaction", "payer"])]
+        id: Option<String>,
+        #[arg(long, conflicts_with = "payer")]
+        transaction: Option<String>,
+        #[arg(long)]
+        payer: Option<String>,
     },
 }
 
@@ -314,6 +339,7 @@ async fn run() -> anyhow::Result<()> {
         Command::Agent { command, store } => agent(out, command, store).await,
         Command::Recipient { command, store } => recipient(out, command, store).await,
         Command::Intent { command, store } => intent(out, command, store).await,
+        Command::Facilitator { command, store } => facilitator(out, command, store).await,
         Command::Wallets { store } => wallets(out, store).await,
         Command::Config { command: ConfigCommand::Check { config } } => config_check(out, &config).await,
         Command::Devnet { command } => devnet(out, command).await,
@@ -564,6 +590,37 @@ async fn config_check(out: Output, path: &std::path::Path) -> anyhow::Result<()>
         })
         .collect();
     anyhow::ensure!(wrong.is_empty(), "{}", wrong.join("; "));
+    Ok(())
+}
+
+async fn facilitator(out: Output, cmd: FacilitatorCommand, store: StoreArgs) -> anyhow::Result<()> {
+    use stablerail::store::facilitator::Lookup;
+    let (cfg, db) = open(&store).await?;
+    let answer = match cmd {
+        FacilitatorCommand::CreateKey { name } => {
+            let pepper = stablerail::auth::Pepper::load(&cfg.resolve(&cfg.service.pepper_file))?;
+            let secret = match stablerail::auth::issue_facilitator_key(&db, &pepper, &name, now_ms()).await {
+                Err(e) if e.is_duplicate() => anyhow::bail!("a facilitator key named `{name}` exists already"),
+                other => other?,
+            };
+            // Printed once, here, and never again.
+            json!({ "name": name, "key": secret, "header": format!("Authorization: Bearer {secret}") })
+        }
+        FacilitatorCommand::RevokeKey { name } => {
+            anyhow::ensure!(stablerail::store::facilitator::revoke_key(&db, &name, now_ms()).await?, "no live facilitator key `{name}`");
+            json!({ "name": name, "result": "revoked" })
+        }
+        FacilitatorCommand::Settlement { id, transaction, payer } => {
+            let by = match (&id, &transaction, &payer) {
+                (Some(v), _, _) => Lookup::Id(v),
+                (_, Some(v), _) => Lookup::Transaction(v),
+                (_, _, Some(v)) => Lookup::Payer(v),
+                _ => anyhow::bail!("name one of --id, --transaction, --payer"),
+            };
+            serde_json::to_value(stablerail::facilitator::lookup(&db, by).await?)?
+        }
+    };
+    emit(out, &answer);
     Ok(())
 }
 

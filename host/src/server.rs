@@ -34,6 +34,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         tracing::info!(entries = sanctions.len(), "sanctions lists loaded");
     }
     let limiter = Limiter::per_minute(config.limits.requests_per_minute);
+    let facilitator_limiter = Limiter::per_minute(config.facilitator.public_requests_per_minute.max(1));
     let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
     let (config, registry) = (Arc::new(config), Arc::new(registry));
     let drivers = Arc::new(crate::family::Drivers::new(config.clone(), chains.clone(), db.clone(), keys.clone()));
@@ -57,8 +58,10 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         pepper,
         sanctions: Arc::new(sanctions),
         limiter,
+        facilitator_limiter,
         keys,
         work: Default::default(),
+        x402_work: Default::default(),
         watch: Default::default(),
         floats: Default::default(),
     }))
@@ -92,7 +95,23 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     // A node on another chain than configured would take signed transactions
     // meant for this one: refuse to start. A node that does not answer yet
     // is only a warning (`/readyz` says so until it does).
-    for (chain, probe) in probe_chains(&state.config, &state.chains).await {
+    // A chain that answers is exposed once its tokens' facts are read (all
+    // chains at once): an asset whose chain disagrees with chains.toml is
+    // withheld.
+    let probes = futures::future::join_all(probe_chains(&state.config, &state.chains).await.into_iter().map(|(chain, probe)| {
+        let state = state.clone();
+        async move {
+            match probe {
+                ChainProbe::Ok => {
+                    let probe = crate::watch::check_tokens(&state.config, &state.chains, &state.watch, &chain).await;
+                    (chain, probe)
+                }
+                other => (chain, other),
+            }
+        }
+    }))
+    .await;
+    for (chain, probe) in probes {
         match probe {
             ChainProbe::WrongChainId { node, config } => {
                 anyhow::bail!("chain `{chain}`: its RPC answers chain id {node}, but chains.toml says {config}")

@@ -16,6 +16,8 @@ pub struct AppState {
     pub pepper: Pepper,
     pub sanctions: Arc<SanctionsList>,
     pub limiter: crate::ratelimit::Limiter,
+    /// Keyless facilitator callers, per IP (`[facilitator] public`).
+    pub facilitator_limiter: crate::ratelimit::Limiter,
     pub keys: Arc<crate::keys::Keystore>,
     /// Every chain's transport.
     pub chains: Arc<crate::chain::Chains>,
@@ -23,6 +25,8 @@ pub struct AppState {
     pub drivers: Arc<crate::family::Drivers>,
     /// Wakes this replica's settlement workers when work is queued.
     pub work: Arc<tokio::sync::Notify>,
+    /// Wakes this replica's facilitator workers when a settlement is queued.
+    pub x402_work: Arc<tokio::sync::Notify>,
     /// The swap provider's client and discovery cache.
     pub swaps: Arc<crate::swap::Swaps>,
     /// Chains withheld until they answer; wallets below their floors.
@@ -45,6 +49,7 @@ impl AppState {
             swaps: self.swaps.clone(),
             sanctions: self.sanctions.clone(),
             work: self.work.clone(),
+            x402_work: self.x402_work.clone(),
         }
     }
 }

@@ -78,6 +78,19 @@ pub fn nonce_lag(chain: &str, sender: &str, lag: u64) {
 /// A service wallet's balance in whole units (a gauge is a float; amounts
 /// that matter are read exactly from the chain, never from here).
 /// An address found on a sanctions list, by where it was screened.
+/// A facilitator answer by route, scheme, network and outcome (`valid`,
+/// `settled`, or the x402 reason code).
+pub fn facilitator(route: &'static str, scheme: &str, network: &str, outcome: &str) {
+    metrics::counter!(
+        "stablerail_facilitator_requests_total",
+        "route" => route,
+        "scheme" => scheme.to_string(),
+        "network" => network.to_string(),
+        "outcome" => outcome.to_string()
+    )
+    .increment(1);
+}
+
 pub fn sanctions_hit(stage: &'static str) {
     metrics::counter!("stablerail_sanctions_hits_total", "stage" => stage).increment(1);
 }

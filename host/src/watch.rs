@@ -19,6 +19,8 @@ pub struct Watch {
     down: RwLock<BTreeSet<String>>,
     /// `wallet chain asset` → the floor it is below.
     low: RwLock<BTreeMap<String, String>>,
+    /// `chain asset` → how its chain disagrees with chains.toml (withheld).
+    assets: RwLock<BTreeMap<String, String>>,
 }
 
 impl Watch {
@@ -39,6 +41,16 @@ impl Watch {
         }
     }
 
+    /// Is this served asset withheld because its chain disagrees with chains.toml?
+    pub fn asset_withheld(&self, chain: &str, asset: &str) -> bool {
+        self.assets.read().unwrap().contains_key(&format!("{chain} {asset}"))
+    }
+
+    /// Withheld assets, as `{"arbitrum usdt0": "decimals: …"}`.
+    pub fn withheld_assets(&self) -> BTreeMap<String, String> {
+        self.assets.read().unwrap().clone()
+    }
+
     /// Service wallets below their floors, as `{"relayer:evm base native": "below 0.05"}`.
     pub fn below_floor(&self) -> BTreeMap<String, String> {
         self.low.read().unwrap().clone()
@@ -54,6 +66,11 @@ pub async fn probe_withheld(config: Arc<Config>, chains: Arc<Chains>, watch: Arc
             continue;
         }
         for (chain, probe) in probe_chains(&config, &chains).await {
+            let probe = if probe == ChainProbe::Ok && !watch.exposed(&chain) {
+                check_tokens(&config, &chains, &watch, &chain).await
+            } else {
+                probe
+            };
             if watch.record(&chain, &probe) {
                 match probe {
                     ChainProbe::Ok => tracing::info!(chain = %chain, "chain answers; now exposed"),
@@ -62,6 +79,39 @@ pub async fn probe_withheld(config: Arc<Config>, chains: Arc<Chains>, watch: Arc
             }
         }
     }
+}
+
+/// Before a chain is exposed (at start, and when it answers again): read
+/// the facts of each of its served EVM tokens and withhold every asset whose
+/// chain disagrees with chains.toml, with one log line naming the
+/// difference. A chain that cannot be asked stays withheld
+/// (`Unreachable`) and is asked again with the next probe.
+pub async fn check_tokens(config: &Config, chains: &Chains, watch: &Watch, chain: &str) -> ChainProbe {
+    let (Some(c), Some(client)) = (config.chains.get(chain), chains.get(chain)) else { return ChainProbe::Ok };
+    if c.family != Family::Evm {
+        return ChainProbe::Ok;
+    }
+    let mut verdicts = Vec::new();
+    for (key, asset) in config.served_assets().filter(|(name, ..)| *name == chain).map(|(_, _, k, a)| (k, a)) {
+        match crate::family::evm::token_facts::differences(&client, c.chain_id, asset).await {
+            Ok(diffs) => verdicts.push((format!("{chain} {key}"), diffs)),
+            Err(e) => {
+                tracing::warn!(chain = %chain, asset = %key, error = %e, "token facts unreadable; chain withheld until they are read");
+                return ChainProbe::Unreachable;
+            }
+        }
+    }
+    let mut withheld = watch.assets.write().unwrap();
+    for (at, diffs) in verdicts {
+        if diffs.is_empty() {
+            withheld.remove(&at);
+        } else {
+            let said = diffs.join("; ");
+            tracing::error!(asset = %at, difference = %said, "asset withheld: its chain disagrees with chains.toml");
+            withheld.insert(at, said);
+        }
+    }
+    ChainProbe::Ok
 }
 
 /// Read every service wallet's balances on every exposed chain, now and

@@ -43,6 +43,7 @@ pub struct ErrorBody {
         (name = "agents", description = "Agent-owned intents, paid from hosted wallets (Bearer)"),
         (name = "swaps", description = "Swap quotes, approvals, status, discovery and tracked swap intents (through an API speaking LI.FI's)"),
         (name = "tron", description = "TRON payers' one-time Permit2 approval; routed only while TRON is enabled"),
+        (name = "facilitator", description = "An x402 v2 facilitator (verify, settle, supported) on the same engine; facilitator keys (Bearer srfk_…) or public access"),
         (name = "operations", description = "Probes, metrics and this document; not rate-limited"),
     ),
 )]
@@ -73,7 +74,7 @@ impl Modify for Conventions {
                 if path.starts_with("/v2/") {
                     responses.entry("401".into()).or_insert_with(|| error_response("Missing or invalid Bearer token"));
                 }
-                if path.starts_with("/v2/") || path.starts_with("/api/") && path != "/api/openapi.json" {
+                if path.starts_with("/v2/") || path.starts_with("/x402/") || path.starts_with("/api/") && path != "/api/openapi.json" {
                     responses.entry("429".into()).or_insert_with(|| error_response("Rate limited; see Retry-After"));
                 }
                 responses.entry("default".into()).or_insert_with(|| error_response("Any other error"));

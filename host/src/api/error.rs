@@ -159,7 +159,7 @@ impl From<crate::ops::create_intent::CreateError> for ApiError {
         use crate::ops::create_intent::CreateError as E;
         match e {
             E::Invalid(m) => ApiError::BadRequest(m),
-            e @ E::ChainWithheld(_) => ApiError::Unavailable(e.to_string()),
+            e @ (E::ChainWithheld(_) | E::AssetWithheld { .. }) => ApiError::Unavailable(e.to_string()),
             E::Adapter(e) => e.into(),
             E::Call(e) => e.into(),
             E::Store(e) => e.into(),

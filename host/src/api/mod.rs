@@ -6,6 +6,7 @@ mod chains;
 mod create;
 pub mod docs;
 pub mod error;
+mod facilitator;
 pub mod guard;
 mod idempotency;
 mod intents;
@@ -39,6 +40,8 @@ struct Routes {
     /// Public too, but routed only while TRON is wired and enabled.
     tron: OpenApiRouter<Shared>,
     agent: OpenApiRouter<Shared>,
+    /// `/x402`: facilitator keys, or keyless under its own limit.
+    x402: OpenApiRouter<Shared>,
     probes: OpenApiRouter<Shared>,
 }
 
@@ -55,7 +58,8 @@ fn routes() -> Routes {
             .routes(routes!(swap::register))
             .routes(routes!(swap::tokens))
             .routes(routes!(swap::chains))
-            .routes(routes!(swap::connections)),
+            .routes(routes!(swap::connections))
+            .routes(routes!(facilitator::supported)),
         tron: OpenApiRouter::new().routes(routes!(tron_approve::prepare)).routes(routes!(tron_approve::submit)),
         agent: OpenApiRouter::new()
             .routes(routes!(agents::me))
@@ -65,6 +69,10 @@ fn routes() -> Routes {
             .routes(routes!(intents::get_agent))
             .routes(routes!(intents::execute))
             .routes(routes!(swap::execute)),
+        x402: OpenApiRouter::new()
+            .routes(routes!(facilitator::verify))
+            .routes(routes!(facilitator::settle))
+            .routes(routes!(facilitator::settlements)),
         probes: OpenApiRouter::new()
             .routes(routes!(probes::healthz))
             .routes(routes!(probes::readyz))
@@ -75,20 +83,21 @@ fn routes() -> Routes {
 
 /// The OpenAPI document of every route (the TRON helpers with `tron`).
 pub fn openapi(tron: bool) -> utoipa::openapi::OpenApi {
-    let Routes { public, tron: helpers, agent, probes } = routes();
+    let Routes { public, tron: helpers, agent, x402, probes } = routes();
     let public = if tron { public.merge(helpers) } else { public };
-    let mut doc = OpenApiRouter::with_openapi(docs::ApiDoc::openapi()).merge(public).merge(agent).merge(probes).into_openapi();
+    let mut doc = OpenApiRouter::with_openapi(docs::ApiDoc::openapi()).merge(public).merge(agent).merge(x402).merge(probes).into_openapi();
     utoipa::Modify::modify(&docs::Conventions, &mut doc);
     doc
 }
 
 pub fn router(state: Shared) -> Router {
-    let Routes { public, tron, agent, probes } = routes();
+    let Routes { public, tron, agent, x402, probes } = routes();
     let public = if tron_approve::enabled(&state) { public.merge(tron) } else { public };
     let public = public.layer(from_fn_with_state(state.clone(), guard::public_limit));
     let agent = agent.layer(from_fn_with_state(state.clone(), guard::agent_auth));
+    let x402 = x402.layer(from_fn_with_state(state.clone(), facilitator::caller));
     // Probes and the document are never rate-limited.
-    let (routes, _) = probes.merge(public).merge(agent).split_for_parts();
+    let (routes, _) = probes.merge(public).merge(agent).merge(x402).split_for_parts();
     routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -39,6 +39,11 @@ pub struct Checks {
     /// Payer chains where intents wait because the relayer cannot pay gas.
     #[schema(example = json!(["base"]))]
     pub relayer_unfunded: Vec<String>,
+    /// Served assets withheld because their chain disagrees with
+    /// chains.toml (decimals, EIP-712 domain, contract code), with the
+    /// difference. Reported, not a failed check: every other asset serves.
+    #[schema(example = json!({"arbitrum usdt0": "decimals: chains.toml says 6, the token says 18"}))]
+    pub assets_withheld: BTreeMap<String, String>,
 }
 
 /// The spec's health check: the database answers.
@@ -81,7 +86,7 @@ pub async fn readyz(State(s): State<Shared>) -> axum::response::Response {
             tracing::warn!(error = %e, "readiness: database unavailable");
             vec![]
         });
-    let checks = Checks { database, chains, wallets: s.watch.below_floor(), relayer_unfunded };
+    let checks = Checks { database, chains, wallets: s.watch.below_floor(), relayer_unfunded, assets_withheld: s.watch.withheld_assets() };
     if checks.database == "ok"
         && checks.chains.values().all(|v| *v == "ok")
         && checks.wallets.is_empty()

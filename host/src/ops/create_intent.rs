@@ -25,6 +25,11 @@ pub enum CreateError {
     /// 503: the chain is configured but its node has not answered yet.
     #[error("{0} is temporarily unavailable")]
     ChainWithheld(String),
+    /// 503: the asset's chain disagrees with chains.toml about the token
+    /// (decimals, EIP-712 domain, contracts); withheld until the operator
+    /// corrects one of them.
+    #[error("{asset} on {chain} is temporarily unavailable")]
+    AssetWithheld { chain: String, asset: String },
     /// The adapter refused an input (an address, an amount).
     #[error("the adapter refused an input: {0:?}")]
     Adapter(AdapterError),
@@ -282,6 +287,9 @@ fn served_asset(s: &AppState, chain: &str, asset: &str, field: &str) -> Result<s
         Some(Availability::Available) => {}
         Some(Availability::GatedOff) => return Err(bad(format!("invalid {field}"))),
         Some(Availability::Unwired) | None => return Err(bad(format!("{field} not configured on chain"))),
+    }
+    if s.watch.asset_withheld(chain, asset) {
+        return Err(CreateError::AssetWithheld { chain: chain.into(), asset: asset.into() });
     }
     s.registry.asset(chain, asset).ok_or_else(|| CreateError::Internal(format!("{chain}/{asset} is served but has no adapter")))
 }

@@ -10,6 +10,7 @@
 //! key; and each payout authorization's nonce is derived from the intent
 //! id, so the token itself refuses a second payout.
 
+mod facilitator;
 pub mod keeper;
 mod source;
 mod steps;
@@ -49,6 +50,8 @@ pub struct Deps {
     pub sanctions: Arc<SanctionsList>,
     /// Wakes this replica's workers when work is queued.
     pub work: Arc<tokio::sync::Notify>,
+    /// Wakes this replica's facilitator workers when a settlement is queued.
+    pub x402_work: Arc<tokio::sync::Notify>,
 }
 
 pub struct Engine {
@@ -137,6 +140,8 @@ impl Engine {
     pub fn spawn(self: &Arc<Self>, workers: usize) {
         let me = self.clone();
         tokio::spawn(async move { me.dispatch(workers.max(1)).await });
+        let me = self.clone();
+        tokio::spawn(async move { me.dispatch_x402(workers.max(1)).await });
         self.spawn_keeper();
         let d = &self.deps;
         let tracker =

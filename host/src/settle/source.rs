@@ -45,7 +45,7 @@ impl Engine {
                 valid_before: now + 600,
                 nonce: keccak256(format!("{}:source", i.id)).to_vec(),
             };
-            match self.prepare_wallet(&i, "source", &adapter, &wallet, &sender, &req.amount).await {
+            match self.prepare_wallet(&i.id, "source", &adapter, &wallet, &sender, &req.amount).await {
                 Ok(()) => {}
                 Err(StepError::NotSent(code, m)) => return self.later_waiting(&i, code, &m).await,
                 Err(StepError::Pending(m)) => return Ok(self.later_unavailable(&i, &m)),
@@ -123,7 +123,7 @@ impl Engine {
                 return Ok(next);
             }
         }
-        match self.run_steps(&i, "source", &i.payer_chain, &Role::Relayer, &steps, stored).await {
+        match self.run_steps(&i.id, "source", &i.payer_chain, &Role::Relayer, &steps, stored).await {
             Ok((hash, receipt)) => {
                 let payer = i.payer.clone().unwrap_or_default();
                 match self.read_receipt(&adapter, expected(&payer, &req), receipt).await? {

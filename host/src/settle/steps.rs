@@ -10,7 +10,6 @@ use crate::adapter::AssetAdapter;
 use crate::clock::now_ms;
 use crate::failure::Failure;
 use crate::family::{Driver, Finality, Receipt, Resent, Submit};
-use crate::intent::Intent;
 use crate::keys::Role;
 use crate::payment::{AdapterError, SettleStep};
 use crate::store::settlement::{self as repo, TxRow};
@@ -24,7 +23,7 @@ impl Engine {
     /// the last step's transaction id and receipt.
     pub(super) async fn run_steps(
         &self,
-        i: &Intent,
+        owner: &str,
         leg: &str,
         chain: &str,
         wallet: &Role,
@@ -56,10 +55,10 @@ impl Engine {
                 let driver = driver.clone();
                 async move {
                     let step = step?;
-                    let row = TxRow { intent_id: i.id.clone(), leg: leg.into(), step: n, label: step.label.clone() };
+                    let row = TxRow { intent_id: owner.to_string(), leg: leg.into(), step: n, label: step.label.clone() };
                     // Relayer calls of the settlement legs (not wallet
                     // preparation) may share a transaction.
-                    let how = Submit { resync, shareable: leg == "source" || leg == "target" };
+                    let how = Submit { resync, shareable: matches!(leg, "source" | "target" | "x402") };
                     Ok::<_, StepError>(driver.submit(chain, wallet, &step.submission, row, how).await?)
                 }
             };
@@ -68,7 +67,7 @@ impl Engine {
                 // another took the place of is signed again (the
                 // authorization inside is the same, so it still moves money once).
                 Some(t) if t.status != "confirmed" && driver.resend(chain, t).await? == Resent::Superseded => {
-                    repo::drop_tx(db, &i.id, leg, n, now_ms()).await.map_err(unavailable)?;
+                    repo::drop_tx(db, owner, leg, n, now_ms()).await.map_err(unavailable)?;
                     submit(true).await?
                 }
                 Some(t) => t.tx_hash.clone(),
@@ -77,8 +76,8 @@ impl Engine {
             let receipt = match self.wait_final(driver.as_ref(), chain, &tx).await? {
                 Some(r) => r,
                 None => {
-                    let shared = repo::get_tx(db, &i.id, leg, n).await.map_err(unavailable)?.is_some_and(|t| driver.shared(chain, &t));
-                    repo::drop_tx(db, &i.id, leg, n, now_ms()).await.map_err(unavailable)?;
+                    let shared = repo::get_tx(db, owner, leg, n).await.map_err(unavailable)?.is_some_and(|t| driver.shared(chain, &t));
+                    repo::drop_tx(db, owner, leg, n, now_ms()).await.map_err(unavailable)?;
                     if shared {
                         // Its calls passed their simulation moments before:
                         // someone else's call, or changed state, sank it. Try again.
@@ -87,7 +86,7 @@ impl Engine {
                     return Err(StepError::Reverted(format!("transaction {tx} failed")));
                 }
             };
-            repo::set_tx_status(db, &i.id, leg, n, "confirmed", now_ms()).await.map_err(unavailable)?;
+            repo::set_tx_status(db, owner, leg, n, "confirmed", now_ms()).await.map_err(unavailable)?;
             last = Some((tx, receipt));
         }
         last.ok_or_else(|| StepError::NotSent(Failure::PayoutNotDispatched, "nothing was sent".into()))
@@ -120,7 +119,7 @@ impl Engine {
     /// asset, wallet) in this replica, so concurrent payouts approve once.
     pub(super) async fn prepare_wallet(
         &self,
-        i: &Intent,
+        owner: &str,
         leg: &str,
         adapter: &Arc<AssetAdapter>,
         wallet: &Role,
@@ -141,11 +140,11 @@ impl Engine {
         if steps.is_empty() {
             return Ok(());
         }
-        tracing::info!(intent = %i.id, chain = %adapter.ctx.chain, asset = %adapter.ctx.asset, wallet = %sender, calls = steps.len(), "preparing a sending wallet");
+        tracing::info!(owner, chain = %adapter.ctx.chain, asset = %adapter.ctx.asset, wallet = %sender, calls = steps.len(), "preparing a sending wallet");
         let leg = format!("{leg}-setup");
-        let stored = repo::list_txs(&self.deps.db, &i.id, &leg)
+        let stored = repo::list_txs(&self.deps.db, owner, &leg)
             .await
             .map_err(|e| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}")))?;
-        self.run_steps(i, &leg, &adapter.ctx.chain, wallet, &steps, stored).await.map(|_| ())
+        self.run_steps(owner, &leg, &adapter.ctx.chain, wallet, &steps, stored).await.map(|_| ())
     }
 }

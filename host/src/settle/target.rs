@@ -50,7 +50,7 @@ impl Engine {
             return Ok(Next::Later(Duration::ZERO, false));
         };
         let stored = repo::list_txs(db, &i.id, "target").await?;
-        if let Err(e) = self.prepare_wallet(&i, "target", &adapter, &wallet, &proxy, &req.amount).await {
+        if let Err(e) = self.prepare_wallet(&i.id, "target", &adapter, &wallet, &proxy, &req.amount).await {
             let code = match e {
                 StepError::NotSent(Failure::ChainUnavailable, _) => Failure::ChainUnavailable,
                 StepError::NotSent(Failure::RelayerUnfunded, _) => Failure::PayoutWalletShort,
@@ -81,7 +81,7 @@ impl Engine {
             }
             Err(_) => vec![],
         };
-        match self.run_steps(&i, "target", &i.target_chain, &Role::Relayer, &steps, stored).await {
+        match self.run_steps(&i.id, "target", &i.target_chain, &Role::Relayer, &steps, stored).await {
             Ok((hash, receipt)) => match self.read_receipt(&adapter, expected(&proxy, &req), receipt).await? {
                 ReceiptStatus::Settled(_) => {
                     repo::target_settled(db, &i.id, &hash, now_ms()).await?;

@@ -5,6 +5,7 @@
 mod error;
 
 pub mod agents;
+pub mod facilitator;
 pub mod idempotency;
 pub mod intents;
 pub mod keys;

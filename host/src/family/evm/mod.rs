@@ -5,6 +5,7 @@
 pub mod balances;
 pub mod batch;
 mod keeper;
+pub mod token_facts;
 pub mod tx;
 
 use std::sync::Arc;

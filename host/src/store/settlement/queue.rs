@@ -12,17 +12,40 @@ use crate::store::StoreError;
 /// replica is claiming instead of waiting for them; SQLite runs one writer at
 /// a time, so the single statement is already exclusive.
 pub async fn claim(db: &Db, holder: &str, now_ms: i64, lease_ms: i64, max: usize) -> Result<Vec<String>, StoreError> {
+    lease(
+        db,
+        Leased { table: "settlement_queue", key: "intent_id", due: "TRUE", order: "priority, available_at" },
+        holder,
+        now_ms,
+        lease_ms,
+        max,
+    )
+    .await
+}
+
+/// A table whose rows are queue entries: `locked_by`, `locked_until` and
+/// `available_at` columns, `key` the row's id, `due` any further condition.
+pub(crate) struct Leased {
+    pub table: &'static str,
+    pub key: &'static str,
+    pub due: &'static str,
+    pub order: &'static str,
+}
+
+/// Lease up to `max` due rows of `q` by compare-and-set (see `claim`).
+pub(crate) async fn lease(db: &Db, q: Leased, holder: &str, now_ms: i64, lease_ms: i64, max: usize) -> Result<Vec<String>, StoreError> {
     let skip_locked = match db.backend {
         Backend::Postgres => "FOR UPDATE SKIP LOCKED",
         Backend::Sqlite => "",
     };
+    let Leased { table, key, due, order } = q;
     let rows = sqlx::query(&format!(
-        "UPDATE settlement_queue SET locked_by = $1, locked_until = $2 \
-         WHERE intent_id IN (SELECT intent_id FROM settlement_queue WHERE available_at <= $3 \
+        "UPDATE {table} SET locked_by = $1, locked_until = $2 \
+         WHERE {key} IN (SELECT {key} FROM {table} WHERE {due} AND available_at <= $3 \
                              AND (locked_until IS NULL OR locked_until < $3) \
-                             ORDER BY priority, available_at LIMIT $4 {skip_locked}) \
+                             ORDER BY {order} LIMIT $4 {skip_locked}) \
            AND (locked_until IS NULL OR locked_until < $3) \
-         RETURNING intent_id"
+         RETURNING {key}"
     ))
     .bind(holder)
     .bind(now_ms + lease_ms)
@@ -30,7 +53,7 @@ pub async fn claim(db: &Db, holder: &str, now_ms: i64, lease_ms: i64, max: usize
     .bind(max.max(1) as i64)
     .fetch_all(&db.pool)
     .await?;
-    rows.iter().map(|r| r.try_get("intent_id").map_err(StoreError::from)).collect()
+    rows.iter().map(|r| r.try_get(key).map_err(StoreError::from)).collect()
 }
 
 /// Release the lease and come back at `available_at`; a failure bumps the

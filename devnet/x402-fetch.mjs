@@ -1,0 +1,36 @@
+// A buyer as x402 clients write one: @x402/fetch's wrapFetchWithPayment with
+// @x402/evm's client scheme and a viem account. Unmodified packages.
+//
+//   node x402-fetch.mjs <url> 0x<payer private key> <asset> [rpc url]
+//
+// Prints {status, body, payment} where payment is the decoded
+// PAYMENT-RESPONSE header (the facilitator's settle answer).
+import { createPublicClient, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { x402Client, wrapFetchWithPayment, x402HTTPClient } from "@x402/fetch";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { toClientEvmSigner } from "@x402/evm";
+
+const [url, key, asset, rpc] = process.argv.slice(2);
+const account = privateKeyToAccount(key);
+const signer = rpc ? toClientEvmSigner(account, createPublicClient({ transport: http(rpc) })) : account;
+const client = new x402Client();
+client.register("eip155:*", new ExactEvmScheme(signer));
+// The devnet's tokens are not x402's default assets: allow this one.
+client.setSpendControls({ allowedAssets: [{ network: "eip155:*", asset }] });
+const pay = wrapFetchWithPayment(fetch, client);
+const response = await pay(url, { method: "GET" });
+const text = await response.text();
+let body;
+try {
+  body = JSON.parse(text);
+} catch {
+  body = text;
+}
+let payment = null;
+try {
+  payment = new x402HTTPClient(client).getPaymentSettleResponse((name) => response.headers.get(name));
+} catch {
+  payment = null;
+}
+console.log(JSON.stringify({ status: response.status, body, payment }));

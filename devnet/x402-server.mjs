@@ -1,0 +1,41 @@
+// A resource server as x402 sellers write one: Express with @x402/express's
+// paymentMiddleware, @x402/evm's server scheme, and @x402/core's
+// HTTPFacilitatorClient pointed at stablerail's /x402. Unmodified packages.
+//
+//   node x402-server.mjs '<json config>'
+//   config: { port, facilitator, key?, network, asset, amount, payTo, name?, version?, extra? }
+//
+// Serves GET /paid behind the payment and prints "ready <port>" once listening.
+import express from "express";
+import { paymentMiddleware, x402ResourceServer } from "@x402/express";
+import { ExactEvmScheme } from "@x402/evm/exact/server";
+import { HTTPFacilitatorClient } from "@x402/core/server";
+
+const cfg = JSON.parse(process.argv[2]);
+const auth = cfg.key ? { Authorization: `Bearer ${cfg.key}` } : {};
+const facilitator = new HTTPFacilitatorClient({
+  url: cfg.facilitator,
+  createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: auth }),
+});
+const extra = { ...(cfg.name ? { name: cfg.name, version: cfg.version } : {}), ...(cfg.extra ?? {}) };
+const app = express();
+let served = 0;
+app.use(
+  paymentMiddleware(
+    {
+      "GET /paid": {
+        accepts: [{ scheme: "exact", network: cfg.network, payTo: cfg.payTo, price: { amount: cfg.amount, asset: cfg.asset, extra } }],
+        description: "A paid answer",
+        mimeType: "application/json",
+      },
+    },
+    new x402ResourceServer(facilitator).register(cfg.network, new ExactEvmScheme()),
+  ),
+);
+app.get("/paid", (_req, res) => {
+  served += 1;
+  res.json({ paid: true, served });
+});
+app.get("/served", (_req, res) => res.json({ served }));
+const server = app.listen(cfg.port, "127.0.0.1", () => console.log(`ready ${cfg.port}`));
+process.on("SIGTERM", () => server.close(() => process.exit(0)));

@@ -1,0 +1,236 @@
+//! The x402 facilitator's settlements and keys. A settlement row is also its
+//! queue entry: workers lease `queued` rows by compare-and-set, as the
+//! settlement queue does for intents.
+
+use sqlx::Row;
+
+use crate::db::Db;
+use crate::store::settlement::{lease, Leased};
+use crate::store::StoreError;
+
+/// Where a settlement stands. `Queued` may already have a transaction out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettlementStatus {
+    Queued,
+    Settled,
+    Failed,
+}
+
+impl SettlementStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SettlementStatus::Queued => "queued",
+            SettlementStatus::Settled => "settled",
+            SettlementStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, StoreError> {
+        Ok(match s {
+            "queued" => SettlementStatus::Queued,
+            "settled" => SettlementStatus::Settled,
+            "failed" => SettlementStatus::Failed,
+            other => return Err(StoreError::Decode(format!("settlement status `{other}`"))),
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Settlement {
+    pub id: String,
+    pub replay_key: String,
+    pub payload_hash: String,
+    pub payment_id: Option<String>,
+    pub client: String,
+    pub chain: String,
+    pub asset: String,
+    pub network: String,
+    pub scheme: String,
+    pub payer: String,
+    pub pay_to: String,
+    pub amount: String,
+    /// The caller's PaymentRequirements and PaymentPayload, as JSON text.
+    pub requirements: String,
+    pub payload: String,
+    pub status: SettlementStatus,
+    /// x402's reason code when it failed.
+    pub error_reason: Option<String>,
+    /// The settling transaction once it is final.
+    pub tx_hash: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const COLUMNS: &str = "id, replay_key, payload_hash, payment_id, client, chain, asset, network, scheme, payer, pay_to, amount, \
+                       requirements, payload, status, error_reason, tx_hash, created_at, updated_at";
+
+fn settlement(r: &sqlx::any::AnyRow) -> Result<Settlement, StoreError> {
+    Ok(Settlement {
+        id: r.try_get("id")?,
+        replay_key: r.try_get("replay_key")?,
+        payload_hash: r.try_get("payload_hash")?,
+        payment_id: r.try_get("payment_id")?,
+        client: r.try_get("client")?,
+        chain: r.try_get("chain")?,
+        asset: r.try_get("asset")?,
+        network: r.try_get("network")?,
+        scheme: r.try_get("scheme")?,
+        payer: r.try_get("payer")?,
+        pay_to: r.try_get("pay_to")?,
+        amount: r.try_get("amount")?,
+        requirements: r.try_get("requirements")?,
+        payload: r.try_get("payload")?,
+        status: SettlementStatus::parse(&r.try_get::<String, _>("status")?)?,
+        error_reason: r.try_get("error_reason")?,
+        tx_hash: r.try_get("tx_hash")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+/// Record a new settlement, queued and due now. `Duplicate` when its
+/// authorization (or the payer's payment id) is already recorded.
+pub async fn insert(db: &Db, s: &Settlement) -> Result<(), StoreError> {
+    sqlx::query(&format!(
+        "INSERT INTO x402_settlements ({COLUMNS}, available_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $18)"
+    ))
+    .bind(&s.id)
+    .bind(&s.replay_key)
+    .bind(&s.payload_hash)
+    .bind(&s.payment_id)
+    .bind(&s.client)
+    .bind(&s.chain)
+    .bind(&s.asset)
+    .bind(&s.network)
+    .bind(&s.scheme)
+    .bind(&s.payer)
+    .bind(&s.pay_to)
+    .bind(&s.amount)
+    .bind(&s.requirements)
+    .bind(&s.payload)
+    .bind(s.status.as_str())
+    .bind(&s.error_reason)
+    .bind(&s.tx_hash)
+    .bind(s.created_at)
+    .bind(s.updated_at)
+    .execute(&db.pool)
+    .await?;
+    Ok(())
+}
+
+pub async fn get(db: &Db, id: &str) -> Result<Option<Settlement>, StoreError> {
+    let q = format!("SELECT {COLUMNS} FROM x402_settlements WHERE id = $1");
+    sqlx::query(&q).bind(id).fetch_optional(&db.pool).await?.as_ref().map(settlement).transpose()
+}
+
+pub async fn by_payload_hash(db: &Db, hash: &str) -> Result<Option<Settlement>, StoreError> {
+    let q = format!("SELECT {COLUMNS} FROM x402_settlements WHERE payload_hash = $1 ORDER BY created_at LIMIT 1");
+    sqlx::query(&q).bind(hash).fetch_optional(&db.pool).await?.as_ref().map(settlement).transpose()
+}
+
+pub async fn by_replay_key(db: &Db, key: &str) -> Result<Option<Settlement>, StoreError> {
+    let q = format!("SELECT {COLUMNS} FROM x402_settlements WHERE replay_key = $1");
+    sqlx::query(&q).bind(key).fetch_optional(&db.pool).await?.as_ref().map(settlement).transpose()
+}
+
+pub async fn by_payment_id(db: &Db, payer: &str, payment_id: &str) -> Result<Option<Settlement>, StoreError> {
+    let q = format!("SELECT {COLUMNS} FROM x402_settlements WHERE payer = $1 AND payment_id = $2");
+    sqlx::query(&q).bind(payer).bind(payment_id).fetch_optional(&db.pool).await?.as_ref().map(settlement).transpose()
+}
+
+/// What an operator looks a settlement up by.
+pub enum Lookup<'a> {
+    Id(&'a str),
+    Transaction(&'a str),
+    Payer(&'a str),
+}
+
+/// Settlements matching `by`, newest first, at most `limit`. A transaction
+/// is matched whether it is final or only sent.
+pub async fn find(db: &Db, by: Lookup<'_>, limit: i64) -> Result<Vec<Settlement>, StoreError> {
+    let (filter, value) = match by {
+        Lookup::Id(v) => ("s.id = $1", v),
+        Lookup::Transaction(v) => {
+            ("(s.tx_hash = $1 OR s.id IN (SELECT intent_id FROM chain_transactions WHERE leg = 'x402' AND lower(tx_hash) = lower($1)))", v)
+        }
+        Lookup::Payer(v) => ("lower(s.payer) = lower($1)", v),
+    };
+    let columns = COLUMNS.split(", ").map(|c| format!("s.{c}")).collect::<Vec<_>>().join(", ");
+    let q = format!("SELECT {columns} FROM x402_settlements s WHERE {filter} ORDER BY s.created_at DESC LIMIT $2");
+    sqlx::query(&q).bind(value).bind(limit).fetch_all(&db.pool).await?.iter().map(settlement).collect()
+}
+
+/// Lease up to `max` due settlements (see `settlement::claim`).
+pub async fn claim(db: &Db, holder: &str, now_ms: i64, lease_ms: i64, max: usize) -> Result<Vec<String>, StoreError> {
+    let q = Leased { table: "x402_settlements", key: "id", due: "status = 'queued'", order: "available_at" };
+    lease(db, q, holder, now_ms, lease_ms, max).await
+}
+
+/// Release the lease; come back at `available_at`.
+pub async fn reschedule(db: &Db, id: &str, available_at: i64, failed: bool) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE x402_settlements SET locked_by = NULL, locked_until = NULL, available_at = $1, attempts = attempts + $2 \
+         WHERE id = $3 AND status = 'queued'",
+    )
+    .bind(available_at)
+    .bind(i32::from(failed))
+    .bind(id)
+    .execute(&db.pool)
+    .await?;
+    Ok(())
+}
+
+/// Compare-and-set `queued` → a final status; `false` if it was not queued.
+pub async fn finish(
+    db: &Db,
+    id: &str,
+    to: SettlementStatus,
+    tx_hash: Option<&str>,
+    error_reason: Option<&str>,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "UPDATE x402_settlements SET status = $1, tx_hash = $2, error_reason = $3, updated_at = $4, \
+         locked_by = NULL, locked_until = NULL WHERE id = $5 AND status = 'queued'",
+    )
+    .bind(to.as_str())
+    .bind(tx_hash)
+    .bind(error_reason)
+    .bind(now_ms)
+    .bind(id)
+    .execute(&db.pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Store a facilitator key's MAC under a name; `Duplicate` if the name is taken.
+pub async fn add_key(db: &Db, id: &str, name: &str, secret_hash: &str, now_ms: i64) -> Result<(), StoreError> {
+    sqlx::query("INSERT INTO facilitator_keys (id, name, secret_hash, created_at) VALUES ($1, $2, $3, $4)")
+        .bind(id)
+        .bind(name)
+        .bind(secret_hash)
+        .bind(now_ms)
+        .execute(&db.pool)
+        .await?;
+    Ok(())
+}
+
+/// The live key with this MAC: its name.
+pub async fn key_by_hash(db: &Db, secret_hash: &str) -> Result<Option<String>, StoreError> {
+    let row = sqlx::query("SELECT name FROM facilitator_keys WHERE secret_hash = $1 AND revoked_at IS NULL")
+        .bind(secret_hash)
+        .fetch_optional(&db.pool)
+        .await?;
+    Ok(row.map(|r| r.try_get("name")).transpose()?)
+}
+
+/// Revoke a key by name; `false` when there is no live key of that name.
+pub async fn revoke_key(db: &Db, name: &str, now_ms: i64) -> Result<bool, StoreError> {
+    let done = sqlx::query("UPDATE facilitator_keys SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL")
+        .bind(now_ms)
+        .bind(name)
+        .execute(&db.pool)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -1,0 +1,257 @@
+//! The x402 facilitator (`/x402`) with real x402 parts: an `@x402/express`
+//! resource server whose `HTTPFacilitatorClient` points at stablerail, paid
+//! by `@x402/fetch`; bad payloads refused with x402's reasons and nothing
+//! broadcast; one payload settled once however often it is sent.
+
+use crate::common;
+
+use std::process::{Command, Stdio};
+
+use alloy_primitives::U256;
+use base64::Engine as _;
+use common::devnet::{devnet_dir, rpc, x402_pay, Devnet};
+use common::process::{free_port, serve, Reaped};
+use serde_json::{json, Value};
+
+const MERCHANT: &str = "0x00000000000000000000000000000000000e1234";
+
+/// A facilitator key made with the CLI, as an operator would.
+fn facilitator_key(dn: &Devnet, name: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        .args(["facilitator", "create-key", name, "--config"])
+        .arg(dn.config_path())
+        .arg("--database")
+        .arg(format!("sqlite://{}", dn.dir.path().join("sr.db").display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["key"].as_str().unwrap().to_string()
+}
+
+fn requirements(dn: &Devnet, amount: &str) -> Value {
+    json!({
+        "scheme": "exact", "network": "eip155:8453", "amount": amount, "asset": dn.token("base", "usdc"),
+        "payTo": MERCHANT, "maxTimeoutSeconds": 300, "extra": { "name": "USD Coin", "version": "2" },
+    })
+}
+
+/// A PaymentPayload signed by `@x402/evm` for `req`.
+fn payload(req: &Value, key: &str) -> Value {
+    let b64 = x402_pay(req, key);
+    serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap()
+}
+
+/// The `@x402/express` resource server (devnet/x402-server.mjs) selling
+/// `GET /paid` for `amount` of base's devnet USDC, its facilitator this
+/// stablerail with `key`; answers on the returned port.
+fn start_shop(dn: &Devnet, port: u16, key: &str, amount: &str) -> (u16, Reaped) {
+    let shop_port = free_port();
+    let cfg = json!({
+        "port": shop_port, "facilitator": format!("http://127.0.0.1:{port}/x402"), "key": key, "network": "eip155:8453",
+        "asset": dn.token("base", "usdc"), "amount": amount, "payTo": MERCHANT, "name": "USD Coin", "version": "2",
+    });
+    let mut shop =
+        Command::new("node").arg(devnet_dir().join("x402-server.mjs")).arg(cfg.to_string()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(shop.stdout.take().unwrap()), &mut line).unwrap();
+    assert!(line.starts_with("ready"), "{line}");
+    (shop_port, Reaped(shop))
+}
+
+async fn post(port: u16, path: &str, key: &str, body: Value) -> (u16, Value) {
+    let resp = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}{path}"))
+        .header("Authorization", format!("Bearer {key}"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (resp.status().as_u16(), resp.json().await.unwrap())
+}
+
+async fn relayer_nonce_of(dn: &Devnet) -> Value {
+    let relayer = dn.state.keys.address(stablerail::keys::RELAYER).await.unwrap();
+    rpc(&dn.rpc_url("base"), "eth_getTransactionCount", json!([relayer, "latest"])).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_x402_express_server_is_paid_through_stablerail_once() {
+    let dn = Devnet::start(25645, "base", "").await;
+    let key = facilitator_key(&dn, "shop");
+    let port = free_port();
+    let _service = serve(&dn, port);
+
+    // /supported: the network, the extensions, the relayer as signer.
+    let (s, supported) = common::process::http(port, "GET", "/x402/supported", None);
+    assert_eq!(s, 200, "{supported}");
+    assert_eq!(supported["kinds"], json!([{ "x402Version": 2, "scheme": "exact", "network": "eip155:8453" }]), "{supported}");
+    let relayer = dn.state.keys.address(stablerail::keys::RELAYER).await.unwrap();
+    assert_eq!(supported["signers"]["eip155:*"], json!([relayer]), "{supported}");
+    assert!(supported["extensions"].as_array().unwrap().contains(&json!("payment-identifier")), "{supported}");
+
+    let token = dn.token("base", "usdc");
+    let (shop_port, _shop) = start_shop(&dn, port, &key, "25000");
+
+    let before = dn.balance_of("base", "usdc", MERCHANT).await;
+    let (_, payer_key) = dn.payer(0);
+    let out = Command::new("node")
+        .arg(devnet_dir().join("x402-fetch.mjs"))
+        .args([&format!("http://127.0.0.1:{shop_port}/paid"), &payer_key, &token])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((got["status"].as_u64(), &got["body"]["paid"]), (Some(200), &json!(true)), "{got}");
+    let tx = got["payment"]["transaction"].as_str().unwrap().to_string();
+    assert!(tx.starts_with("0x") && tx.len() == 66, "{got}");
+    assert_eq!(got["payment"]["success"], true, "{got}");
+    assert_eq!(dn.balance_of("base", "usdc", MERCHANT).await, before + U256::from(25000u64), "payTo credited once");
+    let receipt = rpc(&dn.rpc_url("base"), "eth_getTransactionReceipt", json!([tx])).await;
+    assert_eq!(receipt["status"], "0x1", "{receipt}");
+
+    // The operator finds it by transaction, and the key's owner by payer.
+    let (s, found) = common::http(port, "GET", &format!("/x402/settlements?transaction={tx}"), Some(&format!("Bearer {key}")), None);
+    assert_eq!(s, 200, "{found}");
+    assert_eq!((found[0]["status"].as_str(), found[0]["amount"].as_str()), (Some("settled"), Some("25000")), "{found}");
+    assert_eq!(found[0]["client"], "shop", "{found}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_payloads_are_invalid_with_x402_reasons_and_one_payload_settles_once() {
+    let dn = Devnet::start(25745, "base", "").await;
+    let key = facilitator_key(&dn, "shop");
+    let port = free_port();
+    let _service = serve(&dn, port);
+    let (_, payer_key) = dn.payer(0);
+    let (other, _) = dn.payer(1);
+    let req = requirements(&dn, "40000");
+    let good = payload(&req, &payer_key);
+    let body = |p: &Value, r: &Value| json!({ "x402Version": 2, "paymentPayload": p, "paymentRequirements": r });
+
+    // Without a key: refused in the error envelope.
+    let (s, e) = common::process::http(port, "POST", "/x402/verify", Some(body(&good, &req)));
+    assert_eq!((s, e["statusCode"].as_u64()), (401, Some(401)), "{e}");
+
+    let nonce_before = relayer_nonce_of(&dn).await;
+    let mut cases: Vec<(&str, Value, Value)> = vec![];
+    // The amount: requirements asking more than was signed.
+    cases.push(("amount", good.clone(), requirements(&dn, "40001")));
+    // payTo: requirements naming another recipient.
+    let mut to_other = req.clone();
+    to_other["payTo"] = json!(other);
+    cases.push(("payTo", good.clone(), to_other));
+    // The signer: the authorization claims another payer.
+    let mut forged = good.clone();
+    forged["payload"]["authorization"]["from"] = json!(other);
+    cases.push(("signer", forged, req.clone()));
+    // A network this facilitator does not serve.
+    let mut elsewhere = req.clone();
+    elsewhere["network"] = json!("eip155:12345");
+    cases.push(("network", good.clone(), elsewhere));
+    // Expired: signed for one second, presented later.
+    let mut short = req.clone();
+    short["maxTimeoutSeconds"] = json!(1);
+    let expired = payload(&short, &payer_key);
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    cases.push(("expired", expired, short));
+
+    let want = [
+        ("amount", "invalid_payload"),
+        ("payTo", "invalid_payload"),
+        ("signer", "invalid_exact_evm_payload_signature"),
+        ("network", "invalid_network"),
+        ("expired", "invalid_exact_evm_payload_authorization_valid_before"),
+    ];
+    for (name, p, r) in &cases {
+        let reason = want.iter().find(|(n, _)| n == name).unwrap().1;
+        let (s, v) = post(port, "/x402/verify", &key, body(p, r)).await;
+        assert_eq!((s, &v["isValid"], v["invalidReason"].as_str()), (200, &json!(false), Some(reason)), "{name}: {v}");
+        let (s, v) = post(port, "/x402/settle", &key, body(p, r)).await;
+        assert_eq!((s, &v["success"], v["errorReason"].as_str()), (200, &json!(false), Some(reason)), "{name}: {v}");
+        assert_eq!(v["transaction"], "", "{name}: nothing broadcast: {v}");
+    }
+    assert_eq!(relayer_nonce_of(&dn).await, nonce_before, "no transaction was sent for a bad payload");
+
+    // The good one verifies; fifty concurrent settles of it move money once
+    // and all name the same transaction.
+    let (s, v) = post(port, "/x402/verify", &key, body(&good, &req)).await;
+    assert_eq!((s, &v["isValid"]), (200, &json!(true)), "{v}");
+    let payer = v["payer"].clone();
+    let before = dn.balance_of("base", "usdc", MERCHANT).await;
+    let calls = (0..50).map(|_| {
+        let b = body(&good, &req);
+        let key = key.clone();
+        tokio::spawn(async move { post(port, "/x402/settle", &key, b).await })
+    });
+    let answers: Vec<(u16, Value)> = futures::future::join_all(calls).await.into_iter().map(Result::unwrap).collect();
+    let tx = answers[0].1["transaction"].clone();
+    for (s, v) in &answers {
+        assert_eq!((*s, &v["success"], &v["transaction"], &v["payer"]), (200, &json!(true), &tx, &payer), "{v}");
+        assert_eq!(v["network"], "eip155:8453", "{v}");
+    }
+    assert_eq!(dn.balance_of("base", "usdc", MERCHANT).await, before + U256::from(40000u64), "one transfer");
+    // Asked again later: the ledger answers the same transaction; a fresh
+    // verify says the authorization is spent.
+    let (_, again) = post(port, "/x402/settle", &key, body(&good, &req)).await;
+    assert_eq!((&again["success"], &again["transaction"]), (&json!(true), &tx), "{again}");
+    let (_, v) = post(port, "/x402/verify", &key, body(&good, &req)).await;
+    assert_eq!(v["invalidReason"], "invalid_exact_evm_nonce_already_used", "{v}");
+}
+
+/// The chain holds the broadcast past the bound: the resource server's
+/// first settle answers `settlement_pending` with the transaction, its one
+/// retry (same payload) waits for the same settlement and gets `success`
+/// with the same hash once a block includes it; the payer is charged once
+/// and the route answers 200.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_held_broadcast_is_pending_then_settled_by_the_retry() {
+    let dn = Devnet::start(25845, "base", "").await;
+    dn.set("facilitator.settle_wait_seconds", 2);
+    let key = facilitator_key(&dn, "shop");
+    let port = free_port();
+    let _service = serve(&dn, port);
+    let token = dn.token("base", "usdc");
+    let (shop_port, _shop) = start_shop(&dn, port, &key, "30000");
+
+    let base = dn.rpc_url("base");
+    let before = dn.balance_of("base", "usdc", MERCHANT).await;
+    rpc(&base, "evm_setAutomine", json!([false])).await;
+    // The node takes transactions and mines none until the settle has
+    // answered pending (2 s) and its retry is waiting.
+    let miner = {
+        let base = base.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            rpc(&base, "evm_setAutomine", json!([true])).await;
+            rpc(&base, "evm_mine", json!([])).await;
+        })
+    };
+    let (_, payer_key) = dn.payer(0);
+    let url = format!("http://127.0.0.1:{shop_port}/paid");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("node").arg(devnet_dir().join("x402-fetch.mjs")).args([&url, &payer_key, &token]).output().unwrap()
+    })
+    .await
+    .unwrap();
+    miner.await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((got["status"].as_u64(), &got["payment"]["success"]), (Some(200), &json!(true)), "{got}");
+    let tx = got["payment"]["transaction"].as_str().unwrap().to_string();
+    assert_eq!(dn.balance_of("base", "usdc", MERCHANT).await, before + U256::from(30000u64), "charged once");
+
+    // The ledger saw one settlement, and its first answer was pending with this hash.
+    let (_, found) = common::http(port, "GET", &format!("/x402/settlements?transaction={tx}"), Some(&format!("Bearer {key}")), None);
+    assert_eq!(found.as_array().unwrap().len(), 1, "{found}");
+    let metrics = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await.unwrap().text().await.unwrap();
+    let pending = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("stablerail_facilitator_requests_total{")
+                && l.contains("route=\"settle\"")
+                && l.contains("outcome=\"settlement_pending\"")
+        })
+        .unwrap_or_else(|| panic!("no pending answer counted: {metrics}"));
+    assert!(pending.ends_with(" 1"), "{pending}");
+}
