@@ -3,13 +3,15 @@
 // HTTPFacilitatorClient pointed at stablerail's /x402. Unmodified packages.
 //
 //   node x402-server.mjs '<json config>'
-//   config: { port, facilitator, key?, network, asset, amount, payTo, name?, version?, extra? }
+//   config: { port, facilitator, key?, network, asset, amount, payTo, name?, version?, extra?,
+//             extensions?: ["eip2612GasSponsoring" | "erc20ApprovalGasSponsoring"] }
 //
 // Serves GET /paid behind the payment and prints "ready <port>" once listening.
 import express from "express";
 import { paymentMiddleware, x402ResourceServer } from "@x402/express";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { HTTPFacilitatorClient } from "@x402/core/server";
+import { declareEip2612GasSponsoringExtension, declareErc20ApprovalGasSponsoringExtension } from "@x402/extensions";
 
 const cfg = JSON.parse(process.argv[2]);
 const auth = cfg.key ? { Authorization: `Bearer ${cfg.key}` } : {};
@@ -18,6 +20,9 @@ const facilitator = new HTTPFacilitatorClient({
   createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: auth }),
 });
 const extra = { ...(cfg.name ? { name: cfg.name, version: cfg.version } : {}), ...(cfg.extra ?? {}) };
+// The gas-sponsoring extensions this route offers (Permit2 assets).
+const declare = { eip2612GasSponsoring: declareEip2612GasSponsoringExtension, erc20ApprovalGasSponsoring: declareErc20ApprovalGasSponsoringExtension };
+const extensions = Object.assign({}, ...(cfg.extensions ?? []).map((name) => declare[name]()));
 const app = express();
 let served = 0;
 app.use(
@@ -25,6 +30,7 @@ app.use(
     {
       "GET /paid": {
         accepts: [{ scheme: "exact", network: cfg.network, payTo: cfg.payTo, price: { amount: cfg.amount, asset: cfg.asset, extra } }],
+        extensions,
         description: "A paid answer",
         mimeType: "application/json",
       },

@@ -46,17 +46,34 @@ fn payload(req: &Value, key: &str) -> Value {
 /// `GET /paid` for `amount` of base's devnet USDC, its facilitator this
 /// stablerail with `key`; answers on the returned port.
 fn start_shop(dn: &Devnet, port: u16, key: &str, amount: &str) -> (u16, Reaped) {
-    let shop_port = free_port();
-    let cfg = json!({
-        "port": shop_port, "facilitator": format!("http://127.0.0.1:{port}/x402"), "key": key, "network": "eip155:8453",
-        "asset": dn.token("base", "usdc"), "amount": amount, "payTo": MERCHANT, "name": "USD Coin", "version": "2",
+    let sale = json!({
+        "network": "eip155:8453", "asset": dn.token("base", "usdc"), "amount": amount, "payTo": MERCHANT,
+        "name": "USD Coin", "version": "2",
     });
+    start_shop_with(port, key, sale)
+}
+
+/// The resource server selling what `sale` says (network, asset, amount,
+/// payTo, name, version, extra, extensions).
+fn start_shop_with(port: u16, key: &str, mut sale: Value) -> (u16, Reaped) {
+    let shop_port = free_port();
+    sale["port"] = json!(shop_port);
+    sale["facilitator"] = json!(format!("http://127.0.0.1:{port}/x402"));
+    sale["key"] = json!(key);
     let mut shop =
-        Command::new("node").arg(devnet_dir().join("x402-server.mjs")).arg(cfg.to_string()).stdout(Stdio::piped()).spawn().unwrap();
+        Command::new("node").arg(devnet_dir().join("x402-server.mjs")).arg(sale.to_string()).stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(shop.stdout.take().unwrap()), &mut line).unwrap();
     assert!(line.starts_with("ready"), "{line}");
     (shop_port, Reaped(shop))
+}
+
+/// `@x402/fetch` buys `url` (with chain access when `rpc` is given, as
+/// Permit2 payments need); its printed `{status, body, payment}`.
+fn buy(url: &str, payer_key: &str, asset: &str, rpc: Option<&str>) -> Value {
+    let out = Command::new("node").arg(devnet_dir().join("x402-fetch.mjs")).args([url, payer_key, asset]).args(rpc).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 async fn post(port: u16, path: &str, key: &str, body: Value) -> (u16, Value) {
@@ -95,13 +112,7 @@ async fn an_x402_express_server_is_paid_through_stablerail_once() {
 
     let before = dn.balance_of("base", "usdc", MERCHANT).await;
     let (_, payer_key) = dn.payer(0);
-    let out = Command::new("node")
-        .arg(devnet_dir().join("x402-fetch.mjs"))
-        .args([&format!("http://127.0.0.1:{shop_port}/paid"), &payer_key, &token])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let got = buy(&format!("http://127.0.0.1:{shop_port}/paid"), &payer_key, &token, None);
     assert_eq!((got["status"].as_u64(), &got["body"]["paid"]), (Some(200), &json!(true)), "{got}");
     let tx = got["payment"]["transaction"].as_str().unwrap().to_string();
     assert!(tx.starts_with("0x") && tx.len() == 66, "{got}");
@@ -229,14 +240,8 @@ async fn a_held_broadcast_is_pending_then_settled_by_the_retry() {
     };
     let (_, payer_key) = dn.payer(0);
     let url = format!("http://127.0.0.1:{shop_port}/paid");
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("node").arg(devnet_dir().join("x402-fetch.mjs")).args([&url, &payer_key, &token]).output().unwrap()
-    })
-    .await
-    .unwrap();
+    let got = tokio::task::spawn_blocking(move || buy(&url, &payer_key, &token, None)).await.unwrap();
     miner.await.unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((got["status"].as_u64(), &got["payment"]["success"]), (Some(200), &json!(true)), "{got}");
     let tx = got["payment"]["transaction"].as_str().unwrap().to_string();
     assert_eq!(dn.balance_of("base", "usdc", MERCHANT).await, before + U256::from(30000u64), "charged once");
@@ -254,4 +259,135 @@ async fn a_held_broadcast_is_pending_then_settled_by_the_retry() {
         })
         .unwrap_or_else(|| panic!("no pending answer counted: {metrics}"));
     assert!(pending.ends_with(" 1"), "{pending}");
+}
+
+/// `kill -9` while a burst of `/settle` calls has transactions broadcast
+/// and not yet mined; restart on the same database: every payload, settled
+/// again, lands exactly once (balances on chain), and an answer given
+/// before the kill names the transaction that landed.
+#[tokio::test(flavor = "multi_thread")]
+async fn kill_9_during_a_settle_burst_lands_each_payload_once() {
+    let dn = Devnet::start(25945, "base", "").await;
+    // The dead process's leases lapse quickly, so the restart takes over.
+    dn.service_setting("claim_lease_seconds", 2);
+    let key = facilitator_key(&dn, "shop");
+    let base = dn.rpc_url("base");
+    let req = requirements(&dn, "7000");
+    let payloads: Vec<Value> = (0..16).map(|n| payload(&req, &dn.payer(n % 8).1)).collect();
+    let body = |p: &Value| json!({ "x402Version": 2, "paymentPayload": p, "paymentRequirements": req });
+    let before = dn.balance_of("base", "usdc", MERCHANT).await;
+
+    let port = free_port();
+    let mut first = serve(&dn, port);
+    rpc(&base, "evm_setAutomine", json!([false])).await;
+    let auth = format!("Bearer {key}");
+    let calls: Vec<_> = payloads
+        .iter()
+        .map(|p| {
+            let (b, auth) = (body(p), auth.clone());
+            std::thread::spawn(move || common::try_http(port, "POST", "/x402/settle", Some(&auth), Some(b)))
+        })
+        .collect();
+    // Broadcasts are out (the node holds them): now the process dies.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let status = rpc(&base, "txpool_status", json!([])).await;
+        if status["pending"].as_str().is_some_and(|p| p != "0x0") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "nothing was broadcast: {status}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    common::process::kill(first.0.id(), "-KILL");
+    let _ = first.0.wait();
+    let early: Vec<Option<(u16, Value)>> = calls.into_iter().map(|c| c.join().unwrap()).collect();
+    rpc(&base, "evm_setAutomine", json!([true])).await;
+    rpc(&base, "evm_mine", json!([])).await;
+
+    let port = free_port();
+    let _second = serve(&dn, port);
+    let mut landed = std::collections::BTreeSet::new();
+    for (n, p) in payloads.iter().enumerate() {
+        let (s, v) = post(port, "/x402/settle", &key, body(p)).await;
+        assert_eq!((s, &v["success"]), (200, &json!(true)), "payload {n}: {v}");
+        let tx = v["transaction"].as_str().unwrap().to_string();
+        if let Some(Some((_, said))) = early.get(n) {
+            if said["success"] == true || said["errorReason"] == "settlement_pending" && said["transaction"] != "" {
+                assert_eq!(said["transaction"], tx.as_str(), "payload {n}: the answer before the kill named another transaction");
+            }
+        }
+        landed.insert(tx);
+    }
+    assert_eq!(dn.balance_of("base", "usdc", MERCHANT).await, before + U256::from(16u64 * 7000), "each payload landed once");
+    for tx in &landed {
+        let receipt = rpc(&base, "eth_getTransactionReceipt", json!([tx])).await;
+        assert_eq!(receipt["status"], "0x1", "{receipt}");
+    }
+}
+
+/// Permit2 through the resource server, with each gas-sponsoring
+/// extension: monad's USDC signs an EIP-2612 permit for Permit2
+/// (`eip2612GasSponsoring`), bsc's USDC has no permit and the payer signs
+/// an approve that stablerail broadcasts (`erc20ApprovalGasSponsoring`).
+/// Each route answers 200 and payTo is credited once, on chain.
+#[tokio::test(flavor = "multi_thread")]
+async fn permit2_with_each_gas_sponsoring_extension_through_the_resource_server() {
+    let dn = Devnet::start(26045, "monad,bsc", "").await;
+    let key = facilitator_key(&dn, "shop");
+    let port = free_port();
+    let _service = serve(&dn, port);
+    let (_, supported) = common::process::http(port, "GET", "/x402/supported", None);
+    let extensions = supported["extensions"].as_array().unwrap();
+    for e in ["eip2612GasSponsoring", "erc20ApprovalGasSponsoring", "payment-identifier"] {
+        assert!(extensions.contains(&json!(e)), "{supported}");
+    }
+    for (chain, id, amount, extension, domain) in [
+        ("monad", 143, "15000", "eip2612GasSponsoring", Some(("USDC", "2"))),
+        ("bsc", 56, "2000000000000000", "erc20ApprovalGasSponsoring", None),
+    ] {
+        let token = dn.token(chain, "usdc");
+        let mut sale = json!({
+            "network": format!("eip155:{id}"), "asset": token, "amount": amount, "payTo": MERCHANT,
+            "extra": { "assetTransferMethod": "permit2" }, "extensions": [extension],
+        });
+        if let Some((name, version)) = domain {
+            sale["name"] = json!(name);
+            sale["version"] = json!(version);
+        }
+        let (shop_port, _shop) = start_shop_with(port, &key, sale);
+        let before = dn.balance_of(chain, "usdc", MERCHANT).await;
+        let (_, payer_key) = dn.payer(3);
+        let got = buy(&format!("http://127.0.0.1:{shop_port}/paid"), &payer_key, &token, Some(&dn.rpc_url(chain)));
+        assert_eq!((got["status"].as_u64(), &got["payment"]["success"]), (Some(200), &json!(true)), "{chain}: {got}");
+        let credited = dn.balance_of(chain, "usdc", MERCHANT).await - before;
+        assert_eq!(credited, amount.parse::<U256>().unwrap(), "{chain}: payTo credited once");
+    }
+}
+
+/// The salted domain (polygon USDT0), which no x402 client signs: a
+/// viem-signed Permit2 payload with its EIP-2612 permit over the salted
+/// domain, verified and settled through `HTTPFacilitatorClient`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_salted_domain_payload_settles_through_the_facilitator_client() {
+    let dn = Devnet::start(26145, "polygon", "").await;
+    let key = facilitator_key(&dn, "shop");
+    let port = free_port();
+    let _service = serve(&dn, port);
+    let token = dn.token("polygon", "usdt0");
+    let req = json!({
+        "scheme": "exact", "network": "eip155:137", "amount": "12000", "asset": token, "payTo": MERCHANT,
+        "maxTimeoutSeconds": 300,
+        "extra": { "name": "USDT0", "version": "1", "assetTransferMethod": "permit2", "domainType": "salted", "extensions": ["eip2612GasSponsoring"] },
+    });
+    let (_, payer_key) = dn.payer(2);
+    let b64 = common::devnet::craft(&req, &payer_key, &dn.rpc_url("polygon"), "permit");
+    let payload: Value = serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap();
+    let before = dn.balance_of("polygon", "usdt0", MERCHANT).await;
+    let input = json!({ "url": format!("http://127.0.0.1:{port}/x402"), "key": key, "payload": payload, "requirements": req });
+    let out = common::devnet::node("x402-facilitate.mjs", &[], &input.to_string());
+    let got: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(got["verify"]["isValid"], true, "{got}");
+    assert_eq!(got["settle"]["success"], true, "{got}");
+    assert_eq!(got["supported"]["kinds"][0]["network"], "eip155:137", "{got}");
+    assert_eq!(dn.balance_of("polygon", "usdt0", MERCHANT).await, before + U256::from(12000u64), "credited once");
 }

@@ -413,7 +413,7 @@ impl Devnet {
 }
 
 /// Run a devnet/ node script with `stdin`; its stdout, asserting success.
-fn node(script: &str, args: &[&str], stdin: &str) -> String {
+pub fn node(script: &str, args: &[&str], stdin: &str) -> String {
     use std::io::Write;
     let mut child = Command::new("node")
         .arg(devnet_dir().join(script))
