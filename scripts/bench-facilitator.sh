@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 scripts/build.sh >/dev/null
 bin=target/release/stablerail
 for c in ${CONC:-1 32 200}; do
-    dir=$(mktemp -d); port=$((20000 + RANDOM % 20000))
+    dir=$(mktemp -d); port=$((27000 + RANDOM % 4000))
     $bin devnet up --dir "$dir/dn" --port "$port" --chains base >/dev/null || exit 1
     db="sqlite://$dir/dn/stablerail.db"
     key=$($bin facilitator create-key bench --config "$dir/dn/chains.toml" --database "$db" | python3 -c 'import json,sys;print(json.load(sys.stdin)["key"])')
