@@ -143,6 +143,18 @@ async fn bad_payloads_are_invalid_with_x402_reasons_and_one_payload_settles_once
     // Without a key: refused in the error envelope.
     let (s, e) = common::process::http(port, "POST", "/x402/verify", Some(body(&good, &req)));
     assert_eq!((s, e["statusCode"].as_u64()), (401, Some(401)), "{e}");
+    // Not a facilitator request, no JSON at all, a lookup naming nothing:
+    // 400 in the envelope, nothing recorded.
+    let bearer = format!("Bearer {key}");
+    for (method, path, sent) in [
+        ("POST", "/x402/settle", Some(json!({ "x402Version": 2 }))),
+        ("POST", "/x402/verify", Some(json!(["not", "a", "request"]))),
+        ("GET", "/x402/settlements", None),
+    ] {
+        let (s, e) = common::http(port, method, path, Some(&bearer), sent);
+        assert_eq!((s, e["statusCode"].as_u64(), e["error"].as_str()), (400, Some(400), Some("Bad Request")), "{path}: {e}");
+        assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()), "{e}");
+    }
 
     let nonce_before = relayer_nonce_of(&dn).await;
     let mut cases: Vec<(&str, Value, Value)> = vec![];
