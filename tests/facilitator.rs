@@ -17,16 +17,7 @@ const MERCHANT: &str = "0x00000000000000000000000000000000000e1234";
 
 /// A facilitator key made with the CLI, as an operator would.
 fn facilitator_key(dn: &Devnet, name: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_stablerail"))
-        .args(["facilitator", "create-key", name, "--config"])
-        .arg(dn.config_path())
-        .arg("--database")
-        .arg(format!("sqlite://{}", dn.dir.path().join("sr.db").display()))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["key"].as_str().unwrap().to_string()
+    dn.cli(&["facilitator", "create-key", name])["key"].as_str().unwrap().to_string()
 }
 
 fn requirements(dn: &Devnet, amount: &str) -> Value {

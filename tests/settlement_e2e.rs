@@ -562,18 +562,7 @@ async fn readiness_probes_and_a_wrong_chain_id() {
     );
 
     // `stablerail wallets`: every wallet of the keystore, balances per chain.
-    let wallets = || {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stablerail"))
-            .args(["wallets", "--config"])
-            .arg(&cfg)
-            .arg("--database")
-            .arg(format!("sqlite://{}", dn.dir.path().join("sr.db").display()))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["wallets"].as_array().unwrap().clone()
-    };
+    let wallets = || dn.cli(&["wallets"])["wallets"].as_array().unwrap().clone();
     let listed = wallets();
     let named =
         |list: &[Value], name: &str| list.iter().find(|w| w["name"] == name).cloned().unwrap_or_else(|| panic!("{name} in {list:?}"));

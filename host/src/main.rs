@@ -617,7 +617,7 @@ async fn facilitator(out: Output, cmd: FacilitatorCommand, store: StoreArgs) -> 
                 (_, _, Some(v)) => Lookup::Payer(v),
                 _ => anyhow::bail!("name one of --id, --transaction, --payer"),
             };
-            serde_json::to_value(stablerail::facilitator::lookup(&db, by).await?)?
+            serde_json::to_value(stablerail::facilitator::lookup(&db, by, None).await?)?
         }
     };
     emit(out, &answer);

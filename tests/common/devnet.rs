@@ -117,6 +117,21 @@ impl Devnet {
         Devnet { dir, info, state }
     }
 
+    /// `stablerail ARGS --config <devnet's> --database <devnet's>`, as an
+    /// operator runs it: its JSON output, asserting success.
+    pub fn cli(&self, args: &[&str]) -> Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+            .args(args)
+            .arg("--config")
+            .arg(self.config_path())
+            .arg("--database")
+            .arg(format!("sqlite://{}", self.dir.path().join("sr.db").display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
     /// The devnet's config file.
     pub fn config_path(&self) -> PathBuf {
         self.dir.path().join("chains.toml")

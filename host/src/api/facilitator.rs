@@ -123,6 +123,5 @@ pub async fn settlements(
         _ => return Err(ApiError::BadRequest("exactly one of id, transaction, payer is required".into())),
     };
     let Caller::Key(name) = who else { return Err(ApiError::Unauthorized("facilitator key required".into())) };
-    let found = facilitator::lookup(&s.db, by).await?;
-    Ok(Json(found.into_iter().filter(|v| v.client == name).collect()))
+    Ok(Json(facilitator::lookup(&s.db, by, Some(&name)).await?))
 }

@@ -196,22 +196,21 @@ fn failed(reason: Reason, payer: Option<String>, transaction: String, network: S
 /// `settlement_pending` with the broadcast transaction.
 pub async fn settle(s: &AppState, body: &FacilitatorRequest, caller: &Caller) -> (Status, SettleResponse) {
     let network = network_of(body);
-    let (status, answer) = settle_once(s, body, caller, &network).await;
+    let target = resolve(s, body);
     // Labels only from what is configured: a caller's strings never become series.
-    let known = resolve(s, body).is_ok();
-    let (scheme, label) = if known { ("exact", network.as_str()) } else { ("other", "other") };
+    let (scheme, label) = if target.is_ok() { ("exact", network.clone()) } else { ("other", "other".into()) };
+    let (status, answer) = match target {
+        Ok(t) => settle_once(s, body, &t, caller, &network).await,
+        Err(r) => (Status::Ok, failed(r, None, String::new(), network)),
+    };
     let outcome = if answer.success { "settled" } else { answer.error_reason.as_deref().unwrap_or("failed") };
-    crate::telemetry::facilitator("settle", scheme, label, outcome);
+    crate::telemetry::facilitator("settle", scheme, &label, outcome);
     (status, answer)
 }
 
-async fn settle_once(s: &AppState, body: &FacilitatorRequest, caller: &Caller, network: &str) -> (Status, SettleResponse) {
+async fn settle_once(s: &AppState, body: &FacilitatorRequest, t: &Target, caller: &Caller, network: &str) -> (Status, SettleResponse) {
     let f = &s.config.facilitator;
     let (first_wait, repeat_wait) = (Duration::from_secs(f.settle_wait_seconds), Duration::from_secs(f.settle_retry_wait_seconds));
-    let t = match resolve(s, body) {
-        Ok(t) => t,
-        Err(r) => return (Status::Ok, failed(r, None, String::new(), network.into())),
-    };
     let hash = payload_hash(&body.payment_payload);
     let internal = |e: crate::store::StoreError| {
         tracing::warn!(error = %e, "facilitator ledger unavailable");
@@ -225,7 +224,7 @@ async fn settle_once(s: &AppState, body: &FacilitatorRequest, caller: &Caller, n
         Ok(Some(rec)) => return wait(s, &rec.id, repeat_wait).await,
         Ok(None) => {}
     }
-    let paid = match check(s, &t, caller, true).await {
+    let paid = match check(s, t, caller, true).await {
         Ok(p) => p,
         Err((r, payer)) => {
             let status = if r == Reason::ChainUnavailable { Status::Unavailable } else { Status::Ok };
@@ -368,10 +367,11 @@ pub async fn supported(s: &AppState) -> SupportedResponse {
     SupportedResponse { kinds, extensions, signers }
 }
 
-/// An operator's lookup, newest first.
-pub async fn lookup(db: &Db, by: ledger::Lookup<'_>) -> Result<Vec<SettlementView>, crate::store::StoreError> {
+/// A lookup, newest first: an operator's (`client` None) sees every
+/// settlement, a facilitator key only its own.
+pub async fn lookup(db: &Db, by: ledger::Lookup<'_>, client: Option<&str>) -> Result<Vec<SettlementView>, crate::store::StoreError> {
     let mut out = vec![];
-    for rec in ledger::find(db, by, 50).await? {
+    for rec in ledger::find(db, by, 50).await?.into_iter().filter(|r| client.is_none_or(|c| r.client == c)) {
         let transaction = match rec.status {
             SettlementStatus::Queued => Some(sent_transaction(db, &rec).await).filter(|t| !t.is_empty()),
             _ => rec.tx_hash.clone(),
