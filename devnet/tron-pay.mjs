@@ -3,7 +3,11 @@
 // over TIP-712 with tronweb (TRON's chain id, base58check addresses), print
 // the settle_proof (base64 of the x402 v2 PaymentPayload).
 //
-//   echo '<requirements>' | node tron-pay.mjs 0x<payer key> [chain id]
+//   echo '<requirements>' | node tron-pay.mjs 0x<payer key> [chain id] [hex]
+//
+// With `hex`, the addresses inside permit2Authorization are written as
+// x402-rs's TRON client writes them: 0x + the 20 bytes (base58 minus the
+// 0x41 prefix). The signature is the same: TIP-712 signs the 20 bytes.
 import crypto from "node:crypto";
 import { TronWeb, Trx } from "tronweb";
 import { permit2Types } from "./permit2-types.mjs";
@@ -26,5 +30,16 @@ const authorization = {
 };
 const value = { permitted: authorization.permitted, spender: authorization.spender, nonce: authorization.nonce, deadline: authorization.deadline, witness: authorization.witness };
 const signature = Trx._signTypedData(domain, permit2Types, value, key);
-const payload = { x402Version: 2, accepted: req, payload: { signature, permit2Authorization: authorization } };
+const hex = (a) => `0x${TronWeb.address.toHex(a).slice(2)}`;
+const written =
+  process.argv[4] === "hex"
+    ? {
+        ...authorization,
+        from: hex(authorization.from),
+        permitted: { ...authorization.permitted, token: hex(authorization.permitted.token) },
+        spender: hex(authorization.spender),
+        witness: { ...authorization.witness, to: hex(authorization.witness.to) },
+      }
+    : authorization;
+const payload = { x402Version: 2, accepted: req, payload: { signature, permit2Authorization: written } };
 process.stdout.write(Buffer.from(JSON.stringify(payload)).toString("base64"));

@@ -1,6 +1,7 @@
 // A resource server as x402 sellers write one: Express with @x402/express's
-// paymentMiddleware, @x402/evm's server scheme, and @x402/core's
-// HTTPFacilitatorClient pointed at stablerail's /x402. Unmodified packages.
+// paymentMiddleware, @x402/evm's or @x402/svm's server scheme (by the
+// network), and @x402/core's HTTPFacilitatorClient pointed at stablerail's
+// /x402. Unmodified packages.
 //
 //   node x402-server.mjs '<json config>'
 //   config: { port, facilitator, key?, network, asset, amount, payTo, name?, version?, extra?,
@@ -10,6 +11,7 @@
 import express from "express";
 import { paymentMiddleware, x402ResourceServer } from "@x402/express";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
+import { ExactSvmScheme } from "@x402/svm/exact/server";
 import { HTTPFacilitatorClient } from "@x402/core/server";
 import { declareEip2612GasSponsoringExtension, declareErc20ApprovalGasSponsoringExtension } from "@x402/extensions";
 
@@ -35,7 +37,7 @@ app.use(
         mimeType: "application/json",
       },
     },
-    new x402ResourceServer(facilitator).register(cfg.network, new ExactEvmScheme()),
+    new x402ResourceServer(facilitator).register(cfg.network, cfg.network.startsWith("solana:") ? new ExactSvmScheme() : new ExactEvmScheme()),
   ),
 );
 app.get("/paid", (_req, res) => {

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 const MERCHANT: &str = "0x00000000000000000000000000000000000e1234";
 
 /// A facilitator key made with the CLI, as an operator would.
-fn facilitator_key(dn: &Devnet, name: &str) -> String {
+pub(crate) fn facilitator_key(dn: &Devnet, name: &str) -> String {
     dn.cli(&["facilitator", "create-key", name])["key"].as_str().unwrap().to_string()
 }
 
@@ -46,7 +46,7 @@ fn start_shop(dn: &Devnet, port: u16, key: &str, amount: &str) -> (u16, Reaped) 
 
 /// The resource server selling what `sale` says (network, asset, amount,
 /// payTo, name, version, extra, extensions).
-fn start_shop_with(port: u16, key: &str, mut sale: Value) -> (u16, Reaped) {
+pub(crate) fn start_shop_with(port: u16, key: &str, mut sale: Value) -> (u16, Reaped) {
     let shop_port = free_port();
     sale["port"] = json!(shop_port);
     sale["facilitator"] = json!(format!("http://127.0.0.1:{port}/x402"));
@@ -61,13 +61,13 @@ fn start_shop_with(port: u16, key: &str, mut sale: Value) -> (u16, Reaped) {
 
 /// `@x402/fetch` buys `url` (with chain access when `rpc` is given, as
 /// Permit2 payments need); its printed `{status, body, payment}`.
-fn buy(url: &str, payer_key: &str, asset: &str, rpc: Option<&str>) -> Value {
+pub(crate) fn buy(url: &str, payer_key: &str, asset: &str, rpc: Option<&str>) -> Value {
     let out = Command::new("node").arg(devnet_dir().join("x402-fetch.mjs")).args([url, payer_key, asset]).args(rpc).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-async fn post(port: u16, path: &str, key: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn post(port: u16, path: &str, key: &str, body: Value) -> (u16, Value) {
     let resp = reqwest::Client::new()
         .post(format!("http://127.0.0.1:{port}{path}"))
         .header("Authorization", format!("Bearer {key}"))
@@ -93,7 +93,11 @@ async fn an_x402_express_server_is_paid_through_stablerail_once() {
     // /supported: the network, the extensions, the relayer as signer.
     let (s, supported) = common::process::http(port, "GET", "/x402/supported", None);
     assert_eq!(s, 200, "{supported}");
-    assert_eq!(supported["kinds"], json!([{ "x402Version": 2, "scheme": "exact", "network": "eip155:8453" }]), "{supported}");
+    let kinds = json!([
+        { "x402Version": 2, "scheme": "exact", "network": "eip155:8453" },
+        { "x402Version": 1, "scheme": "exact", "network": "base" },
+    ]);
+    assert_eq!(supported["kinds"], kinds, "{supported}");
     let relayer = dn.state.keys.address(stablerail::keys::RELAYER).await.unwrap();
     assert_eq!(supported["signers"]["eip155:*"], json!([relayer]), "{supported}");
     assert!(supported["extensions"].as_array().unwrap().contains(&json!("payment-identifier")), "{supported}");

@@ -13,6 +13,7 @@ mod database;
 mod eip3009_adapter;
 mod evm_matrix;
 mod facilitator;
+mod facilitator_families;
 mod faults;
 mod intents_api;
 mod layers;

@@ -25,8 +25,9 @@ pub struct Checked {
 
 pub fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, p: Permit2Payload) -> Result<Checked, ProofError> {
     let auth = &p.permit2_authorization;
+    // Base58check as TRON writes addresses, or 0x-hex as x402-rs's client does.
     let addr = |what: &str, text: &str| {
-        address::parse(text).ok_or_else(|| ProofError::Malformed(format!("{what} `{text}` is not a TRON address")))
+        address::parse_signed(text).ok_or_else(|| ProofError::Malformed(format!("{what} `{text}` is not a TRON address")))
     };
     let num = |text: &str| units(text).map_err(ProofError::Malformed);
     let owner = addr("from", &auth.from)?;

@@ -15,6 +15,17 @@ pub fn parse(text: &str) -> Option<Address> {
     }
 }
 
+/// `T…`, or the 20 bytes as `0x` + 40 hex digits: the form x402-rs's TRON
+/// client writes inside a Permit2 authorization (what TIP-712 signs is the
+/// 20 bytes either way).
+pub fn parse_signed(text: &str) -> Option<Address> {
+    match text.strip_prefix("0x") {
+        Some(hex) if hex.len() == 40 && hex.bytes().all(|b| b.is_ascii_hexdigit()) => text.parse().ok(),
+        Some(_) => None,
+        None => parse(text),
+    }
+}
+
 pub fn show(a: &Address) -> String {
     let mut body = vec![PREFIX];
     body.extend_from_slice(a.as_slice());
@@ -40,5 +51,9 @@ mod tests {
         assert_eq!(show(&Address::ZERO), "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb");
         assert_eq!(parse("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6u"), None, "checksum");
         assert_eq!(parse("0xa614f803b6fd780986a42c78ec9c7f77e6ded13c"), None);
+        assert_eq!(parse_signed("0xa614f803b6fd780986a42c78ec9c7f77e6ded13c"), Some(usdt));
+        assert_eq!(parse_signed("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"), Some(usdt));
+        assert_eq!(parse_signed("0x41a614f803b6fd780986a42c78ec9c7f77e6ded13c"), None, "21 bytes");
+        assert_eq!(parse_signed("0xa614f803b6fd780986a42c78ec9c7f77e6ded1zz"), None);
     }
 }

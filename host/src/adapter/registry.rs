@@ -29,6 +29,13 @@ pub struct AssetAdapter {
     relayer: std::sync::OnceLock<String>,
 }
 
+impl AssetAdapter {
+    /// The host's relayer on this chain (the fee payer, on Solana), once keys are loaded.
+    pub fn relayer(&self) -> Option<&str> {
+        self.relayer.get().map(String::as_str)
+    }
+}
+
 pub struct Registry {
     pub runtime: Arc<Runtime>,
     /// Loaded adapters by scheme.

@@ -85,6 +85,8 @@ impl Engine {
             return Ok(Pass::Done);
         }
         let adapter = self.adapter(&rec.chain, &rec.asset)?;
+        let family = self.deps.config.chains.get(&rec.chain).map(|c| c.family).unwrap_or(crate::config::Family::Evm);
+        let refusal = |e: &ProofError| Reason::refusal(family, e);
         let req: PaymentRequirements = serde_json::from_str(&rec.requirements)?;
         let stored = repo::list_txs(db, id, "x402").await?;
         let unavailable = |m: &str| {
@@ -97,13 +99,13 @@ impl Engine {
             match adapter.verify(&req, &rec.payload).await? {
                 Ok(_) => {}
                 Err(ProofError::ChainUnavailable(m)) => return unavailable(&m),
-                Err(e) => return self.x402_finish(&rec, SettlementStatus::Failed, None, Some(Reason::from(&e))).await,
+                Err(e) => return self.x402_finish(&rec, SettlementStatus::Failed, None, Some(refusal(&e))).await,
             }
         }
         let steps = match adapter.settle(&req, &rec.payload).await? {
             Ok(s) => s,
             Err(ProofError::ChainUnavailable(m)) => return unavailable(&m),
-            Err(e) if stored.is_empty() => return self.x402_finish(&rec, SettlementStatus::Failed, None, Some(Reason::from(&e))).await,
+            Err(e) if stored.is_empty() => return self.x402_finish(&rec, SettlementStatus::Failed, None, Some(refusal(&e))).await,
             Err(_) => vec![],
         };
         match self.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored).await {
@@ -129,7 +131,7 @@ impl Engine {
                 let payment = adapter.verify(&req, &rec.payload).await.or_refused("verify").ok();
                 let why = match payment {
                     Some(p) => match adapter.preflight(&p).await? {
-                        Err(e) => Reason::from(&e),
+                        Err(e) => refusal(&e),
                         Ok(()) => Reason::TransactionState,
                     },
                     None => Reason::TransactionState,

@@ -204,6 +204,16 @@ pub async fn finish(
     Ok(done.rows_affected() == 1)
 }
 
+/// Claim the one success answer of a settled payment: `true` for the first
+/// caller only (compare-and-set).
+pub async fn claim_answer(db: &Db, id: &str) -> Result<bool, StoreError> {
+    let done = sqlx::query("UPDATE x402_settlements SET answered = 1 WHERE id = $1 AND status = 'settled' AND answered = 0")
+        .bind(id)
+        .execute(&db.pool)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Store a facilitator key's MAC under a name; `Duplicate` if the name is taken.
 pub async fn add_key(db: &Db, id: &str, name: &str, secret_hash: &str, now_ms: i64) -> Result<(), StoreError> {
     sqlx::query("INSERT INTO facilitator_keys (id, name, secret_hash, created_at) VALUES ($1, $2, $3, $4)")

@@ -1,6 +1,8 @@
 //! x402's vocabulary as the facilitator speaks it: the wire bodies of
-//! verify, settle and supported, and the reason codes. Below both the
-//! facilitator's operations and the engine, which records reasons.
+//! verify, settle and supported, the reason codes, and v1 rewritten into v2
+//! at the edge. Below both the facilitator's operations and the engine,
+//! which records reasons.
 
 pub mod reason;
+pub mod v1;
 pub mod wire;

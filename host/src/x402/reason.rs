@@ -1,8 +1,41 @@
 //! x402's reason codes, from the adapters' typed refusals and the
 //! facilitator's own checks, each with a fixed sentence. The only place a
 //! refusal becomes a code; adapter detail goes to the log, never the answer.
+//!
+//! Refusals of a payload's content carry the x402 family whose codes they
+//! use (`invalid_exact_evm_…`, `invalid_exact_svm_…`, `invalid_exact_tron_…`),
+//! so each client reads the codes its own SDK defines.
 
+use crate::config::Family;
 use crate::payment::ProofError;
+
+/// What a payload got wrong, in terms every family has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    RecipientMismatch,
+    ValueMismatch,
+    ValidAfter,
+    ValidBefore,
+    Signature,
+    NonceAlreadyUsed,
+    /// SVM: the transaction does not decode or breaks the scheme's layout.
+    Transaction,
+    /// SVM: the requirements name a fee payer this facilitator does not hold.
+    FeePayerNotManaged,
+}
+
+impl Fault {
+    const ALL: [Fault; 8] = [
+        Fault::RecipientMismatch,
+        Fault::ValueMismatch,
+        Fault::ValidAfter,
+        Fault::ValidBefore,
+        Fault::Signature,
+        Fault::NonceAlreadyUsed,
+        Fault::Transaction,
+        Fault::FeePayerNotManaged,
+    ];
+}
 
 /// Why a payment is not valid (verify) or did not settle (settle).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,17 +45,14 @@ pub enum Reason {
     UnsupportedScheme,
     InvalidPaymentRequirements,
     InvalidPayload,
-    RecipientMismatch,
-    ValueMismatch,
-    ValidAfter,
-    ValidBefore,
-    Signature,
-    NonceAlreadyUsed,
+    /// A payload fault, coded in its family's terms.
+    Payload(Family, Fault),
     InsufficientFunds,
     AllowanceRequired,
     /// The transfer was refused by the chain or mined without effect.
     TransactionState,
-    /// Another payload with the same authorization was settled or is settling.
+    /// This authorization (or Solana transaction) was settled already, or is
+    /// being settled for another request.
     DuplicateSettlement,
     /// payment-identifier: same payer and id, another payload.
     PaymentIdentifierConflict,
@@ -35,20 +65,15 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: [Reason; 19] = {
+    /// Every reason, for reading stored codes back and for the docs' table.
+    pub fn all() -> Vec<Reason> {
         use Reason::*;
-        [
+        let mut all = vec![
             InvalidX402Version,
             InvalidNetwork,
             UnsupportedScheme,
             InvalidPaymentRequirements,
             InvalidPayload,
-            RecipientMismatch,
-            ValueMismatch,
-            ValidAfter,
-            ValidBefore,
-            Signature,
-            NonceAlreadyUsed,
             InsufficientFunds,
             AllowanceRequired,
             TransactionState,
@@ -57,8 +82,12 @@ impl Reason {
             NotAllowed,
             SettlementPending,
             ChainUnavailable,
-        ]
-    };
+        ];
+        for family in [Family::Evm, Family::Solana, Family::Tron] {
+            all.extend(Fault::ALL.into_iter().map(|f| Payload(family, f)));
+        }
+        all
+    }
 
     pub fn code(self) -> &'static str {
         match self {
@@ -67,12 +96,7 @@ impl Reason {
             Reason::UnsupportedScheme => "unsupported_scheme",
             Reason::InvalidPaymentRequirements => "invalid_payment_requirements",
             Reason::InvalidPayload => "invalid_payload",
-            Reason::RecipientMismatch => "invalid_exact_evm_payload_recipient_mismatch",
-            Reason::ValueMismatch => "invalid_exact_evm_payload_authorization_value_mismatch",
-            Reason::ValidAfter => "invalid_exact_evm_payload_authorization_valid_after",
-            Reason::ValidBefore => "invalid_exact_evm_payload_authorization_valid_before",
-            Reason::Signature => "invalid_exact_evm_payload_signature",
-            Reason::NonceAlreadyUsed => "invalid_exact_evm_nonce_already_used",
+            Reason::Payload(family, fault) => payload_code(family, fault),
             Reason::InsufficientFunds => "insufficient_funds",
             Reason::AllowanceRequired => "permit2_allowance_required",
             Reason::TransactionState => "invalid_transaction_state",
@@ -91,35 +115,42 @@ impl Reason {
             Reason::UnsupportedScheme => "the scheme is not served for this network and asset",
             Reason::InvalidPaymentRequirements => "the payment requirements are malformed or name an asset that is not served",
             Reason::InvalidPayload => "the payment payload is malformed or does not answer the requirements",
-            Reason::RecipientMismatch => "the authorization pays another recipient than payTo",
-            Reason::ValueMismatch => "the authorized amount is not the required amount",
-            Reason::ValidAfter => "the authorization is not valid yet",
-            Reason::ValidBefore => "the authorization has expired",
-            Reason::Signature => "the signature is not the payer's over this authorization",
-            Reason::NonceAlreadyUsed => "the authorization was already used",
+            Reason::Payload(_, Fault::RecipientMismatch) => "the payment pays another recipient than payTo",
+            Reason::Payload(_, Fault::ValueMismatch) => "the authorized amount is not the required amount",
+            Reason::Payload(_, Fault::ValidAfter) => "the authorization is not valid yet",
+            Reason::Payload(Family::Solana, Fault::ValidBefore) => "the transaction's blockhash has expired; it can never land",
+            Reason::Payload(_, Fault::ValidBefore) => "the authorization has expired",
+            Reason::Payload(_, Fault::Signature) => "the signature is not the payer's over this payment",
+            Reason::Payload(_, Fault::NonceAlreadyUsed) => "the authorization was already used",
+            Reason::Payload(_, Fault::Transaction) => "the transaction is malformed or breaks the exact scheme's rules",
+            Reason::Payload(_, Fault::FeePayerNotManaged) => "extra.feePayer is not a fee payer of this facilitator",
             Reason::InsufficientFunds => "the payer's balance does not cover the amount",
             Reason::AllowanceRequired => "the payer has not approved Permit2 for this token",
             Reason::TransactionState => "the settlement transaction was refused by the chain; no funds moved",
-            Reason::DuplicateSettlement => "this authorization was already settled with another payload",
+            Reason::DuplicateSettlement => "this payment was already settled",
             Reason::PaymentIdentifierConflict => "this payment identifier was used with another payload",
             Reason::NotAllowed => "this payment is not allowed without a facilitator key",
             Reason::SettlementPending => "the transfer is broadcast and not final yet; settle the same payload again",
             Reason::ChainUnavailable => "the chain could not be reached; nothing was settled, try again",
         }
     }
-}
 
-impl From<&ProofError> for Reason {
-    fn from(e: &ProofError) -> Self {
+    /// An adapter's refusal, in the codes of the chain's family.
+    pub fn refusal(family: Family, e: &ProofError) -> Reason {
+        let fault = |f| Reason::Payload(family, f);
+        let svm = family == Family::Solana;
         match e {
+            ProofError::Malformed(_) | ProofError::Unsupported(_) if svm => fault(Fault::Transaction),
             ProofError::Malformed(_) | ProofError::RequirementsMismatch(_) => Reason::InvalidPayload,
             ProofError::Unsupported(_) => Reason::UnsupportedScheme,
-            ProofError::WrongRecipient(_) => Reason::RecipientMismatch,
-            ProofError::WrongAmount(_) => Reason::ValueMismatch,
-            ProofError::NotYetValid => Reason::ValidAfter,
-            ProofError::Expired => Reason::ValidBefore,
-            ProofError::InvalidSignature(_) | ProofError::SignerMismatch(_) => Reason::Signature,
-            ProofError::AlreadyUsed => Reason::NonceAlreadyUsed,
+            ProofError::WrongRecipient(_) => fault(Fault::RecipientMismatch),
+            ProofError::WrongAmount(_) => fault(Fault::ValueMismatch),
+            ProofError::NotYetValid => fault(Fault::ValidAfter),
+            ProofError::Expired => fault(Fault::ValidBefore),
+            ProofError::InvalidSignature(_) | ProofError::SignerMismatch(_) => fault(Fault::Signature),
+            // A Solana transaction is spent by landing: the same one again is a duplicate.
+            ProofError::AlreadyUsed if svm => Reason::DuplicateSettlement,
+            ProofError::AlreadyUsed => fault(Fault::NonceAlreadyUsed),
             ProofError::InsufficientFunds(_) => Reason::InsufficientFunds,
             ProofError::NotApproved(_) => Reason::AllowanceRequired,
             ProofError::ChainUnavailable(_) => Reason::ChainUnavailable,
@@ -127,7 +158,50 @@ impl From<&ProofError> for Reason {
     }
 }
 
+/// The codes of `@x402/evm` and `@x402/svm` 2.27, and of the x402 TRON
+/// scheme draft (which mirrors EVM's where it names none).
+fn payload_code(family: Family, fault: Fault) -> &'static str {
+    match (family, fault) {
+        (Family::Solana, Fault::RecipientMismatch) => "invalid_exact_svm_payload_recipient_mismatch",
+        (Family::Solana, Fault::ValueMismatch) => "invalid_exact_svm_payload_amount_mismatch",
+        (Family::Solana, Fault::Signature) => "invalid_exact_svm_payload_signature_invalid",
+        (Family::Solana, Fault::ValidBefore) => "invalid_exact_svm_transaction_simulation_failed",
+        (Family::Solana, Fault::FeePayerNotManaged) => "invalid_exact_svm_fee_payer_not_managed_by_facilitator",
+        (Family::Solana, _) => "invalid_exact_svm_payload_transaction",
+        (Family::Tron, Fault::RecipientMismatch) => "invalid_exact_tron_payload_recipient_mismatch",
+        (Family::Tron, Fault::ValueMismatch) => "invalid_exact_tron_payload_authorization_value_mismatch",
+        (Family::Tron, Fault::ValidAfter) => "invalid_exact_tron_payload_authorization_valid_after",
+        (Family::Tron, Fault::ValidBefore) => "invalid_exact_tron_payload_authorization_valid_before",
+        (Family::Tron, Fault::Signature) => "invalid_exact_tron_payload_signature",
+        (Family::Tron, Fault::NonceAlreadyUsed) => "invalid_exact_tron_nonce_already_used",
+        (Family::Tron, _) => "invalid_payload",
+        (_, Fault::RecipientMismatch) => "invalid_exact_evm_payload_recipient_mismatch",
+        (_, Fault::ValueMismatch) => "invalid_exact_evm_payload_authorization_value_mismatch",
+        (_, Fault::ValidAfter) => "invalid_exact_evm_payload_authorization_valid_after",
+        (_, Fault::ValidBefore) => "invalid_exact_evm_payload_authorization_valid_before",
+        (_, Fault::Signature) => "invalid_exact_evm_payload_signature",
+        (_, Fault::NonceAlreadyUsed) => "invalid_exact_evm_nonce_already_used",
+        (_, _) => "invalid_payload",
+    }
+}
+
 /// A stored reason code back to its reason (for answers from the ledger).
+/// Codes shared by several reasons read back as the first; they say the same.
 pub fn parse(code: &str) -> Option<Reason> {
-    Reason::ALL.into_iter().find(|r| r.code() == code)
+    Reason::all().into_iter().find(|r| r.code() == code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_reads_back_to_a_reason_with_the_same_code_and_sentence() {
+        for r in Reason::all() {
+            let back = parse(r.code()).unwrap();
+            assert_eq!(back.code(), r.code());
+            assert!(!r.message().is_empty());
+        }
+        assert_eq!(parse("no_such_code"), None);
+    }
 }

@@ -1,0 +1,191 @@
+//! Settling a payment once: the ledger row is the settlement's identity
+//! (its authorization's replay key, unique), a repeat of the same payload
+//! waits for that settlement, and an answer never says failed for a
+//! transfer that may still land.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::resolve::{Request, Target};
+use super::{check, failed, Caller, Status};
+use crate::clock::now_ms;
+use crate::db::Db;
+use crate::payment::VerifiedPayment;
+use crate::state::AppState;
+use crate::store::facilitator::{self as ledger, Settlement, SettlementStatus};
+use crate::x402::reason::{self, Reason};
+use crate::x402::wire::SettleResponse;
+
+/// The ledger's key of a payment: its chain and the adapter's replay key.
+pub fn replay_key(t: &Target, paid: &VerifiedPayment) -> String {
+    format!("{}:{}", t.adapter.ctx.chain, paid.replay_key)
+}
+
+pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (Status, SettleResponse) {
+    let f = &s.config.facilitator;
+    let (first_wait, repeat_wait) = (Duration::from_secs(f.settle_wait_seconds), Duration::from_secs(f.settle_retry_wait_seconds));
+    let network = r.network.as_str();
+    let hash = payload_hash(&r.payload);
+    let internal = |e: crate::store::StoreError| {
+        tracing::warn!(error = %e, "facilitator ledger unavailable");
+        (Status::Internal, failed(Reason::ChainUnavailable, None, String::new(), network))
+    };
+    // Asked before: the ledger answers (waiting if it is still on its way),
+    // whether or not the chain would still take the authorization.
+    match ledger::by_payload_hash(&s.db, &hash).await {
+        Err(e) => return internal(e),
+        Ok(Some(rec)) => return wait(s, t, &rec.id, repeat_wait, network).await,
+        Ok(None) => {}
+    }
+    let paid = match check(s, t, caller, true).await {
+        Ok(p) => p,
+        Err((r, payer)) => {
+            // A concurrent request may have recorded (and even settled) this
+            // very payload since the lookup: then its outcome is the answer.
+            if let Ok(Some(rec)) = ledger::by_payload_hash(&s.db, &hash).await {
+                return wait(s, t, &rec.id, repeat_wait, network).await;
+            }
+            let status = if r == Reason::ChainUnavailable { Status::Unavailable } else { Status::Ok };
+            return (status, failed(r, payer, String::new(), network));
+        }
+    };
+    let payment_id = payment_identifier(&r.payload);
+    let now = now_ms();
+    let rec = Settlement {
+        id: format!("xs_{}", ulid::Ulid::new()),
+        replay_key: replay_key(t, &paid),
+        payload_hash: hash.clone(),
+        payment_id: payment_id.clone(),
+        client: caller.name().into(),
+        chain: t.adapter.ctx.chain.clone(),
+        asset: t.adapter.ctx.asset.clone(),
+        network: t.req.network.clone(),
+        scheme: t.req.scheme.clone(),
+        payer: paid.payer.clone(),
+        pay_to: paid.pay_to.clone(),
+        amount: paid.amount.clone(),
+        requirements: serde_json::to_string(&t.req).expect("requirements serialize"),
+        payload: t.payload.clone(),
+        status: SettlementStatus::Queued,
+        error_reason: None,
+        tx_hash: None,
+        created_at: now,
+        updated_at: now,
+    };
+    match ledger::insert(&s.db, &rec).await {
+        Ok(()) => {
+            s.x402_work.notify_one();
+            wait(s, t, &rec.id, first_wait, network).await
+        }
+        // The same authorization or payment id, recorded by a concurrent
+        // request or replica: the same payload waits for that settlement;
+        // another payload is refused.
+        Err(e) if e.is_duplicate() => {
+            let by_key = ledger::by_replay_key(&s.db, &rec.replay_key).await;
+            let by_id = match &payment_id {
+                Some(id) => ledger::by_payment_id(&s.db, &paid.payer, id).await,
+                None => Ok(None),
+            };
+            match (by_key, by_id) {
+                (Ok(Some(other)), _) | (_, Ok(Some(other))) if other.payload_hash == hash => {
+                    wait(s, t, &other.id, repeat_wait, network).await
+                }
+                (_, Ok(Some(_))) => (Status::Conflict, failed(Reason::PaymentIdentifierConflict, Some(paid.payer), String::new(), network)),
+                (Ok(Some(other)), _) => {
+                    let tx = other.tx_hash.unwrap_or_default();
+                    (Status::Ok, failed(Reason::DuplicateSettlement, Some(paid.payer), tx, network))
+                }
+                (Err(e), _) | (_, Err(e)) => internal(e),
+                _ => internal(e),
+            }
+        }
+        Err(e) => internal(e),
+    }
+}
+
+/// Follow a settlement until it is final or `bound` passes: then
+/// `settlement_pending` with the transaction that is out (x402 clients
+/// settle the same payload again, which waits here again without sending
+/// anything new). Never "failed" for a transfer that may still land.
+async fn wait(s: &AppState, t: &Target, id: &str, bound: Duration, network: &str) -> (Status, SettleResponse) {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(5);
+    let unavailable = || {
+        tracing::warn!(settlement = id, "facilitator ledger unavailable while waiting");
+        (Status::Internal, failed(Reason::ChainUnavailable, None, String::new(), network))
+    };
+    loop {
+        let rec = match ledger::get(&s.db, id).await {
+            Ok(Some(r)) => r,
+            Ok(None) | Err(_) => return unavailable(),
+        };
+        match rec.status {
+            SettlementStatus::Settled => {
+                let tx = rec.tx_hash.unwrap_or_default();
+                // One success per payment where the chain cannot refuse a spent one.
+                if t.answers_once() {
+                    match ledger::claim_answer(&s.db, id).await {
+                        Ok(true) => {}
+                        Ok(false) => return (Status::Ok, failed(Reason::DuplicateSettlement, Some(rec.payer), tx, network)),
+                        Err(_) => return unavailable(),
+                    }
+                }
+                let answer = SettleResponse {
+                    success: true,
+                    error_reason: None,
+                    error_message: None,
+                    payer: Some(rec.payer),
+                    transaction: tx,
+                    network: network.into(),
+                };
+                return (Status::Ok, answer);
+            }
+            SettlementStatus::Failed => {
+                let reason = rec.error_reason.as_deref().and_then(reason::parse).unwrap_or(Reason::TransactionState);
+                return (Status::Ok, failed(reason, Some(rec.payer), rec.tx_hash.unwrap_or_default(), network));
+            }
+            SettlementStatus::Queued if started.elapsed() >= bound => {
+                let sent = sent_transaction(&s.db, &rec).await;
+                return (Status::Ok, failed(Reason::SettlementPending, Some(rec.payer), sent, network));
+            }
+            SettlementStatus::Queued => {}
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+}
+
+/// The transaction a queued settlement has out, if any.
+pub async fn sent_transaction(db: &Db, rec: &Settlement) -> String {
+    let txs = crate::store::settlement::list_txs(db, &rec.id, "x402").await.unwrap_or_default();
+    txs.last().map(|t| t.tx_hash.clone()).or(rec.tx_hash.clone()).unwrap_or_default()
+}
+
+/// sha256 of the payload with its object keys sorted: the same payment
+/// whatever order a client's JSON writer chose.
+fn payload_hash(payload: &Value) -> String {
+    fn canonical(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<_> = m.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), canonical(&m[k]))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+            other => other.clone(),
+        }
+    }
+    // Only what the payer signed and chose decides: `accepted` and `payload`
+    // (a resource server may add `resource` or its own extensions).
+    let signed = serde_json::json!({ "accepted": payload.get("accepted"), "payload": payload.get("payload") });
+    hex::encode(Sha256::digest(canonical(&signed).to_string()))
+}
+
+/// The payment-identifier extension's id (16–128 of `[A-Za-z0-9_-]`).
+fn payment_identifier(payload: &Value) -> Option<String> {
+    let id = payload.pointer("/extensions/payment-identifier/info/id")?.as_str()?;
+    let ok = (16..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    ok.then(|| id.to_string())
+}

@@ -1,0 +1,102 @@
+//! Which served (chain, asset) a request is for: its x402 version, network,
+//! scheme and asset matched against what this deployment exposes.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::adapter::AssetAdapter;
+use crate::config::{Availability, Family};
+use crate::payment::PaymentRequirements;
+use crate::state::AppState;
+use crate::x402::reason::{Fault, Reason};
+use crate::x402::v1;
+use crate::x402::wire::FacilitatorRequest;
+
+/// A request in v2 terms, remembering how the caller spoke.
+pub struct Request {
+    /// The network as the caller named it (a v1 name or CAIP-2): answers
+    /// name it the same way.
+    pub network: String,
+    pub payload: Value,
+    pub requirements: Value,
+}
+
+impl Request {
+    /// v2 bodies as they are; v1 bodies rewritten (`x402::v1`).
+    pub fn of(body: &FacilitatorRequest) -> Result<Request, (Reason, String)> {
+        let network = body.payment_requirements.get("network").and_then(Value::as_str).unwrap_or_default().to_string();
+        match body.x402_version {
+            2 => Ok(Request { network, payload: body.payment_payload.clone(), requirements: body.payment_requirements.clone() }),
+            1 => match v1::upgrade(&body.payment_payload, &body.payment_requirements) {
+                Ok((payload, requirements)) => Ok(Request { network, payload, requirements }),
+                Err(r) => Err((r, network)),
+            },
+            _ => Err((Reason::InvalidX402Version, network)),
+        }
+    }
+}
+
+/// The served (chain, asset) a request's requirements name.
+pub struct Target {
+    pub adapter: Arc<AssetAdapter>,
+    pub family: Family,
+    pub decimals: u8,
+    pub req: PaymentRequirements,
+    pub payload: String,
+}
+
+impl Target {
+    /// Whether a settled payment's success is answered once only: where the
+    /// chain cannot refuse a spent payload at verify (a Solana transaction
+    /// checks out offline until its blockhash expires), the ledger must.
+    pub fn answers_once(&self) -> bool {
+        self.family == Family::Solana
+    }
+
+    /// Two addresses of this family are the same (EVM hex ignores case).
+    pub fn same_address(&self, a: &str, b: &str) -> bool {
+        match self.family {
+            Family::Evm => a.eq_ignore_ascii_case(b),
+            _ => a == b,
+        }
+    }
+}
+
+/// Match the caller's requirements to a served asset: exact scheme, a
+/// network this deployment exposes, a token it serves (not withheld).
+pub fn resolve(s: &AppState, r: &Request) -> Result<Target, Reason> {
+    let req: PaymentRequirements = serde_json::from_value(r.requirements.clone()).map_err(|_| Reason::InvalidPaymentRequirements)?;
+    let cfg = &s.config;
+    let (chain_id, chain) = cfg
+        .chains
+        .iter()
+        .find(|(id, c)| c.network().as_deref() == Some(&req.network) && cfg.chain_exposed(c) && s.watch.exposed(id))
+        .ok_or(Reason::InvalidNetwork)?;
+    if req.scheme != "exact" {
+        return Err(Reason::UnsupportedScheme);
+    }
+    let same = |token: &str| match chain.family {
+        Family::Evm => token.eq_ignore_ascii_case(&req.asset),
+        _ => token == req.asset,
+    };
+    let (key, asset) = chain
+        .assets
+        .iter()
+        .filter(|(k, a)| cfg.availability(a) == Availability::Available && !s.watch.asset_withheld(chain_id, k))
+        .find(|(_, a)| same(&a.token))
+        .ok_or(Reason::InvalidPaymentRequirements)?;
+    if req.amount.is_empty() || !req.amount.bytes().all(|b| b.is_ascii_digit()) || req.amount.trim_start_matches('0').is_empty() {
+        return Err(Reason::InvalidPaymentRequirements);
+    }
+    let adapter = s.registry.asset(chain_id, key).ok_or(Reason::InvalidPaymentRequirements)?;
+    if chain.family == Family::Solana {
+        // The fee payer signs last, and only this facilitator's relayer can.
+        let extra: Value = serde_json::from_str(&req.extra).unwrap_or(Value::Null);
+        let fee_payer = extra.get("feePayer").and_then(Value::as_str);
+        if fee_payer.is_none() || fee_payer != adapter.relayer() {
+            return Err(Reason::Payload(Family::Solana, Fault::FeePayerNotManaged));
+        }
+    }
+    Ok(Target { adapter, family: chain.family, decimals: asset.decimals, req, payload: r.payload.to_string() })
+}

@@ -1,0 +1,59 @@
+//! `GET /x402/supported`: what a resource server may send here.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use crate::config::Family;
+use crate::keys::Role;
+use crate::state::AppState;
+use crate::x402::v1;
+use crate::x402::wire::{SupportedKind, SupportedResponse};
+
+const PAYMENT_IDENTIFIER: &str = "payment-identifier";
+
+/// The CAIP-2 pattern of a family's networks, as `signers` keys them.
+fn pattern(family: Family) -> &'static str {
+    match family {
+        Family::Evm => "eip155:*",
+        Family::Solana => "solana:*",
+        Family::Tron => "tron:*",
+    }
+}
+
+/// Every exposed network with a served exact asset, in v2 and, where x402
+/// v1 names the network, in v1; the extensions that apply; the relayer
+/// that signs on each family (Solana's is also each kind's `feePayer`).
+pub async fn supported(s: &AppState) -> SupportedResponse {
+    let cfg = &s.config;
+    let mut relayers: BTreeMap<&'static str, String> = BTreeMap::new();
+    let mut v2: Vec<SupportedKind> = vec![];
+    let mut permit2 = false;
+    for (chain, c, key, asset) in cfg.served_assets() {
+        if !s.watch.exposed(chain) || s.watch.asset_withheld(chain, key) {
+            continue;
+        }
+        let Some(network) = c.network() else { continue };
+        if v2.iter().any(|k| k.network == network) {
+            continue;
+        }
+        let family = pattern(c.family);
+        if !relayers.contains_key(family) {
+            let Some(driver) = s.drivers.of(c.family) else { continue };
+            let Ok(address) = driver.address(&Role::Relayer).await else { continue };
+            relayers.insert(family, address);
+        }
+        permit2 |= c.family == Family::Evm && asset.scheme == "permit2";
+        let extra = (c.family == Family::Solana).then(|| json!({ "feePayer": relayers[family] }));
+        v2.push(SupportedKind { x402_version: 2, scheme: "exact".into(), network, extra });
+    }
+    let v1_kinds: Vec<SupportedKind> =
+        v2.iter().filter_map(|k| v1::name(&k.network).map(|n| SupportedKind { x402_version: 1, network: n.into(), ..k.clone() })).collect();
+    let mut extensions = vec![];
+    if permit2 {
+        extensions.extend(["eip2612GasSponsoring".to_string(), "erc20ApprovalGasSponsoring".to_string()]);
+    }
+    extensions.push(PAYMENT_IDENTIFIER.into());
+    let signers = relayers.into_iter().map(|(k, a)| (k.to_string(), vec![a])).collect();
+    SupportedResponse { kinds: v2.into_iter().chain(v1_kinds).collect(), extensions, signers }
+}
