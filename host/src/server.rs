@@ -62,6 +62,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         keys,
         work: Default::default(),
         x402_work: Default::default(),
+        x402_done: Default::default(),
         watch: Default::default(),
         floats: Default::default(),
     }))

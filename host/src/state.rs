@@ -27,6 +27,8 @@ pub struct AppState {
     pub work: Arc<tokio::sync::Notify>,
     /// Wakes this replica's facilitator workers when a settlement is queued.
     pub x402_work: Arc<tokio::sync::Notify>,
+    /// Wakes requests waiting on a facilitator settlement when it ends.
+    pub x402_done: Arc<crate::x402::finished::Finished>,
     /// The swap provider's client and discovery cache.
     pub swaps: Arc<crate::swap::Swaps>,
     /// Chains withheld until they answer; wallets below their floors.
@@ -50,6 +52,7 @@ impl AppState {
             sanctions: self.sanctions.clone(),
             work: self.work.clone(),
             x402_work: self.x402_work.clone(),
+            x402_done: self.x402_done.clone(),
         }
     }
 }

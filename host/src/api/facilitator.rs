@@ -87,7 +87,7 @@ pub async fn settle(State(s): State<Shared>, Extension(who): Extension<Caller>, 
 
 /// The payment kinds, extensions and signers this facilitator serves.
 #[utoipa::path(get, path = "/x402/supported", tag = "facilitator",
-    responses((status = 200, description = "Every exposed EVM network with a served asset", body = SupportedResponse)))]
+    responses((status = 200, description = "Every exposed network with a served asset, in x402 v2 and v1", body = SupportedResponse)))]
 pub async fn supported(State(s): State<Shared>) -> Result<Json<SupportedResponse>, ApiError> {
     if !s.config.facilitator.enabled {
         return Err(ApiError::NotFound("no such endpoint".into()));

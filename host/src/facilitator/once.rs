@@ -5,6 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -17,6 +19,10 @@ use crate::state::AppState;
 use crate::store::facilitator::{self as ledger, Settlement, SettlementStatus};
 use crate::x402::reason::{self, Reason};
 use crate::x402::wire::SettleResponse;
+
+/// How often a waiter reads the ledger without being woken (settlements
+/// sent by another replica wake nobody here).
+const POLL: Duration = Duration::from_millis(250);
 
 /// The ledger's key of a payment: its chain and the adapter's replay key.
 pub fn replay_key(t: &Target, paid: &VerifiedPayment) -> String {
@@ -110,13 +116,23 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
 /// settle the same payload again, which waits here again without sending
 /// anything new). Never "failed" for a transfer that may still land.
 async fn wait(s: &AppState, t: &Target, id: &str, bound: Duration, network: &str) -> (Status, SettleResponse) {
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(5);
+    let signal = s.x402_done.signal(id);
+    let answer = follow(s, t, id, bound, network, &signal).await;
+    s.x402_done.leave(id, signal);
+    answer
+}
+
+async fn follow(s: &AppState, t: &Target, id: &str, bound: Duration, network: &str, signal: &Notify) -> (Status, SettleResponse) {
+    let deadline = Instant::now() + bound;
     let unavailable = || {
         tracing::warn!(settlement = id, "facilitator ledger unavailable while waiting");
         (Status::Internal, failed(Reason::ChainUnavailable, None, String::new(), network))
     };
     loop {
+        // Armed before the read: a finish in between still wakes us.
+        let woken = signal.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
         let rec = match ledger::get(&s.db, id).await {
             Ok(Some(r)) => r,
             Ok(None) | Err(_) => return unavailable(),
@@ -146,14 +162,15 @@ async fn wait(s: &AppState, t: &Target, id: &str, bound: Duration, network: &str
                 let reason = rec.error_reason.as_deref().and_then(reason::parse).unwrap_or(Reason::TransactionState);
                 return (Status::Ok, failed(reason, Some(rec.payer), rec.tx_hash.unwrap_or_default(), network));
             }
-            SettlementStatus::Queued if started.elapsed() >= bound => {
+            SettlementStatus::Queued if Instant::now() >= deadline => {
                 let sent = sent_transaction(&s.db, &rec).await;
                 return (Status::Ok, failed(Reason::SettlementPending, Some(rec.payer), sent, network));
             }
             SettlementStatus::Queued => {}
         }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(100));
+        // Woken by this replica's worker, or a read now and then for a
+        // settlement another replica is sending.
+        let _ = tokio::time::timeout(POLL.min(deadline.saturating_duration_since(Instant::now())), woken).await;
     }
 }
 

@@ -75,6 +75,7 @@ impl Engine {
     async fn x402_finish(&self, rec: &Settlement, to: SettlementStatus, tx: Option<&str>, why: Option<Reason>) -> anyhow::Result<Pass> {
         tracing::info!(settlement = %rec.id, status = to.as_str(), tx = ?tx, reason = ?why.map(Reason::code), "facilitator settlement ended");
         ledger::finish(&self.deps.db, &rec.id, to, tx, why.map(Reason::code), now_ms()).await?;
+        self.deps.x402_done.finish(&rec.id);
         Ok(Pass::Done)
     }
 
@@ -93,15 +94,10 @@ impl Engine {
             tracing::info!(settlement = id, detail = m, "chain unavailable; retrying");
             Ok(Pass::Later(Duration::from_secs(1)))
         };
-        if stored.is_empty() {
-            // Nothing is out: the authorization must still be good (it may
-            // have expired while the chain was away).
-            match adapter.verify(&req, &rec.payload).await? {
-                Ok(_) => {}
-                Err(ProofError::ChainUnavailable(m)) => return unavailable(&m),
-                Err(e) => return self.x402_finish(&rec, SettlementStatus::Failed, None, Some(refusal(&e))).await,
-            }
-        }
+        // The adapter's `settle` checks the payload as `verify` does (window,
+        // signature, amount) before it builds anything, so a payload that went
+        // stale while queued is refused here, and the send's simulation
+        // catches what the chain changed (nonce used, balance spent).
         let steps = match adapter.settle(&req, &rec.payload).await? {
             Ok(s) => s,
             Err(ProofError::ChainUnavailable(m)) => return unavailable(&m),

@@ -52,6 +52,8 @@ pub struct Deps {
     pub work: Arc<tokio::sync::Notify>,
     /// Wakes this replica's facilitator workers when a settlement is queued.
     pub x402_work: Arc<tokio::sync::Notify>,
+    /// Wakes requests waiting on a facilitator settlement when it ends.
+    pub x402_done: Arc<crate::x402::finished::Finished>,
 }
 
 pub struct Engine {

@@ -3,6 +3,7 @@
 //! at the edge. Below both the facilitator's operations and the engine,
 //! which records reasons.
 
+pub mod finished;
 pub mod reason;
 pub mod v1;
 pub mod wire;

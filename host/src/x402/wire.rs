@@ -1,5 +1,6 @@
-//! The x402 v2 facilitator wire (§7): request and answer bodies as
-//! `@x402/core`'s `HTTPFacilitatorClient` sends and reads them.
+//! The x402 facilitator wire (v2 §7; v1 bodies share these shapes, see
+//! `v1`): request and answer bodies as `@x402/core`'s
+//! `HTTPFacilitatorClient` sends and reads them.
 
 use std::collections::BTreeMap;
 
@@ -13,10 +14,10 @@ use utoipa::ToSchema;
 pub struct FacilitatorRequest {
     #[schema(example = 2)]
     pub x402_version: u64,
-    /// The client's PaymentPayload (x402 v2 §5.2).
+    /// The client's PaymentPayload (x402 v2 §5.2, or v1's with top-level scheme and network).
     #[schema(value_type = Object)]
     pub payment_payload: Value,
-    /// The resource server's PaymentRequirements (x402 v2 §5.1).
+    /// The resource server's PaymentRequirements (x402 v2 §5.1, or v1's with `maxAmountRequired`).
     #[schema(value_type = Object)]
     pub payment_requirements: Value,
 }
