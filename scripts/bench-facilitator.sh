@@ -16,6 +16,7 @@ for c in ${CONC:-1 32 200}; do
     dir=$(mktemp -d); port=$((27000 + RANDOM % 4000))
     $bin devnet up --dir "$dir/dn" --port "$port" --chains base >/dev/null || exit 1
     printf '\n[facilitator]\npublic = true\npublic_requests_per_minute = 1000000\n' >>"$dir/dn/chains.toml"
+    [ -n "${WORKERS:-}" ] && sed -i "s/^\[service\]/[service]\nsettlement_workers = $WORKERS/" "$dir/dn/chains.toml"
     db="sqlite://$dir/dn/stablerail.db"
     RUST_LOG=warn $bin serve --config "$dir/dn/chains.toml" --database "$db" --listen "127.0.0.1:$((port + 800))" >"$dir/serve.log" 2>&1 &
     server=$!

@@ -127,6 +127,54 @@ async fn server_answers_while_adapters_spin() {
     assert!(matches!(outcomes[2], Err(CallError::MemoryLimit(..))));
 }
 
+/// More calls at once than the instance pool holds, each keeping its
+/// instance while its chain takes 300 ms to answer: the extra calls wait for
+/// a slot; none fails for want of one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_beyond_the_instance_pool_wait_for_a_slot() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let node = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", node.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = node.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let _ = conn.read(&mut buf).await;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":"0x{}"}}"#, "0".repeat(64));
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = conn.write_all(format!("{head}{body}").as_bytes()).await;
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let config = common::BASE_USDC
+        .replace("roles = [\"payer\", \"target\"]\n", &format!("roles = [\"payer\", \"target\"]\nrpc_urls = [\"{url}\"]\n"));
+    let cfg = Config::load(&common::write_config(dir.path(), &config)).unwrap();
+    let runtime = stablerail::server::runtime_for(&cfg, system_clock()).unwrap();
+    let reg = Registry::from_config(&cfg, runtime, &stablerail::chain::Chains::from_config(&cfg)).unwrap();
+    let payment = stablerail::payment::VerifiedPayment {
+        payer: "0x0000000000000000000000000000000000000003".into(),
+        pay_to: "0x0000000000000000000000000000000000000002".into(),
+        amount: "1".into(),
+        valid_after: 0,
+        valid_before: u64::MAX,
+        replay_key: format!("eip3009:eip155:8453:0x833589fcd6edb6e08f4c7c32d4f71b54bda02913:0x{}3:0x{}", "0".repeat(39), "1".repeat(64)),
+    };
+    let calls: Vec<_> = (0..300)
+        .map(|_| {
+            let (asset, payment) = (reg.asset("base", "usdc").unwrap(), payment.clone());
+            tokio::spawn(async move { asset.preflight(&payment).await })
+        })
+        .collect();
+    for outcome in futures_join(calls).await {
+        assert!(outcome.is_ok(), "the call itself failed: {outcome:?}");
+    }
+}
+
 async fn futures_join<T>(handles: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
     let mut out = Vec::new();
     for h in handles {

@@ -9,7 +9,7 @@ use wasmtime::component::Component;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How many adapter calls may be live at once with the pooling allocator.
-const POOL_INSTANCES: u32 = 128;
+pub const POOL_INSTANCES: u32 = 128;
 
 /// Build the engine: fuel metering for CPU budgets, and the pooling
 /// allocator where the machine grants its address-space reservation.

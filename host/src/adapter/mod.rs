@@ -67,6 +67,10 @@ pub struct Runtime {
     cache_dir: PathBuf,
     clock: Clock,
     pub allocator: &'static str,
+    /// One permit per instance the pool holds: a call beyond them waits for
+    /// a slot rather than failing to instantiate (calls that wait on their
+    /// chain hold an instance meanwhile).
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Runtime {
@@ -76,7 +80,8 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         // Every version imports 0.1.0's interfaces: one linker serves them all.
         v0_1::Adapter::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-        Ok(Arc::new(Runtime { engine, linker, limits, cache_dir, clock, allocator }))
+        let slots = Arc::new(tokio::sync::Semaphore::new(engine::POOL_INSTANCES as usize));
+        Ok(Arc::new(Runtime { engine, linker, limits, cache_dir, clock, allocator, slots }))
     }
 
     /// Load, compile (or fetch from cache), link and describe one adapter file.

@@ -206,7 +206,11 @@ impl AssetAdapter {
     ) -> Result<R, CallError> {
         let me = self.clone();
         let name = self.adapter.name.clone();
+        let Ok(slot) = self.adapter.runtime.slots.clone().acquire_owned().await else {
+            return Err(CallError::Trap(name, "the adapter runtime is shutting down".into()));
+        };
         tokio::task::spawn_blocking(move || {
+            let _slot = slot;
             let started = std::time::Instant::now();
             let ctx = super::exports::Context { asset: &me.ctx, relayer: me.relayer.get().map(String::as_str) };
             let answer = me.adapter.call(Some(me.chain.clone()), |g, s| f(g, s, ctx));

@@ -38,20 +38,16 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
         tracing::warn!(error = %e, "facilitator ledger unavailable");
         (Status::Internal, failed(Reason::ChainUnavailable, None, String::new(), network))
     };
-    // Asked before: the ledger answers (waiting if it is still on its way),
-    // whether or not the chain would still take the authorization.
-    match ledger::by_payload_hash(&s.db, &hash).await {
-        Err(e) => return internal(e),
-        Ok(Some(rec)) => return wait(s, t, &rec.id, repeat_wait, network).await,
-        Ok(None) => {}
-    }
     let paid = match check(s, t, caller, true).await {
         Ok(p) => p,
         Err((r, payer)) => {
-            // A concurrent request may have recorded (and even settled) this
-            // very payload since the lookup: then its outcome is the answer.
-            if let Ok(Some(rec)) = ledger::by_payload_hash(&s.db, &hash).await {
-                return wait(s, t, &rec.id, repeat_wait, network).await;
+            // Asked before (the chain now refusing the spent authorization),
+            // or recorded by a concurrent request: the ledger's outcome is the
+            // answer. A payload that checks out is looked up by its insert.
+            match ledger::by_payload_hash(&s.db, &hash).await {
+                Ok(Some(rec)) => return wait(s, t, &rec.id, repeat_wait, network, false).await,
+                Ok(None) => {}
+                Err(e) => return internal(e),
             }
             let status = if r == Reason::ChainUnavailable { Status::Unavailable } else { Status::Ok };
             return (status, failed(r, payer, String::new(), network));
@@ -83,7 +79,7 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
     match ledger::insert(&s.db, &rec).await {
         Ok(()) => {
             s.x402_work.notify_one();
-            wait(s, t, &rec.id, first_wait, network).await
+            wait(s, t, &rec.id, first_wait, network, true).await
         }
         // The same authorization or payment id, recorded by a concurrent
         // request or replica: the same payload waits for that settlement;
@@ -96,7 +92,7 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
             };
             match (by_key, by_id) {
                 (Ok(Some(other)), _) | (_, Ok(Some(other))) if other.payload_hash == hash => {
-                    wait(s, t, &other.id, repeat_wait, network).await
+                    wait(s, t, &other.id, repeat_wait, network, false).await
                 }
                 (_, Ok(Some(_))) => (Status::Conflict, failed(Reason::PaymentIdentifierConflict, Some(paid.payer), String::new(), network)),
                 (Ok(Some(other)), _) => {
@@ -111,28 +107,42 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
     }
 }
 
-/// Follow a settlement until it is final or `bound` passes: then
+/// Follow a settlement until it is final or `bound` passes (`queued`: this
+/// request has just queued it, so the first read waits for the worker): then
 /// `settlement_pending` with the transaction that is out (x402 clients
 /// settle the same payload again, which waits here again without sending
 /// anything new). Never "failed" for a transfer that may still land.
-async fn wait(s: &AppState, t: &Target, id: &str, bound: Duration, network: &str) -> (Status, SettleResponse) {
+async fn wait(s: &AppState, t: &Target, id: &str, bound: Duration, network: &str, queued: bool) -> (Status, SettleResponse) {
     let signal = s.x402_done.signal(id);
-    let answer = follow(s, t, id, bound, network, &signal).await;
+    let answer = follow(s, t, id, bound, network, &signal, queued).await;
     s.x402_done.leave(id, signal);
     answer
 }
 
-async fn follow(s: &AppState, t: &Target, id: &str, bound: Duration, network: &str, signal: &Notify) -> (Status, SettleResponse) {
+async fn follow(
+    s: &AppState,
+    t: &Target,
+    id: &str,
+    bound: Duration,
+    network: &str,
+    signal: &Notify,
+    queued: bool,
+) -> (Status, SettleResponse) {
     let deadline = Instant::now() + bound;
     let unavailable = || {
         tracing::warn!(settlement = id, "facilitator ledger unavailable while waiting");
         (Status::Internal, failed(Reason::ChainUnavailable, None, String::new(), network))
     };
+    let mut known_queued = queued;
     loop {
         // Armed before the read: a finish in between still wakes us.
         let woken = signal.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
+        if std::mem::take(&mut known_queued) {
+            let _ = tokio::time::timeout(POLL.min(bound), woken).await;
+            continue;
+        }
         let rec = match ledger::get(&s.db, id).await {
             Ok(Some(r)) => r,
             Ok(None) | Err(_) => return unavailable(),
