@@ -97,4 +97,27 @@ mod tests {
         assert_eq!(upgrade(&payload, &unknown), Err(Reason::InvalidNetwork));
         assert_eq!(name("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"), Some("solana"));
     }
+
+    #[test]
+    fn malformed_v1_bodies_are_refused_with_their_reason() {
+        let req = json!({ "scheme": "exact", "network": "base", "maxAmountRequired": "1", "payTo": "0xabc",
+            "maxTimeoutSeconds": 60, "asset": "0xdef" });
+        let payload = json!({ "x402Version": 1, "scheme": "exact", "network": "base", "payload": {} });
+        assert!(upgrade(&payload, &req).is_ok());
+        for missing in ["scheme", "network", "maxAmountRequired", "payTo", "maxTimeoutSeconds", "asset"] {
+            let mut r = req.clone();
+            r.as_object_mut().unwrap().remove(missing);
+            assert_eq!(upgrade(&payload, &r), Err(Reason::InvalidPaymentRequirements), "{missing}");
+        }
+        let mut text_timeout = req.clone();
+        text_timeout["maxTimeoutSeconds"] = json!("60");
+        assert_eq!(upgrade(&payload, &text_timeout), Err(Reason::InvalidPaymentRequirements));
+        for bad in [
+            json!({ "x402Version": 1, "scheme": "exact", "network": "base" }),
+            json!({ "scheme": "exact", "network": "base", "payload": "x" }),
+            json!("text"),
+        ] {
+            assert_eq!(upgrade(&bad, &req), Err(Reason::InvalidPayload), "{bad}");
+        }
+    }
 }
