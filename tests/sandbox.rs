@@ -13,7 +13,7 @@ use stablerail::payment::{PaymentRequirements, ProofError};
 fn lab() -> String {
     let mut s = String::from(common::BASE_USDC);
     s.push_str("\n[chains.lab]\nfamily = \"evm\"\nchain_id = 31337\nroles = [\"payer\"]\n");
-    for mode in ["loop", "hog", "trap", "ok"] {
+    for mode in ["loop", "hog", "trap", "ok", "remember"] {
         s.push_str(&format!(
             "[chains.lab.assets.{mode}]\nstate = \"live\"\nscheme = \"misbehave\"\ntoken = \"0x0000000000000000000000000000000000000001\"\ndecimals = 6\nparams = {{ mode = \"{mode}\" }}\n"
         ));
@@ -77,6 +77,36 @@ fn each_misbehaviour_fails_only_its_call() {
     assert!(matches!(verify(&reg, "ok").unwrap(), Err(ProofError::Malformed(_))));
     let usdc = reg.asset("base", "usdc").unwrap();
     assert_eq!(common::wait(usdc.to_base_units("1.5")).unwrap().unwrap(), "1500000");
+}
+
+/// Each call runs in a fresh instance of the component (re-instantiated
+/// from its pre-linked `InstancePre` into a recycled pool slot whose memory
+/// wasmtime resets): a call that writes its globals and heap is not seen by
+/// the next, in sequence or at once, on the same slot or another, nor after
+/// a call that trapped or ran out of fuel there.
+#[test]
+fn a_call_never_sees_what_an_earlier_call_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(dir.path(), 200_000_000);
+    let fresh = |r: Result<Result<stablerail::payment::VerifiedPayment, ProofError>, CallError>| match r {
+        Ok(Err(ProofError::Malformed(m))) => assert_eq!(m, "calls seen: 1, notes: 1", "state leaked from an earlier call"),
+        other => panic!("expected the fixture's count, got {other:?}"),
+    };
+    for _ in 0..50 {
+        fresh(verify(&reg, "remember"));
+    }
+    // Slots that held a trapped or exhausted call are reused cleanly.
+    assert!(matches!(verify(&reg, "trap"), Err(CallError::Trap(..))));
+    assert!(matches!(verify(&reg, "loop"), Err(CallError::OutOfFuel(_))));
+    fresh(verify(&reg, "remember"));
+    let reg = Arc::new(reg);
+    let calls: Vec<_> = (0..8)
+        .map(|_| {
+            let reg = reg.clone();
+            std::thread::spawn(move || (0..25).for_each(|_| fresh(verify(&reg, "remember"))))
+        })
+        .collect();
+    calls.into_iter().for_each(|c| c.join().unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,9 +15,17 @@ pub enum Backend {
 
 #[derive(Clone)]
 pub struct Db {
+    /// Every write, and reads that must see a write of the same transaction.
     pub pool: AnyPool,
+    /// Plain reads. On SQLite a few connections of their own (WAL readers
+    /// never wait for the one writer), so a read does not queue behind the
+    /// writes; on Postgres (and an in-memory SQLite) the same pool.
+    pub read: AnyPool,
     pub backend: Backend,
 }
+
+/// SQLite connections that only read.
+const SQLITE_READERS: u32 = 4;
 
 /// One migration set for both engines: the SQL is kept portable.
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
@@ -54,9 +62,18 @@ impl Db {
         // (Each connection to `sqlite::memory:` is also a database of its
         // own.)
         let in_memory = backend == Backend::Sqlite && url.contains(":memory:");
+        let pool = Self::pool(backend, in_memory, 1, opts.clone()).await?;
+        let read = match backend {
+            Backend::Sqlite if !in_memory => Self::pool(backend, false, SQLITE_READERS, opts).await?,
+            _ => pool.clone(),
+        };
+        Ok(Db { pool, read, backend })
+    }
+
+    async fn pool(backend: Backend, in_memory: bool, sqlite_connections: u32, opts: AnyConnectOptions) -> anyhow::Result<AnyPool> {
         let pool = AnyPoolOptions::new()
             .max_connections(match backend {
-                Backend::Sqlite => 1,
+                Backend::Sqlite => sqlite_connections,
                 Backend::Postgres => 16,
             })
             .min_connections(u32::from(in_memory))
@@ -77,6 +94,6 @@ impl Db {
             })
             .connect_with(opts)
             .await?;
-        Ok(Db { pool, backend })
+        Ok(pool)
     }
 }

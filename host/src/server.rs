@@ -65,6 +65,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         x402_done: Default::default(),
         watch: Default::default(),
         floats: Default::default(),
+        engine: Default::default(),
     }))
 }
 
@@ -128,7 +129,9 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     tokio::spawn(crate::watch::balances(state.config.clone(), state.keys.clone(), state.drivers.clone(), state.watch.clone()));
     let every = std::time::Duration::from_secs(state.config.service.sweep_interval_seconds.max(1));
     tokio::spawn(crate::sweeper::run(state.db.clone(), every));
-    Engine::new(state.engine_deps()).spawn(state.config.service.settlement_workers);
+    let engine = Engine::new(state.engine_deps());
+    engine.spawn(state.config.service.settlement_workers);
+    let _ = state.engine.set(engine);
     for name in crate::keys::service_wallets(&state.config.families()) {
         tracing::info!(wallet = %name, address = %state.keys.address(&name).await?, "service wallet");
     }

@@ -35,6 +35,9 @@ pub struct AppState {
     pub watch: Arc<crate::watch::Watch>,
     /// The proxy wallets' balances, read for the public flow's float check.
     pub floats: Arc<crate::float::Floats>,
+    /// This replica's running settlement engine, once started: a facilitator
+    /// settle runs its first pass on it at once when a worker is free.
+    pub engine: std::sync::OnceLock<Arc<crate::settle::Engine>>,
 }
 
 pub type Shared = Arc<AppState>;

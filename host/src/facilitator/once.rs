@@ -15,6 +15,7 @@ use super::{check, failed, Caller, Status};
 use crate::clock::now_ms;
 use crate::db::Db;
 use crate::payment::VerifiedPayment;
+use crate::settle::Ended;
 use crate::state::AppState;
 use crate::store::facilitator::{self as ledger, Settlement, SettlementStatus};
 use crate::x402::reason::{self, Reason};
@@ -76,11 +77,28 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
         created_at: now,
         updated_at: now,
     };
-    match ledger::insert(&s.db, &rec).await {
-        Ok(()) => {
-            s.x402_work.notify_one();
-            wait(s, t, &rec.id, first_wait, network, true).await
-        }
+    // A free worker here settles it at once, under the lease it is recorded with.
+    let engine = s.engine.get();
+    let slot = engine.and_then(|e| e.x402_slot());
+    let lease = slot.as_ref().map(|(_, holder, until)| (holder.as_str(), *until));
+    match ledger::insert(&s.db, &rec, lease).await {
+        Ok(()) => match (engine, slot) {
+            (Some(engine), Some((slot, _, _))) => {
+                let id = rec.id.clone();
+                let deadline = Instant::now() + first_wait;
+                // The pass goes on in its own task when the bound comes first.
+                match tokio::time::timeout(first_wait, engine.settle_now(rec, slot)).await {
+                    Ok(Some(ended)) => answer(s, t, &id, ended, &paid.payer, network).await,
+                    // Waiting for the chain or a retry: the claim loop has it now.
+                    Ok(None) => wait(s, t, &id, deadline.saturating_duration_since(Instant::now()), network, false).await,
+                    Err(_) => wait(s, t, &id, Duration::ZERO, network, false).await,
+                }
+            }
+            _ => {
+                s.x402_work.notify_one();
+                wait(s, t, &rec.id, first_wait, network, true).await
+            }
+        },
         // The same authorization or payment id, recorded by a concurrent
         // request or replica: the same payload waits for that settlement;
         // another payload is refused.
@@ -148,29 +166,10 @@ async fn follow(
             Ok(None) | Err(_) => return unavailable(),
         };
         match rec.status {
-            SettlementStatus::Settled => {
-                let tx = rec.tx_hash.unwrap_or_default();
-                // One success per payment where the chain cannot refuse a spent one.
-                if t.answers_once() {
-                    match ledger::claim_answer(&s.db, id).await {
-                        Ok(true) => {}
-                        Ok(false) => return (Status::Ok, failed(Reason::DuplicateSettlement, Some(rec.payer), tx, network)),
-                        Err(_) => return unavailable(),
-                    }
-                }
-                let answer = SettleResponse {
-                    success: true,
-                    error_reason: None,
-                    error_message: None,
-                    payer: Some(rec.payer),
-                    transaction: tx,
-                    network: network.into(),
-                };
-                return (Status::Ok, answer);
-            }
-            SettlementStatus::Failed => {
-                let reason = rec.error_reason.as_deref().and_then(reason::parse).unwrap_or(Reason::TransactionState);
-                return (Status::Ok, failed(reason, Some(rec.payer), rec.tx_hash.unwrap_or_default(), network));
+            SettlementStatus::Settled | SettlementStatus::Failed => {
+                let reason = rec.error_reason.as_deref().and_then(reason::parse);
+                let ended = Ended { status: rec.status, tx_hash: rec.tx_hash, reason };
+                return answer(s, t, id, ended, &rec.payer, network).await;
             }
             SettlementStatus::Queued if Instant::now() >= deadline => {
                 let sent = sent_transaction(&s.db, &rec).await;
@@ -181,6 +180,36 @@ async fn follow(
         // Woken by this replica's worker, or a read now and then for a
         // settlement another replica is sending.
         let _ = tokio::time::timeout(POLL.min(deadline.saturating_duration_since(Instant::now())), woken).await;
+    }
+}
+
+/// The answer for a settlement that ended: a success is answered once
+/// where the chain cannot refuse a spent payment (`answers_once`).
+async fn answer(s: &AppState, t: &Target, id: &str, ended: Ended, payer: &str, network: &str) -> (Status, SettleResponse) {
+    let tx = ended.tx_hash.unwrap_or_default();
+    match ended.status {
+        SettlementStatus::Settled => {
+            if t.answers_once() {
+                match ledger::claim_answer(&s.db, id).await {
+                    Ok(true) => {}
+                    Ok(false) => return (Status::Ok, failed(Reason::DuplicateSettlement, Some(payer.into()), tx, network)),
+                    Err(_) => {
+                        tracing::warn!(settlement = id, "facilitator ledger unavailable while answering");
+                        return (Status::Internal, failed(Reason::ChainUnavailable, None, String::new(), network));
+                    }
+                }
+            }
+            let answer = SettleResponse {
+                success: true,
+                error_reason: None,
+                error_message: None,
+                payer: Some(payer.into()),
+                transaction: tx,
+                network: network.into(),
+            };
+            (Status::Ok, answer)
+        }
+        _ => (Status::Ok, failed(ended.reason.unwrap_or(Reason::TransactionState), Some(payer.into()), tx, network)),
     }
 }
 

@@ -2,6 +2,13 @@
 //! leased like intents and sent through the same steps (stored before
 //! broadcast, a retry re-sends the stored bytes, relayer calls batched), and
 //! end `settled` or `failed` only when the chain says so.
+//!
+//! A `/settle` that finds a free worker here records its settlement already
+//! leased to this replica and runs the first pass itself (`settle_now`): no
+//! claim, no re-read of the row it holds, and the answer comes from the pass.
+//! Its lease is the same as a claimed one's: a crash leaves a row another
+//! worker takes over when the lease runs out, and a pass that must wait
+//! releases the row to the claim loop like any other.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,17 +24,31 @@ use crate::x402::reason::Reason;
 
 /// What to do with a settlement after one pass.
 enum Pass {
-    Done,
+    Done(Ended),
     Later(Duration),
+}
+
+/// How a settlement ended: its final status, transaction and reason.
+#[derive(Debug, Clone)]
+pub struct Ended {
+    pub status: SettlementStatus,
+    pub tx_hash: Option<String>,
+    pub reason: Option<Reason>,
+}
+
+/// A facilitator worker of this replica, held by a request that settles at once.
+pub struct Slot {
+    _permit: tokio::sync::OwnedSemaphorePermit,
 }
 
 impl Engine {
     /// Lease due facilitator settlements and run them, at most `workers` at
     /// once; woken by `/x402/settle`, polling now and then for other replicas'.
     pub(super) async fn dispatch_x402(self: Arc<Self>, workers: usize) {
-        let holder = ulid::Ulid::new().to_string();
-        let free = Arc::new(tokio::sync::Semaphore::new(workers));
-        let lease = self.deps.config.service.claim_lease_seconds as i64 * 1000;
+        let holder = self.x402_holder.clone();
+        let free = self.x402_free.clone();
+        free.add_permits(workers);
+        let lease = self.x402_lease_ms();
         loop {
             let available = free.available_permits();
             if available == 0 {
@@ -41,7 +62,11 @@ impl Engine {
                         let Ok(permit) = free.clone().acquire_owned().await else { return };
                         let me = self.clone();
                         tokio::spawn(async move {
-                            me.x402_step(&id).await;
+                            match ledger::get(&me.deps.db, &id).await {
+                                Ok(Some(rec)) => drop(me.x402_step(&rec, None).await),
+                                Ok(None) => {}
+                                Err(e) => tracing::warn!(settlement = %id, error = %e, "reading a claimed facilitator settlement failed"),
+                            }
                             drop(permit);
                         });
                     }
@@ -57,39 +82,79 @@ impl Engine {
         }
     }
 
-    async fn x402_step(&self, id: &str) {
-        let pass = match self.x402_pass(id).await {
+    /// The lease a request's own settlement is recorded with (`locked_by`,
+    /// `locked_until`), and a free worker for it: `None` when every worker is
+    /// busy (the settlement is then queued for the claim loop).
+    pub fn x402_slot(&self) -> Option<(Slot, String, i64)> {
+        let permit = self.x402_free.clone().try_acquire_owned().ok()?;
+        Some((Slot { _permit: permit }, self.x402_holder.clone(), now_ms() + self.x402_lease_ms()))
+    }
+
+    /// Run the first pass of a settlement just recorded under `slot`'s lease
+    /// (nothing is stored for it yet). `Some` when it ended in this pass;
+    /// `None` when it waits for the claim loop (released, due later). Runs
+    /// in a task of its own, so a caller that goes away cancels nothing.
+    pub async fn settle_now(self: &Arc<Self>, rec: Settlement, slot: Slot) -> Option<Ended> {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let ended = me.x402_step(&rec, Some(vec![])).await;
+            drop(slot);
+            ended
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    fn x402_lease_ms(&self) -> i64 {
+        self.deps.config.service.claim_lease_seconds as i64 * 1000
+    }
+
+    async fn x402_step(&self, rec: &Settlement, stored: Option<Vec<repo::StoredTx>>) -> Option<Ended> {
+        let id = rec.id.as_str();
+        let pass = match self.x402_pass(rec, stored).await {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(settlement = id, error = %format!("{e:#}"), "facilitator settlement pass failed; will retry");
                 Pass::Later(Duration::from_secs(1))
             }
         };
-        if let Pass::Later(after) = pass {
-            if let Err(e) = ledger::reschedule(&self.deps.db, id, now_ms() + after.as_millis() as i64, true).await {
-                tracing::warn!(settlement = id, error = %e, "could not reschedule a facilitator settlement");
+        match pass {
+            Pass::Done(ended) => Some(ended),
+            Pass::Later(after) => {
+                if let Err(e) = ledger::reschedule(&self.deps.db, id, now_ms() + after.as_millis() as i64, true).await {
+                    tracing::warn!(settlement = id, error = %e, "could not reschedule a facilitator settlement");
+                }
+                None
             }
         }
     }
 
     async fn x402_finish(&self, rec: &Settlement, to: SettlementStatus, tx: Option<&str>, why: Option<Reason>) -> anyhow::Result<Pass> {
         tracing::info!(settlement = %rec.id, status = to.as_str(), tx = ?tx, reason = ?why.map(Reason::code), "facilitator settlement ended");
-        ledger::finish(&self.deps.db, &rec.id, to, tx, why.map(Reason::code), now_ms()).await?;
+        self.x402_finishes.finish(&self.deps.db, &rec.id, to, tx, why.map(Reason::code)).await?;
         self.deps.x402_done.finish(&rec.id);
-        Ok(Pass::Done)
+        Ok(Pass::Done(Ended { status: to, tx_hash: tx.map(str::to_string), reason: why }))
     }
 
-    async fn x402_pass(&self, id: &str) -> anyhow::Result<Pass> {
+    /// One pass over a queued settlement this replica holds. `stored`: its
+    /// transactions stored so far, when known (none for a row just
+    /// recorded); read here otherwise.
+    async fn x402_pass(&self, rec: &Settlement, stored: Option<Vec<repo::StoredTx>>) -> anyhow::Result<Pass> {
         let db = &self.deps.db;
-        let Some(rec) = ledger::get(db, id).await? else { return Ok(Pass::Done) };
+        let id = rec.id.as_str();
         if rec.status != SettlementStatus::Queued {
-            return Ok(Pass::Done);
+            return Ok(Pass::Done(Ended { status: rec.status, tx_hash: rec.tx_hash.clone(), reason: None }));
         }
         let adapter = self.adapter(&rec.chain, &rec.asset)?;
-        let family = self.deps.config.chains.get(&rec.chain).map(|c| c.family).unwrap_or(crate::config::Family::Evm);
+        let family =
+            self.deps.config.chains.get(&rec.chain).map(|c| c.family).ok_or_else(|| anyhow::anyhow!("{} is not configured", rec.chain))?;
         let refusal = |e: &ProofError| Reason::refusal(family, e);
         let req: PaymentRequirements = serde_json::from_str(&rec.requirements)?;
-        let stored = repo::list_txs(db, id, "x402").await?;
+        let stored = match stored {
+            Some(s) => s,
+            None => repo::list_txs(db, id, "x402").await?,
+        };
         let unavailable = |m: &str| {
             tracing::info!(settlement = id, detail = m, "chain unavailable; retrying");
             Ok(Pass::Later(Duration::from_secs(1)))
@@ -101,18 +166,18 @@ impl Engine {
         let steps = match adapter.settle(&req, &rec.payload).await? {
             Ok(s) => s,
             Err(ProofError::ChainUnavailable(m)) => return unavailable(&m),
-            Err(e) if stored.is_empty() => return self.x402_finish(&rec, SettlementStatus::Failed, None, Some(refusal(&e))).await,
+            Err(e) if stored.is_empty() => return self.x402_finish(rec, SettlementStatus::Failed, None, Some(refusal(&e))).await,
             Err(_) => vec![],
         };
         match self.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored).await {
             Ok((hash, receipt)) => match self.read_receipt(&adapter, expected(&rec.payer, &req), receipt).await? {
                 ReceiptStatus::Settled(_) => {
                     crate::telemetry::settlement_leg(&rec.chain, "x402", "settled", Some(super::elapsed_since(rec.created_at)));
-                    self.x402_finish(&rec, SettlementStatus::Settled, Some(&hash), None).await
+                    self.x402_finish(rec, SettlementStatus::Settled, Some(&hash), None).await
                 }
                 ReceiptStatus::Failed(m) => {
                     tracing::info!(settlement = id, detail = %m, "facilitator transaction mined without the transfer");
-                    self.x402_finish(&rec, SettlementStatus::Failed, Some(&hash), Some(Reason::TransactionState)).await
+                    self.x402_finish(rec, SettlementStatus::Failed, Some(&hash), Some(Reason::TransactionState)).await
                 }
                 ReceiptStatus::Pending => Ok(Pass::Later(Duration::from_secs(1))),
             },
@@ -132,11 +197,11 @@ impl Engine {
                     },
                     None => Reason::TransactionState,
                 };
-                self.x402_finish(&rec, SettlementStatus::Failed, None, Some(why)).await
+                self.x402_finish(rec, SettlementStatus::Failed, None, Some(why)).await
             }
             Err(StepError::Reverted(m)) => {
                 tracing::info!(settlement = id, detail = %m, "facilitator transaction reverted");
-                self.x402_finish(&rec, SettlementStatus::Failed, None, Some(Reason::TransactionState)).await
+                self.x402_finish(rec, SettlementStatus::Failed, None, Some(Reason::TransactionState)).await
             }
         }
     }

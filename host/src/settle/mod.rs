@@ -11,6 +11,7 @@
 //! id, so the token itself refuses a second payout.
 
 mod facilitator;
+pub use facilitator::{Ended, Slot};
 pub mod keeper;
 mod source;
 mod steps;
@@ -59,6 +60,15 @@ pub struct Deps {
 pub struct Engine {
     deps: Deps,
     setup_locks: tokio::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// This replica's free facilitator workers (none until `spawn`), shared
+    /// by the claim loop and requests that settle at once, and the name its
+    /// leases are held under.
+    x402_free: Arc<tokio::sync::Semaphore>,
+    x402_holder: String,
+    /// Transactions recorded confirmed by this replica (see `confirmed`).
+    confirmed: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::OnceCell<()>>>>,
+    /// Facilitator settlements ending together are written together.
+    x402_finishes: crate::store::facilitator::Finishes,
 }
 
 /// What to do with a queue entry after one pass.
@@ -133,7 +143,14 @@ fn backoff(attempts: i64, cap: Duration) -> Duration {
 
 impl Engine {
     pub fn new(deps: Deps) -> Arc<Engine> {
-        Arc::new(Engine { deps, setup_locks: Default::default() })
+        Arc::new(Engine {
+            deps,
+            setup_locks: Default::default(),
+            x402_free: Arc::new(tokio::sync::Semaphore::new(0)),
+            x402_holder: ulid::Ulid::new().to_string(),
+            confirmed: Default::default(),
+            x402_finishes: Default::default(),
+        })
     }
 
     /// Settle queued intents until the process ends, at most `workers` at

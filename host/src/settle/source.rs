@@ -74,12 +74,31 @@ impl Engine {
         let stored = repo::list_txs(db, &i.id, "source").await?;
         let sent_before = !stored.is_empty();
 
-        let payment = match adapter.verify(&req, &proof).await? {
-            Ok(p) => p,
-            Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
-            // A transaction already went out for it: its receipt decides.
-            Err(_) if sent_before => return self.resume_source(i, adapter, req, proof, None, stored).await,
-            Err(e) => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
+        // Verified once, at acceptance, which stored its payer and replay key:
+        // the adapter's `settle` checks the proof's window and signature
+        // again offline before building anything (a proof that went stale in
+        // the queue is refused there), so only a proof taken without those
+        // (an older row) is verified here.
+        let accepted = match (&i.payer, &i.replay_key) {
+            (Some(payer), Some(key)) => Some(VerifiedPayment {
+                payer: payer.clone(),
+                pay_to: req.pay_to.clone(),
+                amount: req.amount.clone(),
+                valid_after: 0,
+                valid_before: 0,
+                replay_key: key.clone(),
+            }),
+            _ => None,
+        };
+        let payment = match accepted {
+            Some(p) => p,
+            None => match adapter.verify(&req, &proof).await? {
+                Ok(p) => p,
+                Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
+                // A transaction already went out for it: its receipt decides.
+                Err(_) if sent_before => return self.resume_source(i, adapter, req, proof, None, stored).await,
+                Err(e) => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
+            },
         };
         if self.deps.sanctions.is_listed(&payment.payer) {
             crate::telemetry::sanctions_hit("settlement");

@@ -86,10 +86,25 @@ impl Engine {
                     return Err(StepError::Reverted(format!("transaction {tx} failed")));
                 }
             };
-            repo::set_tx_status(db, owner, leg, n, "confirmed", now_ms()).await.map_err(unavailable)?;
+            self.confirmed(chain, &tx).await.map_err(unavailable)?;
             last = Some((tx, receipt));
         }
         last.ok_or_else(|| StepError::NotSent(Failure::PayoutNotDispatched, "nothing was sent".into()))
+    }
+
+    /// Record `tx` confirmed under every row holding it: once per
+    /// transaction, however many owners' steps wait on it (a Multicall3
+    /// batch); the others wait for that write.
+    async fn confirmed(&self, chain: &str, tx: &str) -> Result<(), crate::store::StoreError> {
+        let cell = {
+            let mut seen = self.confirmed.lock().unwrap();
+            if seen.len() > 256 {
+                // Forget transactions nobody is waiting on.
+                seen.retain(|_, c| Arc::strong_count(c) > 1);
+            }
+            seen.entry(format!("{chain}:{tx}")).or_default().clone()
+        };
+        cell.get_or_try_init(|| repo::confirm_tx(&self.deps.db, chain, tx, now_ms())).await.map(|_| ())
     }
 
     /// Follow `tx` until it is final with the chain's confirmations: the

@@ -149,7 +149,7 @@ pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String)
          WHERE k.api_key = $1 AND k.revoked_at IS NULL",
     )
     .bind(api_key)
-    .fetch_optional(&db.pool)
+    .fetch_optional(&db.read)
     .await?;
     row.map(|r| {
         Ok((

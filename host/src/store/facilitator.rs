@@ -88,12 +88,13 @@ fn settlement(r: &sqlx::any::AnyRow) -> Result<Settlement, StoreError> {
     })
 }
 
-/// Record a new settlement, queued and due now. `Duplicate` when its
-/// authorization (or the payer's payment id) is already recorded.
-pub async fn insert(db: &Db, s: &Settlement) -> Result<(), StoreError> {
+/// Record a new settlement, queued and due now; with `lease` (holder,
+/// until), already leased to that holder, as a claim would. `Duplicate`
+/// when its authorization (or the payer's payment id) is already recorded.
+pub async fn insert(db: &Db, s: &Settlement, lease: Option<(&str, i64)>) -> Result<(), StoreError> {
     sqlx::query(&format!(
-        "INSERT INTO x402_settlements ({COLUMNS}, available_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $18)"
+        "INSERT INTO x402_settlements ({COLUMNS}, available_at, locked_by, locked_until) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $18, $20, $21)"
     ))
     .bind(&s.id)
     .bind(&s.replay_key)
@@ -114,6 +115,8 @@ pub async fn insert(db: &Db, s: &Settlement) -> Result<(), StoreError> {
     .bind(&s.tx_hash)
     .bind(s.created_at)
     .bind(s.updated_at)
+    .bind(lease.map(|l| l.0))
+    .bind(lease.map(|l| l.1))
     .execute(&db.pool)
     .await?;
     Ok(())
@@ -121,22 +124,22 @@ pub async fn insert(db: &Db, s: &Settlement) -> Result<(), StoreError> {
 
 pub async fn get(db: &Db, id: &str) -> Result<Option<Settlement>, StoreError> {
     let q = format!("SELECT {COLUMNS} FROM x402_settlements WHERE id = $1");
-    sqlx::query(&q).bind(id).fetch_optional(&db.pool).await?.as_ref().map(settlement).transpose()
+    sqlx::query(&q).bind(id).fetch_optional(&db.read).await?.as_ref().map(settlement).transpose()
 }
 
 pub async fn by_payload_hash(db: &Db, hash: &str) -> Result<Option<Settlement>, StoreError> {
     let q = format!("SELECT {COLUMNS} FROM x402_settlements WHERE payload_hash = $1 ORDER BY created_at LIMIT 1");
-    sqlx::query(&q).bind(hash).fetch_optional(&db.pool).await?.as_ref().map(settlement).transpose()
+    sqlx::query(&q).bind(hash).fetch_optional(&db.read).await?.as_ref().map(settlement).transpose()
 }
 
 pub async fn by_replay_key(db: &Db, key: &str) -> Result<Option<Settlement>, StoreError> {
     let q = format!("SELECT {COLUMNS} FROM x402_settlements WHERE replay_key = $1");
-    sqlx::query(&q).bind(key).fetch_optional(&db.pool).await?.as_ref().map(settlement).transpose()
+    sqlx::query(&q).bind(key).fetch_optional(&db.read).await?.as_ref().map(settlement).transpose()
 }
 
 pub async fn by_payment_id(db: &Db, payer: &str, payment_id: &str) -> Result<Option<Settlement>, StoreError> {
     let q = format!("SELECT {COLUMNS} FROM x402_settlements WHERE payer = $1 AND payment_id = $2");
-    sqlx::query(&q).bind(payer).bind(payment_id).fetch_optional(&db.pool).await?.as_ref().map(settlement).transpose()
+    sqlx::query(&q).bind(payer).bind(payment_id).fetch_optional(&db.read).await?.as_ref().map(settlement).transpose()
 }
 
 /// What an operator looks a settlement up by.
@@ -158,7 +161,7 @@ pub async fn find(db: &Db, by: Lookup<'_>, limit: i64) -> Result<Vec<Settlement>
     };
     let columns = COLUMNS.split(", ").map(|c| format!("s.{c}")).collect::<Vec<_>>().join(", ");
     let q = format!("SELECT {columns} FROM x402_settlements s WHERE {filter} ORDER BY s.created_at DESC LIMIT $2");
-    sqlx::query(&q).bind(value).bind(limit).fetch_all(&db.pool).await?.iter().map(settlement).collect()
+    sqlx::query(&q).bind(value).bind(limit).fetch_all(&db.read).await?.iter().map(settlement).collect()
 }
 
 /// Lease up to `max` due settlements (see `settlement::claim`).
@@ -204,6 +207,112 @@ pub async fn finish(
     Ok(done.rows_affected() == 1)
 }
 
+/// Settlements' finishes, written together when they come together (the
+/// settlements of one Multicall3 batch end when its receipt lands): one
+/// statement per outcome instead of one per settlement. Each is still a
+/// compare-and-set on `queued`, answered per settlement.
+#[derive(Default)]
+pub struct Finishes {
+    lane: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<Finish>>,
+}
+
+struct Finish {
+    id: String,
+    outcome: Outcome,
+    reply: tokio::sync::oneshot::Sender<Result<bool, StoreError>>,
+}
+
+/// What a settlement ends with: status, transaction and reason.
+type Outcome = (SettlementStatus, Option<String>, Option<String>);
+
+/// Most finishes in one statement.
+const FINISHES_MAX: usize = 256;
+
+impl Finishes {
+    /// `finish`, joined with the finishes queued at the same moment.
+    pub async fn finish(
+        &self,
+        db: &Db,
+        id: &str,
+        to: SettlementStatus,
+        tx_hash: Option<&str>,
+        error_reason: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let lane = self.lane.get_or_init(|| {
+            let (lane, queued) = tokio::sync::mpsc::unbounded_channel();
+            tokio::spawn(write_finishes(db.clone(), queued));
+            lane
+        });
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let outcome = (to, tx_hash.map(str::to_string), error_reason.map(str::to_string));
+        if lane.send(Finish { id: id.to_string(), outcome, reply }).is_ok() {
+            if let Ok(done) = answer.await {
+                return done;
+            }
+        }
+        // The writer is gone (its runtime ended): on our own.
+        finish(db, id, to, tx_hash, error_reason, crate::clock::now_ms()).await
+    }
+}
+
+async fn write_finishes(db: Db, mut queued: tokio::sync::mpsc::UnboundedReceiver<Finish>) {
+    while let Some(first) = queued.recv().await {
+        let mut all = vec![first];
+        while all.len() < FINISHES_MAX {
+            match queued.try_recv() {
+                Ok(f) => all.push(f),
+                Err(_) => break,
+            }
+        }
+        let mut groups: Vec<(Outcome, Vec<Finish>)> = vec![];
+        for f in all {
+            match groups.iter_mut().find(|(o, _)| *o == f.outcome) {
+                Some((_, g)) => g.push(f),
+                None => groups.push((f.outcome.clone(), vec![f])),
+            }
+        }
+        for ((to, tx, why), group) in groups {
+            let now = crate::clock::now_ms();
+            let ids: Vec<&str> = group.iter().map(|f| f.id.as_str()).collect();
+            match finish_many(&db, &ids, to, tx.as_deref(), why.as_deref(), now).await {
+                Ok(done) => {
+                    for f in group {
+                        let _ = f.reply.send(Ok(done.contains(&f.id)));
+                    }
+                }
+                // Each on its own, for its own answer.
+                Err(_) => {
+                    for f in group {
+                        let _ = f.reply.send(finish(&db, &f.id, to, tx.as_deref(), why.as_deref(), now).await);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `finish` for many settlements with one outcome: the ids that moved.
+async fn finish_many(
+    db: &Db,
+    ids: &[&str],
+    to: SettlementStatus,
+    tx_hash: Option<&str>,
+    error_reason: Option<&str>,
+    now_ms: i64,
+) -> Result<Vec<String>, StoreError> {
+    let sql = format!(
+        "UPDATE x402_settlements SET status = $1, tx_hash = $2, error_reason = $3, updated_at = $4, locked_by = NULL, locked_until = NULL \
+         WHERE status = 'queued' AND id IN ({}) RETURNING id",
+        crate::store::placeholders(5, ids.len())
+    );
+    let mut q = sqlx::query(&sql).bind(to.as_str()).bind(tx_hash).bind(error_reason).bind(now_ms);
+    for id in ids {
+        q = q.bind(*id);
+    }
+    let rows = q.fetch_all(&db.pool).await?;
+    rows.iter().map(|r| r.try_get::<String, _>("id").map_err(StoreError::from)).collect()
+}
+
 /// Claim the one success answer of a settled payment: `true` for the first
 /// caller only (compare-and-set).
 pub async fn claim_answer(db: &Db, id: &str) -> Result<bool, StoreError> {
@@ -230,7 +339,7 @@ pub async fn add_key(db: &Db, id: &str, name: &str, secret_hash: &str, now_ms: i
 pub async fn key_by_hash(db: &Db, secret_hash: &str) -> Result<Option<String>, StoreError> {
     let row = sqlx::query("SELECT name FROM facilitator_keys WHERE secret_hash = $1 AND revoked_at IS NULL")
         .bind(secret_hash)
-        .fetch_optional(&db.pool)
+        .fetch_optional(&db.read)
         .await?;
     Ok(row.map(|r| r.try_get("name")).transpose()?)
 }

@@ -3,6 +3,7 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
+use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 
 use super::StoreError;
@@ -54,8 +55,8 @@ fn from_row(r: &AnyRow) -> Result<Intent, StoreError> {
 
 pub async fn insert(db: &Db, i: &Intent) -> Result<(), StoreError> {
     sqlx::query(&format!(
-        "INSERT INTO intents ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)"
+        "INSERT INTO intents ({COLUMNS}, receiving_micros) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)"
     ))
     .bind(&i.id)
     .bind(&i.agent_id)
@@ -87,6 +88,7 @@ pub async fn insert(db: &Db, i: &Intent) -> Result<(), StoreError> {
     .bind(i.updated_at)
     .bind(i.error_code.map(|c| c.code()))
     .bind(i64::from(i.payer_listed))
+    .bind(micros(&i.receiving_amount))
     .execute(&db.pool)
     .await
     .map(|_| ())
@@ -96,7 +98,7 @@ pub async fn insert(db: &Db, i: &Intent) -> Result<(), StoreError> {
 pub async fn get(db: &Db, id: &str) -> Result<Option<Intent>, StoreError> {
     sqlx::query(&format!("SELECT {COLUMNS} FROM intents WHERE id = $1"))
         .bind(id)
-        .fetch_optional(&db.pool)
+        .fetch_optional(&db.read)
         .await?
         .as_ref()
         .map(from_row)
@@ -156,55 +158,70 @@ const PROMISED: [Status; 3] = [Status::Pending, Status::SourceSettled, Status::T
 /// fails the whole transaction with `Duplicate`.
 pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, reserve: Option<&Reserve<'_>>, now_ms: i64) -> Result<Accepted, StoreError> {
     let mut tx = db.pool.begin().await?;
-    if let Some(r) = reserve {
-        match db.backend {
-            Backend::Postgres => {
+    // The float check rides on the move itself: the promised total is summed
+    // inside the statement (`receiving_micros`), so on SQLite, one writer at
+    // a time, check and move are one step. Postgres serializes the
+    // (chain, asset) first, since concurrent statements see their own snapshots.
+    let float = match reserve {
+        Some(r) => {
+            if db.backend == Backend::Postgres {
                 sqlx::query("SELECT pg_advisory_xact_lock($1)")
                     .bind(float_lock_key(r.target_chain, r.target_asset))
                     .execute(&mut *tx)
                     .await?;
             }
-            // A write first: SQLite then holds its one write lock to the commit.
-            Backend::Sqlite => {
-                sqlx::query("UPDATE intents SET version = version WHERE id = $1").bind(id).execute(&mut *tx).await?;
+            match (micros(&r.amount.to_string()), floor_micros(r.balance)) {
+                (Some(amount), Some(balance)) => Some((r, balance - amount)),
+                // An amount beyond millionths (none is made so): the rows are read.
+                _ => {
+                    if db.backend == Backend::Sqlite {
+                        // A write first: SQLite then holds its one write lock to the commit.
+                        sqlx::query("UPDATE intents SET version = version WHERE id = $1").bind(id).execute(&mut *tx).await?;
+                    }
+                    if promised(&mut tx, r).await? + r.amount > r.balance {
+                        tx.rollback().await?;
+                        return Ok(Accepted::FloatShort);
+                    }
+                    None
+                }
             }
         }
-        let rows =
-            sqlx::query("SELECT receiving_amount FROM intents WHERE target_chain = $1 AND target_asset = $2 AND status IN ($3, $4, $5)")
-                .bind(r.target_chain)
-                .bind(r.target_asset)
-                .bind(PROMISED[0].as_str())
-                .bind(PROMISED[1].as_str())
-                .bind(PROMISED[2].as_str())
-                .fetch_all(&mut *tx)
-                .await?;
-        let mut promised = Decimal::ZERO;
-        for row in &rows {
-            let text: String = row.try_get("receiving_amount")?;
-            promised += text.parse::<Decimal>().map_err(|e| StoreError::Decode(format!("receiving_amount {text}: {e}")))?;
-        }
-        if promised + r.amount > r.balance {
-            tx.rollback().await?;
-            return Ok(Accepted::FloatShort);
-        }
-    }
-    let moved = sqlx::query(
+        None => None,
+    };
+    // A row of a replica that predates `receiving_micros` counts by its text.
+    let covered = match float {
+        Some(_) => format!(
+            " AND (SELECT COALESCE(SUM(COALESCE(receiving_micros, {MICROS_OF_TEXT})), 0) FROM intents \
+             WHERE target_chain = $9 AND target_asset = $10 AND status IN ($11, $12, $13)) <= $14"
+        ),
+        None => String::new(),
+    };
+    let sql = format!(
         "UPDATE intents SET status = $1, settle_proof = $2, replay_key = $3, payer = $4, updated_at = $5, \
-         error_code = NULL, error_message = NULL, version = version + 1 WHERE id = $6 AND status = $7 AND expires_at > $5",
-    )
-    .bind(Status::Pending.as_str())
-    .bind(a.settle_proof)
-    .bind(a.replay_key)
-    .bind(a.payer)
-    .bind(now_ms)
-    .bind(id)
-    .bind(Status::AwaitingPayment.as_str())
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+         error_code = NULL, error_message = NULL, version = version + 1 WHERE id = $6 AND status = $7 AND expires_at > $8{covered}"
+    );
+    let mut q = sqlx::query(&sql)
+        .bind(Status::Pending.as_str())
+        .bind(a.settle_proof)
+        .bind(a.replay_key)
+        .bind(a.payer)
+        .bind(now_ms)
+        .bind(id)
+        .bind(Status::AwaitingPayment.as_str())
+        .bind(now_ms);
+    if let Some((r, room)) = float {
+        q = q.bind(r.target_chain).bind(r.target_asset);
+        for s in PROMISED {
+            q = q.bind(s.as_str());
+        }
+        q = q.bind(room);
+    }
+    let moved = q.execute(&mut *tx).await?.rows_affected();
     if moved != 1 {
         tx.rollback().await?;
-        return Ok(Accepted::No);
+        // Not moved: lost to another request, expired, or the float is short.
+        let short = float.is_some() && get(db, id).await?.is_some_and(|i| i.status == Status::AwaitingPayment && i.expires_at > now_ms);
+        return Ok(if short { Accepted::FloatShort } else { Accepted::No });
     }
     sqlx::query("INSERT INTO settlement_queue (intent_id, enqueued_at, available_at, attempts) VALUES ($1, $2, $2, 0)")
         .bind(id)
@@ -213,6 +230,39 @@ pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, reserve: Option<&Rese
         .await?;
     tx.commit().await?;
     Ok(Accepted::Yes)
+}
+
+/// `receiving_amount` in millionths, in SQL: what migration 0012 filled
+/// older rows with (exact: at most 6 decimals, at most 10^12 millionths).
+const MICROS_OF_TEXT: &str = "CAST(ROUND(CAST(receiving_amount AS NUMERIC) * 1000000) AS BIGINT)";
+
+/// A decimal amount in millionths, when it has at most 6 decimals.
+fn micros(amount: &str) -> Option<i64> {
+    let m = amount.parse::<Decimal>().ok()? * Decimal::from(1_000_000);
+    m.fract().is_zero().then(|| m.to_i64()).flatten()
+}
+
+/// A balance in whole millionths, rounded down (what it can cover).
+fn floor_micros(balance: Decimal) -> Option<i64> {
+    (balance * Decimal::from(1_000_000)).floor().to_i64()
+}
+
+/// What is promised from this float, summed from its rows.
+async fn promised(tx: &mut sqlx::Transaction<'_, sqlx::Any>, r: &Reserve<'_>) -> Result<Decimal, StoreError> {
+    let rows = sqlx::query("SELECT receiving_amount FROM intents WHERE target_chain = $1 AND target_asset = $2 AND status IN ($3, $4, $5)")
+        .bind(r.target_chain)
+        .bind(r.target_asset)
+        .bind(PROMISED[0].as_str())
+        .bind(PROMISED[1].as_str())
+        .bind(PROMISED[2].as_str())
+        .fetch_all(&mut **tx)
+        .await?;
+    let mut promised = Decimal::ZERO;
+    for row in &rows {
+        let text: String = row.try_get("receiving_amount")?;
+        promised += text.parse::<Decimal>().map_err(|e| StoreError::Decode(format!("receiving_amount {text}: {e}")))?;
+    }
+    Ok(promised)
 }
 
 /// One advisory-lock key per (chain, asset) float.

@@ -21,7 +21,7 @@ use alloy_sol_types::{sol, SolCall};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
-use super::tx::{self, FeeCache, GasLimit, Net, Nonces, Signed, TxCall};
+use super::tx::{self, gas_for, FeeCache, GasLimit, Net, Nonces, Signed, TxCall};
 use crate::chain::ChainClient;
 use crate::db::Db;
 use crate::family::SendError;
@@ -127,7 +127,19 @@ async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
 /// Send `calls` (batched when more than one can go together). Returns
 /// whether the next send should re-read the relayer's nonce from the node.
 async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) -> bool {
-    let calls = if calls.len() > 1 { simulate(lane, calls).await } else { Ok(calls) };
+    // The batch's gas is found beside its simulation (two runs on the node
+    // at once rather than one after the other); it holds when every call
+    // passed, the usual case, and is found again for what is left otherwise.
+    let (calls, gas) = if calls.len() > 1 {
+        let n = calls.len();
+        let whole = aggregate3Call { calls: calls.iter().map(|c| call3(c, false)).collect() }.abi_encode();
+        let gas = gas_for(&lane.chain, lane.relayer.address(), lane.multicall, &whole, GasLimit::OneRun);
+        let (simulated, gas) = tokio::join!(simulate(lane, calls), gas);
+        let all_passed = matches!(&simulated, Ok(ok) if ok.len() == n);
+        (simulated, gas.ok().filter(|_| all_passed).map(GasLimit::Known).unwrap_or(GasLimit::OneRun))
+    } else {
+        (Ok(calls), GasLimit::OneRun)
+    };
     let calls = match calls {
         Ok(c) => c,
         Err(calls) => {
@@ -145,8 +157,8 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
     let call = match calls.as_slice() {
         [one] => TxCall { to: one.to, data: one.data.clone(), value: U256::ZERO, gas: GasLimit::Estimate },
         many => {
-            let batch = many.iter().map(|c| Call3 { target: c.to, allowFailure: false, callData: Bytes::from(c.data.clone()) }).collect();
-            TxCall { to: lane.multicall, data: aggregate3Call { calls: batch }.abi_encode(), value: U256::ZERO, gas: GasLimit::OneRun }
+            let batch = many.iter().map(|c| call3(c, false)).collect();
+            TxCall { to: lane.multicall, data: aggregate3Call { calls: batch }.abi_encode(), value: U256::ZERO, gas }
         }
     };
     tracing::debug!(chain = %lane.chain.chain, calls = calls.len(), "sending settlement calls");
@@ -167,12 +179,15 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
     taken
 }
 
+fn call3(c: &Call, allow_failure: bool) -> Call3 {
+    Call3 { target: c.to, allowFailure: allow_failure, callData: Bytes::from(c.data.clone()) }
+}
+
 /// Run the calls together with failures allowed. Calls that would revert are
 /// answered now; the rest come back. `Err` gives every call back when the
 /// chain has no working Multicall3.
 async fn simulate(lane: &Lane, calls: Vec<Call>) -> Result<Vec<Call>, Vec<Call>> {
-    let batch: Vec<Call3> =
-        calls.iter().map(|c| Call3 { target: c.to, allowFailure: true, callData: Bytes::from(c.data.clone()) }).collect();
+    let batch: Vec<Call3> = calls.iter().map(|c| call3(c, true)).collect();
     let data = Bytes::from(aggregate3Call { calls: batch }.abi_encode());
     let from = lane.relayer.address();
     let answer = lane.chain.rpc("eth_call", json!([{ "from": from, "to": lane.multicall, "data": data }, "latest"])).await;

@@ -250,9 +250,21 @@ pub enum GasLimit {
     /// short reverts whole and is retried, it never pays twice. Nodes
     /// without the method fall back to `Estimate`.
     OneRun,
+    /// Found already (`gas_limit` with `OneRun`, run beside the batch's
+    /// simulation).
+    Known(u64),
+}
+
+/// The gas limit of `call` from `from`, found `how`.
+pub async fn gas_for(chain: &ChainClient, from: Address, to: Address, data: &[u8], how: GasLimit) -> Result<u64, SendError> {
+    let call = json!({ "from": from, "to": to, "data": Bytes::copy_from_slice(data), "value": "0x0" });
+    gas_limit(chain, &call, how).await
 }
 
 async fn gas_limit(chain: &ChainClient, call: &Value, how: GasLimit) -> Result<u64, SendError> {
+    if let GasLimit::Known(gas) = how {
+        return Ok(gas);
+    }
     if how == GasLimit::OneRun {
         match chain.rpc("eth_createAccessList", json!([call, "latest"])).await {
             Ok(v) => {
@@ -383,8 +395,11 @@ impl Receipts {
     pub async fn get(&self, chain: &ChainClient, hash: &str) -> Result<Option<std::sync::Arc<Receipt>>, SendError> {
         let slot = {
             let mut slots = self.slots.lock().unwrap();
-            if slots.len() > 4096 {
-                // Forget receipts nobody is waiting on.
+            if slots.len() > 64 {
+                // Forget receipts nobody is waiting on: a receipt is shared
+                // only by the steps waiting on its transaction right now (a
+                // batch's receipt is large; keeping them grew memory with
+                // every batch).
                 slots.retain(|_, s| std::sync::Arc::strong_count(s) > 1);
             }
             slots.entry(format!("{}:{hash}", chain.chain)).or_default().clone()

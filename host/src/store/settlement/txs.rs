@@ -41,7 +41,7 @@ pub async fn get_tx(db: &Db, id: &str, leg: &str, step: i32) -> Result<Option<St
         .bind(id)
         .bind(leg)
         .bind(step)
-        .fetch_optional(&db.pool)
+        .fetch_optional(&db.read)
         .await?
         .as_ref()
         .map(stored_tx)
@@ -50,7 +50,7 @@ pub async fn get_tx(db: &Db, id: &str, leg: &str, step: i32) -> Result<Option<St
 
 /// Every stored transaction of one leg, in step order.
 pub async fn list_txs(db: &Db, id: &str, leg: &str) -> Result<Vec<StoredTx>, StoreError> {
-    sqlx::query(&format!("{TX_SELECT} ORDER BY ct.step")).bind(id).bind(leg).fetch_all(&db.pool).await?.iter().map(stored_tx).collect()
+    sqlx::query(&format!("{TX_SELECT} ORDER BY ct.step")).bind(id).bind(leg).fetch_all(&db.read).await?.iter().map(stored_tx).collect()
 }
 
 pub struct NewTx<'a> {
@@ -72,20 +72,33 @@ pub async fn insert_tx(db: &Db, t: &NewTx<'_>, now_ms: i64) -> Result<(), StoreE
 }
 
 fn insert_tx_query<'q>(t: &'q NewTx<'q>, now_ms: i64) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    sqlx::query(
-        "INSERT INTO chain_transactions (intent_id, leg, step, label, chain, sender, nonce, raw, tx_hash, status, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'signed', $10, $10)",
-    )
-    .bind(t.intent_id)
-    .bind(t.leg)
-    .bind(t.step)
-    .bind(t.label)
-    .bind(t.chain)
-    .bind(t.sender)
-    .bind(t.nonce)
-    .bind(hex::encode(t.raw))
-    .bind(t.tx_hash)
-    .bind(now_ms)
+    bind_tx(sqlx::query(&*TX_INSERT_ONE), t, hex::encode(t.raw), now_ms)
+}
+
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+/// Columns of a stored transaction and how many binds a row takes.
+const TX_INSERT: &str = "INSERT INTO chain_transactions (intent_id, leg, step, label, chain, sender, nonce, raw, tx_hash, status, created_at, updated_at) VALUES ";
+const TX_BINDS: usize = 10;
+static TX_INSERT_ONE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| format!("{TX_INSERT}{}", tx_values(0)));
+
+/// The `n`th row's values: nine binds, the status, and one bind for both times.
+fn tx_values(n: usize) -> String {
+    let first = 1 + n * TX_BINDS;
+    format!("({}, 'signed', ${t}, ${t})", crate::store::placeholders(first, TX_BINDS - 1), t = first + TX_BINDS - 1)
+}
+
+fn bind_tx<'q>(q: AnyQuery<'q>, t: &'q NewTx<'q>, raw: String, now_ms: i64) -> AnyQuery<'q> {
+    q.bind(t.intent_id)
+        .bind(t.leg)
+        .bind(t.step)
+        .bind(t.label)
+        .bind(t.chain)
+        .bind(t.sender)
+        .bind(t.nonce)
+        .bind(raw)
+        .bind(t.tx_hash)
+        .bind(now_ms)
 }
 
 /// Store one signed transaction under every step it settles (a batch:
@@ -103,37 +116,29 @@ async fn insert_txs_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, rows: &[NewTx<
         .await?;
     // One statement for all the rows: a batch is up to `settlement_batch_max`
     // of them, each a round trip otherwise.
-    let mut insert = sqlx::QueryBuilder::<sqlx::Any>::new(
-        "INSERT INTO chain_transactions (intent_id, leg, step, label, chain, sender, nonce, raw, tx_hash, status, created_at, updated_at) ",
-    );
-    insert.push_values(rows, |mut b, t| {
-        b.push_bind(t.intent_id)
-            .push_bind(t.leg)
-            .push_bind(t.step)
-            .push_bind(t.label)
-            .push_bind(t.chain)
-            .push_bind(t.sender)
-            .push_bind(t.nonce)
-            .push_bind("")
-            .push_bind(t.tx_hash)
-            .push_bind("signed")
-            .push_bind(now_ms)
-            .push_bind(now_ms);
-    });
-    insert.build().execute(&mut **tx).await.map(|_| ()).map_err(StoreError::from)
+    // The bytes live once in `batch_transactions`; each row's `raw` is empty.
+    let sql = format!("{TX_INSERT}{}", (0..rows.len()).map(tx_values).collect::<Vec<_>>().join(", "));
+    let mut insert = sqlx::query(&sql);
+    for t in rows {
+        insert = bind_tx(insert, t, String::new(), now_ms);
+    }
+    insert.execute(&mut **tx).await.map(|_| ()).map_err(StoreError::from)
 }
 
-pub async fn set_tx_status(db: &Db, id: &str, leg: &str, step: i32, status: &str, now_ms: i64) -> Result<(), StoreError> {
-    sqlx::query("UPDATE chain_transactions SET status = $1, updated_at = $2 WHERE intent_id = $3 AND leg = $4 AND step = $5")
-        .bind(status)
-        .bind(now_ms)
-        .bind(id)
-        .bind(leg)
-        .bind(step)
-        .execute(&db.pool)
-        .await
-        .map(|_| ())
-        .map_err(StoreError::from)
+/// Mark every row holding this transaction confirmed, in one statement: a
+/// Multicall3 batch is many owners' rows with the same bytes, written
+/// together when its receipt lands.
+pub async fn confirm_tx(db: &Db, chain: &str, tx_hash: &str, now_ms: i64) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE chain_transactions SET status = 'confirmed', updated_at = $1 WHERE chain = $2 AND tx_hash = $3 AND status <> 'confirmed'",
+    )
+    .bind(now_ms)
+    .bind(chain)
+    .bind(tx_hash)
+    .execute(&db.pool)
+    .await
+    .map(|_| ())
+    .map_err(StoreError::from)
 }
 
 /// Forget a reverted transaction so the step can be signed again. Safe for

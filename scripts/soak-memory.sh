@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Resident memory of one `serve` while it settles ROUNDS × N intents
+# (devnet/bench.mjs --n N, base → arbitrum): VmRSS after each round, to
+# $OUT/memory.jsonl, then the growth from the 2nd round to the last. Flat
+# after warm-up means nothing is kept per intent beyond caches of a fixed
+# size. Not in CI (minutes of load).
+#   N=1000 ROUNDS=5 scripts/soak-memory.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/build.sh >/dev/null
+bin=$PWD/target/release/stablerail
+out=${OUT:-$PWD/.stablerail/soak}
+mkdir -p "$out"
+: >"$out/memory.jsonl"
+dir=$(mktemp -d)
+port=$((21000 + RANDOM % 8000))
+"$bin" devnet up --dir "$dir/dn" --port "$port" --chains base,arbitrum >/dev/null
+url=http://127.0.0.1:$((port + 800))
+RUST_LOG=warn "$bin" serve --config "$dir/dn/chains.toml" --database "sqlite://$dir/dn/stablerail.db" \
+    --listen "127.0.0.1:$((port + 800))" >"$dir/serve.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; "$bin" devnet down --dir "$dir/dn" >/dev/null 2>&1; rm -rf "$dir"' EXIT
+for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 0.1; done
+rss() { awk '/VmRSS/ {print $2}' "/proc/$server/status"; }
+echo "{\"round\":0,\"intents\":0,\"rss_kib\":$(rss)}" | tee -a "$out/memory.jsonl"
+for r in $(seq 1 "${ROUNDS:-5}"); do
+    node devnet/bench.mjs --dir "$dir/dn" --url "$url" --n "${N:-1000}" --skip-reference >/dev/null
+    echo "{\"round\":$r,\"intents\":$((r * ${N:-1000})),\"rss_kib\":$(rss)}" | tee -a "$out/memory.jsonl"
+done
+node -e '
+    const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
+    const [second, last] = [rows[2], rows[rows.length - 1]];
+    const kept = (last.rss_kib - second.rss_kib) * 1024 / (last.intents - second.intents);
+    console.log(`from round 2 to ${last.round}: ${((last.rss_kib - second.rss_kib) / 1024).toFixed(1)} MiB, ${kept.toFixed(0)} bytes per intent`);
+' "$out/memory.jsonl"
