@@ -60,9 +60,17 @@ pub enum CallError {
 }
 
 /// Shared engine, linker and limits.
+/// Fuel for a call made on an async thread (`Adapter::call_inline`): a
+/// proof check takes well under a tenth of it; a call that needs more
+/// (or spins) stops there, a few milliseconds in, and goes to a blocking
+/// thread with the whole budget.
+const INLINE_FUEL: u64 = 10_000_000;
+
 pub struct Runtime {
     engine: Engine,
     linker: Linker<HostState>,
+    /// The host imports without WASI, for calls made on async threads.
+    inline: Linker<HostState>,
     limits: Limits,
     cache_dir: PathBuf,
     clock: Clock,
@@ -80,8 +88,12 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         // Every version imports 0.1.0's interfaces: one linker serves them all.
         v0_1::Adapter::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+        // Without WASI: its sync functions block on the runtime, which an
+        // async thread may not. Each adapter's copy traps on them instead.
+        let mut inline = Linker::new(&engine);
+        v0_1::Adapter::add_to_linker::<HostState, HasSelf<HostState>>(&mut inline, |s| s)?;
         let slots = Arc::new(tokio::sync::Semaphore::new(engine::POOL_INSTANCES as usize));
-        Ok(Arc::new(Runtime { engine, linker, limits, cache_dir, clock, allocator, slots }))
+        Ok(Arc::new(Runtime { engine, linker, inline, limits, cache_dir, clock, allocator, slots }))
     }
 
     /// Load, compile (or fetch from cache), link and describe one adapter file.
@@ -109,16 +121,18 @@ impl Runtime {
             .map_err(|e| invalid(format!("does not fit the stablerail:adapter@{version} world: {e:#}")))?;
         let misfit =
             |e: wasmtime::Error| invalid(format!("does not export stablerail:adapter/scheme@{version} as this host knows it: {e:#}"));
-        let pre = match *version {
-            "0.1.0" => Pre::V0_1(v0_1::AdapterPre::new(pre).map_err(misfit)?),
-            "0.2.0" => Pre::V0_2(v0_2::AdapterPre::new(pre).map_err(misfit)?),
-            "0.3.0" => Pre::V0_3(v0_3::AdapterPre::new(pre).map_err(misfit)?),
-            _ => Pre::V0_4(v0_4::AdapterPre::new(pre).map_err(misfit)?),
-        };
+        let pre = Pre::new(version, pre).map_err(misfit)?;
+        let mut inline = self.inline.clone();
+        let inline_pre = inline
+            .define_unknown_imports_as_traps(&component)
+            .and_then(|_| inline.instantiate_pre(&component))
+            .and_then(|p| Pre::new(version, p))
+            .map_err(misfit)?;
         let name: Arc<str> = file.file_name().map(|n| n.to_string_lossy().into()).unwrap_or_else(|| "adapter".into());
         let mut adapter = Adapter {
             runtime: self.clone(),
             pre,
+            inline_pre,
             file: file.to_path_buf(),
             name,
             interface: version,
@@ -140,10 +154,23 @@ enum Pre {
     V0_4(v0_4::AdapterPre<HostState>),
 }
 
+impl Pre {
+    fn new(version: &str, pre: wasmtime::component::InstancePre<HostState>) -> wasmtime::Result<Pre> {
+        Ok(match version {
+            "0.1.0" => Pre::V0_1(v0_1::AdapterPre::new(pre)?),
+            "0.2.0" => Pre::V0_2(v0_2::AdapterPre::new(pre)?),
+            "0.3.0" => Pre::V0_3(v0_3::AdapterPre::new(pre)?),
+            _ => Pre::V0_4(v0_4::AdapterPre::new(pre)?),
+        })
+    }
+}
+
 /// One loaded adapter, ready to be instantiated per call.
 pub struct Adapter {
     runtime: Arc<Runtime>,
     pre: Pre,
+    /// The same component linked without WASI (`call_inline`).
+    inline_pre: Pre,
     pub file: PathBuf,
     pub name: Arc<str>,
     /// The `stablerail:adapter` version it was built against, e.g. "0.1.0".
@@ -161,11 +188,55 @@ impl Adapter {
         chain: Option<Arc<ChainClient>>,
         f: impl FnOnce(Exports<'_>, &mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
+        let state = HostState::new(self.name.clone(), self.runtime.limits.memory_bytes, chain, self.runtime.clock.clone());
+        self.run(state, self.runtime.limits.fuel, f)
+    }
+
+    /// Run `f` where nothing may block (an async thread): with a small slice
+    /// of the fuel budget, no chain, and WASI's functions trapping. `None`
+    /// when it ran out of the slice, asked the chain or trapped (a WASI call,
+    /// a panic's message): then nothing it did counts (adapter calls are
+    /// pure apart from chain reads) and the caller runs it again with
+    /// `call`, on a blocking thread with the whole budget, where a real
+    /// trap is reported as such.
+    pub fn call_inline<R>(
+        &self,
+        f: impl FnOnce(Exports<'_>, &mut Store<HostState>) -> wasmtime::Result<R>,
+    ) -> Option<Result<R, CallError>> {
         let rt = &self.runtime;
-        let state = HostState::new(self.name.clone(), rt.limits.memory_bytes, chain, rt.clock.clone());
+        let mut state = HostState::new(self.name.clone(), rt.limits.memory_bytes, None, rt.clock.clone());
+        state.chain_deferred = true;
+        let slice = rt.limits.fuel.min(INLINE_FUEL);
+        let mut wanted = false;
+        let answer = self.run_then(&self.inline_pre, state, slice, f, |s| wanted = s.chain_wanted);
+        match answer {
+            _ if wanted => None,
+            Err(CallError::OutOfFuel(_) | CallError::Trap(..)) => None,
+            other => Some(other),
+        }
+    }
+
+    fn run<R>(
+        &self,
+        state: HostState,
+        fuel: u64,
+        f: impl FnOnce(Exports<'_>, &mut Store<HostState>) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        self.run_then(&self.pre, state, fuel, f, |_| {})
+    }
+
+    fn run_then<R>(
+        &self,
+        pre: &Pre,
+        state: HostState,
+        fuel: u64,
+        f: impl FnOnce(Exports<'_>, &mut Store<HostState>) -> wasmtime::Result<R>,
+        after: impl FnOnce(&HostState),
+    ) -> Result<R, CallError> {
+        let rt = &self.runtime;
         let mut store = Store::new(&rt.engine, state);
         store.limiter(|s| &mut s.limiter);
-        let outcome = store.set_fuel(rt.limits.fuel).and_then(|_| match &self.pre {
+        let outcome = store.set_fuel(fuel).and_then(|_| match pre {
             Pre::V0_1(pre) => {
                 let instance = pre.instantiate(&mut store)?;
                 f(Exports::V0_1(instance.stablerail_adapter_scheme()), &mut store)
@@ -183,6 +254,7 @@ impl Adapter {
                 f(Exports::V0_4(instance.stablerail_adapter0_4_0_scheme()), &mut store)
             }
         });
+        after(store.data());
         outcome.map_err(|e| self.classify(e, &store))
     }
 

@@ -196,31 +196,50 @@ impl<T, E: Into<Refusal>> Answer<T> for Result<Result<T, E>, CallError> {
 /// on a blocking thread, in a fresh sandboxed instance), typed. Outer
 /// `Result`: the call itself failed (trap, budget). Inner: the adapter's
 /// own answer.
+/// Adapter functions that read their chain: always on a blocking thread.
+const READS_THE_CHAIN: [&str; 2] = ["preflight", "prepare-sender"];
+
 impl AssetAdapter {
     async fn call<R: Send + 'static>(
         self: &Arc<Self>,
         function: &'static str,
-        f: impl FnOnce(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, super::exports::Context) -> wasmtime::Result<R>
+        f: impl Fn(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, super::exports::Context) -> wasmtime::Result<R>
             + Send
+            + Sync
             + 'static,
     ) -> Result<R, CallError> {
-        let me = self.clone();
         let name = self.adapter.name.clone();
         let Ok(slot) = self.adapter.runtime.slots.clone().acquire_owned().await else {
             return Err(CallError::Trap(name, "the adapter runtime is shutting down".into()));
         };
-        tokio::task::spawn_blocking(move || {
-            let _slot = slot;
-            let started = std::time::Instant::now();
-            let ctx = super::exports::Context { asset: &me.ctx, relayer: me.relayer.get().map(String::as_str) };
-            let answer = me.adapter.call(Some(me.chain.clone()), |g, s| f(g, s, ctx));
-            let outcome = match &answer {
+        let done = |me: &AssetAdapter, answer: &Result<R, CallError>, started: std::time::Instant| {
+            let outcome = match answer {
                 Ok(_) => "ok",
                 Err(CallError::OutOfFuel(_)) => "out_of_fuel",
                 Err(CallError::MemoryLimit(..)) => "memory_limit",
                 Err(CallError::Trap(..)) => "trap",
             };
             crate::telemetry::adapter_call(&me.adapter.name, function, outcome, started.elapsed());
+        };
+        // Most calls compute only, in well under a millisecond: they run
+        // here, without two thread hand-offs. Those that read the chain go
+        // to a blocking thread at once; any other that turns out to (or
+        // runs long) is run again there.
+        if !READS_THE_CHAIN.contains(&function) {
+            let started = std::time::Instant::now();
+            let ctx = super::exports::Context { asset: &self.ctx, relayer: self.relayer.get().map(String::as_str) };
+            if let Some(answer) = self.adapter.call_inline(|g, s| f(g, s, ctx)) {
+                done(self, &answer, started);
+                return answer;
+            }
+        }
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            let started = std::time::Instant::now();
+            let ctx = super::exports::Context { asset: &me.ctx, relayer: me.relayer.get().map(String::as_str) };
+            let answer = me.adapter.call(Some(me.chain.clone()), |g, s| f(g, s, ctx));
+            done(&me, &answer, started);
             answer
         })
         .await

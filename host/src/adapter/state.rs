@@ -26,6 +26,10 @@ pub struct HostState {
     chain: Option<Arc<ChainClient>>,
     clock: Clock,
     adapter: Arc<str>,
+    /// A call run on an async thread may not wait on the chain: its asking
+    /// is recorded (the call is then run again where it may wait).
+    pub(super) chain_deferred: bool,
+    pub(super) chain_wanted: bool,
 }
 
 impl HostState {
@@ -42,6 +46,8 @@ impl HostState {
             chain,
             clock,
             adapter,
+            chain_deferred: false,
+            chain_wanted: false,
         }
     }
 }
@@ -95,6 +101,10 @@ impl crypto::Host for HostState {
 
 impl chain::Host for HostState {
     fn query(&mut self, method: String, params: String) -> Result<String, chain::QueryError> {
+        if self.chain_deferred {
+            self.chain_wanted = true;
+            return Err(chain::QueryError::Unavailable("asked again where the chain can be waited for".into()));
+        }
         match &self.chain {
             None => Err(chain::QueryError::Denied("this call has no chain".into())),
             Some(client) => client.query_blocking(&method, &params).map_err(|e| match e {
