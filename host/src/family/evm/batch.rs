@@ -155,7 +155,7 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
         return resync;
     }
     let call = match calls.as_slice() {
-        [one] => TxCall { to: one.to, data: one.data.clone(), value: U256::ZERO, gas: GasLimit::Estimate },
+        [one] => TxCall { to: one.to, data: one.data.clone(), value: U256::ZERO, gas: GasLimit::OneRun },
         many => {
             let batch = many.iter().map(|c| call3(c, false)).collect();
             TxCall { to: lane.multicall, data: aggregate3Call { calls: batch }.abi_encode(), value: U256::ZERO, gas }
