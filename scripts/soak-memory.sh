@@ -4,11 +4,11 @@
 # $OUT/memory.jsonl, then the growth from the 2nd round to the last. Flat
 # after warm-up means nothing is kept per intent beyond caches of a fixed
 # size. Not in CI (minutes of load).
-#   N=1000 ROUNDS=5 scripts/soak-memory.sh
+#   N=1000 ROUNDS=5 scripts/soak-memory.sh     (BIN: another build to soak)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh >/dev/null
-bin=$PWD/target/release/stablerail
+bin=${BIN:-$PWD/target/release/stablerail}
 out=${OUT:-$PWD/.stablerail/soak}
 mkdir -p "$out"
 : >"$out/memory.jsonl"

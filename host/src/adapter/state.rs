@@ -19,7 +19,8 @@ pub fn system_clock() -> Clock {
 }
 
 pub struct HostState {
-    wasi: WasiCtx,
+    /// Built on the guest's first WASI call: most calls make none.
+    wasi: Option<WasiCtx>,
     table: ResourceTable,
     pub(super) limiter: MemoryLimiter,
     /// The chain of the call's asset-context; `None` when the call has none.
@@ -34,13 +35,8 @@ pub struct HostState {
 
 impl HostState {
     pub fn new(adapter: Arc<str>, max_memory: usize, chain: Option<Arc<ChainClient>>, clock: Clock) -> Self {
-        // A WASI context with nothing in it: no preopened directories, no
-        // environment, no arguments, no sockets, no name lookup. Guests built
-        // for wasm32-wasip2 import these interfaces; they get nothing from them.
-        let mut wasi = WasiCtx::builder();
-        wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
         HostState {
-            wasi: wasi.build(),
+            wasi: None,
             table: ResourceTable::new(),
             limiter: MemoryLimiter { max: max_memory, refused: false },
             chain,
@@ -54,7 +50,15 @@ impl HostState {
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        // A WASI context with nothing in it: no preopened directories, no
+        // environment, no arguments, no sockets, no name lookup. Guests built
+        // for wasm32-wasip2 import these interfaces; they get nothing from them.
+        let wasi = self.wasi.get_or_insert_with(|| {
+            let mut wasi = WasiCtx::builder();
+            wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+            wasi.build()
+        });
+        WasiCtxView { ctx: wasi, table: &mut self.table }
     }
 }
 
