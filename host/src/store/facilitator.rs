@@ -303,7 +303,7 @@ async fn finish_many(
     let sql = format!(
         "UPDATE x402_settlements SET status = $1, tx_hash = $2, error_reason = $3, updated_at = $4, locked_by = NULL, locked_until = NULL \
          WHERE status = 'queued' AND id IN ({}) RETURNING id",
-        crate::store::placeholders(5, ids.len())
+        crate::store::numbered_params(5, ids.len())
     );
     let mut q = sqlx::query(&sql).bind(to.as_str()).bind(tx_hash).bind(error_reason).bind(now_ms);
     for id in ids {

@@ -14,10 +14,10 @@ pub mod swaps;
 
 pub use error::StoreError;
 
-/// `$first, …, $(first + n - 1)`: numbered placeholders for a list of
+/// `$first, …, $(first + n - 1)`: numbered parameters for a list of
 /// binds. Both engines take `$N`; sqlx's `QueryBuilder` for `Any` writes
 /// `?`, which Postgres refuses.
-pub(crate) fn placeholders(first: usize, n: usize) -> String {
+pub(crate) fn numbered_params(first: usize, n: usize) -> String {
     (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
 }
 

@@ -85,7 +85,7 @@ static TX_INSERT_ONE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
 /// The `n`th row's values: nine binds, the status, and one bind for both times.
 fn tx_values(n: usize) -> String {
     let first = 1 + n * TX_BINDS;
-    format!("({}, 'signed', ${t}, ${t})", crate::store::placeholders(first, TX_BINDS - 1), t = first + TX_BINDS - 1)
+    format!("({}, 'signed', ${t}, ${t})", crate::store::numbered_params(first, TX_BINDS - 1), t = first + TX_BINDS - 1)
 }
 
 fn bind_tx<'q>(q: AnyQuery<'q>, t: &'q NewTx<'q>, raw: String, now_ms: i64) -> AnyQuery<'q> {
