@@ -88,7 +88,7 @@ pub async fn insert(db: &Db, i: &Intent) -> Result<(), StoreError> {
     .bind(i.updated_at)
     .bind(i.error_code.map(|c| c.code()))
     .bind(i64::from(i.payer_listed))
-    .bind(micros(&i.receiving_amount))
+    .bind(i.receiving_amount.parse().ok().and_then(micros))
     .execute(&db.pool)
     .await
     .map(|_| ())
@@ -170,21 +170,10 @@ pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, reserve: Option<&Rese
                     .execute(&mut *tx)
                     .await?;
             }
-            match (micros(&r.amount.to_string()), floor_micros(r.balance)) {
-                (Some(amount), Some(balance)) => Some((r, balance - amount)),
-                // An amount beyond millionths (none is made so): the rows are read.
-                _ => {
-                    if db.backend == Backend::Sqlite {
-                        // A write first: SQLite then holds its one write lock to the commit.
-                        sqlx::query("UPDATE intents SET version = version WHERE id = $1").bind(id).execute(&mut *tx).await?;
-                    }
-                    if promised(&mut tx, r).await? + r.amount > r.balance {
-                        tx.rollback().await?;
-                        return Ok(Accepted::FloatShort);
-                    }
-                    None
-                }
-            }
+            // Receiving amounts have at most 6 decimals (`fees::PRECISION`).
+            let amount = micros(r.amount).ok_or_else(|| StoreError::Decode(format!("receiving amount {} beyond millionths", r.amount)))?;
+            let balance = floor_micros(r.balance).ok_or_else(|| StoreError::Decode(format!("float balance {} out of range", r.balance)))?;
+            Some((r, balance - amount))
         }
         None => None,
     };
@@ -237,32 +226,14 @@ pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, reserve: Option<&Rese
 const MICROS_OF_TEXT: &str = "CAST(ROUND(CAST(receiving_amount AS NUMERIC) * 1000000) AS BIGINT)";
 
 /// A decimal amount in millionths, when it has at most 6 decimals.
-fn micros(amount: &str) -> Option<i64> {
-    let m = amount.parse::<Decimal>().ok()? * Decimal::from(1_000_000);
+fn micros(amount: Decimal) -> Option<i64> {
+    let m = amount * Decimal::from(1_000_000);
     m.fract().is_zero().then(|| m.to_i64()).flatten()
 }
 
 /// A balance in whole millionths, rounded down (what it can cover).
 fn floor_micros(balance: Decimal) -> Option<i64> {
     (balance * Decimal::from(1_000_000)).floor().to_i64()
-}
-
-/// What is promised from this float, summed from its rows.
-async fn promised(tx: &mut sqlx::Transaction<'_, sqlx::Any>, r: &Reserve<'_>) -> Result<Decimal, StoreError> {
-    let rows = sqlx::query("SELECT receiving_amount FROM intents WHERE target_chain = $1 AND target_asset = $2 AND status IN ($3, $4, $5)")
-        .bind(r.target_chain)
-        .bind(r.target_asset)
-        .bind(PROMISED[0].as_str())
-        .bind(PROMISED[1].as_str())
-        .bind(PROMISED[2].as_str())
-        .fetch_all(&mut **tx)
-        .await?;
-    let mut promised = Decimal::ZERO;
-    for row in &rows {
-        let text: String = row.try_get("receiving_amount")?;
-        promised += text.parse::<Decimal>().map_err(|e| StoreError::Decode(format!("receiving_amount {text}: {e}")))?;
-    }
-    Ok(promised)
 }
 
 /// One advisory-lock key per (chain, asset) float.
