@@ -13,11 +13,13 @@
 # printed, and $OUT/benchmarks.svg is drawn from the rows.
 #   N=200 CONC="1 32 200" scripts/bench-peers.sh
 # x402-rs runs when its binary is installed (`cargo install
-# x402-facilitator --locked`, or X402RS_BIN).
+# x402-facilitator --locked`, or X402RS_BIN). BIN= measures another build
+# of stablerail; ROWS= picks rows (default "x402 intents peer reference").
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh >/dev/null
-bin=$PWD/target/release/stablerail
+if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
+bin=${BIN:-$PWD/target/release/stablerail}
+rows=" ${ROWS:-x402 intents peer reference} "
 out=${OUT:-$PWD/.stablerail/bench-peers}
 mkdir -p "$out"
 results=$out/results.jsonl
@@ -42,6 +44,7 @@ undevnet() {
 # stablerail on the devnet, keyless facilitator on with its limits lifted.
 serve() {
     printf '\n[facilitator]\npublic = true\npublic_requests_per_minute = 100000000\n' >>"$dir/dn/chains.toml"
+    if [ -n "${WORKERS:-}" ]; then sed -i "s/^\[service\]$/[service]\nsettlement_workers = $WORKERS/" "$dir/dn/chains.toml"; fi
     url=http://127.0.0.1:$((port + 800))
     RUST_LOG=warn taskset -c "$SERVICE_CPU" "$bin" serve --config "$dir/dn/chains.toml" \
         --database "sqlite://$dir/dn/stablerail.db" --listen "127.0.0.1:$((port + 800))" >"$dir/serve.log" 2>&1 &
@@ -62,20 +65,24 @@ load() { taskset -c "$LOAD_CPU" node "$@"; }
 
 for c in ${CONC:-1 32 200}; do
     echo "== concurrency $c, $n payments per row"
+    if [[ $rows == *" x402 "* ]]; then
     devnet base
     serve
     row stablerail-x402-settle "$c" "$(FAC=$url/x402 DIR=$dir/dn N=$n C=$c load devnet/bench-x402.mjs)"
     unserve
     undevnet
+    fi
 
+    if [[ $rows == *" intents "* ]]; then
     devnet base,arbitrum
     serve
     report=$(load devnet/bench.mjs --dir "$dir/dn" --url "$url" --n "$n" --c "$c" --skip-reference)
     row stablerail-intents "$c" "$(node -e 'const j=JSON.parse(process.argv[1]);const s=j.stablerail;console.log(JSON.stringify({n:j.n,per_second:s.source_leg.per_second,latency_ms:s.source_leg.latency_ms,proof_to_target_settled_per_second:s.proof_to_target_settled.per_second}))' "$report")"
     unserve
     undevnet
+    fi
 
-    if command -v "$peer" >/dev/null; then
+    if [[ $rows == *" peer "* ]] && command -v "$peer" >/dev/null; then
         devnet base
         rpc=$(node -e 'console.log(require(process.argv[1]).chains.base.rpc)' "$dir/dn/devnet.json")
         HOST=127.0.0.1 PORT=$((port + 900)) RPC_URL_BASE=$rpc SIGNER_TYPE=private-key \
@@ -96,6 +103,7 @@ for c in ${CONC:-1 32 200}; do
     ' "$results" "$c"
 done
 
+if [[ $rows == *" reference "* ]]; then
 echo "== the TypeScript reference (@x402/evm), sequential"
 devnet base,arbitrum
 serve
@@ -103,6 +111,7 @@ report=$(load devnet/bench.mjs --dir "$dir/dn" --url "$url" --n "$n" --c 1)
 row typescript-reference 1 "$(node -e 'const j=JSON.parse(process.argv[1]);console.log(JSON.stringify({n:j.n,per_second:j.reference_facilitator.per_second}))' "$report")"
 unserve
 undevnet
+fi
 
 node devnet/bench-plot.mjs "$results" >"$out/benchmarks.svg"
 echo "rows: $results; picture: $out/benchmarks.svg"

@@ -217,6 +217,46 @@ async fn bad_payloads_are_invalid_with_x402_reasons_and_one_payload_settles_once
     assert_eq!(v["invalidReason"], "invalid_exact_evm_nonce_already_used", "{v}");
 }
 
+/// A payment the chain would refuse (its payer holds nothing) is answered
+/// `insufficient_funds` with nothing sent, and lets go of its authorization:
+/// the same payload settles, once, after the payer is funded. The operator
+/// sees both attempts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_payment_refused_with_nothing_sent_settles_once_funded() {
+    let dn = Devnet::start(26645, "base", "").await;
+    let key = facilitator_key(&dn, "shop");
+    let port = free_port();
+    let _service = serve(&dn, port);
+    let signer = alloy_signer_local::PrivateKeySigner::random();
+    let payer = signer.address().to_checksum(None);
+    let payer_key = alloy_primitives::hex::encode_prefixed(signer.to_bytes());
+    let req = requirements(&dn, "40000");
+    let body = json!({ "x402Version": 2, "paymentPayload": payload(&req, &payer_key), "paymentRequirements": req });
+
+    let nonce_before = relayer_nonce_of(&dn).await;
+    let (s, v) = post(port, "/x402/settle", &key, body.clone()).await;
+    assert_eq!((s, &v["success"], v["errorReason"].as_str()), (200, &json!(false), Some("insufficient_funds")), "{v}");
+    assert_eq!((&v["transaction"], &v["payer"]), (&json!(""), &json!(payer)), "{v}");
+    assert_eq!(relayer_nonce_of(&dn).await, nonce_before, "nothing was sent for the refused payment");
+
+    dn.mint("base", &payer, U256::from(40000u64)).await;
+    let before = dn.balance_of("base", "usdc", MERCHANT).await;
+    let (s, v) = post(port, "/x402/settle", &key, body.clone()).await;
+    assert_eq!((s, &v["success"]), (200, &json!(true)), "{v}");
+    let tx = v["transaction"].clone();
+    assert!(tx.as_str().is_some_and(|t| t.len() == 66), "{v}");
+    let (_, again) = post(port, "/x402/settle", &key, body).await;
+    assert_eq!((&again["success"], &again["transaction"]), (&json!(true), &tx), "{again}");
+    assert_eq!(dn.balance_of("base", "usdc", MERCHANT).await, before + U256::from(40000u64), "paid once");
+    assert_eq!(dn.balance_of("base", "usdc", &payer).await, U256::ZERO);
+
+    let (s, found) = common::http(port, "GET", &format!("/x402/settlements?payer={payer}"), Some(&format!("Bearer {key}")), None);
+    assert_eq!(s, 200, "{found}");
+    let seen: Vec<(&str, &str)> =
+        found.as_array().unwrap().iter().map(|r| (r["status"].as_str().unwrap(), r["error_reason"].as_str().unwrap_or(""))).collect();
+    assert_eq!(seen, [("settled", ""), ("failed", "insufficient_funds")], "newest first: {found}");
+}
+
 /// The chain holds the broadcast past the bound: the resource server's
 /// first settle answers `settlement_pending` with the transaction, its one
 /// retry (same payload) waits for the same settlement and gets `success`

@@ -188,6 +188,11 @@ pub struct Facilitator {
     pub settle_wait_seconds: u64,
     /// How long a repeated `/settle` of a pending payload waits.
     pub settle_retry_wait_seconds: u64,
+    /// Settlements this replica sends at once. Each waits mostly on the
+    /// chain and batches with the others into the relayer's Multicall3
+    /// transactions, so more of them cost little; past this many, a
+    /// `/settle` queues for a free worker.
+    pub workers: usize,
 }
 
 impl Default for Facilitator {
@@ -200,6 +205,7 @@ impl Default for Facilitator {
             public_pay_to: vec![],
             settle_wait_seconds: 20,
             settle_retry_wait_seconds: 60,
+            workers: 256,
         }
     }
 }

@@ -39,7 +39,10 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
         tracing::warn!(error = %e, "facilitator ledger unavailable");
         (Status::Internal, failed(Reason::ChainUnavailable, None, String::new(), network))
     };
-    let paid = match check(s, t, caller, true).await {
+    // No chain check here: the settlement's pass makes it (a relayer call's
+    // simulation as it is sent, or the adapter's preflight before a longer
+    // settlement), and one refused with nothing sent lets go of its row.
+    let paid = match check(s, t, caller, false).await {
         Ok(p) => p,
         Err((r, payer)) => {
             // Asked before (the chain now refusing the spent authorization),

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{expected, Engine, StepError};
-use crate::adapter::Answer;
+use crate::adapter::AssetAdapter;
 use crate::clock::now_ms;
 use crate::keys::Role;
 use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus};
@@ -131,10 +131,42 @@ impl Engine {
     }
 
     async fn x402_finish(&self, rec: &Settlement, to: SettlementStatus, tx: Option<&str>, why: Option<Reason>) -> anyhow::Result<Pass> {
+        self.x402_end(rec, to, tx, why, false).await
+    }
+
+    /// Failed with nothing sent for it: the authorization is free again.
+    async fn x402_refuse(&self, rec: &Settlement, why: Reason) -> anyhow::Result<Pass> {
+        self.x402_end(rec, SettlementStatus::Failed, None, Some(why), true).await
+    }
+
+    async fn x402_end(
+        &self,
+        rec: &Settlement,
+        to: SettlementStatus,
+        tx: Option<&str>,
+        why: Option<Reason>,
+        refused: bool,
+    ) -> anyhow::Result<Pass> {
         tracing::info!(settlement = %rec.id, status = to.as_str(), tx = ?tx, reason = ?why.map(Reason::code), "facilitator settlement ended");
-        self.x402_finishes.finish(&self.deps.db, &rec.id, to, tx, why.map(Reason::code)).await?;
+        let outcome =
+            ledger::Outcome { status: to, tx_hash: tx.map(str::to_string), error_reason: why.map(|r| r.code().to_string()), refused };
+        self.x402_finishes.finish(&self.deps.db, &rec.id, outcome).await?;
         self.deps.x402_done.finish(&rec.id);
         Ok(Pass::Done(Ended { status: to, tx_hash: tx.map(str::to_string), reason: why }))
+    }
+
+    /// The adapter's chain-state check of a settlement's payment (balance,
+    /// authorization unused).
+    async fn x402_preflight(
+        &self,
+        adapter: &Arc<AssetAdapter>,
+        req: &PaymentRequirements,
+        rec: &Settlement,
+    ) -> anyhow::Result<Result<(), ProofError>> {
+        match adapter.verify(req, &rec.payload).await? {
+            Ok(p) => Ok(adapter.preflight(&p).await?),
+            Err(e) => Ok(Err(e)),
+        }
     }
 
     /// One pass over a queued settlement this replica holds. `stored`: its
@@ -166,9 +198,19 @@ impl Engine {
         let steps = match adapter.settle(&req, &rec.payload).await? {
             Ok(s) => s,
             Err(ProofError::ChainUnavailable(m)) => return unavailable(&m),
-            Err(e) if stored.is_empty() => return self.x402_finish(rec, SettlementStatus::Failed, None, Some(refusal(&e))).await,
+            Err(e) if stored.is_empty() => return self.x402_refuse(rec, refusal(&e)).await,
             Err(_) => vec![],
         };
+        // A settlement the chain checks as it is sent (one simulated relayer
+        // call) is preflighted only to explain a refusal; a longer one (an
+        // approval goes first) before anything is sent.
+        if stored.is_empty() && !super::checked_on_send(&steps) {
+            match self.x402_preflight(&adapter, &req, rec).await? {
+                Ok(()) => {}
+                Err(ProofError::ChainUnavailable(m)) => return unavailable(&m),
+                Err(e) => return self.x402_refuse(rec, refusal(&e)).await,
+            }
+        }
         match self.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored).await {
             Ok((hash, receipt)) => match self.read_receipt(&adapter, expected(&rec.payer, &req), receipt).await? {
                 ReceiptStatus::Settled(_) => {
@@ -187,17 +229,17 @@ impl Engine {
             }
             Err(StepError::Pending(m)) => unavailable(&m),
             Err(StepError::WouldRevert(m)) => {
-                // Nothing went out: say why if the adapter can.
+                // This step did not go out: say why if the adapter can.
                 tracing::info!(settlement = id, detail = %m, "facilitator settlement would revert");
-                let payment = adapter.verify(&req, &rec.payload).await.or_refused("verify").ok();
-                let why = match payment {
-                    Some(p) => match adapter.preflight(&p).await? {
-                        Err(e) => refusal(&e),
-                        Ok(()) => Reason::TransactionState,
-                    },
-                    None => Reason::TransactionState,
+                let why = match self.x402_preflight(&adapter, &req, rec).await? {
+                    Err(e) => refusal(&e),
+                    Ok(()) => Reason::TransactionState,
                 };
-                self.x402_finish(rec, SettlementStatus::Failed, None, Some(why)).await
+                if repo::list_txs(db, id, "x402").await?.is_empty() {
+                    self.x402_refuse(rec, why).await
+                } else {
+                    self.x402_finish(rec, SettlementStatus::Failed, None, Some(why)).await
+                }
             }
             Err(StepError::Reverted(m)) => {
                 tracing::info!(settlement = id, detail = %m, "facilitator transaction reverted");

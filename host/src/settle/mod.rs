@@ -154,13 +154,15 @@ impl Engine {
     }
 
     /// Settle queued intents until the process ends, at most `workers` at
-    /// once. One loop per replica claims work, as much as there are free
-    /// workers, so idle workers cost the database nothing.
+    /// once, and facilitator settlements, at most `facilitator.workers`. One
+    /// loop per replica claims work, as much as there are free workers, so
+    /// idle workers cost the database nothing.
     pub fn spawn(self: &Arc<Self>, workers: usize) {
         let me = self.clone();
         tokio::spawn(async move { me.dispatch(workers.max(1)).await });
+        let x402_workers = self.deps.config.facilitator.workers;
         let me = self.clone();
-        tokio::spawn(async move { me.dispatch_x402(workers.max(1)).await });
+        tokio::spawn(async move { me.dispatch_x402(x402_workers.max(1)).await });
         self.spawn_keeper();
         let d = &self.deps;
         let tracker =
@@ -286,4 +288,11 @@ impl Engine {
         tracing::info!(intent = %i.id, why, "chain unavailable; retrying");
         Next::Later(Duration::from_secs(1), false)
     }
+}
+
+/// A settlement of one step that the host signs is checked by the chain
+/// (simulated) as it is sent, which covers what `preflight` checks.
+fn checked_on_send(steps: &[crate::payment::SettleStep]) -> bool {
+    use crate::payment::{SettleStep, Submission};
+    matches!(steps, [SettleStep { submission: Submission::EvmCall(_) | Submission::SolanaCosign(_), .. }])
 }

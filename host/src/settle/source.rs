@@ -14,14 +14,8 @@ use crate::clock::now_ms;
 use crate::failure::{Failure, Reason};
 use crate::intent::{Intent, Status};
 use crate::keys::Role;
-use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus, SettleStep, Submission, Transfer, VerifiedPayment};
+use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus, Transfer, VerifiedPayment};
 use crate::store::{intents, settlement as repo};
-
-/// A settlement of one step that the host signs is checked by the chain
-/// (simulated) as it is sent, which covers what `preflight` checks.
-fn checked_on_send(steps: &[SettleStep]) -> bool {
-    matches!(steps, [SettleStep { submission: Submission::EvmCall(_) | Submission::SolanaCosign(_), .. }])
-}
 
 impl Engine {
     pub(super) async fn source_leg(&self, mut i: Intent) -> anyhow::Result<Next> {
@@ -136,7 +130,7 @@ impl Engine {
             Err(e) if stored.is_empty() => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
             Err(_) => vec![], // signed before: only its receipt is left to read
         };
-        let one_call = checked_on_send(&steps);
+        let one_call = super::checked_on_send(&steps);
         if let Some(payment) = fresh.as_ref().filter(|_| !one_call) {
             if let Some(next) = self.preflight(&i, &adapter, payment).await? {
                 return Ok(next);

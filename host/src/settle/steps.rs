@@ -109,11 +109,12 @@ impl Engine {
 
     /// Follow `tx` until it is final with the chain's confirmations: the
     /// receipt, or `None` when it failed. Fast chains answer within
-    /// milliseconds; slow ones get polled gently.
+    /// milliseconds (a devnet mines a moment after it took the
+    /// transaction); slow ones get polled gently.
     async fn wait_final(&self, driver: &dyn Driver, chain: &str, tx: &str) -> Result<Option<Arc<Receipt>>, StepError> {
         let deadline = Instant::now() + Duration::from_secs(self.deps.config.service.receipt_timeout_seconds);
         let confirmations = self.deps.config.chains.get(chain).map_or(1, |c| c.confirmations.max(1));
-        let mut pause = Duration::from_millis(5);
+        let mut pause = Duration::from_millis(1);
         loop {
             match driver.finality(chain, tx, confirmations).await? {
                 Finality::Confirmed(r) => return Ok(Some(r)),

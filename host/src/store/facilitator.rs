@@ -128,7 +128,9 @@ pub async fn get(db: &Db, id: &str) -> Result<Option<Settlement>, StoreError> {
 }
 
 pub async fn by_payload_hash(db: &Db, hash: &str) -> Result<Option<Settlement>, StoreError> {
-    let q = format!("SELECT {COLUMNS} FROM x402_settlements WHERE payload_hash = $1 ORDER BY created_at LIMIT 1");
+    // A row refused with nothing sent let go of its authorization (its
+    // replay key is its id): it answers nothing for the payment any more.
+    let q = format!("SELECT {COLUMNS} FROM x402_settlements WHERE payload_hash = $1 AND replay_key <> id ORDER BY created_at LIMIT 1");
     sqlx::query(&q).bind(hash).fetch_optional(&db.read).await?.as_ref().map(settlement).transpose()
 }
 
@@ -184,26 +186,37 @@ pub async fn reschedule(db: &Db, id: &str, available_at: i64, failed: bool) -> R
     Ok(())
 }
 
+/// What a settlement ends with: status, transaction, reason, and whether
+/// it was refused with nothing sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub status: SettlementStatus,
+    pub tx_hash: Option<String>,
+    pub error_reason: Option<String>,
+    /// Refused before anything was sent for it: the row stays (failed, for
+    /// operators and for requests waiting on it) but lets go of the
+    /// authorization's replay key and payment id, so the same payment can be
+    /// settled again once the cause is gone (the payer funded), as when a
+    /// refusal came before the row was written.
+    pub refused: bool,
+}
+
+/// Sets a settlement's final columns; `$1`…`$5` are the outcome and time.
+const FINISHED: &str = "status = $1, tx_hash = $2, error_reason = $3, updated_at = $4, locked_by = NULL, locked_until = NULL, \
+     replay_key = CASE WHEN $5 = 1 THEN id ELSE replay_key END, payment_id = CASE WHEN $5 = 1 THEN NULL ELSE payment_id END";
+
 /// Compare-and-set `queued` → a final status; `false` if it was not queued.
-pub async fn finish(
-    db: &Db,
-    id: &str,
-    to: SettlementStatus,
-    tx_hash: Option<&str>,
-    error_reason: Option<&str>,
-    now_ms: i64,
-) -> Result<bool, StoreError> {
-    let done = sqlx::query(
-        "UPDATE x402_settlements SET status = $1, tx_hash = $2, error_reason = $3, updated_at = $4, \
-         locked_by = NULL, locked_until = NULL WHERE id = $5 AND status = 'queued'",
-    )
-    .bind(to.as_str())
-    .bind(tx_hash)
-    .bind(error_reason)
-    .bind(now_ms)
-    .bind(id)
-    .execute(&db.pool)
-    .await?;
+pub async fn finish(db: &Db, id: &str, o: &Outcome, now_ms: i64) -> Result<bool, StoreError> {
+    let sql = format!("UPDATE x402_settlements SET {FINISHED} WHERE id = $6 AND status = 'queued'");
+    let done = sqlx::query(&sql)
+        .bind(o.status.as_str())
+        .bind(&o.tx_hash)
+        .bind(&o.error_reason)
+        .bind(now_ms)
+        .bind(i32::from(o.refused))
+        .bind(id)
+        .execute(&db.pool)
+        .await?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -222,36 +235,25 @@ struct Finish {
     reply: tokio::sync::oneshot::Sender<Result<bool, StoreError>>,
 }
 
-/// What a settlement ends with: status, transaction and reason.
-type Outcome = (SettlementStatus, Option<String>, Option<String>);
-
 /// Most finishes in one statement.
 const FINISHES_MAX: usize = 256;
 
 impl Finishes {
     /// `finish`, joined with the finishes queued at the same moment.
-    pub async fn finish(
-        &self,
-        db: &Db,
-        id: &str,
-        to: SettlementStatus,
-        tx_hash: Option<&str>,
-        error_reason: Option<&str>,
-    ) -> Result<bool, StoreError> {
+    pub async fn finish(&self, db: &Db, id: &str, outcome: Outcome) -> Result<bool, StoreError> {
         let lane = self.lane.get_or_init(|| {
             let (lane, queued) = tokio::sync::mpsc::unbounded_channel();
             tokio::spawn(write_finishes(db.clone(), queued));
             lane
         });
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let outcome = (to, tx_hash.map(str::to_string), error_reason.map(str::to_string));
-        if lane.send(Finish { id: id.to_string(), outcome, reply }).is_ok() {
+        if lane.send(Finish { id: id.to_string(), outcome: outcome.clone(), reply }).is_ok() {
             if let Ok(done) = answer.await {
                 return done;
             }
         }
         // The writer is gone (its runtime ended): on our own.
-        finish(db, id, to, tx_hash, error_reason, crate::clock::now_ms()).await
+        finish(db, id, &outcome, crate::clock::now_ms()).await
     }
 }
 
@@ -271,10 +273,10 @@ async fn write_finishes(db: Db, mut queued: tokio::sync::mpsc::UnboundedReceiver
                 None => groups.push((f.outcome.clone(), vec![f])),
             }
         }
-        for ((to, tx, why), group) in groups {
+        for (outcome, group) in groups {
             let now = crate::clock::now_ms();
             let ids: Vec<&str> = group.iter().map(|f| f.id.as_str()).collect();
-            match finish_many(&db, &ids, to, tx.as_deref(), why.as_deref(), now).await {
+            match finish_many(&db, &ids, &outcome, now).await {
                 Ok(done) => {
                     for f in group {
                         let _ = f.reply.send(Ok(done.contains(&f.id)));
@@ -283,7 +285,7 @@ async fn write_finishes(db: Db, mut queued: tokio::sync::mpsc::UnboundedReceiver
                 // Each on its own, for its own answer.
                 Err(_) => {
                     for f in group {
-                        let _ = f.reply.send(finish(&db, &f.id, to, tx.as_deref(), why.as_deref(), now).await);
+                        let _ = f.reply.send(finish(&db, &f.id, &outcome, now).await);
                     }
                 }
             }
@@ -292,20 +294,12 @@ async fn write_finishes(db: Db, mut queued: tokio::sync::mpsc::UnboundedReceiver
 }
 
 /// `finish` for many settlements with one outcome: the ids that moved.
-async fn finish_many(
-    db: &Db,
-    ids: &[&str],
-    to: SettlementStatus,
-    tx_hash: Option<&str>,
-    error_reason: Option<&str>,
-    now_ms: i64,
-) -> Result<Vec<String>, StoreError> {
+async fn finish_many(db: &Db, ids: &[&str], o: &Outcome, now_ms: i64) -> Result<Vec<String>, StoreError> {
     let sql = format!(
-        "UPDATE x402_settlements SET status = $1, tx_hash = $2, error_reason = $3, updated_at = $4, locked_by = NULL, locked_until = NULL \
-         WHERE status = 'queued' AND id IN ({}) RETURNING id",
-        crate::store::numbered_params(5, ids.len())
+        "UPDATE x402_settlements SET {FINISHED} WHERE status = 'queued' AND id IN ({}) RETURNING id",
+        crate::store::numbered_params(6, ids.len())
     );
-    let mut q = sqlx::query(&sql).bind(to.as_str()).bind(tx_hash).bind(error_reason).bind(now_ms);
+    let mut q = sqlx::query(&sql).bind(o.status.as_str()).bind(&o.tx_hash).bind(&o.error_reason).bind(now_ms).bind(i32::from(o.refused));
     for id in ids {
         q = q.bind(*id);
     }

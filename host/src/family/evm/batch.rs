@@ -2,15 +2,17 @@
 //! Multicall3 `aggregate3` transaction per chain.
 //!
 //! Natural batching: a batch is whatever queued while the previous one was
-//! being signed and sent, so a lone call waits for nothing. Each call is
-//! first simulated inside the batch (`allowFailure = true`, `eth_call`): one
-//! that would revert is answered on its own and left out; the rest are sent
+//! being signed and sent, so a lone call waits for nothing. The batch is run
+//! once as it will be sent (`allowFailure = false`): when that passes, every
+//! call passes and the run's gas is the batch's. Otherwise each call is
+//! simulated inside the batch (`allowFailure = true`, `eth_call`): one that
+//! would revert is answered on its own and left out, and the rest are sent
 //! with `allowFailure = false`, so a mined batch means every call in it
 //! succeeded. Every intent in the batch gets its own `chain_transactions` row
 //! holding the same signed bytes, written in one database transaction before
 //! the broadcast: recovery is per intent, exactly as for a lone transaction.
-//! Where no Multicall3 answers (the simulation does not decode), calls go
-//! out one by one.
+//! Where no Multicall3 is deployed (no code at its address, or a simulation
+//! that does not decode), calls go out one by one.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -62,6 +64,22 @@ pub struct Lane {
     pub relayer: PrivateKeySigner,
     pub multicall: Address,
     pub max: usize,
+    /// Whether `multicall` has code, once the chain said.
+    pub deployed: std::sync::Mutex<Option<bool>>,
+}
+
+impl Lane {
+    /// Whether Multicall3 is deployed here: asked once; `None` while the
+    /// chain does not answer.
+    async fn deployed(&self) -> Option<bool> {
+        if let Some(known) = *self.deployed.lock().unwrap() {
+            return Some(known);
+        }
+        let code = self.chain.rpc("eth_getCode", json!([self.multicall, "latest"])).await.ok()?;
+        let known = code.as_str().is_some_and(|c| c.len() > 2);
+        *self.deployed.lock().unwrap() = Some(known);
+        Some(known)
+    }
 }
 
 /// One batching queue per chain, started on first use.
@@ -127,16 +145,22 @@ async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
 /// Send `calls` (batched when more than one can go together). Returns
 /// whether the next send should re-read the relayer's nonce from the node.
 async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) -> bool {
-    // The batch's gas is found beside its simulation (two runs on the node
-    // at once rather than one after the other); it holds when every call
-    // passed, the usual case, and is found again for what is left otherwise.
+    // One run of the whole batch finds its gas and, when it passes, that
+    // every call passes (the usual case): one run on the node, not two.
+    // Only a batch that fails it is simulated call by call, and its gas is
+    // found again for what is left.
     let (calls, gas) = if calls.len() > 1 {
-        let n = calls.len();
         let whole = aggregate3Call { calls: calls.iter().map(|c| call3(c, false)).collect() }.abi_encode();
-        let gas = gas_for(&lane.chain, lane.relayer.address(), lane.multicall, &whole, GasLimit::OneRun);
-        let (simulated, gas) = tokio::join!(simulate(lane, calls), gas);
-        let all_passed = matches!(&simulated, Ok(ok) if ok.len() == n);
-        (simulated, gas.ok().filter(|_| all_passed).map(GasLimit::Known).unwrap_or(GasLimit::OneRun))
+        match lane.deployed().await {
+            Some(false) => (Err(calls), GasLimit::OneRun),
+            Some(true) => match gas_for(&lane.chain, lane.relayer.address(), lane.multicall, &whole, GasLimit::OneRun).await {
+                Ok(gas) => (Ok(calls), GasLimit::Known(gas)),
+                Err(_) => (simulate(lane, calls).await, GasLimit::OneRun),
+            },
+            // The chain does not answer: the simulation decides (and fails
+            // over to one by one, whose sends report the outage).
+            None => (simulate(lane, calls).await, GasLimit::OneRun),
+        }
     } else {
         (Ok(calls), GasLimit::OneRun)
     };

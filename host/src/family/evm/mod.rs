@@ -107,6 +107,7 @@ impl Driver for EvmDriver {
                     relayer: signer.clone(),
                     multicall: self.multicall(chain),
                     max: batch_max,
+                    deployed: Default::default(),
                 };
                 self.batchers.submit(chain, lane, &self.relay, c).await;
                 answer.await.map_err(|_| SendError::Unavailable("settlement batcher stopped".into()))?

@@ -382,12 +382,21 @@ pub fn sent_to(raw: &[u8]) -> Option<Address> {
     TxEnvelope::decode_2718(&mut &raw[..]).ok()?.to()
 }
 
-/// One transaction's receipt once found, and the lock its waiters share.
-type Slot = std::sync::Arc<tokio::sync::Mutex<Option<std::sync::Arc<Receipt>>>>;
+/// What is known of one transaction's receipt, and the lock its waiters
+/// share: the receipt once found, or when the node last said "not yet".
+#[derive(Default)]
+struct Known {
+    receipt: Option<std::sync::Arc<Receipt>>,
+    not_yet_at: Option<std::time::Instant>,
+}
+
+type Slot = std::sync::Arc<tokio::sync::Mutex<Known>>;
 
 /// Receipts shared by the workers that wait on one transaction (a batch is
 /// many intents' one transaction): one of them asks the node at a time, and
-/// the others reuse a receipt it found.
+/// the others reuse its answer, a receipt or a "not yet" asked after they
+/// began to wait, so a batch costs the node one lookup per round, not one
+/// per intent.
 #[derive(Default)]
 pub struct Receipts {
     slots: std::sync::Mutex<std::collections::HashMap<String, Slot>>,
@@ -395,6 +404,7 @@ pub struct Receipts {
 
 impl Receipts {
     pub async fn get(&self, chain: &ChainClient, hash: &str) -> Result<Option<std::sync::Arc<Receipt>>, SendError> {
+        let asked = std::time::Instant::now();
         let slot = {
             let mut slots = self.slots.lock().unwrap();
             if slots.len() > 64 {
@@ -407,11 +417,18 @@ impl Receipts {
             slots.entry(format!("{}:{hash}", chain.chain)).or_default().clone()
         };
         let mut held = slot.lock().await;
-        if let Some(r) = &*held {
+        if let Some(r) = &held.receipt {
             return Ok(Some(r.clone()));
         }
+        if held.not_yet_at.is_some_and(|at| at >= asked) {
+            return Ok(None);
+        }
+        let at = std::time::Instant::now();
         let found = receipt(chain, hash).await?.map(|json| std::sync::Arc::new(Receipt { text: json.to_string(), json }));
-        held.clone_from(&found);
+        match &found {
+            Some(r) => held.receipt = Some(r.clone()),
+            None => held.not_yet_at = Some(at),
+        }
         Ok(found)
     }
 }

@@ -72,7 +72,7 @@ pub async fn insert_tx(db: &Db, t: &NewTx<'_>, now_ms: i64) -> Result<(), StoreE
 }
 
 fn insert_tx_query<'q>(t: &'q NewTx<'q>, now_ms: i64) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    bind_tx(sqlx::query(&*TX_INSERT_ONE), t, hex::encode(t.raw), now_ms)
+    bind_tx(sqlx::query(&TX_INSERT_ONE), t, hex::encode(t.raw), now_ms)
 }
 
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
