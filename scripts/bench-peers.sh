@@ -77,7 +77,7 @@ for c in ${CONC:-1 32 200}; do
     devnet base,arbitrum
     serve
     report=$(load devnet/bench.mjs --dir "$dir/dn" --url "$url" --n "$n" --c "$c" --skip-reference)
-    row stablerail-intents "$c" "$(node -e 'const j=JSON.parse(process.argv[1]);const s=j.stablerail;console.log(JSON.stringify({n:j.n,per_second:s.source_leg.per_second,latency_ms:s.source_leg.latency_ms,proof_to_target_settled_per_second:s.proof_to_target_settled.per_second}))' "$report")"
+    row stablerail-intents "$c" "$(node -e 'const j=JSON.parse(process.argv[1]);const s=j.stablerail;console.log(JSON.stringify({n:j.n,per_second:s.source_leg.per_second,completion_ms:s.source_leg.completion_ms,latency_ms:s.source_leg.latency_ms,proof_to_target_settled_per_second:s.proof_to_target_settled.per_second}))' "$report")"
     unserve
     undevnet
     fi

@@ -1,11 +1,19 @@
 //! Native crypto the host offers adapters (and uses itself).
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex};
+
+use hashlink::LruCache;
 
 use secp256k1::ecdsa::{RecoverableSignature, RecoveryId};
 use secp256k1::{Message, Secp256k1, VerifyOnly};
 
 static SECP: LazyLock<Secp256k1<VerifyOnly>> = LazyLock::new(Secp256k1::verification_only);
+
+/// Recoveries done lately, by prehash and signature. A payment's signature
+/// is recovered when it is verified and again moments later when the adapter
+/// builds its settlement (it checks the payload offline once more); a
+/// recovery depends on its inputs alone, so the second is looked up.
+static RECENT: LazyLock<Mutex<LruCache<[u8; 97], Vec<u8>>>> = LazyLock::new(|| Mutex::new(LruCache::new(1024)));
 
 /// Recover the 65-byte uncompressed public key that signed `prehash`, as the
 /// EVM's `ecrecover` does (any `s` below the group order; refusing malleable
@@ -15,6 +23,18 @@ pub fn secp256k1_recover(prehash: &[u8], signature: &[u8]) -> Result<Vec<u8>, St
     if signature.len() != 65 {
         return Err(format!("signature must be 65 bytes, got {}", signature.len()));
     }
+    let mut key = [0u8; 97];
+    key[..32].copy_from_slice(&digest);
+    key[32..].copy_from_slice(signature);
+    if let Some(known) = RECENT.lock().unwrap().get(&key) {
+        return Ok(known.clone());
+    }
+    let public = recover(digest, signature)?;
+    RECENT.lock().unwrap().insert(key, public.clone());
+    Ok(public)
+}
+
+fn recover(digest: [u8; 32], signature: &[u8]) -> Result<Vec<u8>, String> {
     let id = match signature[64] {
         0 | 27 => RecoveryId::Zero,
         1 | 28 => RecoveryId::One,
@@ -66,6 +86,27 @@ mod tests {
             // Another digest recovers someone else.
             assert_ne!(secp256k1_recover(keccak256(b"other").as_slice(), &raw).ok(), Some(uncompressed(&signer)));
         }
+    }
+
+    #[test]
+    fn a_repeated_recovery_answers_the_same_and_a_changed_input_is_recovered_anew() {
+        let (a, b) = (PrivateKeySigner::random(), PrivateKeySigner::random());
+        let digest = keccak256(b"payment");
+        let sig_a = a.sign_hash_sync(&digest).unwrap().as_bytes().to_vec();
+        let sig_b = b.sign_hash_sync(&digest).unwrap().as_bytes().to_vec();
+        for _ in 0..3 {
+            assert_eq!(secp256k1_recover(digest.as_slice(), &sig_a).unwrap(), uncompressed(&a));
+            assert_eq!(secp256k1_recover(digest.as_slice(), &sig_b).unwrap(), uncompressed(&b));
+        }
+        let mut flipped = sig_a.clone();
+        flipped[10] ^= 1;
+        assert_ne!(secp256k1_recover(digest.as_slice(), &flipped).ok(), Some(uncompressed(&a)));
+        assert_ne!(secp256k1_recover(keccak256(b"other").as_slice(), &sig_a).ok(), Some(uncompressed(&a)));
+        // Past the memo's size, the first is recovered again, the same.
+        for n in 0..1100u32 {
+            let _ = secp256k1_recover(keccak256(n.to_be_bytes()).as_slice(), &sig_b);
+        }
+        assert_eq!(secp256k1_recover(digest.as_slice(), &sig_a).unwrap(), uncompressed(&a));
     }
 
     #[test]
