@@ -267,3 +267,83 @@ async fn swap_leases_on_sqlite_and_postgres() {
     check_swap_leases(&pg.db).await;
     pg.drop().await;
 }
+
+fn settlement(id: &str, replay_key: &str) -> stablerail::store::facilitator::Settlement {
+    stablerail::store::facilitator::Settlement {
+        id: id.into(),
+        replay_key: replay_key.into(),
+        payload_hash: format!("hash-of-{replay_key}"),
+        payment_id: Some(format!("pay-{replay_key}-0123456789")),
+        client: "shop".into(),
+        chain: "base".into(),
+        asset: "usdc".into(),
+        network: "eip155:8453".into(),
+        scheme: "exact".into(),
+        payer: "0xpayer".into(),
+        pay_to: "0xshop".into(),
+        amount: "40000".into(),
+        requirements: "{}".into(),
+        payload: "{}".into(),
+        status: stablerail::store::facilitator::SettlementStatus::Queued,
+        error_reason: None,
+        tx_hash: None,
+        created_at: 1,
+        updated_at: 1,
+    }
+}
+
+/// A facilitator settlement refused with nothing sent ends failed and lets
+/// go of its replay key and payment id (the same payment may be recorded
+/// again); one that settled keeps them; finishing is a compare-and-set,
+/// alone or grouped.
+async fn check_facilitator_ledger(db: &Db) {
+    use stablerail::store::facilitator::{self as ledger, Finishes, Outcome, SettlementStatus};
+    let refused = |why: &str| Outcome { status: SettlementStatus::Failed, tx_hash: None, error_reason: Some(why.into()), refused: true };
+    let first = settlement("xs_1", "base:k1");
+    ledger::insert(db, &first, None).await.unwrap();
+    assert!(ledger::insert(db, &settlement("xs_other", "base:k1"), None).await.unwrap_err().is_duplicate());
+
+    let finishes = Finishes::default();
+    assert!(finishes.finish(db, "xs_1", refused("insufficient_funds")).await.unwrap());
+    let row = ledger::get(db, "xs_1").await.unwrap().unwrap();
+    assert_eq!((row.status, row.error_reason.as_deref()), (SettlementStatus::Failed, Some("insufficient_funds")));
+    assert_eq!((row.replay_key.as_str(), row.payment_id), ("xs_1", None), "the authorization is let go");
+    assert!(ledger::by_replay_key(db, "base:k1").await.unwrap().is_none());
+    assert!(ledger::by_payload_hash(db, &first.payload_hash).await.unwrap().is_none(), "a released row answers nothing");
+
+    // The same payment again, and this time it settles: it keeps its keys.
+    ledger::insert(db, &settlement("xs_2", "base:k1"), None).await.unwrap();
+    let settled = Outcome { status: SettlementStatus::Settled, tx_hash: Some("0xabc".into()), error_reason: None, refused: false };
+    assert!(finishes.finish(db, "xs_2", settled.clone()).await.unwrap());
+    assert!(!finishes.finish(db, "xs_2", settled).await.unwrap(), "finished once");
+    let row = ledger::get(db, "xs_2").await.unwrap().unwrap();
+    assert_eq!((row.replay_key.as_str(), row.tx_hash.as_deref()), ("base:k1", Some("0xabc")));
+    assert!(row.payment_id.is_some());
+    assert_eq!(ledger::by_payload_hash(db, &first.payload_hash).await.unwrap().unwrap().id, "xs_2");
+    assert!(ledger::insert(db, &settlement("xs_3", "base:k1"), None).await.unwrap_err().is_duplicate());
+
+    // Finishes that come together are written together, each answered.
+    for k in 0..6 {
+        ledger::insert(db, &settlement(&format!("xs_g{k}"), &format!("base:g{k}")), None).await.unwrap();
+    }
+    let finishes = std::sync::Arc::new(finishes);
+    let all = (0..6).map(|k| {
+        let (finishes, db) = (finishes.clone(), db.clone());
+        tokio::spawn(async move { finishes.finish(&db, &format!("xs_g{k}"), refused("invalid_transaction_state")).await.unwrap() })
+    });
+    assert!(futures::future::join_all(all).await.into_iter().all(|r| r.unwrap()));
+    for k in 0..6 {
+        let row = ledger::get(db, &format!("xs_g{k}")).await.unwrap().unwrap();
+        assert_eq!((row.status, row.replay_key), (SettlementStatus::Failed, format!("xs_g{k}")));
+    }
+}
+
+#[tokio::test]
+async fn facilitator_ledger_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Db::connect(&format!("sqlite://{}", dir.path().join("f.db").display())).await.unwrap();
+    check_facilitator_ledger(&sqlite).await;
+    let pg = PgSchema::new("ledger").await;
+    check_facilitator_ledger(&pg.db).await;
+    pg.drop().await;
+}
