@@ -27,14 +27,49 @@ pub struct Db {
 /// SQLite connections that only read.
 const SQLITE_READERS: u32 = 4;
 
-/// One migration set for both engines: the SQL is kept portable.
-static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+/// One migration set for both engines: the SQL is kept portable. Listed
+/// here rather than embedded by `sqlx::migrate!`, whose macros would build
+/// a second copy of sqlx and SQLite for the compiler; a test holds this list
+/// to the folder. Versions, descriptions and checksums are sqlx's own.
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_init.sql", include_str!("../../migrations/0001_init.sql")),
+    ("0002_keys_and_transactions.sql", include_str!("../../migrations/0002_keys_and_transactions.sql")),
+    ("0003_queue_priority.sql", include_str!("../../migrations/0003_queue_priority.sql")),
+    ("0004_batch_transactions.sql", include_str!("../../migrations/0004_batch_transactions.sql")),
+    ("0005_failure_codes_and_nonces.sql", include_str!("../../migrations/0005_failure_codes_and_nonces.sql")),
+    ("0006_operator_controls.sql", include_str!("../../migrations/0006_operator_controls.sql")),
+    ("0007_swap_intents.sql", include_str!("../../migrations/0007_swap_intents.sql")),
+    ("0008_transactions_of_any_owner.sql", include_str!("../../migrations/0008_transactions_of_any_owner.sql")),
+    ("0009_payer_listed.sql", include_str!("../../migrations/0009_payer_listed.sql")),
+    ("0010_facilitator.sql", include_str!("../../migrations/0010_facilitator.sql")),
+    ("0011_facilitator_answered.sql", include_str!("../../migrations/0011_facilitator_answered.sql")),
+    ("0012_receiving_micros.sql", include_str!("../../migrations/0012_receiving_micros.sql")),
+    ("0013_promised_sum_index.sql", include_str!("../../migrations/0013_promised_sum_index.sql")),
+];
+
+/// The embedded migrations as sqlx reads a folder: `VERSION_DESCRIPTION.sql`.
+#[derive(Debug)]
+struct Embedded;
+
+impl<'s> sqlx::migrate::MigrationSource<'s> for Embedded {
+    fn resolve(self) -> futures::future::BoxFuture<'s, Result<Vec<sqlx::migrate::Migration>, sqlx::error::BoxDynError>> {
+        Box::pin(async move { MIGRATIONS.iter().map(|(file, sql)| migration(file, sql)).collect() })
+    }
+}
+
+fn migration(file: &str, sql: &'static str) -> Result<sqlx::migrate::Migration, sqlx::error::BoxDynError> {
+    use sqlx::migrate::{Migration, MigrationType};
+    let (version, rest) = file.split_once('_').ok_or("migration file without a version")?;
+    let description = rest.strip_suffix(".sql").ok_or("migration file without .sql")?.replace('_', " ");
+    let no_tx = sql.starts_with("-- no-transaction");
+    Ok(Migration::new(version.parse()?, description.into(), MigrationType::Simple, sql.into(), no_tx))
+}
 
 impl Db {
     /// Connect and bring the schema up to date.
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
         let db = Db::connect_unmigrated(url).await?;
-        MIGRATIONS.run(&db.pool).await?;
+        sqlx::migrate::Migrator::new(Embedded).await?.run(&db.pool).await?;
         Ok(db)
     }
 
@@ -95,5 +130,23 @@ impl Db {
             .connect_with(opts)
             .await?;
         Ok(pool)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every file of `migrations/` is embedded, in order, and nothing else.
+    #[test]
+    fn the_embedded_migrations_are_the_folder() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations");
+        let mut files: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        files.sort();
+        let embedded: Vec<&str> = super::MIGRATIONS.iter().map(|(f, _)| *f).collect();
+        assert_eq!(files, embedded);
+        for (file, sql) in super::MIGRATIONS {
+            assert_eq!(std::fs::read_to_string(dir.join(file)).unwrap(), *sql, "{file}");
+            let m = super::migration(file, sql).unwrap();
+            assert!(m.version > 0 && !m.description.contains('_'), "{file}");
+        }
     }
 }
