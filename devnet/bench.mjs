@@ -14,6 +14,7 @@
 // settlements in flight; settlement times are the service's own timestamps.
 import fs from "node:fs";
 import path from "node:path";
+import nodeHttp from "node:http";
 import { createWalletClient, http, publicActions } from "viem";
 import { privateKeyToAccount, mnemonicToAccount } from "viem/accounts";
 import { ExactEvmScheme as Client } from "@x402/evm/exact/client";
@@ -76,6 +77,25 @@ async function prepare(n) {
   }
   return out;
 }
+// Proofs go through node:http with kept-alive connections, one per payer
+// (as devnet/bench-x402.mjs posts its bodies): a fraction of fetch()'s CPU,
+// which shares its core with the devnets.
+const agent = new nodeHttp.Agent({ keepAlive: true, maxSockets: C });
+const target = new URL(url);
+const postProof = (id, proof) =>
+  new Promise((resolve, reject) => {
+    const body = JSON.stringify({ settle_proof: proof });
+    const r = nodeHttp.request(
+      { host: target.hostname, port: target.port, path: `/api/intents/${id}`, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+      (res) => {
+        const chunks = [];
+        res.on("data", (c) => chunks.push(c));
+        res.on("end", () => (res.statusCode < 300 ? resolve() : reject(new Error(`POST proof ${id}: ${res.statusCode} ${Buffer.concat(chunks)}`))));
+      },
+    );
+    r.on("error", reject);
+    r.end(body);
+  });
 async function run(batch, c) {
   const start = Date.now();
   const posted = new Map();
@@ -84,7 +104,7 @@ async function run(batch, c) {
     while (next < batch.length) {
       const b = batch[next++];
       posted.set(b.id, Date.now());
-      await api("POST", `/api/intents/${b.id}`, { settle_proof: b.proof });
+      await postProof(b.id, b.proof);
     }
   }));
   const accepted = Date.now() - start;
