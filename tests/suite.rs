@@ -7,6 +7,7 @@
 
 mod common;
 
+mod adapter_check;
 mod chains_api;
 mod cli;
 mod database;

@@ -142,13 +142,44 @@ pub struct ChainClient {
     pub family: Family,
     endpoints: Vec<Endpoint>,
     http: reqwest::Client,
+    /// Answers written down instead of a node (`adapter check`).
+    recorded: Option<Recorded>,
+}
+
+/// A chain that answers from a table: (method, params) → result or node
+/// error. A question the table lacks is answered as an unreachable node.
+#[derive(Debug, Clone, Default)]
+pub struct Recorded(pub Vec<RecordedAnswer>);
+
+#[derive(Debug, Clone)]
+pub struct RecordedAnswer {
+    pub method: String,
+    pub params: Value,
+    pub answer: Result<Value, (i64, String)>,
+}
+
+impl Recorded {
+    fn answer(&self, method: &str, params: &Value) -> Result<String, ChainError> {
+        match self.0.iter().find(|a| a.method == method && &a.params == params) {
+            Some(RecordedAnswer { answer: Ok(v), .. }) => Ok(v.to_string()),
+            Some(RecordedAnswer { answer: Err((code, message)), .. }) => {
+                Err(ChainError::Node { code: *code, message: message.clone(), data: None })
+            }
+            None => Err(ChainError::Transport { endpoint: "recorded".into(), detail: format!("no recorded answer to {method} {params}") }),
+        }
+    }
 }
 
 impl ChainClient {
     pub fn new(chain: &str, family: Family, urls: Vec<String>) -> Self {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("a reqwest client with a timeout builds");
         let endpoints = urls.into_iter().map(|url| Endpoint { label: redact_url(&url), url }).collect();
-        ChainClient { chain: chain.to_string(), family, endpoints, http }
+        ChainClient { chain: chain.to_string(), family, endpoints, http, recorded: None }
+    }
+
+    /// A chain of recorded answers, with the allow-list of a live one.
+    pub fn recorded(chain: &str, family: Family, answers: Recorded) -> Self {
+        ChainClient { recorded: Some(answers), ..ChainClient::new(chain, family, vec![]) }
     }
 
     /// An adapter's query: allow-listed, then sent like `rpc`. Returns the
@@ -182,6 +213,9 @@ impl ChainClient {
     }
 
     async fn call_endpoints(&self, method: &str, params: &Value) -> Result<String, ChainError> {
+        if let Some(r) = &self.recorded {
+            return r.answer(method, params);
+        }
         let mut last = ChainError::NoEndpoint;
         for e in &self.endpoints {
             match self.send(&e.url, method, params).await {

@@ -314,6 +314,17 @@ enum AdapterCommand {
         #[arg(long, default_value = "chains.toml", env = "STABLERAIL_CONFIG")]
         config: PathBuf,
     },
+    /// Check an adapter: statically, and against a vectors file's proofs,
+    /// tamperings and recorded chain answers. Exits non-zero on any failure.
+    Check {
+        file: PathBuf,
+        /// Vectors (JSON; docs/adapters.md): without them only the static checks run.
+        #[arg(long)]
+        vectors: Option<PathBuf>,
+        /// Config whose cache and limits to use.
+        #[arg(long, default_value = "chains.toml", env = "STABLERAIL_CONFIG")]
+        config: PathBuf,
+    },
 }
 
 #[tokio::main]
@@ -334,6 +345,9 @@ async fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { config, listen, database } => stablerail::server::serve(config, listen, database).await,
         Command::Adapter { command: AdapterCommand::Inspect { file, config } } => inspect(out, &file, &config),
+        Command::Adapter { command: AdapterCommand::Check { file, vectors, config } } => {
+            check(out, &file, vectors.as_deref(), &config).await
+        }
         Command::Keys { command, store } => keys(out, command, store).await,
         Command::Account { command, store } => account(out, command, store).await,
         Command::Agent { command, store } => agent(out, command, store).await,
@@ -748,12 +762,47 @@ fn now_ms() -> i64 {
     stablerail::clock::now_ms()
 }
 
+/// The config whose limits and cache an adapter command uses: the given
+/// one, or the defaults.
+fn adapter_config(config: &std::path::Path) -> anyhow::Result<Config> {
+    match Config::load(config) {
+        Ok(c) => Ok(c),
+        Err(_) => Ok(Config::parse("[chains.base]\nfamily = \"evm\"\nchain_id = 8453\nroles = [\"payer\"]\n")?),
+    }
+}
+
+async fn check(output: Output, file: &std::path::Path, vectors: Option<&std::path::Path>, config: &std::path::Path) -> anyhow::Result<()> {
+    use stablerail::adapter::{check, Limits};
+    let cfg = adapter_config(config)?;
+    let vectors: Option<check::Vectors> = match vectors {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            Some(serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not a vectors file: {e}", path.display()))?)
+        }
+        None => None,
+    };
+    let limits = Limits::new(cfg.service.adapter_fuel, cfg.service.adapter_memory_mib);
+    let report = check::run(file, vectors.as_ref(), limits, cfg.resolve(&cfg.service.cache_dir)).await;
+    match output {
+        Output::Json => emit(output, &serde_json::to_value(&report)?),
+        Output::Table => {
+            println!("{} ({}), {}", report.adapter, report.interface, report.file);
+            emit(output, &serde_json::to_value(&report.checks)?);
+            let failed = report.checks.iter().filter(|r| r.result == check::Outcome::Fail).count();
+            println!("{} checks, {failed} failed", report.checks.len());
+        }
+    }
+    anyhow::ensure!(
+        report.passed,
+        "the adapter failed {} check(s)",
+        report.checks.iter().filter(|r| r.result == check::Outcome::Fail).count()
+    );
+    Ok(())
+}
+
 fn inspect(output: Output, file: &std::path::Path, config: &std::path::Path) -> anyhow::Result<()> {
     // Without a config, inspect with default limits and a cache beside the file.
-    let cfg = match Config::load(config) {
-        Ok(c) => c,
-        Err(_) => Config::parse("[chains.base]\nfamily = \"evm\"\nchain_id = 8453\nroles = [\"payer\"]\n")?,
-    };
+    let cfg = adapter_config(config)?;
     let runtime: std::sync::Arc<Runtime> = stablerail::server::runtime_for(&cfg, system_clock())?;
     let adapter = runtime.load(file)?;
     let d = &adapter.description;

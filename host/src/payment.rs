@@ -7,7 +7,8 @@
 pub use crate::config::Family;
 
 /// What the host asks a payer to pay.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Terms {
     /// Base units, decimal integer string.
     pub amount: String,

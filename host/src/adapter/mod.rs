@@ -6,6 +6,7 @@
 //! memory fails alone and leaves nothing behind.
 
 pub mod bindings;
+pub mod check;
 mod convert;
 mod engine;
 pub mod exports;

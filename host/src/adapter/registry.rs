@@ -30,6 +30,16 @@ pub struct AssetAdapter {
 }
 
 impl AssetAdapter {
+    /// An adapter bound to a context and a chain outside any config (`adapter check`).
+    pub fn new(adapter: Arc<Adapter>, ctx: wit::AssetContext, chain: Arc<ChainClient>) -> Self {
+        AssetAdapter { adapter, ctx, chain, relayer: Default::default() }
+    }
+
+    pub fn with_relayer(self, address: &str) -> Self {
+        let _ = self.relayer.set(address.to_string());
+        self
+    }
+
     /// The host's relayer on this chain (the fee payer, on Solana), once keys are loaded.
     pub fn relayer(&self) -> Option<&str> {
         self.relayer.get().map(String::as_str)
@@ -143,12 +153,16 @@ fn asset_context(chain_id: &str, chain: &config::Chain, key: &str, asset: &confi
         decimals: asset.decimals,
         eip712_name: asset.eip712_name.clone(),
         eip712_version: asset.eip712_version.clone(),
-        domain: match asset.domain {
-            config::DomainKind::Standard => wit::DomainKind::Standard,
-            config::DomainKind::Salted => wit::DomainKind::Salted,
-            config::DomainKind::None => wit::DomainKind::None,
-        },
+        domain: domain_kind(asset.domain),
         params: asset.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    }
+}
+
+pub(super) fn domain_kind(d: config::DomainKind) -> wit::DomainKind {
+    match d {
+        config::DomainKind::Standard => wit::DomainKind::Standard,
+        config::DomainKind::Salted => wit::DomainKind::Salted,
+        config::DomainKind::None => wit::DomainKind::None,
     }
 }
 

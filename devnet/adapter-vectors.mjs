@@ -1,0 +1,52 @@
+// Vectors for `stablerail adapter check`, made with the ecosystem's own
+// client: the payer's proof is signed by @x402/evm for the requirements the
+// adapter makes of the terms, and the chain's answers are the ABI encodings
+// the adapter's reads expect. Writes JSON to standard output.
+//   node devnet/adapter-vectors.mjs eip3009 > adapters/eip3009/vectors.json
+import { encodeFunctionData, encodeAbiParameters, parseAbi } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
+
+const which = process.argv[2];
+if (which !== "eip3009") throw new Error(`no vectors recipe for ${which}`);
+
+// anvil's second well-known account: a payer whose key is public anyway.
+const payer = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+const token = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+const context = {
+  chain: "base", network: "eip155:8453", family: "evm", chain_id: 8453, asset: "usdc",
+  token, decimals: 6, eip712_name: "USD Coin", eip712_version: "2",
+};
+const terms = { amount: "10000", pay_to: "0x000000000000000000000000000000000000bEEF", max_timeout_seconds: 600 };
+// What the adapter answers for these terms (`adapter check` without proofs prints it).
+const requirements = {
+  scheme: "exact", network: context.network, amount: terms.amount, asset: token, payTo: terms.pay_to,
+  maxTimeoutSeconds: terms.max_timeout_seconds,
+  extra: { amount: terms.amount, asset: token, decimals: 6, name: "USD Coin", version: "2" },
+};
+const now = Math.floor(Date.now() / 1000);
+const made = await new ExactEvmScheme(payer).createPaymentPayload(2, requirements);
+const proof = { x402Version: 2, accepted: requirements, payload: made.payload };
+const auth = made.payload.authorization;
+
+const abi = parseAbi([
+  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
+  "function balanceOf(address account) view returns (uint256)",
+]);
+const call = (fn, args, result) => ({
+  method: "eth_call",
+  params: [{ to: token, data: encodeFunctionData({ abi, functionName: fn, args }) }, "latest"],
+  result,
+});
+const used = (yes) => call("authorizationState", [auth.from, auth.nonce], encodeAbiParameters([{ type: "bool" }], [yes]));
+
+console.log(JSON.stringify({
+  scheme: "eip3009",
+  context,
+  now,
+  terms,
+  other_pay_to: "0x000000000000000000000000000000000000dEaD",
+  requirements: { scheme: "exact", extra: { name: "USD Coin", version: "2" } },
+  proofs: [{ name: "x402-v2", proof, payer: payer.address, signature: "/payload/signature", replay: [used(true)] }],
+  chain: [used(false), call("balanceOf", [auth.from], encodeAbiParameters([{ type: "uint256" }], [10n ** 12n]))],
+}, null, 2));

@@ -1,0 +1,537 @@
+//! `stablerail adapter check`: what an adapter author runs before shipping.
+//! Static checks read the component (does it load, which interface, which
+//! imports, what it serves); dynamic checks call it in the host's own
+//! sandbox, against a chain that answers from the author's vectors file
+//! (no node, no network), with the vectors' valid proofs and the tamperings
+//! derived from each. Every check is a row: pass, fail or skip, and why.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::bindings::types as wit;
+use super::{exports, family_name, wit_family, AssetAdapter, CallError, Limits, Runtime};
+use crate::chain::{ChainClient, Recorded, RecordedAnswer};
+use crate::config::Family;
+use crate::payment::{PaymentRequirements, ProofError, Terms, VerifiedPayment};
+
+/// An author's vectors: one (chain, asset) the adapter serves, the terms
+/// of a payment, proofs signed for the requirements the adapter makes of
+/// those terms, and the chain's answers. The format is documented in
+/// docs/adapters.md.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vectors {
+    /// The scheme the adapter serves for the context's family (`describe`).
+    pub scheme: String,
+    /// The asset context the host would hand the adapter.
+    pub context: Context,
+    /// The host's relayer on the chain, where the family needs one.
+    #[serde(default)]
+    pub relayer: Option<String>,
+    /// The emulated clock, Unix seconds.
+    pub now: u64,
+    pub terms: Terms,
+    /// A valid recipient other than `terms.pay_to`, for the recipient tampering.
+    pub other_pay_to: String,
+    /// What the requirements must say beyond the terms.
+    pub requirements: Expected,
+    pub proofs: Vec<Proof>,
+    /// The chain, as (method, params) → answer.
+    #[serde(default)]
+    pub chain: Vec<Answer>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Context {
+    pub chain: String,
+    pub network: String,
+    pub family: Family,
+    #[serde(default)]
+    pub chain_id: Option<u64>,
+    pub asset: String,
+    pub token: String,
+    pub decimals: u8,
+    #[serde(default)]
+    pub eip712_name: Option<String>,
+    #[serde(default)]
+    pub eip712_version: Option<String>,
+    #[serde(default)]
+    pub domain: crate::config::DomainKind,
+    #[serde(default)]
+    pub params: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expected {
+    /// The x402 scheme the requirements name, e.g. `exact`.
+    pub scheme: String,
+    /// Members `extra` must carry; a non-null value must match exactly.
+    #[serde(default)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Proof {
+    pub name: String,
+    /// The payload as the payer sends it (x402 JSON).
+    pub proof: Value,
+    /// Who signed it, as the adapter should report.
+    pub payer: String,
+    /// JSON pointer to the signature inside `proof`.
+    #[serde(default = "signature_at")]
+    pub signature: String,
+    /// Chain answers (taking precedence) under which this proof was already used.
+    #[serde(default)]
+    pub replay: Vec<Answer>,
+}
+
+fn signature_at() -> String {
+    "/payload/signature".into()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Answer {
+    pub method: String,
+    pub params: Value,
+    #[serde(default)]
+    pub result: Option<Value>,
+    /// A node's error answer: `{code, message}`.
+    #[serde(default)]
+    pub error: Option<NodeError>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct NodeError {
+    pub code: i64,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    Skip,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub check: String,
+    pub result: Outcome,
+    pub detail: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub file: String,
+    pub adapter: String,
+    pub interface: String,
+    pub passed: bool,
+    pub checks: Vec<Row>,
+}
+
+/// Calls slower than this fail the limits check: a payment's verification
+/// runs on the request path.
+const SLOW_CALL: Duration = Duration::from_millis(250);
+
+/// Run every check on `file`; `vectors` adds the dynamic ones.
+pub async fn run(file: &Path, vectors: Option<&Vectors>, limits: Limits, cache_dir: std::path::PathBuf) -> Report {
+    let now = Arc::new(AtomicU64::new(vectors.map_or(0, |v| v.now)));
+    let clock = {
+        let now = now.clone();
+        Arc::new(move || now.load(Ordering::SeqCst)) as super::Clock
+    };
+    let mut c = Checks { rows: vec![], slowest: Duration::ZERO };
+    let runtime = match Runtime::new(limits, cache_dir, clock) {
+        Ok(r) => r,
+        Err(e) => {
+            c.fail("loads", format!("the host's runtime did not start: {e:#}"));
+            return c.report(file, "-", "-");
+        }
+    };
+    let adapter = match runtime.load(file) {
+        Ok(a) => Arc::new(a),
+        Err(e) => {
+            c.fail("loads", e.to_string());
+            return c.report(file, "-", "-");
+        }
+    };
+    let d = &adapter.description;
+    c.pass("loads", format!("{} {}: a component this host links", d.name, d.version));
+    let newest = exports::VERSIONS[exports::VERSIONS.len() - 1];
+    c.pass(
+        "interface",
+        format!(
+            "stablerail:adapter@{}{}; this host links {}",
+            adapter.interface,
+            if adapter.interface == newest { " (the newest)" } else { "" },
+            exports::VERSIONS.join(", ")
+        ),
+    );
+    let foreign: Vec<&String> =
+        adapter.imports.iter().filter(|i| !i.starts_with("stablerail:adapter/") && !i.starts_with("wasi:")).collect();
+    if foreign.is_empty() {
+        c.pass("imports", format!("{} imports, all of the world (stablerail:adapter, wasi)", adapter.imports.len()));
+    } else {
+        c.fail("imports", format!("imports outside the world: {}", foreign.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")));
+    }
+    if d.serves.is_empty() {
+        c.fail("serves", "describe names no (family, scheme)".into());
+    } else {
+        c.pass("serves", super::registry::describe_serves(d));
+    }
+    match vectors {
+        Some(v) => dynamic(&mut c, &adapter, v, &now).await,
+        None => c.skip("vectors", "no --vectors file: the dynamic checks did not run".into()),
+    }
+    let interface = format!("stablerail:adapter@{}", adapter.interface);
+    c.report(file, &d.name, &interface)
+}
+
+struct Checks {
+    rows: Vec<Row>,
+    slowest: Duration,
+}
+
+impl Checks {
+    fn push(&mut self, check: &str, result: Outcome, detail: String) {
+        self.rows.push(Row { check: check.into(), result, detail });
+    }
+    fn pass(&mut self, check: &str, detail: String) {
+        self.push(check, Outcome::Pass, detail)
+    }
+    fn fail(&mut self, check: &str, detail: String) {
+        self.push(check, Outcome::Fail, detail)
+    }
+    fn skip(&mut self, check: &str, detail: String) {
+        self.push(check, Outcome::Skip, detail)
+    }
+    fn report(self, file: &Path, adapter: &str, interface: &str) -> Report {
+        Report {
+            file: file.display().to_string(),
+            adapter: adapter.into(),
+            interface: interface.into(),
+            passed: self.rows.iter().all(|r| r.result != Outcome::Fail),
+            checks: self.rows,
+        }
+    }
+
+    /// A call's answer, or a failed row naming the call's own failure.
+    async fn call<T>(&mut self, check: &str, call: impl std::future::Future<Output = Result<T, CallError>>) -> Option<T> {
+        let started = Instant::now();
+        let answer = call.await;
+        self.slowest = self.slowest.max(started.elapsed());
+        answer.map_err(|e| self.fail(check, format!("the call failed: {e}"))).ok()
+    }
+}
+
+async fn dynamic(c: &mut Checks, adapter: &Arc<super::Adapter>, v: &Vectors, now: &AtomicU64) {
+    let family = wit_family(v.context.family);
+    if !adapter.serves(family, &v.scheme) {
+        c.fail("vectors", format!("the adapter does not serve {}/{}", family_name(family), v.scheme));
+        return;
+    }
+    let asset = |answers: Vec<Answer>| {
+        let mut a = AssetAdapter::new(adapter.clone(), context(&v.context), chain(&v.context, answers));
+        if let Some(r) = &v.relayer {
+            a = a.with_relayer(r);
+        }
+        Arc::new(a)
+    };
+    let a = asset(v.chain.clone());
+
+    // Requirements: the terms carried over, `extra` as the spec names it.
+    let Some(req) = c.call("requirements", a.requirements(&v.terms)).await else { return };
+    let req = match req {
+        Ok(r) => r,
+        Err(e) => return c.fail("requirements", format!("refused the vectors' terms: {e:?}")),
+    };
+    match requirements_misfit(&req, v) {
+        None => c.pass("requirements", format!("{} {} to {}, extra {}", req.scheme, req.amount, req.pay_to, req.extra)),
+        Some(m) => c.fail("requirements", m),
+    }
+    if let Some(again) = c.call("determinism", a.requirements(&v.terms)).await {
+        if again.as_ref().ok() != Some(&req) {
+            c.fail("determinism", "requirements answered differently for the same terms".into());
+        }
+    }
+    let base_now = v.now;
+    for p in &v.proofs {
+        now.store(base_now, Ordering::SeqCst);
+        let text = p.proof.to_string();
+        let check = format!("verify {}", p.name);
+        let Some(first) = c.call(&check, a.verify(&req, &text)).await else { continue };
+        let paid = match first {
+            Ok(paid) => paid,
+            Err(e) => {
+                c.fail(&check, format!("refused a valid proof: {e:?}"));
+                continue;
+            }
+        };
+        match paid_misfit(&paid, &req, p) {
+            None => c.pass(&check, format!("payer {}, {} to {}", paid.payer, paid.amount, paid.pay_to)),
+            Some(m) => c.fail(&check, m),
+        }
+        if let Some(again) = c.call("determinism", a.verify(&req, &text)).await {
+            if again.as_ref().ok() != Some(&paid) {
+                c.fail("determinism", format!("verify answered differently for the same proof ({})", p.name));
+            }
+        }
+        tamperings(c, &a, &req, p, &paid, v, now).await;
+        now.store(base_now, Ordering::SeqCst);
+
+        // The chain's view: fresh under the vectors' answers, used under the replay ones.
+        let check = format!("preflight {}", p.name);
+        match c.call(&check, a.preflight(&paid)).await {
+            Some(Ok(())) => c.pass(&check, "the chain's answers let it settle".into()),
+            Some(Err(e)) => c.fail(&check, format!("refused under the vectors' chain: {e:?}")),
+            None => {}
+        }
+        let check = format!("replay {}", p.name);
+        if p.replay.is_empty() {
+            c.skip(&check, "the vectors give no replay answers".into());
+        } else {
+            let used = asset(p.replay.iter().chain(&v.chain).cloned().collect());
+            match c.call(&check, used.preflight(&paid)).await {
+                Some(Err(ProofError::AlreadyUsed)) => c.pass(&check, "already-used".into()),
+                Some(other) => c.fail(&check, format!("expected already-used, got {other:?}")),
+                None => {}
+            }
+        }
+    }
+    if !c.rows.iter().any(|r| r.check == "determinism") {
+        c.pass("determinism", "the same question twice, the same answer".into());
+    }
+    let slowest = c.slowest;
+    if slowest > SLOW_CALL {
+        c.fail("limits", format!("slowest call {} ms, over {} ms", slowest.as_millis(), SLOW_CALL.as_millis()));
+    } else {
+        c.pass("limits", format!("within fuel and memory; slowest call {:.1} ms", slowest.as_secs_f64() * 1e3));
+    }
+}
+
+/// The derived tamperings of one valid proof, each with the refusal it must get.
+async fn tamperings(
+    c: &mut Checks,
+    a: &Arc<AssetAdapter>,
+    req: &PaymentRequirements,
+    p: &Proof,
+    paid: &VerifiedPayment,
+    v: &Vectors,
+    now: &AtomicU64,
+) {
+    let text = p.proof.to_string();
+    // Other terms, echoed by the payload as a payer would (x402 v2's
+    // `accepted`), so what is refused is the signed transfer itself.
+    let more = PaymentRequirements { amount: plus_one(&req.amount), ..req.clone() };
+    expect(c, "tamper amount", &p.name, a.verify(&more, &echoing(&p.proof, &more)), |e| matches!(e, ProofError::WrongAmount(_))).await;
+    let elsewhere = PaymentRequirements { pay_to: v.other_pay_to.clone(), ..req.clone() };
+    expect(c, "tamper recipient", &p.name, a.verify(&elsewhere, &echoing(&p.proof, &elsewhere)), |e| {
+        matches!(e, ProofError::WrongRecipient(_))
+    })
+    .await;
+
+    now.store(paid.valid_before.saturating_add(1), Ordering::SeqCst);
+    expect(c, "tamper window (late)", &p.name, a.verify(req, &text), |e| matches!(e, ProofError::Expired)).await;
+    if paid.valid_after > 0 {
+        now.store(paid.valid_after - 1, Ordering::SeqCst);
+        expect(c, "tamper window (early)", &p.name, a.verify(req, &text), |e| matches!(e, ProofError::NotYetValid)).await;
+    } else {
+        c.skip(&format!("tamper window (early) {}", p.name), "valid from the epoch".into());
+    }
+    now.store(v.now, Ordering::SeqCst);
+
+    match flip_signature(&p.proof, &p.signature) {
+        Some(forged) => {
+            expect(c, "tamper signer", &p.name, a.verify(req, &forged.to_string()), |e| {
+                matches!(e, ProofError::InvalidSignature(_) | ProofError::SignerMismatch(_))
+            })
+            .await
+        }
+        None => c.fail(&format!("tamper signer {}", p.name), format!("no string at {} to alter", p.signature)),
+    }
+    for (what, bad) in
+        [("not JSON", "not a payment".to_string()), ("an empty object", "{}".into()), ("a truncated payload", truncated(&text))]
+    {
+        let check = format!("tamper malformed ({what})");
+        expect(c, &check, &p.name, a.verify(req, &bad), |e| matches!(e, ProofError::Malformed(_))).await;
+    }
+}
+
+async fn expect(
+    c: &mut Checks,
+    check: &str,
+    proof: &str,
+    call: impl std::future::Future<Output = Result<Result<VerifiedPayment, ProofError>, CallError>>,
+    wanted: impl Fn(&ProofError) -> bool,
+) {
+    let check = format!("{check} {proof}");
+    match c.call(&check, call).await {
+        Some(Err(e)) if wanted(&e) => c.pass(&check, refusal(&e)),
+        Some(Err(e)) => c.fail(&check, format!("refused, but as {}", refusal(&e))),
+        Some(Ok(p)) => c.fail(&check, format!("accepted (payer {}, {})", p.payer, p.amount)),
+        None => {}
+    }
+}
+
+/// A refusal's kebab-case variant and its text, as the WIT names it.
+fn refusal(e: &ProofError) -> String {
+    let text = format!("{e:?}");
+    let (name, rest) = text.split_once('(').unwrap_or((&text, ""));
+    let mut kebab = String::new();
+    for (i, ch) in name.chars().enumerate() {
+        if ch.is_ascii_uppercase() && i > 0 {
+            kebab.push('-');
+        }
+        kebab.push(ch.to_ascii_lowercase());
+    }
+    match rest.trim_end_matches(')') {
+        "" => kebab,
+        detail => format!("{kebab}: {}", detail.trim_matches('"')),
+    }
+}
+
+fn requirements_misfit(req: &PaymentRequirements, v: &Vectors) -> Option<String> {
+    let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    let t = &v.terms;
+    let mut wrong = vec![];
+    if req.scheme != v.requirements.scheme {
+        wrong.push(format!("scheme {} (expected {})", req.scheme, v.requirements.scheme));
+    }
+    if req.network != v.context.network {
+        wrong.push(format!("network {} (expected {})", req.network, v.context.network));
+    }
+    if req.amount != t.amount {
+        wrong.push(format!("amount {} (expected {})", req.amount, t.amount));
+    }
+    if !same(&req.pay_to, &t.pay_to) {
+        wrong.push(format!("payTo {} (expected {})", req.pay_to, t.pay_to));
+    }
+    if !same(&req.asset, &v.context.token) {
+        wrong.push(format!("asset {} (expected {})", req.asset, v.context.token));
+    }
+    if req.max_timeout_seconds != t.max_timeout_seconds {
+        wrong.push(format!("maxTimeoutSeconds {} (expected {})", req.max_timeout_seconds, t.max_timeout_seconds));
+    }
+    match serde_json::from_str::<Value>(&req.extra) {
+        Ok(Value::Object(extra)) => {
+            for (k, want) in &v.requirements.extra {
+                match extra.get(k) {
+                    None => wrong.push(format!("extra has no `{k}`")),
+                    Some(got) if !want.is_null() && got != want => wrong.push(format!("extra.{k} is {got} (expected {want})")),
+                    _ => {}
+                }
+            }
+        }
+        _ => wrong.push(format!("extra is not a JSON object: {}", req.extra)),
+    }
+    (!wrong.is_empty()).then(|| wrong.join("; "))
+}
+
+fn paid_misfit(paid: &VerifiedPayment, req: &PaymentRequirements, p: &Proof) -> Option<String> {
+    let mut wrong = vec![];
+    if !paid.payer.eq_ignore_ascii_case(&p.payer) {
+        wrong.push(format!("payer {} (expected {})", paid.payer, p.payer));
+    }
+    if paid.amount != req.amount {
+        wrong.push(format!("amount {} (expected {})", paid.amount, req.amount));
+    }
+    if !paid.pay_to.eq_ignore_ascii_case(&req.pay_to) {
+        wrong.push(format!("payTo {} (expected {})", paid.pay_to, req.pay_to));
+    }
+    if paid.replay_key.is_empty() {
+        wrong.push("an empty replay key".into());
+    }
+    (!wrong.is_empty()).then(|| wrong.join("; "))
+}
+
+/// The proof with one character of its signature changed, in a way every
+/// text encoding a signature uses (hex, base58, base64) still reads.
+fn flip_signature(proof: &Value, pointer: &str) -> Option<Value> {
+    let mut forged = proof.clone();
+    let s = forged.pointer_mut(pointer)?;
+    let text = s.as_str()?.to_string();
+    let mut chars: Vec<char> = text.chars().collect();
+    let i = chars.len().checked_sub(1)? / 2;
+    chars[i] = if chars[i] == 'a' { 'b' } else { 'a' };
+    *s = Value::String(chars.into_iter().collect());
+    Some(forged)
+}
+
+/// The proof text, its echo of the requirements (if it has one) made `req`.
+fn echoing(proof: &Value, req: &PaymentRequirements) -> String {
+    let mut p = proof.clone();
+    if let (Some(accepted), Ok(echo)) = (p.get_mut("accepted"), serde_json::to_value(req)) {
+        *accepted = echo;
+    }
+    p.to_string()
+}
+
+fn truncated(text: &str) -> String {
+    text[..text.len() / 2].to_string()
+}
+
+/// One more base unit; the same text when it is not a decimal integer.
+fn plus_one(amount: &str) -> String {
+    amount.parse::<u128>().map(|a| (a + 1).to_string()).unwrap_or_else(|_| amount.to_string())
+}
+
+fn context(c: &Context) -> wit::AssetContext {
+    wit::AssetContext {
+        chain: c.chain.clone(),
+        network: c.network.clone(),
+        family: wit_family(c.family),
+        chain_id: c.chain_id,
+        asset: c.asset.clone(),
+        token: c.token.clone(),
+        decimals: c.decimals,
+        eip712_name: c.eip712_name.clone(),
+        eip712_version: c.eip712_version.clone(),
+        domain: super::registry::domain_kind(c.domain),
+        params: c.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    }
+}
+
+fn chain(c: &Context, answers: Vec<Answer>) -> Arc<ChainClient> {
+    let answers = answers
+        .into_iter()
+        .map(|a| RecordedAnswer {
+            method: a.method,
+            params: a.params,
+            answer: match (a.error, a.result) {
+                (Some(e), _) => Err((e.code, e.message)),
+                (None, r) => Ok(r.unwrap_or(Value::Null)),
+            },
+        })
+        .collect();
+    Arc::new(ChainClient::recorded(&c.chain, c.family, Recorded(answers)))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_flipped_signature_differs_in_one_character_and_stays_in_its_alphabet() {
+        let p = json!({"payload": {"signature": "0x00ff"}});
+        let f = super::flip_signature(&p, "/payload/signature").unwrap();
+        assert_eq!(f["payload"]["signature"], "0xa0ff");
+        assert!(super::flip_signature(&p, "/payload/nothing").is_none());
+    }
+
+    #[test]
+    fn refusals_read_as_the_wit_names_them() {
+        assert_eq!(super::refusal(&crate::payment::ProofError::NotYetValid), "not-yet-valid");
+        assert_eq!(super::refusal(&crate::payment::ProofError::WrongAmount("1 != 2".into())), "wrong-amount: 1 != 2");
+    }
+}

@@ -1,0 +1,113 @@
+//! `stablerail adapter check`: a shipped adapter passes against its own
+//! vectors, and the checks fail where the adapter or the chain is not what
+//! the vectors say, naming the check.
+
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::common;
+
+fn check(wasm: &str, vectors: Option<&Value>) -> (bool, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stablerail"));
+    c.args(["adapter", "check"]).arg(common::adapters_dir().join(wasm)).args(["--config", "/nonexistent.toml"]);
+    if let Some(v) = vectors {
+        let path = dir.path().join("vectors.json");
+        std::fs::write(&path, v.to_string()).unwrap();
+        c.arg("--vectors").arg(path);
+    }
+    let out = c.current_dir(dir.path()).env("RUST_LOG", "error").output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.success(), report["passed"] == true, "the exit code follows the report");
+    (out.status.success(), report)
+}
+
+fn results(report: &Value) -> Vec<(String, String)> {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["check"].as_str().unwrap().into(), r["result"].as_str().unwrap().into()))
+        .collect()
+}
+
+fn failed(report: &Value) -> Vec<String> {
+    results(report).into_iter().filter(|(_, r)| r == "fail").map(|(c, _)| c).collect()
+}
+
+fn vectors() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(common::repo_root().join("adapters/eip3009/vectors.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn eip3009_passes_every_check_of_its_vectors() {
+    let (ok, report) = check("eip3009.wasm", Some(&vectors()));
+    assert!(ok, "{report:#}");
+    let names: Vec<String> = results(&report).into_iter().filter(|(_, r)| r == "pass").map(|(c, _)| c).collect();
+    for want in [
+        "loads",
+        "interface",
+        "imports",
+        "serves",
+        "requirements",
+        "verify x402-v2",
+        "tamper amount x402-v2",
+        "tamper recipient x402-v2",
+        "tamper window (late) x402-v2",
+        "tamper signer x402-v2",
+        "tamper malformed (not JSON) x402-v2",
+        "tamper malformed (an empty object) x402-v2",
+        "tamper malformed (a truncated payload) x402-v2",
+        "preflight x402-v2",
+        "replay x402-v2",
+        "determinism",
+        "limits",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} did not pass: {report:#}");
+    }
+    assert_eq!(report["interface"], "stablerail:adapter@0.1.0");
+
+    // Without vectors only the static checks run, and say so.
+    let (ok, report) = check("eip3009.wasm", None);
+    assert!(ok);
+    assert!(results(&report).contains(&("vectors".into(), "skip".into())), "{report:#}");
+}
+
+#[test]
+fn a_check_fails_by_name_when_the_adapter_or_its_chain_differs() {
+    // The chain says the authorization was used: preflight fails, and only it.
+    let mut v = vectors();
+    let replay = v["proofs"][0]["replay"][0].clone();
+    v["chain"][0] = replay;
+    let (ok, report) = check("eip3009.wasm", Some(&v));
+    assert!(!ok);
+    assert_eq!(failed(&report), vec!["preflight x402-v2".to_string()], "{report:#}");
+
+    // Vectors whose payer is someone else: the valid proof's check fails.
+    let mut v = vectors();
+    v["proofs"][0]["payer"] = json!("0x000000000000000000000000000000000000dEaD");
+    let (ok, report) = check("eip3009.wasm", Some(&v));
+    assert!(!ok);
+    assert_eq!(failed(&report), vec!["verify x402-v2".to_string()], "{report:#}");
+
+    // Requirements the adapter does not make: `extra` lacks a member.
+    let mut v = vectors();
+    v["requirements"]["extra"]["feePayer"] = Value::Null;
+    let (_, report) = check("eip3009.wasm", Some(&v));
+    assert_eq!(failed(&report), vec!["requirements".to_string()], "{report:#}");
+
+    // Another scheme's adapter against these vectors: it does not serve them.
+    let (ok, report) = check("permit2.wasm", Some(&vectors()));
+    assert!(!ok);
+    assert_eq!(failed(&report), vec!["vectors".to_string()], "{report:#}");
+
+    // Not a component at all.
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.wasm");
+    std::fs::write(&junk, b"\0asm junk").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_stablerail")).args(["adapter", "check"]).arg(&junk).output().unwrap();
+    assert!(!out.status.success());
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(failed(&report), vec!["loads".to_string()]);
+}
