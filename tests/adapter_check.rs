@@ -111,3 +111,41 @@ fn a_check_fails_by_name_when_the_adapter_or_its_chain_differs() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(failed(&report), vec!["loads".to_string()]);
 }
+
+#[test]
+fn each_mutant_fails_its_own_check_and_no_other() {
+    // The mutant without a fault is eip3009: every check passes.
+    let with = |fault: &str| {
+        let mut v = vectors();
+        v["scheme"] = json!("eip3009");
+        v["context"]["params"] = json!({ "mutant": fault });
+        v
+    };
+    let (ok, report) = check("mutant.wasm", Some(&with("")));
+    assert!(ok, "{report:#}");
+
+    for (fault, fails) in [
+        ("requirements", vec!["requirements"]),
+        ("verify", vec!["verify x402-v2"]),
+        ("amount", vec!["tamper amount x402-v2"]),
+        ("recipient", vec!["tamper recipient x402-v2"]),
+        ("window", vec!["tamper window (late) x402-v2"]),
+        ("signer", vec!["tamper signer x402-v2"]),
+        (
+            "malformed",
+            vec![
+                "tamper malformed (not JSON) x402-v2",
+                "tamper malformed (an empty object) x402-v2",
+                "tamper malformed (a truncated payload) x402-v2",
+            ],
+        ),
+        ("preflight", vec!["preflight x402-v2"]),
+        ("replay", vec!["replay x402-v2"]),
+        ("determinism", vec!["determinism"]),
+        ("limits", vec!["limits"]),
+    ] {
+        let (ok, report) = check("mutant.wasm", Some(&with(fault)));
+        assert!(!ok, "the {fault} mutant passed: {report:#}");
+        assert_eq!(failed(&report), fails, "the {fault} mutant: {report:#}");
+    }
+}

@@ -54,7 +54,7 @@ struct Checked {
     signature: Vec<u8>,
 }
 
-struct Eip3009;
+pub struct Eip3009;
 
 impl Guest for Eip3009 {
     fn describe() -> Description {
@@ -243,4 +243,5 @@ fn authorization_of(t: &Transfer) -> Result<TransferWithAuthorization, AdapterEr
     })
 }
 
+#[cfg(feature = "export")]
 adapter_kit::export!(Eip3009 with_types_in adapter_kit::bindings);

@@ -139,6 +139,7 @@ impl Runtime {
             interface: version,
             imports,
             description: wit::Description { name: String::new(), version: String::new(), serves: vec![], config_keys: vec![] },
+            usage: Usage::default(),
         };
         adapter.description = adapter.call(None, |g, s| g.describe(s)).map_err(|e| invalid(format!("describe failed: {e}")))?;
         adapter.name = adapter.description.name.as_str().into();
@@ -179,6 +180,15 @@ pub struct Adapter {
     /// Interfaces the component imports (host imports and WASI).
     pub imports: Vec<String>,
     pub description: wit::Description,
+    /// The most fuel and memory any one call has used.
+    pub usage: Usage,
+}
+
+/// High-water marks over an adapter's calls (`adapter check` reads them).
+#[derive(Default)]
+pub struct Usage {
+    pub fuel: std::sync::atomic::AtomicU64,
+    pub memory: std::sync::atomic::AtomicUsize,
 }
 
 impl Adapter {
@@ -256,6 +266,9 @@ impl Adapter {
             }
         });
         after(store.data());
+        let used = fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        self.usage.fuel.fetch_max(used, std::sync::atomic::Ordering::Relaxed);
+        self.usage.memory.fetch_max(store.data().limiter.peak, std::sync::atomic::Ordering::Relaxed);
         outcome.map_err(|e| self.classify(e, &store))
     }
 

@@ -38,7 +38,7 @@ impl HostState {
         HostState {
             wasi: None,
             table: ResourceTable::new(),
-            limiter: MemoryLimiter { max: max_memory, refused: false },
+            limiter: MemoryLimiter { max: max_memory, refused: false, peak: 0 },
             chain,
             clock,
             adapter,
@@ -67,10 +67,13 @@ impl WasiView for HostState {
 pub struct MemoryLimiter {
     max: usize,
     pub refused: bool,
+    /// The largest linear memory the call asked for, in bytes.
+    pub peak: usize,
 }
 
 impl ResourceLimiter for MemoryLimiter {
     fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.peak = self.peak.max(desired);
         if desired > self.max {
             self.refused = true;
             return Ok(false);
