@@ -3,12 +3,15 @@
 // adapter makes of the terms, and the chain's answers are the ABI encodings
 // the adapter's reads expect. Writes JSON to standard output.
 //   node devnet/adapter-vectors.mjs eip3009 > adapters/eip3009/vectors.json
+//   node devnet/adapter-vectors.mjs permit2 > adapters/permit2/vectors.json
 import { encodeFunctionData, encodeAbiParameters, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 
 const which = process.argv[2];
-if (which !== "eip3009") throw new Error(`no vectors recipe for ${which}`);
+if (!["eip3009", "permit2"].includes(which)) throw new Error(`no vectors recipe for ${which}`);
+// The canonical Permit2 contract, which the adapter uses unless configured otherwise.
+const PERMIT2 = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 
 // anvil's second well-known account: a payer whose key is public anyway.
 const payer = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
@@ -22,31 +25,42 @@ const terms = { amount: "10000", pay_to: "0x000000000000000000000000000000000000
 const requirements = {
   scheme: "exact", network: context.network, amount: terms.amount, asset: token, payTo: terms.pay_to,
   maxTimeoutSeconds: terms.max_timeout_seconds,
-  extra: { amount: terms.amount, asset: token, decimals: 6, name: "USD Coin", version: "2" },
+  extra: which === "eip3009"
+    ? { amount: terms.amount, asset: token, decimals: 6, name: "USD Coin", version: "2" }
+    : { amount: terms.amount, asset: token, assetTransferMethod: "permit2", decimals: 6, extensions: ["eip2612GasSponsoring"], name: "USD Coin", version: "2" },
 };
 const now = Math.floor(Date.now() / 1000);
 const made = await new ExactEvmScheme(payer).createPaymentPayload(2, requirements);
 const proof = { x402Version: 2, accepted: requirements, payload: made.payload };
-const auth = made.payload.authorization;
 
 const abi = parseAbi([
   "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
   "function balanceOf(address account) view returns (uint256)",
+  "function nonceBitmap(address owner, uint256 wordPos) view returns (uint256)",
 ]);
-const call = (fn, args, result) => ({
+const call = (to, fn, args, result) => ({
   method: "eth_call",
-  params: [{ to: token, data: encodeFunctionData({ abi, functionName: fn, args }) }, "latest"],
+  params: [{ to, data: encodeFunctionData({ abi, functionName: fn, args }) }, "latest"],
   result,
 });
-const used = (yes) => call("authorizationState", [auth.from, auth.nonce], encodeAbiParameters([{ type: "bool" }], [yes]));
+const word = (v) => encodeAbiParameters([{ type: "uint256" }], [v]);
+let used;
+if (which === "eip3009") {
+  const auth = made.payload.authorization;
+  used = (yes) => call(token, "authorizationState", [auth.from, auth.nonce], encodeAbiParameters([{ type: "bool" }], [yes]));
+} else {
+  // Permit2's unordered nonces: bit (nonce & 255) of word (nonce >> 8).
+  const nonce = BigInt(made.payload.permit2Authorization.nonce);
+  used = (yes) => call(PERMIT2, "nonceBitmap", [payer.address, nonce >> 8n], word(yes ? 1n << (nonce & 255n) : 0n));
+}
 
 console.log(JSON.stringify({
-  scheme: "eip3009",
+  scheme: which,
   context,
   now,
   terms,
   other_pay_to: "0x000000000000000000000000000000000000dEaD",
   requirements: { scheme: "exact", extra: { name: "USD Coin", version: "2" } },
   proofs: [{ name: "x402-v2", proof, payer: payer.address, signature: "/payload/signature", replay: [used(true)] }],
-  chain: [used(false), call("balanceOf", [auth.from], encodeAbiParameters([{ type: "uint256" }], [10n ** 12n]))],
+  chain: [used(false), call(token, "balanceOf", [payer.address], word(10n ** 12n))],
 }, null, 2));

@@ -36,14 +36,29 @@ fn failed(report: &Value) -> Vec<String> {
     results(report).into_iter().filter(|(_, r)| r == "fail").map(|(c, _)| c).collect()
 }
 
+fn vectors_of(adapter: &str) -> Value {
+    let path = common::repo_root().join("adapters").join(adapter).join("vectors.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 fn vectors() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(common::repo_root().join("adapters/eip3009/vectors.json")).unwrap()).unwrap()
+    vectors_of("eip3009")
 }
 
 #[test]
-fn eip3009_passes_every_check_of_its_vectors() {
-    let (ok, report) = check("eip3009.wasm", Some(&vectors()));
-    assert!(ok, "{report:#}");
+fn the_evm_adapters_pass_every_check_of_their_vectors() {
+    for (wasm, crate_dir) in [("eip3009.wasm", "eip3009"), ("permit2.wasm", "permit2")] {
+        let (ok, report) = check(wasm, Some(&vectors_of(crate_dir)));
+        assert!(ok, "{report:#}");
+        every_check_passed(&report);
+    }
+    // Without vectors only the static checks run, and say so.
+    let (ok, report) = check("eip3009.wasm", None);
+    assert!(ok);
+    assert!(results(&report).contains(&("vectors".into(), "skip".into())), "{report:#}");
+}
+
+fn every_check_passed(report: &Value) {
     let names: Vec<String> = results(&report).into_iter().filter(|(_, r)| r == "pass").map(|(c, _)| c).collect();
     for want in [
         "loads",
@@ -67,11 +82,6 @@ fn eip3009_passes_every_check_of_its_vectors() {
         assert!(names.iter().any(|n| n == want), "{want} did not pass: {report:#}");
     }
     assert_eq!(report["interface"], "stablerail:adapter@0.1.0");
-
-    // Without vectors only the static checks run, and say so.
-    let (ok, report) = check("eip3009.wasm", None);
-    assert!(ok);
-    assert!(results(&report).contains(&("vectors".into(), "skip".into())), "{report:#}");
 }
 
 #[test]
@@ -123,6 +133,7 @@ fn each_mutant_fails_its_own_check_and_no_other() {
     };
     let (ok, report) = check("mutant.wasm", Some(&with("")));
     assert!(ok, "{report:#}");
+    every_check_passed(&report);
 
     for (fault, fails) in [
         ("requirements", vec!["requirements"]),
