@@ -112,6 +112,21 @@ fn a_check_fails_by_name_when_the_adapter_or_its_chain_differs() {
     assert!(!ok);
     assert_eq!(failed(&report), vec!["vectors".to_string()], "{report:#}");
 
+    // A vectors file that is not one: a clear error naming the file, no report.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"scheme": "eip3009", "contxt": {}}"#).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        .args(["adapter", "check"])
+        .arg(common::adapters_dir().join("eip3009.wasm"))
+        .arg("--vectors")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.json: not a vectors file") && err.contains("contxt"), "{err}");
+
     // Not a component at all.
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.wasm");
