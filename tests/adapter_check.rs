@@ -76,6 +76,7 @@ fn every_check_passed(report: &Value) {
         "tamper malformed (a truncated payload) x402-v2",
         "preflight x402-v2",
         "replay x402-v2",
+        "authorize/assemble",
         "determinism",
         "limits",
     ] {
@@ -167,6 +168,7 @@ fn each_mutant_fails_its_own_check_and_no_other() {
         ),
         ("preflight", vec!["preflight x402-v2"]),
         ("replay", vec!["replay x402-v2"]),
+        ("assemble", vec!["authorize/assemble"]),
         ("determinism", vec!["determinism"]),
         ("limits", vec!["limits"]),
     ] {

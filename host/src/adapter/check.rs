@@ -18,7 +18,7 @@ use super::bindings::types as wit;
 use super::{exports, family_name, wit_family, AssetAdapter, CallError, Limits, Runtime};
 use crate::chain::{ChainClient, Recorded, RecordedAnswer};
 use crate::config::Family;
-use crate::payment::{PaymentRequirements, ProofError, Terms, VerifiedPayment};
+use crate::payment::{PaymentRequirements, ProofError, SigningRequest, Terms, Transfer, VerifiedPayment};
 
 /// An author's vectors: one (chain, asset) the adapter serves, the terms
 /// of a payment, proofs signed for the requirements the adapter makes of
@@ -318,8 +318,57 @@ async fn dynamic(c: &mut Checks, adapter: &Arc<super::Adapter>, v: &Vectors, now
             }
         }
     }
+    now.store(base_now, Ordering::SeqCst);
+    round_trip(c, &a, &req, v).await;
     if !c.rows.iter().any(|r| r.check == "determinism") {
         c.pass("determinism", "the same question twice, the same answer".into());
+    }
+}
+
+/// A host-held wallet's payment, end to end: what `authorize` asks to be
+/// signed, signed by a fresh key as the host would, `assemble`d, and
+/// accepted by `verify` as that key's payment.
+async fn round_trip(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirements, v: &Vectors) {
+    use alloy_signer::SignerSync;
+    const CHECK: &str = "authorize/assemble";
+    if v.context.family != Family::Evm {
+        return c.skip(CHECK, "the round trip signs EVM digests; Solana and TRON wallets are not emulated yet".into());
+    }
+    let key = alloy_signer_local::PrivateKeySigner::random();
+    let sender = key.address().to_checksum(None);
+    let transfer = Transfer {
+        sender: sender.clone(),
+        recipient: req.pay_to.clone(),
+        amount: req.amount.clone(),
+        valid_after: v.now.saturating_sub(60),
+        valid_before: v.now + 600,
+        nonce: alloy_primitives::keccak256(b"stablerail adapter check").to_vec(),
+    };
+    let Some(asked) = c.call(CHECK, a.authorize(&transfer)).await else { return };
+    let request = match asked {
+        Ok(r) => r,
+        Err(e) => return c.fail(CHECK, format!("authorize refused: {e:?}")),
+    };
+    let SigningRequest::Eip712Digest(digest) = &request else {
+        return c.fail(CHECK, format!("asks an EVM wallet to sign {request:?}"));
+    };
+    let signature = match <[u8; 32]>::try_from(digest.as_slice()).map(|d| key.sign_hash_sync(&d.into())) {
+        Ok(Ok(s)) => s.as_bytes().to_vec(),
+        _ => return c.fail(CHECK, format!("the digest is {} bytes, not a signable 32", digest.len())),
+    };
+    let Some(assembled) = c.call(CHECK, a.assemble(req, &transfer, &request, signature)).await else { return };
+    let proof = match assembled {
+        Ok(p) => p,
+        Err(e) => return c.fail(CHECK, format!("assemble refused: {e:?}")),
+    };
+    match c.call(CHECK, a.verify(req, &proof)).await {
+        // What verify reports beyond the payer is the `verify` check's.
+        Some(Ok(p)) if p.payer.eq_ignore_ascii_case(&sender) => {
+            c.pass(CHECK, format!("a fresh key's authorization verifies as its payment ({})", p.payer))
+        }
+        Some(Ok(p)) => c.fail(CHECK, format!("verifies as payer {} (expected {sender})", p.payer)),
+        Some(Err(e)) => c.fail(CHECK, format!("the assembled proof is refused: {}", refusal(&e))),
+        None => {}
     }
 }
 
