@@ -4,12 +4,16 @@
 // the adapter's reads expect. Writes JSON to standard output.
 //   node devnet/adapter-vectors.mjs eip3009 > adapters/eip3009/vectors.json
 //   node devnet/adapter-vectors.mjs permit2 > adapters/permit2/vectors.json
+//   node devnet/adapter-vectors.mjs upto > adapters/upto/vectors.json
 import { encodeFunctionData, encodeAbiParameters, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { UptoEvmScheme } from "@x402/evm/upto/client";
 
 const which = process.argv[2];
-if (!["eip3009", "permit2"].includes(which)) throw new Error(`no vectors recipe for ${which}`);
+if (!["eip3009", "permit2", "upto"].includes(which)) throw new Error(`no vectors recipe for ${which}`);
+// upto: the facilitator (the host's relayer) the payer's witness names.
+const relayer = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 // The canonical Permit2 contract, which the adapter uses unless configured otherwise.
 const PERMIT2 = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 
@@ -22,21 +26,26 @@ const context = {
 };
 const terms = { amount: "10000", pay_to: "0x000000000000000000000000000000000000bEEF", max_timeout_seconds: 600 };
 // What the adapter answers for these terms (`adapter check` without proofs prints it).
+const extra = {
+  eip3009: { amount: terms.amount, asset: token, decimals: 6, name: "USD Coin", version: "2" },
+  permit2: { amount: terms.amount, asset: token, assetTransferMethod: "permit2", decimals: 6, extensions: ["eip2612GasSponsoring"], name: "USD Coin", version: "2" },
+  upto: { amount: terms.amount, asset: token, assetTransferMethod: "permit2", decimals: 6, facilitatorAddress: relayer, name: "USD Coin", version: "2" },
+}[which];
+const scheme = which === "upto" ? "upto" : "exact";
 const requirements = {
-  scheme: "exact", network: context.network, amount: terms.amount, asset: token, payTo: terms.pay_to,
-  maxTimeoutSeconds: terms.max_timeout_seconds,
-  extra: which === "eip3009"
-    ? { amount: terms.amount, asset: token, decimals: 6, name: "USD Coin", version: "2" }
-    : { amount: terms.amount, asset: token, assetTransferMethod: "permit2", decimals: 6, extensions: ["eip2612GasSponsoring"], name: "USD Coin", version: "2" },
+  scheme, network: context.network, amount: terms.amount, asset: token, payTo: terms.pay_to,
+  maxTimeoutSeconds: terms.max_timeout_seconds, extra,
 };
 const now = Math.floor(Date.now() / 1000);
-const made = await new ExactEvmScheme(payer).createPaymentPayload(2, requirements);
+const client = which === "upto" ? new UptoEvmScheme(payer) : new ExactEvmScheme(payer);
+const made = await client.createPaymentPayload(2, requirements);
 const proof = { x402Version: 2, accepted: requirements, payload: made.payload };
 
 const abi = parseAbi([
   "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
   "function balanceOf(address account) view returns (uint256)",
   "function nonceBitmap(address owner, uint256 wordPos) view returns (uint256)",
+  "function allowance(address owner, address spender) view returns (uint256)",
 ]);
 const call = (to, fn, args, result) => ({
   method: "eth_call",
@@ -54,13 +63,16 @@ if (which === "eip3009") {
   used = (yes) => call(PERMIT2, "nonceBitmap", [payer.address, nonce >> 8n], word(yes ? 1n << (nonce & 255n) : 0n));
 }
 
+// upto also reads the payer's Permit2 allowance.
+const allowance = which === "upto" ? [call(token, "allowance", [payer.address, PERMIT2], word(10n ** 12n))] : [];
 console.log(JSON.stringify({
   scheme: which,
   context,
+  ...(which === "upto" ? { relayer } : {}),
   now,
   terms,
   other_pay_to: "0x000000000000000000000000000000000000dEaD",
-  requirements: { scheme: "exact", extra: { name: "USD Coin", version: "2" } },
+  requirements: { scheme, extra: which === "upto" ? { facilitatorAddress: relayer, name: "USD Coin", version: "2" } : { name: "USD Coin", version: "2" } },
   proofs: [{ name: "x402-v2", proof, payer: payer.address, signature: "/payload/signature", replay: [used(true)] }],
-  chain: [used(false), call(token, "balanceOf", [payer.address], word(10n ** 12n))],
+  chain: [used(false), call(token, "balanceOf", [payer.address], word(10n ** 12n)), ...allowance],
 }, null, 2));

@@ -11,7 +11,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { spawn } from "node:child_process";
 import { createPublicClient, createWalletClient, http, parseEther, toFunctionSelector } from "viem";
-import { x402ExactPermit2ProxyABI } from "@x402/evm";
+import { x402ExactPermit2ProxyABI, x402UptoPermit2ProxyABI } from "@x402/evm";
 import { privateKeyToAccount, mnemonicToAccount } from "viem/accounts";
 import { compile } from "./compile.mjs";
 import { startSolana } from "./solana-up.mjs";
@@ -22,6 +22,7 @@ import { multicall3Creation, permit2Runtime, MULTICALL3_ADDRESS, PERMIT2_ADDRESS
 const here = path.dirname(new URL(import.meta.url).pathname);
 const ANVIL = path.join(here, "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
 const PROXY_ADDRESS = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
+const UPTO_PROXY_ADDRESS = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";
 
 // Token fixtures, one per kind of contract the spec's (chain, asset) table needs.
 // fiat: DevUSD (EIP-3009 + EIP-2612, standard or salted domain);
@@ -99,7 +100,7 @@ async function waitFor(rpc, child) {
   throw new Error(`anvil at ${rpc} did not start`);
 }
 
-const artifacts = { fiat: compile("DevUSD"), tether: compile("TetherLike"), proxy: compile("X402Permit2Proxy") };
+const artifacts = { fiat: compile("DevUSD"), tether: compile("TetherLike"), proxy: compile("X402Permit2Proxy"), upto: compile("X402UptoPermit2Proxy") };
 const permit2Code = permit2Runtime();
 const deployer = mnemonicToAccount(MNEMONIC, { addressIndex: 0 });
 const payers = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => {
@@ -122,6 +123,9 @@ async function deploy(pub, wallet, artifact, args) {
   if (selectors(artifacts.proxy.abi) !== selectors(x402ExactPermit2ProxyABI)) {
     throw new Error("X402Permit2Proxy.sol does not match @x402/evm's x402ExactPermit2ProxyABI");
   }
+  if (selectors(artifacts.upto.abi) !== selectors(x402UptoPermit2ProxyABI)) {
+    throw new Error("X402UptoPermit2Proxy.sol does not match @x402/evm's x402UptoPermit2ProxyABI");
+  }
 }
 
 // Deploy creation code, then move the runtime code to `address`.
@@ -131,11 +135,12 @@ async function place(pub, wallet, artifact, address) {
   await pub.request({ method: "anvil_setCode", params: [address, code] });
 }
 
-// Canonical Permit2, our x402 exact-Permit2 proxy and Multicall3, at their
-// canonical addresses.
+// Canonical Permit2, our x402 exact- and upto-Permit2 proxies and
+// Multicall3, at their canonical addresses.
 async function placeCanonical(pub, wallet) {
   await pub.request({ method: "anvil_setCode", params: [PERMIT2_ADDRESS, permit2Code] });
   await place(pub, wallet, artifacts.proxy, PROXY_ADDRESS);
+  await place(pub, wallet, artifacts.upto, UPTO_PROXY_ADDRESS);
   await place(pub, wallet, { abi: [], bytecode: multicall3Creation() }, MULTICALL3_ADDRESS);
 }
 
@@ -145,7 +150,7 @@ async function deployAsset(pub, wallet, a) {
     : deploy(pub, wallet, artifacts.tether, ["Tether USD", "USDT", a.decimals, Boolean(a.reset)]);
 }
 
-const out = { chains: {}, payers, deployer: deployer.address, permit2: PERMIT2_ADDRESS, permit2_proxy: PROXY_ADDRESS, multicall3: MULTICALL3_ADDRESS };
+const out = { chains: {}, payers, deployer: deployer.address, permit2: PERMIT2_ADDRESS, permit2_proxy: PROXY_ADDRESS, upto_proxy: UPTO_PROXY_ADDRESS, multicall3: MULTICALL3_ADDRESS };
 let port = basePort;
 for (const name of chains) {
   const c = name === "tron" ? TRON : CHAINS[name];

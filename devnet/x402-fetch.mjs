@@ -11,6 +11,7 @@ import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { x402Client, wrapFetchWithPayment, x402HTTPClient } from "@x402/fetch";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { UptoEvmScheme } from "@x402/evm/upto/client";
 import { toClientEvmSigner } from "@x402/evm";
 import { ExactSvmScheme } from "@x402/svm/exact/client";
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
@@ -21,6 +22,7 @@ if (key.startsWith("0x")) {
   const account = privateKeyToAccount(key);
   const signer = rpc ? toClientEvmSigner(account, createPublicClient({ transport: http(rpc) })) : account;
   client.register("eip155:*", new ExactEvmScheme(signer));
+  client.register("eip155:*", new UptoEvmScheme(signer));
   // The devnet's tokens are not x402's default assets: allow this one.
   client.setSpendControls({ allowedAssets: [{ network: "eip155:*", asset }] });
 } else {

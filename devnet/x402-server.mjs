@@ -5,12 +5,17 @@
 //
 //   node x402-server.mjs '<json config>'
 //   config: { port, facilitator, key?, network, asset, amount, payTo, name?, version?, extra?,
-//             extensions?: ["eip2612GasSponsoring" | "erc20ApprovalGasSponsoring"] }
+//             extensions?: ["eip2612GasSponsoring" | "erc20ApprovalGasSponsoring"],
+//             scheme?: "exact" | "upto", unitPrice? }
 //
-// Serves GET /paid behind the payment and prints "ready <port>" once listening.
+// Serves GET /paid behind the payment and prints "ready <port>" once
+// listening. With scheme "upto", `amount` is the most a request may cost and
+// GET /paid?use=N charges what it used: N × unitPrice base units (the
+// route names it with setSettlementOverrides; the facilitator settles that).
 import express from "express";
-import { paymentMiddleware, x402ResourceServer } from "@x402/express";
+import { paymentMiddleware, setSettlementOverrides, x402ResourceServer } from "@x402/express";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
+import { UptoEvmScheme } from "@x402/evm/upto/server";
 import { ExactSvmScheme } from "@x402/svm/exact/server";
 import { HTTPFacilitatorClient } from "@x402/core/server";
 import { declareEip2612GasSponsoringExtension, declareErc20ApprovalGasSponsoringExtension } from "@x402/extensions";
@@ -25,23 +30,29 @@ const extra = { ...(cfg.name ? { name: cfg.name, version: cfg.version } : {}), .
 // The gas-sponsoring extensions this route offers (Permit2 assets).
 const declare = { eip2612GasSponsoring: declareEip2612GasSponsoringExtension, erc20ApprovalGasSponsoring: declareErc20ApprovalGasSponsoringExtension };
 const extensions = Object.assign({}, ...(cfg.extensions ?? []).map((name) => declare[name]()));
+const scheme = cfg.scheme ?? "exact";
+const serverScheme = scheme === "upto" ? new UptoEvmScheme() : cfg.network.startsWith("solana:") ? new ExactSvmScheme() : new ExactEvmScheme();
 const app = express();
 let served = 0;
 app.use(
   paymentMiddleware(
     {
       "GET /paid": {
-        accepts: [{ scheme: "exact", network: cfg.network, payTo: cfg.payTo, price: { amount: cfg.amount, asset: cfg.asset, extra } }],
+        accepts: [{ scheme, network: cfg.network, payTo: cfg.payTo, price: { amount: cfg.amount, asset: cfg.asset, extra } }],
         extensions,
         description: "A paid answer",
         mimeType: "application/json",
       },
     },
-    new x402ResourceServer(facilitator).register(cfg.network, cfg.network.startsWith("solana:") ? new ExactSvmScheme() : new ExactEvmScheme()),
+    new x402ResourceServer(facilitator).register(cfg.network, serverScheme),
   ),
 );
-app.get("/paid", (_req, res) => {
+app.get("/paid", (req, res) => {
   served += 1;
+  if (scheme === "upto") {
+    const used = BigInt(req.query.use ?? "1");
+    setSettlementOverrides(res, { amount: String(used * BigInt(cfg.unitPrice ?? 1)) });
+  }
   res.json({ paid: true, served });
 });
 app.get("/served", (_req, res) => res.json({ served }));

@@ -24,8 +24,10 @@ scripts/build-adapters.sh
 
 # The dev profile: the adapters' release profile (LTO, one codegen unit)
 # is for the shipped .wasm files, not for a few native unit tests.
-echo "==> guest-side unit tests (adapter kit, solana-spl, tron-permit2, natively) [${SECONDS}s]"
-(cd adapters && cargo test --target x86_64-unknown-linux-gnu -p adapter-kit -p x402-wire -p solana-spl -p tron-wire -p tron-permit2 --lib)
+echo "==> guest-side unit and doc tests (adapter kit, solana-spl, tron-permit2, natively) [${SECONDS}s]"
+(cd adapters && cargo test --target x86_64-unknown-linux-gnu -p stablerail-adapter-kit -p x402-wire -p solana-spl -p tron-wire -p tron-permit2 --lib)
+# The kit's documented examples are tests too.
+(cd adapters && cargo test --target x86_64-unknown-linux-gnu -p stablerail-adapter-kit --doc)
 
 echo "==> waiting for the host's build [${SECONDS}s]"
 status=0

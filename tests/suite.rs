@@ -31,4 +31,5 @@ mod swaps;
 mod tron_exactly_once;
 mod tron_node;
 mod tron_payments;
+mod upto;
 mod wit_versions;

@@ -1,7 +1,7 @@
-//! Two versions of the adapter interface in one server: the EIP-3009 adapter
-//! (built against `stablerail:adapter@0.1.0`, through the kit) and the
-//! `lab-v2` fixture (built against `0.2.0`) are loaded, described and called
-//! side by side, directly and through the HTTP API.
+//! Three versions of the adapter interface in one server: the EIP-3009
+//! adapter (built on the kit, `stablerail:adapter@0.4.0`), the `lab-v2`
+//! fixture (`0.2.0`) and the `lab-v1` fixture (`0.1.0`) are loaded,
+//! described and called side by side, directly and through the HTTP API.
 
 use crate::common;
 
@@ -30,6 +30,20 @@ decimals = 6
 eip712_name = "Lab Dollar"
 eip712_version = "7"
 domain = "salted"
+
+[chains.lab1]
+family = "evm"
+chain_id = 31338
+roles = ["payer"]
+collection_address = "0x00000000000000000000000000000000000000c1"
+
+[chains.lab1.assets.usdc]
+state = "live"
+scheme = "lab-v1"
+token = "0x0000000000000000000000000000000000000002"
+decimals = 6
+eip712_name = "Lab One"
+eip712_version = "3"
 "#;
 
 async fn call(app: &axum::Router, method: &str, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
@@ -41,22 +55,31 @@ async fn call(app: &axum::Router, method: &str, uri: &str, body: Option<Value>) 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn adapters_of_both_interface_versions_serve_side_by_side() {
+async fn adapters_of_three_interface_versions_serve_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
     let path = common::write_config(dir.path(), &format!("{}{LAB}", common::BASE_USDC));
     let db = format!("sqlite://{}", dir.path().join("sr.db").display());
     common::init_keys(&path, &db).await;
     let state = stablerail::server::build_state(&path, &db, system_clock()).await.unwrap();
-    let (v1, v2) = (state.registry.asset("base", "usdc").unwrap(), state.registry.asset("lab", "usdc").unwrap());
-    assert_eq!((v1.adapter.interface, v2.adapter.interface), ("0.1.0", "0.2.0"));
-    assert_eq!((&*v1.adapter.name, &*v2.adapter.name), ("eip3009", "lab-v2"));
+    let (v4, v2) = (state.registry.asset("base", "usdc").unwrap(), state.registry.asset("lab", "usdc").unwrap());
+    let v1 = state.registry.asset("lab1", "usdc").unwrap();
+    assert_eq!((v4.adapter.interface, v2.adapter.interface, v1.adapter.interface), ("0.4.0", "0.2.0", "0.1.0"));
+    assert_eq!((&*v4.adapter.name, &*v2.adapter.name, &*v1.adapter.name), ("eip3009", "lab-v2", "lab-v1"));
 
     // 0.2.0 receives the token's EIP-712 domain as one record.
     let terms = Terms { amount: "1500000".into(), pay_to: MERCHANT.into(), max_timeout_seconds: 60 };
     let r2 = v2.requirements(&terms).await.unwrap().unwrap();
     assert_eq!(serde_json::from_str::<Value>(&r2.extra).unwrap(), json!({ "name": "Lab Dollar", "version": "7", "shape": "salted" }));
+    let r4 = v4.requirements(&terms).await.unwrap().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&r4.extra).unwrap()["name"], "USD Coin");
+    // 0.1.0 receives it as three fields.
     let r1 = v1.requirements(&terms).await.unwrap().unwrap();
-    assert_eq!(serde_json::from_str::<Value>(&r1.extra).unwrap()["name"], "USD Coin");
+    assert_eq!(serde_json::from_str::<Value>(&r1.extra).unwrap(), json!({ "name": "Lab One", "version": "3", "domain": "standard" }));
+    // 0.1.0's bare setup calls get the host's labels (`setup:` + 8 bytes of the call's hash).
+    let steps = v1.prepare_sender(MERCHANT, "1").await.unwrap().unwrap();
+    assert_eq!(steps.len(), 1);
+    assert!(steps[0].label.starts_with("setup:") && steps[0].label.len() == 22, "{}", steps[0].label);
+    assert!(matches!(&steps[0].submission, Submission::EvmCall(c) if c.to == "0x0000000000000000000000000000000000000002"));
 
     // 0.2.0's wallet setup arrives as the host's settle steps, label and all.
     let steps = v2.prepare_sender(MERCHANT, "1").await.unwrap().unwrap();
@@ -69,13 +92,18 @@ async fn adapters_of_both_interface_versions_serve_side_by_side() {
     // One server, both versions: each chain listed, an intent on each.
     let app = stablerail::api::router(state.clone());
     let (_, chains) = call(&app, "GET", "/api/chains", None).await;
-    assert_eq!(chains["chains"], json!(["base", "lab"]));
-    for (chain, name) in [("base", "USD Coin"), ("lab", "Lab Dollar")] {
+    assert_eq!(chains["chains"], json!(["base", "lab", "lab1"]));
+    for (chain, name) in [("base", "USD Coin"), ("lab", "Lab Dollar"), ("lab1", "Lab One")] {
         let body = json!({ "recipient": MERCHANT, "amount": "1.5", "payer_chain": chain });
         let (status, intent) = call(&app, "POST", "/api/intents", Some(body)).await;
         assert_eq!(status, StatusCode::CREATED, "{intent}");
         let req = &intent["payment_requirements"];
-        assert_eq!(req["network"], if chain == "lab" { "eip155:31337" } else { "eip155:8453" });
+        let network = match chain {
+            "lab" => "eip155:31337",
+            "lab1" => "eip155:31338",
+            _ => "eip155:8453",
+        };
+        assert_eq!(req["network"], network);
         assert_eq!(req["extra"]["name"], name, "{intent}");
     }
     // An address the 0.2.0 adapter refuses is refused by the API.

@@ -434,6 +434,33 @@ pub enum AssetState {
     Unwired,
 }
 
+/// The x402 payment scheme an asset's adapter speaks. Intents pay `exact`
+/// only (a fixed amount); the facilitator serves both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum X402Scheme {
+    /// The amount signed is the amount paid.
+    #[default]
+    Exact,
+    /// The payer signs a maximum; the resource server settles what it
+    /// charges, up to that, through a proxy only the named facilitator may
+    /// call (so the call is sent by the relayer itself, never batched).
+    Upto,
+}
+
+impl X402Scheme {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            X402Scheme::Exact => "exact",
+            X402Scheme::Upto => "upto",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<X402Scheme> {
+        [X402Scheme::Exact, X402Scheme::Upto].into_iter().find(|s| s.as_str() == name)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum DomainKind {
@@ -459,6 +486,9 @@ pub struct Asset {
     pub domain: DomainKind,
     /// Transfer scheme; names an entry of `[adapters]`.
     pub scheme: String,
+    /// The x402 scheme that adapter speaks (`exact` unless said).
+    #[serde(default)]
+    pub x402_scheme: X402Scheme,
     /// Scheme-specific settings passed to the adapter.
     #[serde(default)]
     pub params: BTreeMap<String, String>,
@@ -583,6 +613,9 @@ impl Config {
                     (AssetState::Gated, None) => return bad(format!("{at} is gated but names no flag")),
                     (AssetState::Gated, Some(f)) if !known_flag(f) => return bad(format!("{at}.flag names unknown flag `{f}`")),
                     _ => {}
+                }
+                if asset.x402_scheme == X402Scheme::Upto && chain.family != Family::Evm {
+                    return bad(format!("{at}.x402_scheme `upto` is served on EVM chains only"));
                 }
                 // Only what is served now must be complete; a gated-off pair
                 // may wait for the operator to fill it in.

@@ -314,6 +314,21 @@ enum AdapterCommand {
         #[arg(long, default_value = "chains.toml", env = "STABLERAIL_CONFIG")]
         config: PathBuf,
     },
+    /// Write a crate to start a new adapter from, on the adapter kit: a
+    /// working x402 `exact` adapter (EIP-3009) and its vectors, renamed.
+    New {
+        /// Crate and scheme name (lower-case letters, digits, `-`).
+        name: String,
+        /// Chain family (`evm`; `solana` and `tron` skeletons are not written yet).
+        #[arg(long, default_value = "evm")]
+        family: String,
+        /// Folder to create the crate in.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// The kit: a path or a git URL (default: this checkout's `adapters/kit`).
+        #[arg(long)]
+        kit: Option<String>,
+    },
     /// Check an adapter: statically, and against a vectors file's proofs,
     /// tamperings and recorded chain answers. Exits non-zero on any failure.
     Check {
@@ -345,6 +360,13 @@ async fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { config, listen, database } => stablerail::server::serve(config, listen, database).await,
         Command::Adapter { command: AdapterCommand::Inspect { file, config } } => inspect(out, &file, &config),
+        Command::Adapter { command: AdapterCommand::New { name, family, dir, kit } } => {
+            let family: stablerail::config::Family =
+                serde_json::from_value(json!(family)).map_err(|_| anyhow::anyhow!("--family must be evm, solana or tron"))?;
+            let written = stablerail::adapter::new::write(&name, family, &dir, kit.as_deref())?;
+            emit(out, &serde_json::to_value(&written)?);
+            Ok(())
+        }
         Command::Adapter { command: AdapterCommand::Check { file, vectors, config } } => {
             check(out, &file, vectors.as_deref(), &config).await
         }

@@ -26,6 +26,7 @@ adapter_memory_mib = 32
 [adapters]
 eip3009 = "eip3009.wasm"
 misbehave = "misbehave.wasm"
+lab-v1 = "lab_v1.wasm"
 lab-v2 = "lab_v2.wasm"
 "#;
         TestConfig(Table::new()).with(header).set("service.adapters_dir", super::adapters_dir().display().to_string())

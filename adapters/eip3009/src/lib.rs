@@ -1,33 +1,19 @@
 //! EIP-3009 `transferWithAuthorization` as the x402 `exact` scheme on EVM
 //! chains (`assetTransferMethod` absent). Standard and salted token domains.
 
-use adapter_kit::amount::{base_units, parse_units};
-use adapter_kit::evm::{self, parse_address, parse_b256, same_address, token_domain};
-use adapter_kit::types::{
+use alloy_primitives::{hex, Bytes, B256, U256};
+use alloy_sol_types::{SolCall, SolStruct};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use stablerail_adapter_kit::amount::{base_units, parse_units};
+use stablerail_adapter_kit::evm::eip3009::*;
+use stablerail_adapter_kit::evm::{self, parse_address, parse_b256, same_address, token_domain};
+use stablerail_adapter_kit::types::{
     AdapterError, AssetContext, Description, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SchemeRef, SettleStep,
     SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
 };
-use adapter_kit::x402::{decode_payload, PaymentPayload, Requirements, VALIDITY_MARGIN_SECS, X402_VERSION};
-use adapter_kit::{host, Guest};
-use alloy_primitives::{hex, Bytes, B256, U256};
-use alloy_sol_types::{sol, SolCall, SolStruct};
-use serde::{Deserialize, Serialize};
-use serde_json::json;
-
-sol! {
-    struct TransferWithAuthorization {
-        address from;
-        address to;
-        uint256 value;
-        uint256 validAfter;
-        uint256 validBefore;
-        bytes32 nonce;
-    }
-
-    function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external;
-    function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature) external;
-    function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
-}
+use stablerail_adapter_kit::x402::{decode_payload, AmountRule, PaymentPayload, Requirements, X402_VERSION};
+use stablerail_adapter_kit::Guest;
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -94,11 +80,7 @@ impl Guest for Eip3009 {
             return Err(ProofError::AlreadyUsed);
         }
         let amount = parse_units(&payment.amount).map_err(ProofError::Malformed)?;
-        let balance = evm::balance_of(&token, from)?;
-        if balance < amount {
-            return Err(ProofError::InsufficientFunds(format!("balance {balance} < {amount}")));
-        }
-        Ok(())
+        evm::check_balance(&token, from, amount)
     }
 
     fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<Vec<SettleStep>, ProofError> {
@@ -147,7 +129,7 @@ impl Guest for Eip3009 {
     }
 
     /// EIP-3009 needs no allowance: nothing to prepare.
-    fn prepare_sender(_ctx: AssetContext, _sender: String, _amount: String) -> Result<Vec<EvmCall>, AdapterError> {
+    fn prepare_sender(_ctx: AssetContext, _sender: String, _amount: String) -> Result<Vec<SettleStep>, AdapterError> {
         Ok(vec![])
     }
 
@@ -155,6 +137,7 @@ impl Guest for Eip3009 {
         _ctx: AssetContext,
         requirements: PaymentRequirements,
         transfer: Transfer,
+        _request: SigningRequest,
         signature: Vec<u8>,
     ) -> Result<String, AdapterError> {
         let a = authorization_of(&transfer)?;
@@ -181,7 +164,7 @@ impl Guest for Eip3009 {
 
 /// Every offline check of an EIP-3009 proof, in the order x402 lists them.
 fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<Checked, ProofError> {
-    let p: PaymentPayload<Exact3009> = decode_payload(proof, req, same_address)?;
+    let p: PaymentPayload<Exact3009> = decode_payload(proof, req, same_address, AmountRule::Exact)?;
     let a = &p.payload.authorization;
     let malformed = |e: String| ProofError::Malformed(e);
     let auth = TransferWithAuthorization {
@@ -201,13 +184,7 @@ fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<C
     if auth.value != required {
         return Err(ProofError::WrongAmount(format!("authorization value {} != {}", auth.value, required)));
     }
-    let now = U256::from(host::now());
-    if auth.validAfter > now {
-        return Err(ProofError::NotYetValid);
-    }
-    if auth.validBefore < now + U256::from(VALIDITY_MARGIN_SECS) {
-        return Err(ProofError::Expired);
-    }
+    evm::check_window(auth.validAfter, auth.validBefore)?;
 
     let domain = token_domain(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
     evm::check_signer(&auth.eip712_signing_hash(&domain), &signature, &auth.from)?;
@@ -244,4 +221,4 @@ fn authorization_of(t: &Transfer) -> Result<TransferWithAuthorization, AdapterEr
 }
 
 #[cfg(feature = "export")]
-adapter_kit::export!(Eip3009 with_types_in adapter_kit::bindings);
+stablerail_adapter_kit::export!(Eip3009 with_types_in stablerail_adapter_kit::bindings);

@@ -37,6 +37,7 @@ pub fn to_base_units(amount: &str, decimals: u8) -> Result<U256, String> {
 }
 
 /// `to-base-units` as adapters export it.
+#[cfg(feature = "bindings")]
 pub fn base_units(amount: &str, decimals: u8) -> Result<String, crate::types::AdapterError> {
     to_base_units(amount, decimals).map(|u| u.to_string()).map_err(crate::types::AdapterError::InvalidAmount)
 }

@@ -1,4 +1,12 @@
-//! EVM helpers: addresses, EIP-712 domains, signatures, eth_call and receipts.
+//! EVM helpers: addresses, EIP-712 domains (standard and salted), the
+//! EIP-3009 and Permit2 typed data, signatures, `eth_call` and receipts.
+//!
+//! ```ignore
+//! use stablerail_adapter_kit::evm::{self, eip3009::TransferWithAuthorization};
+//! use alloy_sol_types::SolStruct;
+//! let digest = auth.eip712_signing_hash(&evm::token_domain(&ctx)?);
+//! evm::check_signer(&digest, &signature, &auth.from)?;
+//! ```
 
 use std::borrow::Cow;
 
@@ -7,11 +15,69 @@ use alloy_sol_types::{sol, Eip712Domain, SolCall, SolEvent};
 use serde_json::{json, Value};
 
 use crate::amount::parse_units;
-use crate::host;
 use crate::types::{
-    AdapterError, AssetContext, DomainKind, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SettledTransfer, Terms,
+    AdapterError, AssetContext, DomainShape, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SettledTransfer, Terms,
     VerifiedPayment,
 };
+use crate::{chain, host};
+
+/// EIP-3009 `transferWithAuthorization`: the typed data a payer signs and
+/// the token's calls.
+pub mod eip3009 {
+    alloy_sol_types::sol! {
+        struct TransferWithAuthorization {
+            address from;
+            address to;
+            uint256 value;
+            uint256 validAfter;
+            uint256 validBefore;
+            bytes32 nonce;
+        }
+
+        function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external;
+        function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature) external;
+        function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
+    }
+}
+
+/// Permit2 `SignatureTransfer` with the x402 witnesses (exact and upto),
+/// the x402 proxies' calls and the payload JSON (`permit2-wire`).
+pub mod permit2 {
+    pub use permit2_wire::payload;
+    pub use permit2_wire::*;
+
+    /// Canonical Permit2 (the same address on every EVM chain).
+    pub const PERMIT2: alloy_primitives::Address = alloy_primitives::address!("000000000022D473030F116dDEE9F6B43aC78BA3");
+    /// The x402 exact-Permit2 proxy.
+    pub const EXACT_PROXY: alloy_primitives::Address = alloy_primitives::address!("402085c248EeA27D92E8b30b2C58ed07f9E20001");
+    /// The x402 upto-Permit2 proxy.
+    pub const UPTO_PROXY: alloy_primitives::Address = alloy_primitives::address!("4020A4f3b7b90ccA423B9fabCc0CE57C6C240002");
+
+    use crate::amount::parse_units;
+    use crate::types::ProofError;
+    use alloy_primitives::{Address, U256};
+    use alloy_sol_types::SolCall;
+
+    /// The replay key of a Permit2 nonce: per owner and chain, whatever the
+    /// token or x402 scheme, so one nonce pays once.
+    pub fn replay_key(network: &str, permit2: &Address, owner: &Address, nonce: U256) -> String {
+        format!("permit2:{network}:{permit2:#x}:{owner:#x}:{nonce}")
+    }
+
+    /// Refused as `already-used` when the chain says the nonce of this
+    /// replay key is spent (Permit2's nonces are bit `nonce & 255` of the
+    /// owner's word `nonce >> 8`). Answers the nonce.
+    pub fn check_unused(permit2: &Address, owner: Address, replay_key: &str) -> Result<U256, ProofError> {
+        let nonce = parse_units(replay_key.rsplit(':').next().unwrap_or_default()).map_err(ProofError::Malformed)?;
+        let out = super::eth_call(permit2, nonceBitmapCall { owner, wordPos: nonce >> 8 }.abi_encode())?;
+        let word =
+            nonceBitmapCall::abi_decode_returns(&out).map_err(|e| ProofError::ChainUnavailable(format!("nonceBitmap answer: {e}")))?;
+        if word.bit((nonce & U256::from(0xff)).to::<usize>()) {
+            return Err(ProofError::AlreadyUsed);
+        }
+        Ok(nonce)
+    }
+}
 use crate::x402::SCHEME_EXACT;
 
 sol! {
@@ -61,18 +127,18 @@ pub fn same_address(a: &str, b: &str) -> bool {
 }
 
 /// The token's own EIP-712 domain, as configured for this (chain, asset).
+/// Standard: name, version, chainId, verifyingContract. Salted: name,
+/// version, verifyingContract and salt = bytes32(chainId), no chainId.
 pub fn token_domain(ctx: &AssetContext) -> Result<Eip712Domain, AdapterError> {
     let cfg = |m: &str| AdapterError::Config(format!("{}/{}: {m}", ctx.chain, ctx.asset));
-    let name = ctx.eip712_name.clone().ok_or_else(|| cfg("eip712 name is not set"))?;
-    let version = ctx.eip712_version.clone().ok_or_else(|| cfg("eip712 version is not set"))?;
+    let d = ctx.eip712.as_ref().ok_or_else(|| cfg("this scheme needs a token EIP-712 domain"))?;
     let chain_id = U256::from(ctx.chain_id.ok_or_else(|| cfg("chain id is not set"))?);
     let token = parse_address(&ctx.token).map_err(|e| cfg(&e))?;
-    let (chain_id, salt) = match ctx.domain {
-        DomainKind::Standard => (Some(chain_id), None),
-        DomainKind::Salted => (None, Some(B256::from(chain_id))),
-        DomainKind::None => return Err(cfg("this scheme needs a token EIP-712 domain")),
+    let (chain_id, salt) = match d.shape {
+        DomainShape::Standard => (Some(chain_id), None),
+        DomainShape::Salted => (None, Some(B256::from(chain_id))),
     };
-    Ok(Eip712Domain::new(Some(Cow::Owned(name)), Some(Cow::Owned(version)), chain_id, Some(token), salt))
+    Ok(Eip712Domain::new(Some(Cow::Owned(d.name.clone())), Some(Cow::Owned(d.version.clone())), chain_id, Some(token), salt))
 }
 
 /// Recover the address that made a 65-byte r||s||v signature over `digest`.
@@ -104,8 +170,7 @@ pub fn split_signature(sig: &[u8]) -> (u8, B256, B256) {
 /// `eth_call` against `to` at the latest block; returns the raw return data.
 pub fn eth_call(to: &Address, data: Vec<u8>) -> Result<Vec<u8>, ProofError> {
     let params = json!([{ "to": to.to_string(), "data": hex::encode_prefixed(data) }, "latest"]);
-    let answer = host::query("eth_call", &params)?;
-    let text = answer.as_str().ok_or_else(|| ProofError::ChainUnavailable("eth_call answer is not a string".into()))?;
+    let text: String = chain::query("eth_call", &params)?;
     hex::decode(text).map_err(|_| ProofError::ChainUnavailable("eth_call answer is not hex".into()))
 }
 
@@ -120,6 +185,14 @@ pub fn approve_call(token: &Address, spender: Address, value: U256) -> EvmCall {
 }
 
 /// Decode `approve(spender, value)` calldata.
+/// A one-time call of a host-held wallet's preparation (`prepare-sender`)
+/// as a settle step. Its label is the call's own (`setup:` and the first 8
+/// bytes of keccak256(data), in hex), so a retry finds the step it stored.
+pub fn setup_step(call: EvmCall) -> crate::types::SettleStep {
+    let label = format!("setup:{}", &hex::encode(host::keccak256(&call.data))[..16]);
+    crate::types::SettleStep { label, submission: crate::types::Submission::EvmCall(call) }
+}
+
 pub fn decode_approve(data: &[u8]) -> Option<(Address, U256)> {
     approveCall::abi_decode(data).ok().map(|c| (c.spender, c.value))
 }
@@ -157,6 +230,28 @@ pub fn check_signer(digest: &B256, signature: &[u8], signer: &Address) -> Result
     Ok(())
 }
 
+/// x402's window: valid from `valid_after`, and at least
+/// `VALIDITY_MARGIN_SECS` left before `valid_before` (time to land).
+pub fn check_window(valid_after: U256, valid_before: U256) -> Result<(), ProofError> {
+    let now = U256::from(host::now());
+    if valid_after > now {
+        return Err(ProofError::NotYetValid);
+    }
+    if valid_before < now + U256::from(crate::x402::VALIDITY_MARGIN_SECS) {
+        return Err(ProofError::Expired);
+    }
+    Ok(())
+}
+
+/// Refused as `insufficient-funds` when `owner` holds less than `amount` of `token`.
+pub fn check_balance(token: &Address, owner: Address, amount: U256) -> Result<(), ProofError> {
+    let balance = balance_of(token, owner)?;
+    if balance < amount {
+        return Err(ProofError::InsufficientFunds(format!("balance {balance} < {amount}")));
+    }
+    Ok(())
+}
+
 pub fn balance_of(token: &Address, owner: Address) -> Result<U256, ProofError> {
     let out = eth_call(token, balanceOfCall { owner }.abi_encode())?;
     balanceOfCall::abi_decode_returns(&out).map_err(|e| ProofError::ChainUnavailable(format!("balanceOf answer: {e}")))
@@ -172,12 +267,12 @@ pub fn exact_requirements(ctx: &AssetContext, terms: Terms, mut extra: Value) ->
     extra["decimals"] = json!(ctx.decimals);
     extra["asset"] = json!(token.to_checksum(None));
     extra["amount"] = json!(terms.amount);
-    if ctx.domain != DomainKind::None {
-        extra["name"] = json!(ctx.eip712_name);
-        extra["version"] = json!(ctx.eip712_version);
-    }
-    if ctx.domain == DomainKind::Salted {
-        extra["domainType"] = json!("salted");
+    if let Some(d) = &ctx.eip712 {
+        extra["name"] = json!(d.name);
+        extra["version"] = json!(d.version);
+        if d.shape == DomainShape::Salted {
+            extra["domainType"] = json!("salted");
+        }
     }
     Ok(PaymentRequirements {
         scheme: SCHEME_EXACT.into(),

@@ -1,8 +1,10 @@
-//! Thin wrappers over the host imports.
+//! The host's other imports: native crypto, the clock and the log. (Chain
+//! questions are [`crate::chain`].)
 
-use crate::bindings::stablerail::adapter::{chain, clock, crypto, log};
-use crate::types::ProofError;
+use crate::bindings::stablerail::adapter0_1_0::{clock, crypto, log};
 
+/// Unix seconds, as the host's clock says (a test's recorded clock under
+/// `adapter check`).
 pub fn now() -> u64 {
     clock::now()
 }
@@ -24,21 +26,11 @@ pub fn ed25519_verify(public_key: &[u8], message: &[u8], signature: &[u8]) -> bo
     crypto::ed25519_verify(public_key, message, signature)
 }
 
+/// A warning in the host's log, with fields (never a secret: the host
+/// writes them as they are).
 pub fn warn(message: &str, fields: &[(&str, &str)]) {
     let fields: Vec<(String, String)> = fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     log::log(log::Level::Warn, message, &fields);
-}
-
-/// A read-only query to this call's chain; failures become `chain-unavailable`.
-pub fn query(method: &str, params: &serde_json::Value) -> Result<serde_json::Value, ProofError> {
-    let text = chain::query(method, &params.to_string()).map_err(|e| {
-        ProofError::ChainUnavailable(match e {
-            chain::QueryError::Denied(m) => format!("query denied: {m}"),
-            chain::QueryError::Unavailable(m) => format!("chain unavailable: {m}"),
-            chain::QueryError::Rpc(m) => format!("rpc error: {m}"),
-        })
-    })?;
-    serde_json::from_str(&text).map_err(|e| ProofError::ChainUnavailable(format!("unreadable chain answer: {e}")))
 }
 
 fn to32(v: &[u8]) -> [u8; 32] {

@@ -1,4 +1,11 @@
-//! x402 v2 wire types: PaymentRequirements and PaymentPayload.
+//! x402 wire types: v2's PaymentRequirements and PaymentPayload (what the
+//! host hands an adapter: it rewrites v1 bodies at its edge), v1's for
+//! tools and vectors, and the check that a payload answers the requirements.
+//!
+//! ```ignore
+//! use stablerail_adapter_kit::x402::{decode_payload, AmountRule};
+//! let p: PaymentPayload<MyPayload> = decode_payload(&proof, &requirements, evm::same_address, AmountRule::Exact)?;
+//! ```
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use serde_json::Value;
@@ -7,6 +14,7 @@ use crate::types::{PaymentRequirements, ProofError};
 
 pub const X402_VERSION: u32 = 2;
 pub const SCHEME_EXACT: &str = "exact";
+pub const SCHEME_UPTO: &str = "upto";
 /// x402 requires at least this many seconds left before an authorization
 /// expires, so the settlement transaction has time to land.
 pub const VALIDITY_MARGIN_SECS: u64 = 6;
@@ -51,12 +59,56 @@ pub struct PaymentPayload<P> {
     pub extensions: Option<Value>,
 }
 
-/// Decode a proof and check that it answers exactly these requirements.
+/// x402 v1 PaymentRequirements (`maxAmountRequired`, network names such as
+/// `base-sepolia`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequirementsV1 {
+    pub scheme: String,
+    pub network: String,
+    pub max_amount_required: String,
+    #[serde(default)]
+    pub resource: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub mime_type: String,
+    pub pay_to: String,
+    pub max_timeout_seconds: u64,
+    pub asset: String,
+    #[serde(default)]
+    pub extra: Value,
+}
+
+/// x402 v1 PaymentPayload: the scheme and network beside the payload, no
+/// `accepted`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentPayloadV1<P> {
+    pub x402_version: u32,
+    pub scheme: String,
+    pub network: String,
+    pub payload: P,
+}
+
+/// How the requirements' amount must relate to the amount the payer accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AmountRule {
+    /// The same amount (`exact`).
+    Exact,
+    /// At most the accepted amount (`upto`: the resource server names what
+    /// it charges when it settles, up to the maximum the payer signed).
+    AtMost,
+}
+
+/// Decode a proof and check that it answers these requirements: version,
+/// scheme, network, asset and payTo the same, the amount as `rule` says.
 /// `same_address` compares addresses in the family's own way.
 pub fn decode_payload<P: DeserializeOwned>(
     proof: &str,
     required: &PaymentRequirements,
     same_address: fn(&str, &str) -> bool,
+    rule: AmountRule,
 ) -> Result<PaymentPayload<P>, ProofError> {
     let p: PaymentPayload<P> = serde_json::from_str(proof).map_err(|e| ProofError::Malformed(format!("payment payload: {e}")))?;
     if p.x402_version != X402_VERSION {
@@ -71,7 +123,14 @@ pub fn decode_payload<P: DeserializeOwned>(
     if a.network != required.network {
         return mismatch("network", &a.network, &required.network);
     }
-    if a.amount != required.amount {
+    let amount_ok = match rule {
+        AmountRule::Exact => a.amount == required.amount,
+        AmountRule::AtMost => match (crate::amount::parse_units(&a.amount), crate::amount::parse_units(&required.amount)) {
+            (Ok(accepted), Ok(charged)) => charged <= accepted,
+            _ => false,
+        },
+    };
+    if !amount_ok {
         return mismatch("amount", &a.amount, &required.amount);
     }
     if !same_address(&a.asset, &required.asset) {

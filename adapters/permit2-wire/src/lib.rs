@@ -53,3 +53,39 @@ sol! {
 pub fn domain(chain_id: u64, permit2: Address) -> Eip712Domain {
     Eip712Domain::new(Some(Cow::Borrowed("Permit2")), None, Some(U256::from(chain_id)), Some(permit2), None)
 }
+
+/// The x402 `upto` scheme's Permit2 authorization: the witness also names
+/// the facilitator, the only caller the upto proxy lets settle, and the
+/// proxy's `settle` takes the amount to move (at most the permitted one).
+pub mod upto {
+    // sol! resolves struct types within one invocation only: the shared
+    // Permit2 structs are declared again here.
+    alloy_sol_types::sol! {
+        struct TokenPermissions {
+            address token;
+            uint256 amount;
+        }
+
+        struct PermitTransferFrom {
+            TokenPermissions permitted;
+            uint256 nonce;
+            uint256 deadline;
+        }
+
+        struct Witness {
+            address to;
+            address facilitator;
+            uint256 validAfter;
+        }
+
+        struct PermitWitnessTransferFrom {
+            TokenPermissions permitted;
+            address spender;
+            uint256 nonce;
+            uint256 deadline;
+            Witness witness;
+        }
+
+        function settle(PermitTransferFrom permit, uint256 amount, address owner, Witness witness, bytes signature) external;
+    }
+}

@@ -73,3 +73,30 @@ pub struct ApprovalInfo {
     pub amount: String,
     pub signed_transaction: String,
 }
+
+/// The x402 `upto` payload: as exact-Permit2's, with the facilitator in the witness.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UptoPayload {
+    pub signature: String,
+    pub permit2_authorization: UptoAuthorization,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UptoAuthorization {
+    pub from: String,
+    pub permitted: Permitted,
+    pub spender: String,
+    pub nonce: String,
+    pub deadline: String,
+    pub witness: UptoWitnessJson,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UptoWitnessJson {
+    pub to: String,
+    pub facilitator: String,
+    pub valid_after: String,
+}

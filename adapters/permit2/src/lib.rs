@@ -10,19 +10,19 @@
 
 mod sponsor;
 
-use adapter_kit::amount::{base_units, parse_units};
-use adapter_kit::evm::{self, as_adapter_error, parse_address, same_address};
-use adapter_kit::types::{
-    AdapterError, AssetContext, Description, DomainKind, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SchemeRef,
-    SettleStep, SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
-};
-use adapter_kit::x402::{decode_payload, PaymentPayload, Requirements, VALIDITY_MARGIN_SECS, X402_VERSION};
-use adapter_kit::{host, Guest};
 use alloy_primitives::{address, hex, Address, Bytes, U256};
 use alloy_sol_types::{Eip712Domain, SolCall, SolStruct};
 use permit2_wire::payload::{self as wire, Authorization, Extensions, Permit2Payload, Permitted, WitnessJson};
 use permit2_wire::*;
 use serde_json::json;
+use stablerail_adapter_kit::amount::{base_units, parse_units};
+use stablerail_adapter_kit::evm::{self, as_adapter_error, parse_address, same_address};
+use stablerail_adapter_kit::types::{
+    AdapterError, AssetContext, Description, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SchemeRef, SettleStep,
+    SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
+};
+use stablerail_adapter_kit::x402::{decode_payload, AmountRule, PaymentPayload, Requirements, X402_VERSION};
+use stablerail_adapter_kit::{host, Guest};
 
 use sponsor::{Expect, Sponsor};
 
@@ -48,7 +48,7 @@ impl Setup {
         };
         let extensions = match param("extensions") {
             Some(list) => list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
-            None if ctx.domain == DomainKind::None => {
+            None if ctx.eip712.is_none() => {
                 vec![wire::EIP2612_GAS_SPONSORING.into(), wire::ERC20_APPROVAL_GAS_SPONSORING.into()]
             }
             None => vec![wire::EIP2612_GAS_SPONSORING.into()],
@@ -123,20 +123,9 @@ impl Guest for Permit2Scheme {
     fn preflight(ctx: AssetContext, payment: VerifiedPayment) -> Result<(), ProofError> {
         let setup = Setup::for_proof(&ctx)?;
         let owner = parse_address(&payment.payer).map_err(ProofError::Malformed)?;
-        let nonce = parse_units(payment.replay_key.rsplit(':').next().unwrap_or_default()).map_err(ProofError::Malformed)?;
-        // Permit2 nonces are bits in per-owner 256-bit words.
-        let call = nonceBitmapCall { owner, wordPos: nonce >> 8 };
-        let out = evm::eth_call(&setup.permit2, call.abi_encode())?;
-        let word =
-            nonceBitmapCall::abi_decode_returns(&out).map_err(|e| ProofError::ChainUnavailable(format!("nonceBitmap answer: {e}")))?;
-        if word.bit((nonce & U256::from(0xff)).to::<usize>()) {
-            return Err(ProofError::AlreadyUsed);
-        }
+        stablerail_adapter_kit::evm::permit2::check_unused(&setup.permit2, owner, &payment.replay_key)?;
         let amount = parse_units(&payment.amount).map_err(ProofError::Malformed)?;
-        let balance = evm::balance_of(&setup.token, owner)?;
-        if balance < amount {
-            return Err(ProofError::InsufficientFunds(format!("balance {balance} < {amount}")));
-        }
+        evm::check_balance(&setup.token, owner, amount)?;
         Ok(())
     }
 
@@ -200,7 +189,7 @@ impl Guest for Permit2Scheme {
         Ok(SigningRequest::Eip712Digest(permit.eip712_signing_hash(&setup.domain(&ctx)?).to_vec()))
     }
 
-    fn prepare_sender(ctx: AssetContext, sender: String, amount: String) -> Result<Vec<EvmCall>, AdapterError> {
+    fn prepare_sender(ctx: AssetContext, sender: String, amount: String) -> Result<Vec<SettleStep>, AdapterError> {
         let setup = Setup::of(&ctx)?;
         let owner = parse_address(&sender).map_err(AdapterError::InvalidAddress)?;
         let amount = parse_units(&amount).map_err(AdapterError::InvalidAmount)?;
@@ -213,13 +202,14 @@ impl Guest for Permit2Scheme {
             calls.push(evm::approve_call(&setup.token, setup.permit2, U256::ZERO));
         }
         calls.push(evm::approve_call(&setup.token, setup.permit2, U256::MAX));
-        Ok(calls)
+        Ok(calls.into_iter().map(evm::setup_step).collect())
     }
 
     fn assemble(
         ctx: AssetContext,
         requirements: PaymentRequirements,
         transfer: Transfer,
+        _request: SigningRequest,
         signature: Vec<u8>,
     ) -> Result<String, AdapterError> {
         let setup = Setup::of(&ctx)?;
@@ -261,7 +251,7 @@ fn permit_of(setup: &Setup, t: &Transfer) -> Result<PermitWitnessTransferFrom, A
 
 /// Every offline check of a Permit2 proof and its extension.
 fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &str) -> Result<Checked, ProofError> {
-    let p: PaymentPayload<Permit2Payload> = decode_payload(proof, req, same_address)?;
+    let p: PaymentPayload<Permit2Payload> = decode_payload(proof, req, same_address, AmountRule::Exact)?;
     let a = &p.payload.permit2_authorization;
     let malformed = |e: String| ProofError::Malformed(e);
     let owner = parse_address(&a.from).map_err(malformed)?;
@@ -296,13 +286,8 @@ fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &s
     if permit.permitted.amount != required {
         return Err(ProofError::WrongAmount(format!("permitted amount {} != {required}", permit.permitted.amount)));
     }
+    evm::check_window(permit.witness.validAfter, permit.deadline)?;
     let now = host::now();
-    if permit.witness.validAfter > U256::from(now) {
-        return Err(ProofError::NotYetValid);
-    }
-    if permit.deadline < U256::from(now + VALIDITY_MARGIN_SECS) {
-        return Err(ProofError::Expired);
-    }
     let domain = setup.domain(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
     evm::check_signer(&permit.eip712_signing_hash(&domain), &signature, &owner)?;
 
@@ -329,9 +314,9 @@ fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &s
         valid_after: window(permit.witness.validAfter),
         valid_before: window(permit.deadline),
         // Permit2 nonces are per owner and chain, whatever the token.
-        replay_key: format!("permit2:{}:{:#x}:{:#x}:{}", ctx.network, setup.permit2, owner, permit.nonce),
+        replay_key: stablerail_adapter_kit::evm::permit2::replay_key(&ctx.network, &setup.permit2, &owner, permit.nonce),
     };
     Ok(Checked { payment, permit, owner, signature, sponsor })
 }
 
-adapter_kit::export!(Permit2Scheme with_types_in adapter_kit::bindings);
+stablerail_adapter_kit::export!(Permit2Scheme with_types_in stablerail_adapter_kit::bindings);

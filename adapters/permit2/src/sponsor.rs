@@ -1,13 +1,13 @@
 //! The gas-sponsoring extensions, checked field by field: how a payer with no
 //! Permit2 allowance yet gets one within the same payment.
 
-use adapter_kit::amount::parse_units;
-use adapter_kit::evm::{self, decode_approve, parse_address, token_domain};
-use adapter_kit::types::{AssetContext, DomainKind, ProofError};
 use alloy_consensus::{SignableTransaction, Signed, Transaction, TxEnvelope};
 use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::{hex, Address, B256, U256};
 use alloy_sol_types::{sol, Eip712Domain, SolStruct};
+use stablerail_adapter_kit::amount::parse_units;
+use stablerail_adapter_kit::evm::{self, decode_approve, parse_address, token_domain};
+use stablerail_adapter_kit::types::{AssetContext, DomainShape, ProofError};
 
 use permit2_wire::payload::{ApprovalInfo, PermitInfo};
 
@@ -48,7 +48,7 @@ fn same(got: &str, want: &Address, what: &str) -> Result<(), ProofError> {
 }
 
 pub fn check_permit(e: &Expect, info: &PermitInfo) -> Result<Sponsor, ProofError> {
-    if e.ctx.domain == DomainKind::None {
+    if e.ctx.eip712.is_none() {
         return Err(ProofError::Unsupported("this token has no EIP-2612 permit".into()));
     }
     same(&info.from, &e.payer, "eip2612GasSponsoring.from")?;
@@ -61,14 +61,14 @@ pub fn check_permit(e: &Expect, info: &PermitInfo) -> Result<Sponsor, ProofError
     if value != e.amount {
         return Err(ProofError::WrongAmount(format!("EIP-2612 permit value {value} != permitted amount {}", e.amount)));
     }
-    if deadline < U256::from(e.now + adapter_kit::x402::VALIDITY_MARGIN_SECS) {
+    if deadline < U256::from(e.now + stablerail_adapter_kit::x402::VALIDITY_MARGIN_SECS) {
         return Err(ProofError::Expired);
     }
     let signature = hex::decode(&info.signature).map_err(|_| ProofError::InvalidSignature("permit signature is not hex".into()))?;
     let permit = Permit { owner: e.payer, spender: e.permit2, value, nonce, deadline };
     let domain = token_domain(e.ctx).map_err(|err| ProofError::Unsupported(format!("{err:?}")))?;
     match evm::check_signer(&permit.eip712_signing_hash(&domain), &signature, &e.payer) {
-        Err(ProofError::SignerMismatch(m)) if e.ctx.domain == DomainKind::Salted => {
+        Err(ProofError::SignerMismatch(m)) if e.ctx.eip712.as_ref().is_some_and(|d| d.shape == DomainShape::Salted) => {
             // Name the usual mistake: a chainId domain for a salted token.
             let chain_domain = Eip712Domain { salt: None, chain_id: e.ctx.chain_id.map(U256::from), ..domain };
             let hint = if evm::recover(&permit.eip712_signing_hash(&chain_domain), &signature).ok() == Some(e.payer) {

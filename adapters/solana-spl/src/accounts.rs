@@ -1,36 +1,3 @@
-//! Solana addresses and the programs this adapter knows.
+//! Solana addresses and the programs this adapter knows: the kit's.
 
-use solana_pubkey::{pubkey, Pubkey};
-
-/// A Solana address (an ed25519 public key or a program-derived address).
-pub type Key = Pubkey;
-
-pub const TOKEN: Pubkey = spl_token_interface::ID;
-pub const TOKEN_2022: Pubkey = pubkey!("TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb");
-pub const COMPUTE_BUDGET: Pubkey = solana_compute_budget_interface::ID;
-pub const MEMO: Pubkey = pubkey!("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
-/// Lighthouse assertions, which wallets (e.g. Phantom) add to transactions.
-pub const LIGHTHOUSE: Pubkey = pubkey!("L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95");
-
-/// Parsing that accepts base58 of exactly 32 bytes and nothing else.
-pub trait Parse: Sized {
-    fn parse(text: &str) -> Option<Self>;
-}
-
-impl Parse for Pubkey {
-    fn parse(text: &str) -> Option<Pubkey> {
-        let bytes = bs58::decode(text).into_vec().ok()?;
-        let key = Pubkey::try_from(bytes.as_slice()).ok()?;
-        // One spelling per key: no leading-zero variants.
-        (key.to_string() == text).then_some(key)
-    }
-}
-
-pub fn is_token_program(program: &Pubkey) -> bool {
-    *program == TOKEN || *program == TOKEN_2022
-}
-
-/// The associated token account of `owner` for `mint` under `program`.
-pub fn ata(owner: &Pubkey, mint: &Pubkey, program: &Pubkey) -> Pubkey {
-    spl_associated_token_account_interface::address::get_associated_token_address_with_program_id(owner, mint, program)
-}
+pub use stablerail_adapter_kit::solana::{ata, is_token_program, Key, Parse, COMPUTE_BUDGET, LIGHTHOUSE, MEMO};

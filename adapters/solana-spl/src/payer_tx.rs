@@ -242,7 +242,8 @@ mod tests {
     use solana_message::{legacy, AccountMeta, Hash, Instruction};
 
     use super::*;
-    use crate::accounts::{ata, MEMO, TOKEN, TOKEN_2022};
+    use crate::accounts::{ata, MEMO};
+    use stablerail_adapter_kit::solana::{TOKEN, TOKEN_2022};
 
     struct Fixture {
         fee_payer: Key,

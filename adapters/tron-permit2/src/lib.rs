@@ -17,11 +17,8 @@
 //! `authorize` builds its `raw_data` (signed by the host as `tron-raw-data`),
 //! `assemble` wraps the signed transaction as the proof (see `transfer`).
 
-wit_bindgen::generate!({
-    world: "stablerail:adapter/adapter@0.4.0",
-    path: "../../wit/0.4.0",
-    generate_all,
-});
+// The kit's bindings of 0.4.0, under the names the modules use.
+use stablerail_adapter_kit::bindings::{exports, stablerail};
 
 mod node;
 mod permit;
@@ -287,4 +284,4 @@ impl Guest for TronPermit2 {
     }
 }
 
-export!(TronPermit2);
+stablerail_adapter_kit::export!(TronPermit2 with_types_in stablerail_adapter_kit::bindings);

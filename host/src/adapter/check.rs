@@ -347,6 +347,8 @@ async fn round_trip(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirem
     let Some(asked) = c.call(CHECK, a.authorize(&transfer)).await else { return };
     let request = match asked {
         Ok(r) => r,
+        // A scheme host-held wallets never pay with (x402 `upto`) says so.
+        Err(crate::payment::AdapterError::Unsupported(m)) => return c.skip(CHECK, format!("host-held wallets do not pay this way: {m}")),
         Err(e) => return c.fail(CHECK, format!("authorize refused: {e:?}")),
     };
     let SigningRequest::Eip712Digest(digest) = &request else {

@@ -10,6 +10,7 @@ pub mod check;
 mod convert;
 mod engine;
 pub mod exports;
+pub mod new;
 mod registry;
 pub(crate) mod state;
 

@@ -73,6 +73,7 @@ fn failed(reason: Reason, payer: Option<String>, transaction: String, network: &
         payer,
         transaction,
         network: network.into(),
+        amount: None,
     }
 }
 
@@ -141,7 +142,7 @@ fn publicly_allowed(s: &AppState, t: &Target, paid: &VerifiedPayment) -> bool {
 /// become series.
 fn labels(t: &Result<Target, Reason>) -> (&'static str, String) {
     match t {
-        Ok(t) => ("exact", t.req.network.clone()),
+        Ok(t) => (t.scheme.as_str(), t.req.network.clone()),
         Err(_) => ("other", "other".into()),
     }
 }

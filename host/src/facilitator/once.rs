@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use super::resolve::{Request, Target};
 use super::{check, failed, Caller, Status};
 use crate::clock::now_ms;
+use crate::config::X402Scheme;
 use crate::db::Db;
 use crate::payment::VerifiedPayment;
 use crate::settle::Ended;
@@ -57,6 +58,10 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
             return (status, failed(r, payer, String::new(), network));
         }
     };
+    if t.charges_nothing() {
+        // Nothing to move: the authorization stays unused, as the payer's.
+        return (Status::Ok, settled(t, String::new(), &paid.payer, network, "0"));
+    }
     let payment_id = payment_identifier(&r.payload);
     let now = now_ms();
     let rec = Settlement {
@@ -91,7 +96,7 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
                 let deadline = Instant::now() + first_wait;
                 // The pass goes on in its own task when the bound comes first.
                 match tokio::time::timeout(first_wait, engine.settle_now(rec, slot)).await {
-                    Ok(Some(ended)) => answer(s, t, &id, ended, &paid.payer, network).await,
+                    Ok(Some(ended)) => answer(s, t, &id, ended, &paid.payer, &paid.amount, network).await,
                     // Waiting for the chain or a retry: the claim loop has it now.
                     Ok(None) => wait(s, t, &id, deadline.saturating_duration_since(Instant::now()), network, false).await,
                     Err(_) => wait(s, t, &id, Duration::ZERO, network, false).await,
@@ -172,7 +177,7 @@ async fn follow(
             SettlementStatus::Settled | SettlementStatus::Failed => {
                 let reason = rec.error_reason.as_deref().and_then(reason::parse);
                 let ended = Ended { status: rec.status, tx_hash: rec.tx_hash, reason };
-                return answer(s, t, id, ended, &rec.payer, network).await;
+                return answer(s, t, id, ended, &rec.payer, &rec.amount, network).await;
             }
             SettlementStatus::Queued if Instant::now() >= deadline => {
                 let sent = sent_transaction(&s.db, &rec).await;
@@ -188,7 +193,7 @@ async fn follow(
 
 /// The answer for a settlement that ended: a success is answered once
 /// where the chain cannot refuse a spent payment (`answers_once`).
-async fn answer(s: &AppState, t: &Target, id: &str, ended: Ended, payer: &str, network: &str) -> (Status, SettleResponse) {
+async fn answer(s: &AppState, t: &Target, id: &str, ended: Ended, payer: &str, amount: &str, network: &str) -> (Status, SettleResponse) {
     let tx = ended.tx_hash.unwrap_or_default();
     match ended.status {
         SettlementStatus::Settled => {
@@ -202,17 +207,22 @@ async fn answer(s: &AppState, t: &Target, id: &str, ended: Ended, payer: &str, n
                     }
                 }
             }
-            let answer = SettleResponse {
-                success: true,
-                error_reason: None,
-                error_message: None,
-                payer: Some(payer.into()),
-                transaction: tx,
-                network: network.into(),
-            };
-            (Status::Ok, answer)
+            (Status::Ok, settled(t, tx, payer, network, amount))
         }
         _ => (Status::Ok, failed(ended.reason.unwrap_or(Reason::TransactionState), Some(payer.into()), tx, network)),
+    }
+}
+
+/// A success; an `upto` one says what it charged.
+fn settled(t: &Target, transaction: String, payer: &str, network: &str, amount: &str) -> SettleResponse {
+    SettleResponse {
+        success: true,
+        error_reason: None,
+        error_message: None,
+        payer: Some(payer.into()),
+        transaction,
+        network: network.into(),
+        amount: (t.scheme == X402Scheme::Upto).then(|| amount.to_string()),
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::adapter::AssetAdapter;
-use crate::config::{Availability, Family};
+use crate::config::{Availability, Family, X402Scheme};
 use crate::payment::PaymentRequirements;
 use crate::state::AppState;
 use crate::x402::reason::{Fault, Reason};
@@ -41,6 +41,7 @@ impl Request {
 pub struct Target {
     pub adapter: Arc<AssetAdapter>,
     pub family: Family,
+    pub scheme: X402Scheme,
     pub decimals: u8,
     pub req: PaymentRequirements,
     pub payload: String,
@@ -54,6 +55,11 @@ impl Target {
         self.family == Family::Solana
     }
 
+    /// An `upto` charge of nothing: verified, and answered without a transaction.
+    pub fn charges_nothing(&self) -> bool {
+        self.scheme == X402Scheme::Upto && self.req.amount.trim_start_matches('0').is_empty()
+    }
+
     /// Two addresses of this family are the same (EVM hex ignores case).
     pub fn same_address(&self, a: &str, b: &str) -> bool {
         match self.family {
@@ -63,8 +69,10 @@ impl Target {
     }
 }
 
-/// Match the caller's requirements to a served asset: exact scheme, a
-/// network this deployment exposes, a token it serves (not withheld).
+/// Match the caller's requirements to a served asset: a network this
+/// deployment exposes, a token it serves (not withheld) in the x402 scheme
+/// asked for. An `upto` amount may be 0 (the resource server charged
+/// nothing); an `exact` one may not.
 pub fn resolve(s: &AppState, r: &Request) -> Result<Target, Reason> {
     let req: PaymentRequirements = serde_json::from_value(r.requirements.clone()).map_err(|_| Reason::InvalidPaymentRequirements)?;
     let cfg = &s.config;
@@ -73,9 +81,7 @@ pub fn resolve(s: &AppState, r: &Request) -> Result<Target, Reason> {
         .iter()
         .find(|(id, c)| c.network().as_deref() == Some(&req.network) && cfg.chain_exposed(c) && s.watch.exposed(id))
         .ok_or(Reason::InvalidNetwork)?;
-    if req.scheme != "exact" {
-        return Err(Reason::UnsupportedScheme);
-    }
+    let scheme = X402Scheme::parse(&req.scheme).ok_or(Reason::UnsupportedScheme)?;
     let same = |token: &str| match chain.family {
         Family::Evm => token.eq_ignore_ascii_case(&req.asset),
         _ => token == req.asset,
@@ -84,9 +90,11 @@ pub fn resolve(s: &AppState, r: &Request) -> Result<Target, Reason> {
         .assets
         .iter()
         .filter(|(k, a)| cfg.availability(a) == Availability::Available && !s.watch.asset_withheld(chain_id, k))
-        .find(|(_, a)| same(&a.token))
-        .ok_or(Reason::InvalidPaymentRequirements)?;
-    if req.amount.is_empty() || !req.amount.bytes().all(|b| b.is_ascii_digit()) || req.amount.trim_start_matches('0').is_empty() {
+        .filter(|(_, a)| same(&a.token))
+        .find(|(_, a)| a.x402_scheme == scheme)
+        .ok_or(if scheme == X402Scheme::Exact { Reason::InvalidPaymentRequirements } else { Reason::UnsupportedScheme })?;
+    let zero = req.amount.trim_start_matches('0').is_empty();
+    if req.amount.is_empty() || !req.amount.bytes().all(|b| b.is_ascii_digit()) || (zero && scheme == X402Scheme::Exact) {
         return Err(Reason::InvalidPaymentRequirements);
     }
     let adapter = s.registry.asset(chain_id, key).ok_or(Reason::InvalidPaymentRequirements)?;
@@ -98,5 +106,5 @@ pub fn resolve(s: &AppState, r: &Request) -> Result<Target, Reason> {
             return Err(Reason::Payload(Family::Solana, Fault::FeePayerNotManaged));
         }
     }
-    Ok(Target { adapter, family: chain.family, decimals: asset.decimals, req, payload: r.payload.to_string() })
+    Ok(Target { adapter, family: chain.family, scheme, decimals: asset.decimals, req, payload: r.payload.to_string() })
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::config::Family;
+use crate::config::{Family, X402Scheme};
 use crate::keys::Role;
 use crate::state::AppState;
 use crate::x402::v1;
@@ -22,8 +22,10 @@ fn pattern(family: Family) -> &'static str {
 }
 
 /// Every exposed network with a served exact asset, in v2 and, where x402
-/// v1 names the network, in v1; the extensions that apply; the relayer
-/// that signs on each family (Solana's is also each kind's `feePayer`).
+/// v1 names the network, in v1; every one with an `upto` asset, in v2 (the
+/// relayer that must send its settlements as `facilitatorAddress`); the
+/// extensions that apply; the relayer that signs on each family (Solana's
+/// is also each kind's `feePayer`).
 pub async fn supported(s: &AppState) -> SupportedResponse {
     let cfg = &s.config;
     let mut relayers: BTreeMap<&'static str, String> = BTreeMap::new();
@@ -34,7 +36,8 @@ pub async fn supported(s: &AppState) -> SupportedResponse {
             continue;
         }
         let Some(network) = c.network() else { continue };
-        if v2.iter().any(|k| k.network == network) {
+        let scheme = asset.x402_scheme.as_str();
+        if v2.iter().any(|k| k.network == network && k.scheme == scheme) {
             continue;
         }
         let family = pattern(c.family);
@@ -44,11 +47,18 @@ pub async fn supported(s: &AppState) -> SupportedResponse {
             relayers.insert(family, address);
         }
         permit2 |= c.family == Family::Evm && asset.scheme == "permit2";
-        let extra = (c.family == Family::Solana).then(|| json!({ "feePayer": relayers[family] }));
-        v2.push(SupportedKind { x402_version: 2, scheme: "exact".into(), network, extra });
+        let extra = match (c.family, asset.x402_scheme) {
+            (Family::Solana, _) => Some(json!({ "feePayer": relayers[family] })),
+            (_, X402Scheme::Upto) => Some(json!({ "facilitatorAddress": relayers[family] })),
+            _ => None,
+        };
+        v2.push(SupportedKind { x402_version: 2, scheme: scheme.into(), network, extra });
     }
-    let v1_kinds: Vec<SupportedKind> =
-        v2.iter().filter_map(|k| v1::name(&k.network).map(|n| SupportedKind { x402_version: 1, network: n.into(), ..k.clone() })).collect();
+    let v1_kinds: Vec<SupportedKind> = v2
+        .iter()
+        .filter(|k| k.scheme == X402Scheme::Exact.as_str())
+        .filter_map(|k| v1::name(&k.network).map(|n| SupportedKind { x402_version: 1, network: n.into(), ..k.clone() }))
+        .collect();
     let mut extensions = vec![];
     if permit2 {
         extensions.extend(["eip2612GasSponsoring".to_string(), "erc20ApprovalGasSponsoring".to_string()]);

@@ -16,6 +16,7 @@ use std::time::Duration;
 use super::{expected, Engine, StepError};
 use crate::adapter::AssetAdapter;
 use crate::clock::now_ms;
+use crate::config::X402Scheme;
 use crate::keys::Role;
 use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus};
 use crate::store::facilitator::{self as ledger, Settlement, SettlementStatus};
@@ -217,7 +218,10 @@ impl Engine {
                 Err(e) => return self.x402_refuse(rec, refusal(&e)).await,
             }
         }
-        match self.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored).await {
+        // An exact payment's call may share a batch; any other scheme's is
+        // sent by the relayer itself (the upto proxy checks its caller).
+        let shareable = X402Scheme::parse(&rec.scheme) == Some(X402Scheme::Exact);
+        match self.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored, shareable).await {
             Ok((hash, receipt)) => match self.read_receipt(&adapter, expected(&rec.payer, &req), receipt).await? {
                 ReceiptStatus::Settled(_) => {
                     crate::telemetry::settlement_leg(&rec.chain, "x402", "settled", Some(super::elapsed_since(rec.created_at)));

@@ -136,7 +136,7 @@ impl Engine {
                 return Ok(next);
             }
         }
-        match self.run_steps(&i.id, "source", &i.payer_chain, &Role::Relayer, &steps, stored).await {
+        match self.run_steps(&i.id, "source", &i.payer_chain, &Role::Relayer, &steps, stored, true).await {
             Ok((hash, receipt)) => {
                 let payer = i.payer.clone().unwrap_or_default();
                 match self.read_receipt(&adapter, expected(&payer, &req), receipt).await? {

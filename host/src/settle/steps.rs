@@ -20,7 +20,10 @@ impl Engine {
     /// retry whose adapter no longer needs an earlier step (an approval that
     /// landed) still finds the steps it stored. With no steps given, the
     /// stored ones are followed. `wallet` signs what the host signs. Returns
-    /// the last step's transaction id and receipt.
+    /// the last step's transaction id and receipt. `shareable`: the calls
+    /// may share a transaction with other relayer calls (a Multicall3
+    /// batch), which a call that checks its sender cannot.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn run_steps(
         &self,
         owner: &str,
@@ -29,6 +32,7 @@ impl Engine {
         wallet: &Role,
         steps: &[SettleStep],
         stored: Vec<repo::StoredTx>,
+        shareable: bool,
     ) -> Result<(String, Arc<Receipt>), StepError> {
         let db = &self.deps.db;
         let driver = self.driver(chain).map_err(|e| StepError::NotSent(Failure::PayoutNotDispatched, format!("{e:#}")))?;
@@ -56,9 +60,7 @@ impl Engine {
                 async move {
                     let step = step?;
                     let row = TxRow { intent_id: owner.to_string(), leg: leg.into(), step: n, label: step.label.clone() };
-                    // Relayer calls of the settlement legs (not wallet
-                    // preparation) may share a transaction.
-                    let how = Submit { resync, shareable: matches!(leg, "source" | "target" | "x402") };
+                    let how = Submit { resync, shareable };
                     Ok::<_, StepError>(driver.submit(chain, wallet, &step.submission, row, how).await?)
                 }
             };
@@ -161,6 +163,7 @@ impl Engine {
         let stored = repo::list_txs(&self.deps.db, owner, &leg)
             .await
             .map_err(|e| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}")))?;
-        self.run_steps(owner, &leg, &adapter.ctx.chain, wallet, &steps, stored).await.map(|_| ())
+        // Wallet preparation goes out on its own, from that wallet.
+        self.run_steps(owner, &leg, &adapter.ctx.chain, wallet, &steps, stored, false).await.map(|_| ())
     }
 }

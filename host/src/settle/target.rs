@@ -81,7 +81,7 @@ impl Engine {
             }
             Err(_) => vec![],
         };
-        match self.run_steps(&i.id, "target", &i.target_chain, &Role::Relayer, &steps, stored).await {
+        match self.run_steps(&i.id, "target", &i.target_chain, &Role::Relayer, &steps, stored, true).await {
             Ok((hash, receipt)) => match self.read_receipt(&adapter, expected(&proxy, &req), receipt).await? {
                 ReceiptStatus::Settled(_) => {
                     repo::target_settled(db, &i.id, &hash, now_ms()).await?;

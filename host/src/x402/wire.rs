@@ -50,6 +50,11 @@ pub struct SettleResponse {
     pub transaction: String,
     #[schema(example = "eip155:8453")]
     pub network: String,
+    /// What was settled, in base units: the charge of an `upto` payment
+    /// (0 when the resource server charged nothing and nothing was sent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "2500")]
+    pub amount: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]

@@ -1,0 +1,232 @@
+//! The x402 `upto` scheme on EVM, as `@x402/evm` implements it: the payer
+//! signs a Permit2 witness transfer for a maximum, naming the recipient and
+//! the facilitator; the resource server, when it settles, names the amount
+//! it charges (at most the maximum); the facilitator calls the upto proxy's
+//! `settle(permit, amount, owner, witness, signature)` from the address the
+//! witness names, the only caller the proxy accepts.
+//!
+//! Written with `stablerail-adapter-kit` as a dropped-in adapter: enabled by
+//! an `[adapters]` entry and an asset with `scheme = "upto"` in chains.toml.
+//! The host's relayer on the chain is the facilitator (`ctx.relayer`, sent
+//! to payers as `extra.facilitatorAddress`).
+//!
+//! Params: `permit2-address` and `proxy-address` (canonical by default).
+//!
+//! Host-held wallets never pay with `upto` (their transfers have an exact
+//! amount): `authorize` and `assemble` answer `unsupported`.
+
+use alloy_primitives::{hex, Address, Bytes, U256};
+use alloy_sol_types::{Eip712Domain, SolCall, SolStruct};
+use serde_json::json;
+use stablerail_adapter_kit::amount::{base_units, parse_units};
+use stablerail_adapter_kit::evm::permit2;
+use stablerail_adapter_kit::evm::permit2::payload::UptoPayload;
+use stablerail_adapter_kit::evm::permit2::upto::{settleCall, PermitTransferFrom, PermitWitnessTransferFrom, TokenPermissions, Witness};
+use stablerail_adapter_kit::evm::{self, parse_address, same_address};
+use stablerail_adapter_kit::types::{
+    AdapterError, AssetContext, Description, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SchemeRef, SettleStep,
+    SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
+};
+use stablerail_adapter_kit::x402::{decode_payload, AmountRule, PaymentPayload, SCHEME_UPTO};
+use stablerail_adapter_kit::{param, Guest};
+
+/// This (chain, asset)'s settings.
+struct Setup {
+    token: Address,
+    permit2: Address,
+    proxy: Address,
+    /// The facilitator: the host's relayer on this chain.
+    facilitator: Address,
+}
+
+impl Setup {
+    fn of(ctx: &AssetContext) -> Result<Setup, AdapterError> {
+        let cfg = |m: String| AdapterError::Config(format!("{}/{}: {m}", ctx.chain, ctx.asset));
+        let addr = |k: &str, default: Address| match param(ctx, k) {
+            Some(v) => parse_address(v).map_err(|e| cfg(format!("{k}: {e}"))),
+            None => Ok(default),
+        };
+        let relayer = ctx.relayer.as_deref().ok_or_else(|| cfg("the host names no relayer on this chain".into()))?;
+        Ok(Setup {
+            token: parse_address(&ctx.token).map_err(cfg)?,
+            permit2: addr("permit2-address", permit2::PERMIT2)?,
+            proxy: addr("proxy-address", permit2::UPTO_PROXY)?,
+            facilitator: parse_address(relayer).map_err(cfg)?,
+        })
+    }
+
+    fn for_proof(ctx: &AssetContext) -> Result<Setup, ProofError> {
+        Setup::of(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))
+    }
+
+    fn domain(&self, ctx: &AssetContext) -> Result<Eip712Domain, ProofError> {
+        let chain_id = ctx.chain_id.ok_or_else(|| ProofError::Unsupported(format!("{}: chain id is not set", ctx.chain)))?;
+        Ok(permit2::domain(chain_id, self.permit2))
+    }
+}
+
+/// A proof that passed every offline check, for the amount to charge.
+struct Checked {
+    payment: VerifiedPayment,
+    permit: PermitWitnessTransferFrom,
+    owner: Address,
+    charge: U256,
+    signature: Vec<u8>,
+}
+
+struct Upto;
+
+impl Guest for Upto {
+    fn describe() -> Description {
+        Description {
+            name: "upto".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            serves: vec![SchemeRef { family: Family::Evm, scheme: SCHEME_UPTO.into() }],
+            config_keys: ["permit2-address", "proxy-address"].map(String::from).to_vec(),
+        }
+    }
+
+    fn normalize_address(family: Family, address: String) -> Result<String, AdapterError> {
+        evm::normalize(family, &address)
+    }
+
+    fn to_base_units(amount: String, decimals: u8) -> Result<String, AdapterError> {
+        base_units(&amount, decimals)
+    }
+
+    /// The maximum a payer authorizes: `terms.amount`.
+    fn requirements(ctx: AssetContext, terms: Terms) -> Result<PaymentRequirements, AdapterError> {
+        let setup = Setup::of(&ctx)?;
+        let extra = json!({ "assetTransferMethod": "permit2", "facilitatorAddress": setup.facilitator.to_checksum(None) });
+        let mut req = evm::exact_requirements(&ctx, terms, extra)?;
+        req.scheme = SCHEME_UPTO.into();
+        Ok(req)
+    }
+
+    /// Valid for the requirements' amount, which may be less than the
+    /// maximum signed: the payment is what the resource server charges.
+    fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<VerifiedPayment, ProofError> {
+        check(&ctx, &Setup::for_proof(&ctx)?, &requirements, &proof).map(|c| c.payment)
+    }
+
+    /// The nonce unused, and balance and Permit2 allowance for the charge.
+    fn preflight(ctx: AssetContext, payment: VerifiedPayment) -> Result<(), ProofError> {
+        let setup = Setup::for_proof(&ctx)?;
+        let owner = parse_address(&payment.payer).map_err(ProofError::Malformed)?;
+        permit2::check_unused(&setup.permit2, owner, &payment.replay_key)?;
+        let amount = parse_units(&payment.amount).map_err(ProofError::Malformed)?;
+        evm::check_balance(&setup.token, owner, amount)?;
+        let allowance = evm::allowance_of(&setup.token, owner, setup.permit2)?;
+        if allowance < amount {
+            return Err(ProofError::NotApproved(format!("Permit2 allowance {allowance} < {amount}; approve Permit2 once")));
+        }
+        Ok(())
+    }
+
+    /// One call of the proxy, sent by the facilitator itself (the proxy
+    /// refuses any other caller); nothing at all for a charge of 0.
+    fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<Vec<SettleStep>, ProofError> {
+        let setup = Setup::for_proof(&ctx)?;
+        let c = check(&ctx, &setup, &requirements, &proof)?;
+        if c.charge.is_zero() {
+            return Ok(vec![]);
+        }
+        let allowance = evm::allowance_of(&setup.token, c.owner, setup.permit2)?;
+        if allowance < c.charge {
+            return Err(ProofError::NotApproved(format!("Permit2 allowance {allowance} < {}; approve Permit2 once", c.charge)));
+        }
+        let p = c.permit;
+        let call = settleCall {
+            permit: PermitTransferFrom { permitted: p.permitted, nonce: p.nonce, deadline: p.deadline },
+            amount: c.charge,
+            owner: c.owner,
+            witness: p.witness,
+            signature: Bytes::from(c.signature),
+        };
+        let submission =
+            Submission::EvmCall(EvmCall { to: setup.proxy.to_checksum(None), data: call.abi_encode(), value: "0".into(), gas_limit: None });
+        Ok(vec![SettleStep { label: "settle".into(), submission }])
+    }
+
+    fn read_receipt(ctx: AssetContext, payment: VerifiedPayment, receipt: String) -> Result<ReceiptStatus, AdapterError> {
+        evm::read_payment_receipt(&ctx, &payment, &receipt)
+    }
+
+    fn authorize(_: AssetContext, _: Transfer) -> Result<SigningRequest, AdapterError> {
+        Err(AdapterError::Unsupported("upto pays resource servers; host-held wallets pay with an exact scheme".into()))
+    }
+
+    fn prepare_sender(_: AssetContext, _: String, _: String) -> Result<Vec<SettleStep>, AdapterError> {
+        Ok(vec![])
+    }
+
+    fn assemble(_: AssetContext, _: PaymentRequirements, _: Transfer, _: SigningRequest, _: Vec<u8>) -> Result<String, AdapterError> {
+        Err(AdapterError::Unsupported("upto pays resource servers; host-held wallets pay with an exact scheme".into()))
+    }
+}
+
+/// Every offline check of an upto proof against the requirements, whose
+/// amount is the charge (at most what the payer accepted and signed).
+fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &str) -> Result<Checked, ProofError> {
+    let p: PaymentPayload<UptoPayload> = decode_payload(proof, req, same_address, AmountRule::AtMost)?;
+    let a = &p.payload.permit2_authorization;
+    let malformed = |e: String| ProofError::Malformed(e);
+    let owner = parse_address(&a.from).map_err(malformed)?;
+    let permit = PermitWitnessTransferFrom {
+        permitted: TokenPermissions {
+            token: parse_address(&a.permitted.token).map_err(malformed)?,
+            amount: parse_units(&a.permitted.amount).map_err(malformed)?,
+        },
+        spender: parse_address(&a.spender).map_err(malformed)?,
+        nonce: parse_units(&a.nonce).map_err(malformed)?,
+        deadline: parse_units(&a.deadline).map_err(malformed)?,
+        witness: Witness {
+            to: parse_address(&a.witness.to).map_err(malformed)?,
+            facilitator: parse_address(&a.witness.facilitator).map_err(malformed)?,
+            validAfter: parse_units(&a.witness.valid_after).map_err(malformed)?,
+        },
+    };
+    let signature = hex::decode(&p.payload.signature).map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
+
+    if permit.permitted.token != setup.token {
+        return Err(ProofError::RequirementsMismatch(format!("permitted token is {}, must be {}", permit.permitted.token, setup.token)));
+    }
+    if permit.spender != setup.proxy {
+        return Err(ProofError::RequirementsMismatch(format!(
+            "spender is {}, must be the x402 upto proxy {}",
+            permit.spender, setup.proxy
+        )));
+    }
+    if permit.witness.facilitator != setup.facilitator {
+        return Err(ProofError::RequirementsMismatch(format!(
+            "witness names facilitator {}, not this one ({})",
+            permit.witness.facilitator, setup.facilitator
+        )));
+    }
+    if !same_address(&a.witness.to, &req.pay_to) {
+        return Err(ProofError::WrongRecipient(format!("witness pays {}, not {}", a.witness.to, req.pay_to)));
+    }
+    // The maximum signed is the maximum accepted; the charge is at most that.
+    let maximum = parse_units(&p.accepted.amount).map_err(malformed)?;
+    if permit.permitted.amount != maximum {
+        return Err(ProofError::WrongAmount(format!("permitted amount {} != accepted maximum {maximum}", permit.permitted.amount)));
+    }
+    let charge = parse_units(&req.amount).map_err(malformed)?;
+    evm::check_window(permit.witness.validAfter, permit.deadline)?;
+    evm::check_signer(&permit.eip712_signing_hash(&setup.domain(ctx)?), &signature, &owner)?;
+
+    let window = |v: U256| u64::try_from(v).unwrap_or(u64::MAX);
+    let payment = VerifiedPayment {
+        payer: owner.to_checksum(None),
+        pay_to: permit.witness.to.to_checksum(None),
+        amount: charge.to_string(),
+        valid_after: window(permit.witness.validAfter),
+        valid_before: window(permit.deadline),
+        // The same key space as the exact-Permit2 adapter: one Permit2 nonce
+        // pays once, whichever scheme carries it.
+        replay_key: permit2::replay_key(&ctx.network, &setup.permit2, &owner, permit.nonce),
+    };
+    Ok(Checked { payment, permit, owner, charge, signature })
+}
+
+stablerail_adapter_kit::export!(Upto with_types_in stablerail_adapter_kit::bindings);
