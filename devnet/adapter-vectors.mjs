@@ -5,7 +5,7 @@
 //   node devnet/adapter-vectors.mjs eip3009 > adapters/eip3009/vectors.json
 //   node devnet/adapter-vectors.mjs permit2 > adapters/permit2/vectors.json
 //   node devnet/adapter-vectors.mjs upto > adapters/upto/vectors.json
-import { encodeFunctionData, encodeAbiParameters, parseAbi } from "viem";
+import { encodeFunctionData, encodeAbiParameters, parseAbi, keccak256, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { UptoEvmScheme } from "@x402/evm/upto/client";
@@ -63,6 +63,19 @@ if (which === "eip3009") {
   used = (yes) => call(PERMIT2, "nonceBitmap", [payer.address, nonce >> 8n], word(yes ? 1n << (nonce & 255n) : 0n));
 }
 
+// The settlement's receipt as eth_getTransactionReceipt gives it (the parts
+// read-receipt reads), and ones that must not read as this payment.
+const TRANSFER = keccak256(toHex("Transfer(address,address,uint256)"));
+const topic = (a) => `0x${a.slice(2).toLowerCase().padStart(64, "0")}`;
+const receipt = (status, to, value) => ({
+  transactionHash: `0x${"5e".repeat(32)}`, status, blockNumber: "0x2a",
+  logs: [{ address: token, topics: [TRANSFER, topic(payer.address), topic(to)], data: word(value) }],
+});
+const amount = BigInt(terms.amount);
+const receipts = {
+  settled: receipt("0x1", terms.pay_to, amount),
+  failed: [receipt("0x0", terms.pay_to, amount), receipt("0x1", terms.pay_to, amount - 1n), receipt("0x1", "0x000000000000000000000000000000000000dEaD", amount)],
+};
 // upto also reads the payer's Permit2 allowance.
 const allowance = which === "upto" ? [call(token, "allowance", [payer.address, PERMIT2], word(10n ** 12n))] : [];
 console.log(JSON.stringify({
@@ -73,6 +86,6 @@ console.log(JSON.stringify({
   terms,
   other_pay_to: "0x000000000000000000000000000000000000dEaD",
   requirements: { scheme, extra: which === "upto" ? { facilitatorAddress: relayer, name: "USD Coin", version: "2" } : { name: "USD Coin", version: "2" } },
-  proofs: [{ name: "x402-v2", proof, payer: payer.address, signature: "/payload/signature", replay: [used(true)] }],
+  proofs: [{ name: "x402-v2", proof, payer: payer.address, signature: "/payload/signature", replay: [used(true)], receipts }],
   chain: [used(false), call(token, "balanceOf", [payer.address], word(10n ** 12n)), ...allowance],
 }, null, 2));

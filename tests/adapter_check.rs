@@ -46,12 +46,16 @@ fn vectors() -> Value {
 }
 
 #[test]
-fn the_evm_adapters_pass_every_check_of_their_vectors() {
+fn the_shipped_adapters_pass_every_check_of_their_vectors() {
     for (wasm, crate_dir) in [("eip3009.wasm", "eip3009"), ("permit2.wasm", "permit2")] {
         let (ok, report) = check(wasm, Some(&vectors_of(crate_dir)));
         assert!(ok, "{report:#}");
         every_check_passed(&report, &[]);
     }
+    // TRON: no replay answers (a Permit2 nonce is refused by the chain at settle).
+    let (ok, report) = check("tron_permit2.wasm", Some(&vectors_of("tron-permit2")));
+    assert!(ok, "{report:#}");
+    every_check_passed(&report, &["replay x402-v2"]);
     // upto pays resource servers only: no host-held wallet round trip.
     let (ok, report) = check("upto.wasm", Some(&vectors_of("upto")));
     assert!(ok, "{report:#}");
@@ -85,6 +89,7 @@ fn every_check_passed(report: &Value, skipped: &[&str]) {
         "tamper malformed (a truncated payload) x402-v2",
         "preflight x402-v2",
         "replay x402-v2",
+        "read-receipt x402-v2",
         "authorize/assemble",
         "determinism",
         "limits",
@@ -181,6 +186,7 @@ fn each_mutant_fails_its_own_check_and_no_other() {
         ),
         ("preflight", vec!["preflight x402-v2"]),
         ("replay", vec!["replay x402-v2"]),
+        ("receipt", vec!["read-receipt x402-v2"]),
         ("assemble", vec!["authorize/assemble"]),
         ("determinism", vec!["determinism"]),
         ("limits", vec!["limits"]),
@@ -191,22 +197,105 @@ fn each_mutant_fails_its_own_check_and_no_other() {
     }
 }
 
+/// The mutant's file with `from` overwritten by `to` (same length)
+/// everywhere it occurs, written beside a temporary directory.
+fn patched(dir: &std::path::Path, name: &str, from: &[u8], to: &[u8]) -> String {
+    assert_eq!(from.len(), to.len(), "a patch keeps every length in the file");
+    let mut wasm = std::fs::read(common::adapters_dir().join("mutant.wasm")).unwrap();
+    let mut found = 0;
+    let mut i = 0;
+    while i + from.len() <= wasm.len() {
+        if &wasm[i..i + from.len()] == from {
+            wasm[i..i + from.len()].copy_from_slice(to);
+            found += 1;
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+    assert!(found > 0, "{} not in mutant.wasm", String::from_utf8_lossy(from));
+    let path = dir.join(name);
+    std::fs::write(&path, wasm).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn each_static_mutant_fails_its_own_check_and_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v = vectors();
+    v["scheme"] = json!("eip3009");
+
+    // It exports the scheme at a version no host links.
+    let wasm = patched(dir.path(), "interface.wasm", b"stablerail:adapter/scheme@0.4.0", b"stablerail:adapter/scheme@0.9.0");
+    let (ok, report) = check(&wasm, Some(&v));
+    assert!(!ok);
+    assert_eq!(failed(&report), vec!["interface".to_string()], "{report:#}");
+    assert!(report.to_string().contains("stablerail:adapter/scheme@0.9.0"), "{report:#}");
+
+    // It imports an interface outside the world (WASI's environment, renamed).
+    let wasm = patched(dir.path(), "imports.wasm", b"wasi:cli/environment@", b"acme:cli/environment@");
+    let (ok, report) = check(&wasm, Some(&v));
+    assert!(!ok);
+    assert_eq!(failed(&report), vec!["imports".to_string()], "{report:#}");
+    assert!(report.to_string().contains("acme:cli/environment@"), "{report:#}");
+
+    // Its describe serves nothing.
+    let wasm = patched(dir.path(), "serves.wasm", b"stablerail-mutant-static:.......", b"stablerail-mutant-static:serves.");
+    let (ok, report) = check(&wasm, Some(&v));
+    assert!(!ok);
+    assert_eq!(failed(&report), vec!["serves".to_string()], "{report:#}");
+
+    // A server refuses the foreign import by name at load.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        .args(["adapter", "inspect"])
+        .arg(dir.path().join("imports.wasm"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("imports outside the stablerail:adapter world: acme:cli/environment@"), "{err}");
+}
+
 #[test]
 fn a_new_adapter_builds_for_wasm_and_passes_every_check() {
+    new_adapter("evm", "my-scheme", &["src/lib.rs"], &[]);
+}
+
+#[test]
+fn a_new_tron_adapter_builds_for_wasm_and_passes_every_check() {
+    let sources = ["src/lib.rs", "src/node.rs", "src/permit.rs", "src/transfer.rs"];
+    new_adapter("tron", "my-tron-scheme", &sources, &["replay x402-v2"]);
+}
+
+#[test]
+fn a_solana_skeleton_is_refused_with_where_to_start() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_stablerail"))
-        .args(["adapter", "new", "my-scheme", "--family", "evm", "--dir"])
+        .args(["adapter", "new", "my-sol", "--family", "solana", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("adapters/solana-spl"));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
+}
+
+/// `adapter new NAME --family FAMILY` writes a crate that builds for
+/// wasm32-wasip2 and passes `adapter check` with the vectors it wrote.
+fn new_adapter(family: &str, name: &str, sources: &[&str], skipped: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        .args(["adapter", "new", name, "--family", family, "--dir"])
         .arg(dir.path())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let written: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        written["files"],
-        json!(["Cargo.toml", "Cargo.lock", ".cargo/config.toml", "src/lib.rs", "vectors.json", "README.md"]),
-        "{written}"
-    );
-    let krate = dir.path().join("my-scheme");
+    let mut files = vec!["Cargo.toml", "Cargo.lock", ".cargo/config.toml"];
+    files.extend(sources);
+    files.extend(["vectors.json", "README.md"]);
+    assert_eq!(written["files"], json!(files), "{written}");
+    let krate = dir.path().join(name);
 
     // Built as an author would, beside the shipped adapters' build outputs.
     common::adapters_dir();
@@ -217,15 +306,14 @@ fn a_new_adapter_builds_for_wasm_and_passes_every_check() {
         .status()
         .unwrap();
     assert!(status.success());
-    let wasm = common::adapters_dir().join("my_scheme.wasm");
+    let wasm = common::adapters_dir().join(format!("{}.wasm", name.replace('-', "_")));
     let vectors: Value = serde_json::from_str(&std::fs::read_to_string(krate.join("vectors.json")).unwrap()).unwrap();
     let (ok, report) = check(wasm.to_str().unwrap(), Some(&vectors));
     assert!(ok, "{report:#}");
-    every_check_passed(&report, &[]);
-    assert_eq!(report["adapter"], "my-scheme", "{report:#}");
+    every_check_passed(&report, skipped);
+    assert_eq!(report["adapter"], name, "{report:#}");
 
     // The same name again is refused, and nothing is overwritten.
-    let again =
-        Command::new(env!("CARGO_BIN_EXE_stablerail")).args(["adapter", "new", "my-scheme", "--dir"]).arg(dir.path()).output().unwrap();
+    let again = Command::new(env!("CARGO_BIN_EXE_stablerail")).args(["adapter", "new", name, "--dir"]).arg(dir.path()).output().unwrap();
     assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("already exists"));
 }

@@ -18,7 +18,7 @@ use super::bindings::types as wit;
 use super::{exports, family_name, wit_family, AssetAdapter, CallError, Limits, Runtime};
 use crate::chain::{ChainClient, Recorded, RecordedAnswer};
 use crate::config::Family;
-use crate::payment::{PaymentRequirements, ProofError, SigningRequest, Terms, Transfer, VerifiedPayment};
+use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus, SigningRequest, Terms, Transfer, VerifiedPayment};
 
 /// An author's vectors: one (chain, asset) the adapter serves, the terms
 /// of a payment, proofs signed for the requirements the adapter makes of
@@ -92,6 +92,20 @@ pub struct Proof {
     /// Chain answers (taking precedence) under which this proof was already used.
     #[serde(default)]
     pub replay: Vec<Answer>,
+    /// Receipts of this payment's settlement as the chain gives them
+    /// (`eth_getTransactionReceipt`, TRON's `gettransactioninfobyid`, …).
+    #[serde(default)]
+    pub receipts: Option<Receipts>,
+}
+
+/// A receipt that shows the payment, and ones that do not (reverted, another
+/// amount or recipient): `read-receipt` must tell them apart.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Receipts {
+    pub settled: Value,
+    #[serde(default)]
+    pub failed: Vec<Value>,
 }
 
 fn signature_at() -> String {
@@ -165,38 +179,62 @@ pub async fn run(file: &Path, vectors: Option<&Vectors>, limits: Limits, cache_d
             return c.report(file, "-", "-");
         }
     };
-    let adapter = match runtime.load(file) {
-        Ok(a) => Arc::new(a),
+    // Static: what the file is, before anything of it runs.
+    let inspection = match runtime.inspect(file) {
+        Ok(i) => i,
         Err(e) => {
             c.fail("loads", e.to_string());
             return c.report(file, "-", "-");
         }
     };
-    let d = &adapter.description;
-    c.pass("loads", format!("{} {}: a component this host links", d.name, d.version));
+    c.pass("loads", format!("a valid WebAssembly component ({} imports, {} exports)", inspection.imports.len(), inspection.exports.len()));
+    let links = exports::VERSIONS.join(", ");
     let newest = exports::VERSIONS[exports::VERSIONS.len() - 1];
-    c.pass(
-        "interface",
-        format!(
-            "stablerail:adapter@{}{}; this host links {}",
-            adapter.interface,
-            if adapter.interface == newest { " (the newest)" } else { "" },
-            exports::VERSIONS.join(", ")
+    let version = inspection.interface;
+    match version {
+        Some(v) => c.pass(
+            "interface",
+            format!("stablerail:adapter@{v}{}; this host links {links}", if v == newest { " (the newest)" } else { "" }),
         ),
-    );
-    let foreign: Vec<&String> =
-        adapter.imports.iter().filter(|i| !i.starts_with("stablerail:adapter/") && !i.starts_with("wasi:")).collect();
-    if foreign.is_empty() {
-        c.pass("imports", format!("{} imports, all of the world (stablerail:adapter, wasi)", adapter.imports.len()));
-    } else {
-        c.fail("imports", format!("imports outside the world: {}", foreign.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")));
+        None => {
+            let named: Vec<&String> = inspection.exports.iter().filter(|e| e.starts_with("stablerail:")).collect();
+            c.fail("interface", format!("exports no stablerail:adapter/scheme this host links ({links}); it exports {named:?}"));
+        }
     }
-    if d.serves.is_empty() {
-        c.fail("serves", "describe names no (family, scheme)".into());
+    let foreign: Vec<String> = inspection.imports.iter().filter(|i| !super::of_the_world(i)).cloned().collect();
+    if foreign.is_empty() {
+        c.pass("imports", format!("{} imports, all of the world (stablerail:adapter, wasi)", inspection.imports.len()));
     } else {
-        c.pass("serves", super::registry::describe_serves(d));
+        c.fail("imports", format!("imports outside the world (the host would refuse to load it): {}", foreign.join(", ")));
+    }
+    if version.is_none() {
+        c.skip("serves", "not linked: no interface this host links".into());
+        return c.report(file, "-", "-");
+    }
+    // Linked with any foreign import trapping, so the rest still runs.
+    let adapter = match runtime.link(file, inspection, super::Foreign::Trap) {
+        Ok(a) => Arc::new(a),
+        Err(e @ super::LoadError::ImportMismatch { .. }) => {
+            c.fail("imports", e.to_string());
+            return c.report(file, "-", "-");
+        }
+        Err(e @ super::LoadError::ExportMismatch { .. }) => {
+            c.fail("interface", e.to_string());
+            return c.report(file, "-", "-");
+        }
+        Err(e) => {
+            c.fail("serves", e.to_string());
+            return c.report(file, "-", "-");
+        }
+    };
+    let d = &adapter.description;
+    if d.serves.is_empty() {
+        c.fail("serves", format!("{} {}: describe names no (family, scheme)", d.name, d.version));
+    } else {
+        c.pass("serves", format!("{} {}: {}", d.name, d.version, super::registry::describe_serves(d)));
     }
     match vectors {
+        Some(_) if d.serves.is_empty() => c.skip("vectors", "the adapter serves nothing to check the vectors against".into()),
         Some(v) => {
             dynamic(&mut c, &adapter, v, &now).await;
             limits_row(&mut c, &adapter, fuel_budget, memory_budget);
@@ -319,23 +357,66 @@ async fn dynamic(c: &mut Checks, adapter: &Arc<super::Adapter>, v: &Vectors, now
         }
     }
     now.store(base_now, Ordering::SeqCst);
+    for p in &v.proofs {
+        receipts(c, &a, &req, p).await;
+    }
     round_trip(c, &a, &req, v).await;
     if !c.rows.iter().any(|r| r.check == "determinism") {
         c.pass("determinism", "the same question twice, the same answer".into());
     }
 }
 
+/// `read-receipt` of the proof's payment on its recorded receipts: the
+/// settling one reads settled, to payTo for the amount; each other one
+/// reads failed (never settled, never pending).
+async fn receipts(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirements, p: &Proof) {
+    let check = format!("read-receipt {}", p.name);
+    let Some(r) = &p.receipts else {
+        return c.skip(&check, "the vectors give no receipts".into());
+    };
+    // The payment as the host expects it on chain: the required payTo and
+    // amount, verify's payer, window and replay key (the vectors' payer when
+    // verify refuses), so a fault of verify's is not also reported here.
+    let verified = match a.verify(req, &p.proof.to_string()).await {
+        Ok(Ok(paid)) => Some(paid),
+        _ => None,
+    };
+    let paid = VerifiedPayment {
+        payer: verified.as_ref().map_or_else(|| p.payer.clone(), |v| v.payer.clone()),
+        pay_to: req.pay_to.clone(),
+        amount: req.amount.clone(),
+        valid_after: verified.as_ref().map_or(0, |v| v.valid_after),
+        valid_before: verified.as_ref().map_or(u64::MAX, |v| v.valid_before),
+        replay_key: verified.map_or_else(String::new, |v| v.replay_key),
+    };
+    let settled = match c.call(&check, a.read_receipt(&paid, &r.settled.to_string())).await {
+        Some(Ok(ReceiptStatus::Settled(t))) if t.amount == paid.amount && t.to.eq_ignore_ascii_case(&paid.pay_to) => t,
+        Some(other) => return c.fail(&check, format!("the settling receipt reads {other:?}")),
+        None => return,
+    };
+    for (n, bad) in r.failed.iter().enumerate() {
+        match c.call(&check, a.read_receipt(&paid, &bad.to_string())).await {
+            Some(Ok(ReceiptStatus::Failed(_))) => {}
+            Some(other) => return c.fail(&check, format!("failed receipt #{n} reads {other:?}")),
+            None => return,
+        }
+    }
+    c.pass(&check, format!("settled in {} (block {}); {} other receipt(s) read failed", settled.tx_hash, settled.block, r.failed.len()));
+}
+
 /// A host-held wallet's payment, end to end: what `authorize` asks to be
-/// signed, signed by a fresh key as the host would, `assemble`d, and
+/// signed, signed by a fresh key as the host would (an EVM digest as it is;
+/// a TRON `raw_data` by its txID, sha256 of the bytes), `assemble`d, and
 /// accepted by `verify` as that key's payment.
 async fn round_trip(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirements, v: &Vectors) {
     use alloy_signer::SignerSync;
     const CHECK: &str = "authorize/assemble";
-    if v.context.family != Family::Evm {
-        return c.skip(CHECK, "the round trip signs EVM digests; Solana and TRON wallets are not emulated yet".into());
-    }
     let key = alloy_signer_local::PrivateKeySigner::random();
-    let sender = key.address().to_checksum(None);
+    let sender = match v.context.family {
+        Family::Evm => key.address().to_checksum(None),
+        Family::Tron => tron_wire::address::show(&key.address()),
+        Family::Solana => return c.skip(CHECK, "Solana wallets (ed25519) are not emulated yet".into()),
+    };
     let transfer = Transfer {
         sender: sender.clone(),
         recipient: req.pay_to.clone(),
@@ -351,8 +432,10 @@ async fn round_trip(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirem
         Err(crate::payment::AdapterError::Unsupported(m)) => return c.skip(CHECK, format!("host-held wallets do not pay this way: {m}")),
         Err(e) => return c.fail(CHECK, format!("authorize refused: {e:?}")),
     };
-    let SigningRequest::Eip712Digest(digest) = &request else {
-        return c.fail(CHECK, format!("asks an EVM wallet to sign {request:?}"));
+    let digest = match (&request, v.context.family) {
+        (SigningRequest::Eip712Digest(d), Family::Evm) => d.clone(),
+        (SigningRequest::TronRawData(raw), Family::Tron) => tron_wire::raw::tx_id(raw).to_vec(),
+        (other, family) => return c.fail(CHECK, format!("asks a {family:?} wallet to sign {other:?}")),
     };
     let signature = match <[u8; 32]>::try_from(digest.as_slice()).map(|d| key.sign_hash_sync(&d.into())) {
         Ok(Ok(s)) => s.as_bytes().to_vec(),

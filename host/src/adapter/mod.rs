@@ -17,7 +17,7 @@ pub(crate) mod state;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Engine, Store, Trap};
 
 use crate::chain::ChainClient;
@@ -42,12 +42,57 @@ impl Limits {
     }
 }
 
+/// Why an adapter file was not loaded, by cause (`adapter check` reports
+/// each under its own check).
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("adapter file {0} not found")]
     NotFound(PathBuf),
     #[error("adapter file {file}: {reason}")]
-    Invalid { file: PathBuf, reason: String },
+    Unreadable { file: PathBuf, reason: String },
+    #[error("adapter file {file}: not a loadable WebAssembly component: {reason}")]
+    NotAComponent { file: PathBuf, reason: String },
+    #[error("adapter file {file}: does not export stablerail:adapter/scheme at a version this host links ({}); it exports: {}", exports::VERSIONS.join(", "), list(.exported))]
+    UnknownInterface { file: PathBuf, exported: Vec<String> },
+    #[error("adapter file {file}: imports outside the stablerail:adapter world: {}", list(.imports))]
+    ForeignImports { file: PathBuf, imports: Vec<String> },
+    #[error("adapter file {file}: does not fit the stablerail:adapter@{version} world: {reason}")]
+    ImportMismatch { file: PathBuf, version: &'static str, reason: String },
+    #[error("adapter file {file}: does not export stablerail:adapter/scheme@{version} as this host knows it: {reason}")]
+    ExportMismatch { file: PathBuf, version: &'static str, reason: String },
+    #[error("adapter file {file}: describe failed: {reason}")]
+    Describe { file: PathBuf, reason: String },
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "nothing".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Is this import one the host links (its own interfaces or WASI)?
+pub fn of_the_world(import: &str) -> bool {
+    import.starts_with("stablerail:adapter/") || import.starts_with("wasi:")
+}
+
+/// What a component file is, before it is linked.
+pub struct Inspection {
+    component: wasmtime::component::Component,
+    pub imports: Vec<String>,
+    pub exports: Vec<String>,
+    /// The newest `stablerail:adapter` version it exports that this host links.
+    pub interface: Option<&'static str>,
+}
+
+/// Foreign imports: refused when serving; linked as traps for `adapter
+/// check`, so the rest of the checks still run and the `imports` check
+/// alone fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Foreign {
+    Refuse,
+    Trap,
 }
 
 /// A call that did not come back with an answer.
@@ -100,29 +145,51 @@ impl Runtime {
 
     /// Load, compile (or fetch from cache), link and describe one adapter file.
     pub fn load(self: &Arc<Self>, file: &Path) -> Result<Adapter, LoadError> {
-        let invalid = |reason: String| LoadError::Invalid { file: file.to_path_buf(), reason };
+        let inspection = self.inspect(file)?;
+        self.link(file, inspection, Foreign::Refuse)
+    }
+
+    /// Compile (or fetch from the cache) and read the component's imports
+    /// and exports, without linking it.
+    pub fn inspect(&self, file: &Path) -> Result<Inspection, LoadError> {
         let wasm = match std::fs::read(file) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::NotFound(file.into())),
-            Err(e) => return Err(invalid(e.to_string())),
+            Err(e) => return Err(LoadError::Unreadable { file: file.into(), reason: e.to_string() }),
         };
         let (component, cached) = engine::load_component(&self.engine, &wasm, &self.cache_dir)
-            .map_err(|e| invalid(format!("not a loadable WebAssembly component: {e:#}")))?;
-        let imports = component.component_type().imports(&self.engine).map(|(name, _)| name.to_string()).collect();
-        // The newest interface version the component exports.
-        let exported: Vec<String> = component.component_type().exports(&self.engine).map(|(name, _)| name.to_string()).collect();
-        let Some(version) = exports::VERSIONS.iter().rev().find(|v| exported.contains(&format!("stablerail:adapter/scheme@{v}"))) else {
-            return Err(invalid(format!(
-                "does not export stablerail:adapter/scheme at a version this host links ({})",
-                exports::VERSIONS.join(", ")
-            )));
+            .map_err(|e| LoadError::NotAComponent { file: file.into(), reason: format!("{e:#}") })?;
+        tracing::debug!(file = %file.display(), cached, "adapter compiled");
+        let ty = component.component_type();
+        let imports = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        let exports: Vec<String> = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        let interface = exports::VERSIONS.iter().rev().find(|v| exports.contains(&format!("stablerail:adapter/scheme@{v}"))).copied();
+        Ok(Inspection { component, imports, exports, interface })
+    }
+
+    /// Link an inspected component and ask it what it serves.
+    pub fn link(self: &Arc<Self>, file: &Path, inspection: Inspection, foreign: Foreign) -> Result<Adapter, LoadError> {
+        let Inspection { component, imports, exports, interface } = inspection;
+        let Some(version) = interface else {
+            return Err(LoadError::UnknownInterface { file: file.into(), exported: exports });
         };
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| invalid(format!("does not fit the stablerail:adapter@{version} world: {e:#}")))?;
-        let misfit =
-            |e: wasmtime::Error| invalid(format!("does not export stablerail:adapter/scheme@{version} as this host knows it: {e:#}"));
+        let outside: Vec<String> = imports.iter().filter(|i| !of_the_world(i)).cloned().collect();
+        let mut linker = self.linker.clone();
+        match foreign {
+            Foreign::Refuse if !outside.is_empty() => return Err(LoadError::ForeignImports { file: file.into(), imports: outside }),
+            Foreign::Refuse => {}
+            Foreign::Trap => stub_foreign(&mut linker, &self.engine, &component, &outside).map_err(|e| LoadError::ImportMismatch {
+                file: file.into(),
+                version,
+                reason: format!("{e:#}"),
+            })?,
+        }
+        let pre = linker.instantiate_pre(&component).map_err(|e| LoadError::ImportMismatch {
+            file: file.into(),
+            version,
+            reason: format!("{e:#}"),
+        })?;
+        let misfit = |e: wasmtime::Error| LoadError::ExportMismatch { file: file.into(), version, reason: format!("{e:#}") };
         let pre = Pre::new(version, pre).map_err(misfit)?;
         let mut inline = self.inline.clone();
         let inline_pre = inline
@@ -142,11 +209,43 @@ impl Runtime {
             description: wit::Description { name: String::new(), version: String::new(), serves: vec![], config_keys: vec![] },
             usage: Usage::default(),
         };
-        adapter.description = adapter.call(None, |g, s| g.describe(s)).map_err(|e| invalid(format!("describe failed: {e}")))?;
+        adapter.description =
+            adapter.call(None, |g, s| g.describe(s)).map_err(|e| LoadError::Describe { file: file.into(), reason: e.to_string() })?;
         adapter.name = adapter.description.name.as_str().into();
-        tracing::debug!(file = %file.display(), cached, "adapter loaded");
+        tracing::debug!(file = %file.display(), "adapter loaded");
         Ok(adapter)
     }
+}
+
+/// Define the `foreign` imports of `component` as functions that trap.
+/// Not `define_unknown_imports_as_traps`: it matches names exactly, so a
+/// WASI import of an older patch version (which the linker serves by
+/// semver) would be shadowed by a trap too.
+fn stub_foreign(linker: &mut Linker<HostState>, engine: &Engine, component: &Component, foreign: &[String]) -> wasmtime::Result<()> {
+    use wasmtime::component::types::ComponentItem;
+    for (name, item) in component.component_type().imports(engine) {
+        if !foreign.iter().any(|f| f == name) {
+            continue;
+        }
+        let trap = move |what: String| {
+            move |_: wasmtime::StoreContextMut<'_, HostState>, _: _, _: &[_], _: &mut [_]| -> wasmtime::Result<()> {
+                Err(wasmtime::format_err!("{what} is not of the stablerail:adapter world"))
+            }
+        };
+        match item.ty {
+            ComponentItem::ComponentInstance(instance) => {
+                let mut stubbed = linker.instance(name)?;
+                for (func, item) in instance.exports(engine) {
+                    if let ComponentItem::ComponentFunc(_) = item.ty {
+                        stubbed.func_new(func, trap(format!("{name}#{func}")))?;
+                    }
+                }
+            }
+            ComponentItem::ComponentFunc(_) => linker.root().func_new(name, trap(name.to_string()))?,
+            _ => return Err(wasmtime::format_err!("import {name} is neither an interface nor a function")),
+        }
+    }
+    Ok(())
 }
 
 /// A linked component, by the interface version it exports.

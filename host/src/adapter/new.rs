@@ -1,26 +1,81 @@
-//! `stablerail adapter new NAME --family evm`: a crate an adapter author
-//! starts from. It is a working adapter, not a stub: the shipped EIP-3009
-//! adapter's own source (x402 `exact` on EVM, on the kit) under the new
-//! name, with the vectors that adapter passes `adapter check` with, so the
-//! author builds, checks, and then changes one thing at a time.
+//! `stablerail adapter new NAME --family evm|tron`: a crate an adapter
+//! author starts from. It is a working adapter, not a stub: a shipped
+//! adapter's own source (x402 `exact` on EVM by EIP-3009, or on TRON by
+//! Permit2, both on the kit) under the new name, with the vectors that
+//! adapter passes `adapter check` with, so the author builds, checks, and
+//! then changes one thing at a time.
 //!
-//! The crate is its own workspace, with the kit as a path dependency (this
-//! checkout's `adapters/kit`, or what `--kit` names: a path or a git URL),
-//! the release profile and build settings the shipped adapters use, and
-//! their `Cargo.lock` (the same versions of every crate they were checked
-//! with).
+//! The crate is its own workspace, with the kit (and the wire crates the
+//! TRON adapter shares with the host) as path dependencies (this checkout's
+//! `adapters/`, or what `--kit` names: a path or a git URL), the release
+//! profile and build settings the shipped adapters use, and their
+//! `Cargo.lock` (the same versions of every crate they were checked with).
 
 use std::path::{Path, PathBuf};
 
 use crate::config::Family;
 
-const EIP3009_SOURCE: &str = include_str!("../../../adapters/eip3009/src/lib.rs");
-const EIP3009_VECTORS: &str = include_str!("../../../adapters/eip3009/vectors.json");
 const LOCKFILE: &str = include_str!("../../../adapters/Cargo.lock");
 /// The shipped adapters' build settings (the target, a small stack).
 const CARGO_CONFIG: &str = include_str!("../../../adapters/.cargo/config.toml");
 /// This checkout's kit, where the binary was built from one.
 const KIT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../adapters/kit");
+
+/// A shipped adapter a new crate starts from.
+struct Skeleton {
+    /// Its scheme name, replaced by the new one in the source and vectors.
+    shipped: &'static str,
+    what: &'static str,
+    /// Source files by their path in the crate; the first is `src/lib.rs`.
+    sources: &'static [(&'static str, &'static str)],
+    vectors: &'static str,
+    /// Crates of `adapters/` besides the kit it depends on.
+    siblings: &'static [&'static str],
+    /// Its other dependencies, as manifest lines.
+    dependencies: &'static str,
+}
+
+const EVM: Skeleton = Skeleton {
+    shipped: "eip3009",
+    what: "the shipped EIP-3009 adapter",
+    sources: &[("src/lib.rs", include_str!("../../../adapters/eip3009/src/lib.rs"))],
+    vectors: include_str!("../../../adapters/eip3009/vectors.json"),
+    siblings: &[],
+    dependencies: r#"alloy-primitives = { version = "1", default-features = false, features = ["std"] }
+alloy-sol-types = { version = "1", default-features = false, features = ["std"] }
+serde = { version = "1", features = ["derive"] }
+serde_json = "1"
+"#,
+};
+
+const TRON: Skeleton = Skeleton {
+    shipped: "tron-permit2",
+    what: "the shipped TRON Permit2 adapter",
+    sources: &[
+        ("src/lib.rs", include_str!("../../../adapters/tron-permit2/src/lib.rs")),
+        ("src/node.rs", include_str!("../../../adapters/tron-permit2/src/node.rs")),
+        ("src/permit.rs", include_str!("../../../adapters/tron-permit2/src/permit.rs")),
+        ("src/transfer.rs", include_str!("../../../adapters/tron-permit2/src/transfer.rs")),
+    ],
+    vectors: include_str!("../../../adapters/tron-permit2/vectors.json"),
+    siblings: &["x402-wire", "permit2-wire", "tron-wire"],
+    dependencies: r#"alloy-primitives = { version = "1", default-features = false, features = ["std"] }
+alloy-sol-types = { version = "1", default-features = false, features = ["std"] }
+serde = { version = "1", features = ["derive"] }
+serde_json = "1"
+prost = { version = "0.14", default-features = false, features = ["derive", "std"] }
+hex = "0.4"
+"#,
+};
+
+fn skeleton(family: Family) -> Option<&'static Skeleton> {
+    match family {
+        Family::Evm => Some(&EVM),
+        Family::Tron => Some(&TRON),
+        // No Solana vectors yet, so no skeleton that `adapter check` could pass.
+        Family::Solana => None,
+    }
+}
 
 /// Why no crate was written.
 #[derive(Debug, thiserror::Error)]
@@ -29,9 +84,7 @@ pub enum NewError {
     Name(String),
     #[error("{0} already exists; choose another name or folder")]
     Exists(PathBuf),
-    #[error(
-        "no skeleton for the {0:?} family yet: start from adapters/solana-spl or adapters/tron-permit2 (see docs/adapter-tutorial.md)"
-    )]
+    #[error("no skeleton for the {0:?} family yet: start from adapters/solana-spl (see docs/adapter-tutorial.md)")]
     Family(Family),
     #[error("writing {0}: {1}")]
     Io(PathBuf, std::io::Error),
@@ -55,33 +108,33 @@ pub fn write(name: &str, family: Family, parent: &Path, kit: Option<&str>) -> Re
     if !valid {
         return Err(NewError::Name(name.into()));
     }
-    if family != Family::Evm {
-        return Err(NewError::Family(family));
-    }
+    let skeleton = skeleton(family).ok_or(NewError::Family(family))?;
     let dir = parent.join(name);
     if dir.exists() {
         return Err(NewError::Exists(dir));
     }
     let kit = match kit {
-        Some(k) if k.contains("://") => format!("{{ git = \"{k}\" }}"),
-        Some(k) => format!("{{ path = {:?} }}", k),
-        None => format!("{{ path = {:?} }}", std::fs::canonicalize(KIT).unwrap_or_else(|_| PathBuf::from(KIT)).display().to_string()),
+        Some(k) if k.contains("://") => Source::Git(k.into()),
+        Some(k) => Source::Path(PathBuf::from(k)),
+        None => Source::Path(std::fs::canonicalize(KIT).unwrap_or_else(|_| PathBuf::from(KIT))),
     };
-    let files = [
-        ("Cargo.toml", manifest(name, &kit)),
-        ("Cargo.lock", LOCKFILE.to_string()),
-        (".cargo/config.toml", CARGO_CONFIG.to_string()),
-        ("src/lib.rs", source(name)),
-        ("vectors.json", vectors(name)),
-        ("README.md", readme(name)),
+    let mut files = vec![
+        ("Cargo.toml".to_string(), manifest(name, skeleton, &kit)),
+        ("Cargo.lock".into(), LOCKFILE.to_string()),
+        (".cargo/config.toml".into(), CARGO_CONFIG.to_string()),
     ];
+    for (n, (path, text)) in skeleton.sources.iter().enumerate() {
+        files.push((path.to_string(), source(name, skeleton, text, n == 0)));
+    }
+    files.push(("vectors.json".into(), vectors(name, skeleton)));
+    files.push(("README.md".into(), readme(name)));
     let mut written = vec![];
     for (file, text) in files {
-        let path = dir.join(file);
+        let path = dir.join(&file);
         let io = |e| NewError::Io(path.clone(), e);
         std::fs::create_dir_all(path.parent().expect("a file in the crate")).map_err(io)?;
         std::fs::write(&path, text).map_err(io)?;
-        written.push(file.to_string());
+        written.push(file);
     }
     let wasm = format!("target/wasm32-wasip2/release/{}.wasm", name.replace('-', "_"));
     Ok(Written {
@@ -92,7 +145,32 @@ pub fn write(name: &str, family: Family, parent: &Path, kit: Option<&str>) -> Re
     })
 }
 
-fn manifest(name: &str, kit: &str) -> String {
+/// Where the kit (and its sibling crates) come from.
+enum Source {
+    Path(PathBuf),
+    Git(String),
+}
+
+impl Source {
+    /// The manifest's source of the crate `krate` of `adapters/`.
+    fn of(&self, krate: &str) -> String {
+        match self {
+            Source::Git(url) => format!("{{ git = \"{url}\" }}"),
+            Source::Path(kit) if krate == "stablerail-adapter-kit" => format!("{{ path = {:?} }}", kit.display().to_string()),
+            Source::Path(kit) => {
+                let sibling = kit.parent().unwrap_or(Path::new(".")).join(krate);
+                format!("{{ path = {:?} }}", sibling.display().to_string())
+            }
+        }
+    }
+}
+
+fn manifest(name: &str, skeleton: &Skeleton, kit: &Source) -> String {
+    let mut deps = format!("stablerail-adapter-kit = {}\n", kit.of("stablerail-adapter-kit"));
+    for sibling in skeleton.siblings {
+        deps += &format!("{sibling} = {}\n", kit.of(sibling));
+    }
+    deps += skeleton.dependencies;
     format!(
         r#"[package]
 name = "{name}"
@@ -105,12 +183,7 @@ publish = false
 crate-type = ["cdylib"]
 
 [dependencies]
-stablerail-adapter-kit = {kit}
-alloy-primitives = {{ version = "1", default-features = false, features = ["std"] }}
-alloy-sol-types = {{ version = "1", default-features = false, features = ["std"] }}
-serde = {{ version = "1", features = ["derive"] }}
-serde_json = "1"
-
+{deps}
 # What the shipped adapters are built with: small, fast, no unwinding.
 [profile.release]
 opt-level = 3
@@ -125,24 +198,32 @@ strip = true
     )
 }
 
-/// The EIP-3009 adapter's source, named `name`.
-fn source(name: &str) -> String {
-    let header = format!(
-        "//! `{name}`: a stablerail adapter, started from the shipped EIP-3009 adapter\n\
-         //! (`stablerail adapter new`). Change what your scheme does differently;\n\
-         //! `stablerail adapter check` with your vectors says what still holds.\n\n"
-    );
-    let body = EIP3009_SOURCE.split_once("\n\n").map_or(EIP3009_SOURCE, |(_, rest)| rest);
-    let body = body
-        .replace("name: \"eip3009\".into()", &format!("name: {name:?}.into()"))
-        .replace("scheme: \"eip3009\".into()", &format!("scheme: {name:?}.into()"))
+/// A shipped adapter's source file, its scheme named `name`. `lib`: the
+/// crate root, whose own doc paragraph is replaced by the new crate's.
+fn source(name: &str, skeleton: &Skeleton, text: &str, lib: bool) -> String {
+    let shipped = skeleton.shipped;
+    let body = text
+        .replace(&format!("name: \"{shipped}\".into()"), &format!("name: {name:?}.into()"))
+        .replace(&format!("scheme: \"{shipped}\".into()"), &format!("scheme: {name:?}.into()"))
+        .replace(&format!("\"{shipped} "), &format!("\"{name} "))
         .replace("#[cfg(feature = \"export\")]\n", "");
-    header + &body
+    if !lib {
+        return body;
+    }
+    let header = format!(
+        "//! `{name}`: a stablerail adapter, started from {} (`stablerail adapter new`).\n\
+         //! Change what your scheme does differently; `stablerail adapter check`\n\
+         //! with your vectors says what still holds.\n\n",
+        skeleton.what
+    );
+    // The shipped crate's doc comment is its first paragraph.
+    let rest = body.split_once("\n\n").map_or(body.as_str(), |(_, rest)| rest);
+    header + rest
 }
 
-/// The EIP-3009 adapter's vectors, for the scheme `name` serves.
-fn vectors(name: &str) -> String {
-    let mut v: serde_json::Value = serde_json::from_str(EIP3009_VECTORS).expect("the shipped vectors are JSON");
+/// The shipped adapter's vectors, for the scheme `name` serves.
+fn vectors(name: &str, skeleton: &Skeleton) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(skeleton.vectors).expect("the shipped vectors are JSON");
     v["scheme"] = serde_json::json!(name);
     serde_json::to_string_pretty(&v).expect("vectors serialize") + "\n"
 }
@@ -164,12 +245,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_skeleton_is_the_eip3009_adapter_renamed() {
-        let src = source("my-scheme");
-        assert_eq!(src.matches("\"my-scheme\".into()").count(), 2, "name and scheme renamed");
-        assert!(!src.contains("\"eip3009\".into()") && !src.contains("cfg(feature = \"export\")"));
-        assert!(src.contains("stablerail_adapter_kit::export!("));
-        assert_eq!(serde_json::from_str::<serde_json::Value>(&vectors("my-scheme")).unwrap()["scheme"], "my-scheme");
+    fn the_skeletons_are_the_shipped_adapters_renamed() {
+        for skeleton in [&EVM, &TRON] {
+            let src = source("my-scheme", skeleton, skeleton.sources[0].1, true);
+            assert_eq!(src.matches("\"my-scheme\".into()").count(), 2, "name and scheme renamed");
+            assert!(!src.contains(&format!("\"{}\"", skeleton.shipped)) && !src.contains("cfg(feature = \"export\")"));
+            assert!(src.contains("stablerail_adapter_kit::export!("));
+            let v = vectors("my-scheme", skeleton);
+            assert_eq!(serde_json::from_str::<serde_json::Value>(&v).unwrap()["scheme"], "my-scheme");
+        }
+        // The TRON adapter's sibling crates come from beside the kit.
+        let m = manifest("t", &TRON, &Source::Path("/k/adapters/kit".into()));
+        assert!(m.contains("tron-wire = { path = \"/k/adapters/tron-wire\" }"), "{m}");
     }
 
     #[test]
