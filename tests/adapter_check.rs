@@ -249,6 +249,8 @@ fn each_static_mutant_fails_its_own_check_and_no_other() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_stablerail"))
         .args(["adapter", "inspect"])
         .arg(dir.path().join("imports.wasm"))
+        .args(["--config", "/nonexistent.toml"])
+        .current_dir(dir.path())
         .output()
         .unwrap();
     assert!(!out.status.success());

@@ -172,7 +172,8 @@ fn inspect_prints_the_description() {
     assert_eq!(d["interface"], "stablerail:adapter@0.4.0");
     assert_eq!(d["serves"], json!([{ "family": "evm", "scheme": "eip3009" }]));
 
-    let bad = binary().args(["adapter", "inspect", "/nonexistent.wasm"]).output().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bad = binary().args(["adapter", "inspect", "/nonexistent.wasm"]).current_dir(dir.path()).output().unwrap();
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("/nonexistent.wasm not found"));
 }
