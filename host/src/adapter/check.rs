@@ -89,6 +89,10 @@ pub struct Proof {
     /// JSON pointer to the signature inside `proof`.
     #[serde(default = "signature_at")]
     pub signature: String,
+    /// Where the string at `signature` is base64 of a larger whole (a
+    /// Solana transaction), the signature's bytes in it: `[start, end)`.
+    #[serde(default)]
+    pub signature_bytes: Option<[usize; 2]>,
     /// Chain answers (taking precedence) under which this proof was already used.
     #[serde(default)]
     pub replay: Vec<Answer>,
@@ -96,6 +100,12 @@ pub struct Proof {
     /// (`eth_getTransactionReceipt`, TRON's `gettransactioninfobyid`, …).
     #[serde(default)]
     pub receipts: Option<Receipts>,
+    /// Chain answers (taking precedence) under which this proof's lifetime
+    /// has passed, for a proof that lives by the chain rather than the clock
+    /// (a Solana blockhash): `settle` must refuse it as expired. Without
+    /// them the window is tampered by moving the clock.
+    #[serde(default)]
+    pub expired: Vec<Answer>,
 }
 
 /// A receipt that shows the payment, and ones that do not (reverted, another
@@ -334,7 +344,8 @@ async fn dynamic(c: &mut Checks, adapter: &Arc<super::Adapter>, v: &Vectors, now
                 c.fail("determinism", format!("verify answered differently for the same proof ({})", p.name));
             }
         }
-        tamperings(c, &a, &req, p, &paid, v, now).await;
+        let expired = (!p.expired.is_empty()).then(|| asset(p.expired.iter().chain(&v.chain).cloned().collect()));
+        tamperings(c, &a, expired.as_ref(), &req, p, &paid, v, now).await;
         now.store(base_now, Ordering::SeqCst);
 
         // The chain's view: fresh under the vectors' answers, used under the replay ones.
@@ -406,16 +417,19 @@ async fn receipts(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequiremen
 
 /// A host-held wallet's payment, end to end: what `authorize` asks to be
 /// signed, signed by a fresh key as the host would (an EVM digest as it is;
-/// a TRON `raw_data` by its txID, sha256 of the bytes), `assemble`d, and
+/// a TRON `raw_data` by its txID, sha256 of the bytes; a Solana message by
+/// ed25519), `assemble`d, and
 /// accepted by `verify` as that key's payment.
 async fn round_trip(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirements, v: &Vectors) {
     use alloy_signer::SignerSync;
     const CHECK: &str = "authorize/assemble";
     let key = alloy_signer_local::PrivateKeySigner::random();
+    // A Solana wallet: a fresh ed25519 key.
+    let ed = ed25519_dalek::SigningKey::from_bytes(&rand::random::<[u8; 32]>());
     let sender = match v.context.family {
         Family::Evm => key.address().to_checksum(None),
         Family::Tron => tron_wire::address::show(&key.address()),
-        Family::Solana => return c.skip(CHECK, "Solana wallets (ed25519) are not emulated yet".into()),
+        Family::Solana => bs58::encode(ed.verifying_key().to_bytes()).into_string(),
     };
     let transfer = Transfer {
         sender: sender.clone(),
@@ -435,11 +449,19 @@ async fn round_trip(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirem
     let digest = match (&request, v.context.family) {
         (SigningRequest::Eip712Digest(d), Family::Evm) => d.clone(),
         (SigningRequest::TronRawData(raw), Family::Tron) => tron_wire::raw::tx_id(raw).to_vec(),
+        // ed25519 signs the message itself.
+        (SigningRequest::SolanaMessage(_), Family::Solana) => vec![],
         (other, family) => return c.fail(CHECK, format!("asks a {family:?} wallet to sign {other:?}")),
     };
-    let signature = match <[u8; 32]>::try_from(digest.as_slice()).map(|d| key.sign_hash_sync(&d.into())) {
-        Ok(Ok(s)) => s.as_bytes().to_vec(),
-        _ => return c.fail(CHECK, format!("the digest is {} bytes, not a signable 32", digest.len())),
+    let signature = match &request {
+        SigningRequest::SolanaMessage(message) => {
+            use ed25519_dalek::Signer;
+            ed.sign(message).to_bytes().to_vec()
+        }
+        _ => match <[u8; 32]>::try_from(digest.as_slice()).map(|d| key.sign_hash_sync(&d.into())) {
+            Ok(Ok(s)) => s.as_bytes().to_vec(),
+            _ => return c.fail(CHECK, format!("the digest is {} bytes, not a signable 32", digest.len())),
+        },
     };
     let Some(assembled) = c.call(CHECK, a.assemble(req, &transfer, &request, signature)).await else { return };
     let proof = match assembled {
@@ -477,9 +499,11 @@ fn limits_row(c: &mut Checks, adapter: &super::Adapter, fuel_budget: u64, memory
 }
 
 /// The derived tamperings of one valid proof, each with the refusal it must get.
+#[allow(clippy::too_many_arguments)]
 async fn tamperings(
     c: &mut Checks,
     a: &Arc<AssetAdapter>,
+    expired: Option<&Arc<AssetAdapter>>,
     req: &PaymentRequirements,
     p: &Proof,
     paid: &VerifiedPayment,
@@ -497,6 +521,17 @@ async fn tamperings(
     })
     .await;
 
+    if let Some(gone) = expired {
+        // Its lifetime is on the chain: settling it once that has passed.
+        let check = format!("tamper window (expired on chain) {}", p.name);
+        match c.call(&check, gone.settle(req, &text)).await {
+            Some(Err(ProofError::Expired)) => c.pass(&check, "expired".into()),
+            Some(Err(e)) => c.fail(&check, format!("refused, but as {}", refusal(&e))),
+            Some(Ok(steps)) => c.fail(&check, format!("settled a proof whose lifetime has passed ({} steps)", steps.len())),
+            None => {}
+        }
+        return malformed_and_signer(c, a, req, p, &text).await;
+    }
     now.store(paid.valid_before.saturating_add(1), Ordering::SeqCst);
     expect(c, "tamper window (late)", &p.name, a.verify(req, &text), |e| matches!(e, ProofError::Expired)).await;
     if paid.valid_after > 0 {
@@ -506,8 +541,13 @@ async fn tamperings(
         c.skip(&format!("tamper window (early) {}", p.name), "valid from the epoch".into());
     }
     now.store(v.now, Ordering::SeqCst);
+    malformed_and_signer(c, a, req, p, &text).await;
+}
 
-    match flip_signature(&p.proof, &p.signature) {
+/// Tamperings of the payload itself: a signature character, and three
+/// malformed texts.
+async fn malformed_and_signer(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirements, p: &Proof, text: &str) {
+    match flip_signature(&p.proof, &p.signature, p.signature_bytes) {
         Some(forged) => {
             expect(c, "tamper signer", &p.name, a.verify(req, &forged.to_string()), |e| {
                 matches!(e, ProofError::InvalidSignature(_) | ProofError::SignerMismatch(_))
@@ -517,7 +557,7 @@ async fn tamperings(
         None => c.fail(&format!("tamper signer {}", p.name), format!("no string at {} to alter", p.signature)),
     }
     for (what, bad) in
-        [("not JSON", "not a payment".to_string()), ("an empty object", "{}".into()), ("a truncated payload", truncated(&text))]
+        [("not JSON", "not a payment".to_string()), ("an empty object", "{}".into()), ("a truncated payload", truncated(text))]
     {
         let check = format!("tamper malformed ({what})");
         expect(c, &check, &p.name, a.verify(req, &bad), |e| matches!(e, ProofError::Malformed(_))).await;
@@ -613,10 +653,20 @@ fn paid_misfit(paid: &VerifiedPayment, req: &PaymentRequirements, p: &Proof) -> 
 
 /// The proof with one character of its signature changed, in a way every
 /// text encoding a signature uses (hex, base58, base64) still reads.
-fn flip_signature(proof: &Value, pointer: &str) -> Option<Value> {
+/// With `bytes`, the string is base64 and one byte of that range changes.
+fn flip_signature(proof: &Value, pointer: &str, bytes: Option<[usize; 2]>) -> Option<Value> {
+    use base64::Engine as _;
     let mut forged = proof.clone();
     let s = forged.pointer_mut(pointer)?;
     let text = s.as_str()?.to_string();
+    if let Some([start, end]) = bytes {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let mut raw = b64.decode(&text).ok()?;
+        let at = start + end.checked_sub(start)?.checked_sub(1)? / 2;
+        *raw.get_mut(at)? ^= 1;
+        *s = Value::String(b64.encode(raw));
+        return Some(forged);
+    }
     let mut chars: Vec<char> = text.chars().collect();
     let i = chars.len().checked_sub(1)? / 2;
     chars[i] = if chars[i] == 'a' { 'b' } else { 'a' };
@@ -680,9 +730,14 @@ mod tests {
     #[test]
     fn a_flipped_signature_differs_in_one_character_and_stays_in_its_alphabet() {
         let p = json!({"payload": {"signature": "0x00ff"}});
-        let f = super::flip_signature(&p, "/payload/signature").unwrap();
+        let f = super::flip_signature(&p, "/payload/signature", None).unwrap();
         assert_eq!(f["payload"]["signature"], "0xa0ff");
-        assert!(super::flip_signature(&p, "/payload/nothing").is_none());
+        assert!(super::flip_signature(&p, "/payload/nothing", None).is_none());
+        // In base64 bytes: one bit of the range's middle byte.
+        let p = json!({"payload": {"transaction": "AAAAAA=="}});
+        let f = super::flip_signature(&p, "/payload/transaction", Some([1, 4])).unwrap();
+        assert_eq!(f["payload"]["transaction"], "AAABAA==", "byte 2 of [1, 4)");
+        assert!(super::flip_signature(&p, "/payload/transaction", Some([3, 9])).is_none(), "past the end");
     }
 
     #[test]
