@@ -315,12 +315,12 @@ enum AdapterCommand {
         config: PathBuf,
     },
     /// Write a crate to start a new adapter from, on the adapter kit: a
-    /// working x402 `exact` adapter (EIP-3009 or TRON Permit2) and its
-    /// vectors, renamed.
+    /// working x402 `exact` adapter (EVM EIP-3009, Solana SPL or TRON
+    /// Permit2) and its vectors, renamed.
     New {
         /// Crate and scheme name (lower-case letters, digits, `-`).
         name: String,
-        /// Chain family: `evm` (EIP-3009) or `tron` (Permit2); a `solana` skeleton is not written yet.
+        /// Chain family: `evm` (EIP-3009), `solana` (SPL) or `tron` (Permit2).
         #[arg(long, default_value = "evm")]
         family: String,
         /// Folder to create the crate in.

@@ -1,12 +1,13 @@
-//! `stablerail adapter new NAME --family evm|tron`: a crate an adapter
-//! author starts from. It is a working adapter, not a stub: a shipped
-//! adapter's own source (x402 `exact` on EVM by EIP-3009, or on TRON by
-//! Permit2, both on the kit) under the new name, with the vectors that
+//! `stablerail adapter new NAME --family evm|solana|tron`: a crate an
+//! adapter author starts from. It is a working adapter, not a stub: a
+//! shipped adapter's own source (x402 `exact` on EVM by EIP-3009, on Solana
+//! by an SPL transfer, on TRON by Permit2, all on the kit) under the new
+//! name, with the vectors that
 //! adapter passes `adapter check` with, so the author builds, checks, and
 //! then changes one thing at a time.
 //!
 //! The crate is its own workspace, with the kit (and the wire crates the
-//! TRON adapter shares with the host) as path dependencies (this checkout's
+//! Solana and TRON adapters share with the host) as path dependencies (this checkout's
 //! `adapters/`, or what `--kit` names: a path or a git URL), the release
 //! profile and build settings the shipped adapters use, and their
 //! `Cargo.lock` (the same versions of every crate they were checked with).
@@ -33,6 +34,9 @@ struct Skeleton {
     siblings: &'static [&'static str],
     /// Its other dependencies, as manifest lines.
     dependencies: &'static str,
+    /// Text replaced in its sources, each of which must occur: what moves a
+    /// shipped adapter of an older interface onto the kit's bindings.
+    rewrites: &'static [(&'static str, &'static str)],
 }
 
 const EVM: Skeleton = Skeleton {
@@ -46,6 +50,7 @@ alloy-sol-types = { version = "1", default-features = false, features = ["std"] 
 serde = { version = "1", features = ["derive"] }
 serde_json = "1"
 "#,
+    rewrites: &[],
 };
 
 const TRON: Skeleton = Skeleton {
@@ -66,14 +71,56 @@ serde_json = "1"
 prost = { version = "0.14", default-features = false, features = ["derive", "std"] }
 hex = "0.4"
 "#,
+    rewrites: &[],
 };
 
-fn skeleton(family: Family) -> Option<&'static Skeleton> {
+/// The shipped Solana adapter keeps its own 0.3.0 bindings (it is the
+/// suite's component of that version); its skeleton is moved onto the kit's
+/// 0.4.0 bindings, whose only change for it is the signing request's type.
+const SOLANA: Skeleton = Skeleton {
+    shipped: "solana-spl",
+    what: "the shipped Solana SPL adapter",
+    sources: &[
+        ("src/lib.rs", include_str!("../../../adapters/solana-spl/src/lib.rs")),
+        ("src/accounts.rs", include_str!("../../../adapters/solana-spl/src/accounts.rs")),
+        ("src/build.rs", include_str!("../../../adapters/solana-spl/src/build.rs")),
+        ("src/chain.rs", include_str!("../../../adapters/solana-spl/src/chain.rs")),
+        ("src/payer_tx.rs", include_str!("../../../adapters/solana-spl/src/payer_tx.rs")),
+        ("src/receipt.rs", include_str!("../../../adapters/solana-spl/src/receipt.rs")),
+        ("src/units.rs", include_str!("../../../adapters/solana-spl/src/units.rs")),
+    ],
+    vectors: include_str!("../../../adapters/solana-spl/vectors.json"),
+    siblings: &["x402-wire"],
+    dependencies: r#"serde = { version = "1", features = ["derive"] }
+serde_json = "1"
+base64 = "0.22"
+bs58 = "0.5"
+bincode = "1"
+solana-message = { version = "=3.0.1", features = ["serde", "bincode"] }
+solana-pubkey = { version = "3", features = ["curve25519"] }
+solana-short-vec = "3"
+solana-compute-budget-interface = "3.1"
+spl-token-interface = "3"
+spl-associated-token-account-interface = "2"
+"#,
+    rewrites: &[
+        (
+            "wit_bindgen::generate!({\n    world: \"stablerail:adapter/adapter@0.3.0\",\n    path: \"../../wit/0.3.0\",\n    generate_all,\n});\n",
+            "// The kit's bindings of 0.4.0, under the names the modules use.\nuse stablerail_adapter_kit::bindings::{exports, stablerail};\n",
+        ),
+        (
+            "use exports::stablerail::adapter0_3_0::scheme::Guest;\n",
+            "use exports::stablerail::adapter0_4_0::scheme::Guest;\nuse stablerail::adapter0_4_0::types::SigningRequest;\n",
+        ),
+        ("\nexport!(SolanaSpl);\n", "\nstablerail_adapter_kit::export!(SolanaSpl with_types_in stablerail_adapter_kit::bindings);\n"),
+    ],
+};
+
+fn skeleton(family: Family) -> &'static Skeleton {
     match family {
-        Family::Evm => Some(&EVM),
-        Family::Tron => Some(&TRON),
-        // No Solana vectors yet, so no skeleton that `adapter check` could pass.
-        Family::Solana => None,
+        Family::Evm => &EVM,
+        Family::Tron => &TRON,
+        Family::Solana => &SOLANA,
     }
 }
 
@@ -84,8 +131,6 @@ pub enum NewError {
     Name(String),
     #[error("{0} already exists; choose another name or folder")]
     Exists(PathBuf),
-    #[error("no skeleton for the {0:?} family yet: start from adapters/solana-spl (see docs/adapter-tutorial.md)")]
-    Family(Family),
     #[error("writing {0}: {1}")]
     Io(PathBuf, std::io::Error),
 }
@@ -108,7 +153,7 @@ pub fn write(name: &str, family: Family, parent: &Path, kit: Option<&str>) -> Re
     if !valid {
         return Err(NewError::Name(name.into()));
     }
-    let skeleton = skeleton(family).ok_or(NewError::Family(family))?;
+    let skeleton = skeleton(family);
     let dir = parent.join(name);
     if dir.exists() {
         return Err(NewError::Exists(dir));
@@ -202,6 +247,12 @@ strip = true
 /// crate root, whose own doc paragraph is replaced by the new crate's.
 fn source(name: &str, skeleton: &Skeleton, text: &str, lib: bool) -> String {
     let shipped = skeleton.shipped;
+    let mut text = text.to_string();
+    if lib {
+        for (from, to) in skeleton.rewrites {
+            text = text.replace(from, to);
+        }
+    }
     let body = text
         .replace(&format!("name: \"{shipped}\".into()"), &format!("name: {name:?}.into()"))
         .replace(&format!("scheme: \"{shipped}\".into()"), &format!("scheme: {name:?}.into()"))
@@ -246,13 +297,18 @@ mod tests {
 
     #[test]
     fn the_skeletons_are_the_shipped_adapters_renamed() {
-        for skeleton in [&EVM, &TRON] {
+        for skeleton in [&EVM, &TRON, &SOLANA] {
             let src = source("my-scheme", skeleton, skeleton.sources[0].1, true);
             assert_eq!(src.matches("\"my-scheme\".into()").count(), 2, "name and scheme renamed");
             assert!(!src.contains(&format!("\"{}\"", skeleton.shipped)) && !src.contains("cfg(feature = \"export\")"));
             assert!(src.contains("stablerail_adapter_kit::export!("));
             let v = vectors("my-scheme", skeleton);
             assert_eq!(serde_json::from_str::<serde_json::Value>(&v).unwrap()["scheme"], "my-scheme");
+        }
+        // Every rewrite finds its text in the shipped source.
+        let lib = SOLANA.sources[0].1;
+        for (from, _) in SOLANA.rewrites {
+            assert_eq!(lib.matches(from).count(), 1, "{from}");
         }
         // The TRON adapter's sibling crates come from beside the kit.
         let m = manifest("t", &TRON, &Source::Path("/k/adapters/kit".into()));
@@ -263,7 +319,6 @@ mod tests {
     fn names_and_families_are_refused_before_anything_is_written() {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(write("My_Scheme", Family::Evm, dir.path(), None), Err(NewError::Name(_))));
-        assert!(matches!(write("sol", Family::Solana, dir.path(), None), Err(NewError::Family(Family::Solana))));
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }
