@@ -26,8 +26,9 @@ scripts/build-adapters.sh
 # is for the shipped .wasm files, not for a few native unit tests.
 echo "==> guest-side unit and doc tests (adapter kit, solana-spl, tron-permit2, natively) [${SECONDS}s]"
 (cd adapters && cargo test --target x86_64-unknown-linux-gnu -p stablerail-adapter-kit -p x402-wire -p solana-spl -p tron-wire -p tron-permit2 --lib)
-# The kit's documented examples are tests too.
+# The kit's documented examples are tests too, and its docs build clean.
 (cd adapters && cargo test --target x86_64-unknown-linux-gnu -p stablerail-adapter-kit --doc)
+(cd adapters && RUSTDOCFLAGS="-D warnings" cargo doc --target x86_64-unknown-linux-gnu -p stablerail-adapter-kit --no-deps --quiet)
 
 echo "==> waiting for the host's build [${SECONDS}s]"
 status=0
@@ -43,4 +44,11 @@ rm -f "$host_log"
 # two cores (RUST_TEST_THREADS overrides).
 echo "==> host tests (SQLite and Postgres), benches run once as smoke tests [${SECONDS}s]"
 RUST_TEST_THREADS=${RUST_TEST_THREADS:-4} cargo test --release --workspace --lib --tests --benches --no-fail-fast
+# What an author sees: `adapter check`'s table for every shipped adapter
+# against its vectors (the suite asserts each row; this shows them).
+echo "==> adapter check on every shipped adapter [${SECONDS}s]"
+for crate in eip3009 permit2 upto solana-spl tron-permit2; do
+    target/release/stablerail --output table adapter check "adapters/target/wasm32-wasip2/release/${crate//-/_}.wasm" \
+        --vectors "adapters/$crate/vectors.json" --config /nonexistent.toml
+done
 echo "==> done [${SECONDS}s]"
