@@ -10,6 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh >/dev/null
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; } >/dev/null
 out=${OUT:-$PWD/.stablerail/bench-create}
 mkdir -p "$out"
 rows=$out/create.jsonl

@@ -38,17 +38,19 @@ cat "$host_log"
 rm -f "$host_log"
 [ "$status" -eq 0 ] || exit "$status"
 
+# What an author sees: `adapter check`'s table for every shipped adapter
+# against its vectors (the suite asserts each row; this shows them),
+# with the binary the tests' build made.
+echo "==> adapter check on every shipped adapter [${SECONDS}s]"
+for crate in eip3009 permit2 upto solana-spl tron-permit2; do
+    target/release/stablerail --output table adapter check "adapters/target/wasm32-wasip2/release/${crate//-/_}.wasm" \
+        --vectors "adapters/$crate/vectors.json" --config /nonexistent.toml
+done
+
 # One integration binary (tests/suite.rs), the host's unit tests, and the
 # benches once as smoke tests. --no-fail-fast: a red run names every failure.
 # The suite's tests mostly wait on local chains, so four run at a time on
 # two cores (RUST_TEST_THREADS overrides).
 echo "==> host tests (SQLite and Postgres), benches run once as smoke tests [${SECONDS}s]"
 RUST_TEST_THREADS=${RUST_TEST_THREADS:-4} cargo test --release --workspace --lib --tests --benches --no-fail-fast
-# What an author sees: `adapter check`'s table for every shipped adapter
-# against its vectors (the suite asserts each row; this shows them).
-echo "==> adapter check on every shipped adapter [${SECONDS}s]"
-for crate in eip3009 permit2 upto solana-spl tron-permit2; do
-    target/release/stablerail --output table adapter check "adapters/target/wasm32-wasip2/release/${crate//-/_}.wasm" \
-        --vectors "adapters/$crate/vectors.json" --config /nonexistent.toml
-done
 echo "==> done [${SECONDS}s]"
