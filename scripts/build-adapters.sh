@@ -3,6 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/../adapters"
 cargo build --release --target wasm32-wasip2
-# The `adapter check` mutant links eip3009 without its exports: its own build.
-cargo build --release --target wasm32-wasip2 -p mutant
 ls -1 target/wasm32-wasip2/release/*.wasm
