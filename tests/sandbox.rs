@@ -13,7 +13,7 @@ use stablerail::payment::{PaymentRequirements, ProofError};
 fn lab() -> String {
     let mut s = String::from(common::BASE_USDC);
     s.push_str("\n[chains.lab]\nfamily = \"evm\"\nchain_id = 31337\nroles = [\"payer\"]\n");
-    for mode in ["loop", "hog", "trap", "ok", "remember"] {
+    for mode in ["loop", "hog", "trap", "ok", "remember", "clock"] {
         s.push_str(&format!(
             "[chains.lab.assets.{mode}]\nstate = \"live\"\nscheme = \"misbehave\"\ntoken = \"0x0000000000000000000000000000000000000001\"\ndecimals = 6\nparams = {{ mode = \"{mode}\" }}\n"
         ));
@@ -22,16 +22,16 @@ fn lab() -> String {
 }
 
 fn registry(dir: &std::path::Path, fuel: u64) -> Registry {
+    registry_with(dir, fuel, system_clock())
+}
+
+fn registry_with(dir: &std::path::Path, fuel: u64, clock: stablerail::adapter::Clock) -> Registry {
     let path = common::write_config(dir, &lab());
     let text = std::fs::read_to_string(&path).unwrap().replace("adapter_fuel = 200000000", &format!("adapter_fuel = {fuel}"));
     std::fs::write(&path, text).unwrap();
     let cfg = Config::load(&path).unwrap();
-    Registry::from_config(
-        &cfg,
-        stablerail::server::runtime_for(&cfg, system_clock()).unwrap(),
-        &stablerail::chain::Chains::from_config(&cfg),
-    )
-    .unwrap()
+    Registry::from_config(&cfg, stablerail::server::runtime_for(&cfg, clock).unwrap(), &stablerail::chain::Chains::from_config(&cfg))
+        .unwrap()
 }
 
 fn req() -> PaymentRequirements {
@@ -84,6 +84,39 @@ fn each_misbehaviour_fails_only_its_call() {
 /// wasmtime resets): a call that writes its globals and heap is not seen by
 /// the next, in sequence or at once, on the same slot or another, nor after
 /// a call that trapped or ran out of fuel there.
+/// Answers of pure calls are kept per asset and input (a create repeats
+/// them); one that read the clock is asked again, and inputs never mix.
+#[test]
+fn only_answers_from_the_inputs_alone_are_reused() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let now = std::sync::Arc::new(AtomicU64::new(1_000));
+    let clock = {
+        let now = now.clone();
+        std::sync::Arc::new(move || now.load(Ordering::SeqCst)) as stablerail::adapter::Clock
+    };
+    let reg = registry_with(dir.path(), 200_000_000, clock);
+    let terms = |amount: &str| stablerail::payment::Terms {
+        amount: amount.into(),
+        pay_to: "0x0000000000000000000000000000000000000002".into(),
+        max_timeout_seconds: 60,
+    };
+    let ask = |mode: &str, amount: &str| common::wait(reg.asset("lab", mode).unwrap().requirements(&terms(amount))).unwrap().unwrap();
+
+    // Read the clock: asked again, and the answer follows the clock.
+    assert_eq!(ask("clock", "5").extra, r#"{"now":1000}"#);
+    now.store(2_000, Ordering::SeqCst);
+    assert_eq!(ask("clock", "5").extra, r#"{"now":2000}"#, "an answer that read the clock was reused");
+
+    // From the terms alone: each input its own answer, the same input the same one.
+    let (a, b) = (ask("ok", "5"), ask("ok", "6"));
+    assert_eq!((a.amount.as_str(), b.amount.as_str()), ("5", "6"));
+    assert_eq!(ask("ok", "5"), a);
+    assert_eq!(ask("ok", "6"), b);
+    // Another asset of the same adapter keeps its own answers.
+    assert!(common::wait(reg.asset("lab", "remember").unwrap().requirements(&terms("5"))).unwrap().is_err());
+}
+
 #[test]
 fn a_call_never_sees_what_an_earlier_call_wrote() {
     let dir = tempfile::tempdir().unwrap();

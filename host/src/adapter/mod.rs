@@ -310,20 +310,23 @@ impl Adapter {
     /// pure apart from chain reads) and the caller runs it again with
     /// `call`, on a blocking thread with the whole budget, where a real
     /// trap is reported as such.
+    ///
+    /// With the answer, whether it depended on its inputs alone (it read no
+    /// clock): then the same inputs would get the same answer.
     pub fn call_inline<R>(
         &self,
         f: impl FnOnce(Exports<'_>, &mut Store<HostState>) -> wasmtime::Result<R>,
-    ) -> Option<Result<R, CallError>> {
+    ) -> Option<(Result<R, CallError>, bool)> {
         let rt = &self.runtime;
         let mut state = HostState::new(self.name.clone(), rt.limits.memory_bytes, None, rt.clock.clone());
         state.chain_deferred = true;
         let slice = rt.limits.fuel.min(INLINE_FUEL);
-        let mut wanted = false;
-        let answer = self.run_then(&self.inline_pre, state, slice, f, |s| wanted = s.chain_wanted);
+        let (mut wanted, mut clock) = (false, false);
+        let answer = self.run_then(&self.inline_pre, state, slice, f, |s| (wanted, clock) = (s.chain_wanted, s.clock_read));
         match answer {
             _ if wanted => None,
             Err(CallError::OutOfFuel(_) | CallError::Trap(..)) => None,
-            other => Some(other),
+            other => Some((other, !clock)),
         }
     }
 

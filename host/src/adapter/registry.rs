@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use hashlink::LruCache;
 
 use super::bindings::types as wit;
 use super::{convert, Adapter, CallError, LoadError, Runtime};
@@ -27,12 +29,49 @@ pub struct AssetAdapter {
     pub chain: Arc<ChainClient>,
     /// The host's relayer on this chain, once keys are loaded.
     relayer: std::sync::OnceLock<String>,
+    memo: Memo,
+}
+
+/// Answers of the calls a create makes (addresses, amounts, requirements),
+/// kept when the call only computed: it ran inline, read no chain and no
+/// clock, and WASI was not there to give it randomness. An adapter must be
+/// deterministic (`adapter check` tests it), so the same inputs get the
+/// same answer; a payment service sees the same merchants, prices and
+/// terms again and again. Bounded per (chain, asset); refusals are not kept.
+struct Memo {
+    addresses: Mutex<LruCache<(u8, String), String>>,
+    units: Mutex<LruCache<String, String>>,
+    requirements: Mutex<LruCache<(Option<String>, String, String, u64), p::PaymentRequirements>>,
+}
+
+/// Entries of each of an asset's memo tables.
+const MEMO_ENTRIES: usize = 1024;
+
+impl Default for Memo {
+    fn default() -> Self {
+        Memo {
+            addresses: Mutex::new(LruCache::new(MEMO_ENTRIES)),
+            units: Mutex::new(LruCache::new(MEMO_ENTRIES)),
+            requirements: Mutex::new(LruCache::new(MEMO_ENTRIES)),
+        }
+    }
+}
+
+fn recall<K: std::hash::Hash + Eq, V: Clone>(table: &Mutex<LruCache<K, V>>, key: &K) -> Option<V> {
+    table.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+}
+
+/// Keep `answer` under `key` when the call was pure and the adapter agreed.
+fn keep<K: std::hash::Hash + Eq, V: Clone, E>(table: &Mutex<LruCache<K, V>>, key: K, pure: bool, answer: &Result<V, E>) {
+    if let (true, Ok(v)) = (pure, answer) {
+        table.lock().unwrap_or_else(|e| e.into_inner()).insert(key, v.clone());
+    }
 }
 
 impl AssetAdapter {
     /// An adapter bound to a context and a chain outside any config (`adapter check`).
     pub fn new(adapter: Arc<Adapter>, ctx: wit::AssetContext, chain: Arc<ChainClient>) -> Self {
-        AssetAdapter { adapter, ctx, chain, relayer: Default::default() }
+        AssetAdapter { adapter, ctx, chain, relayer: Default::default(), memo: Memo::default() }
     }
 
     pub fn with_relayer(self, address: &str) -> Self {
@@ -92,10 +131,7 @@ impl Registry {
             }
             let client = chains.get(chain_id).expect("Chains::from_config holds every chain with a served asset");
             let ctx = asset_context(chain_id, chain, asset_key, asset);
-            assets.insert(
-                (chain_id.to_string(), asset_key.to_string()),
-                Arc::new(AssetAdapter { adapter, ctx, chain: client, relayer: Default::default() }),
-            );
+            assets.insert((chain_id.to_string(), asset_key.to_string()), Arc::new(AssetAdapter::new(adapter, ctx, client)));
         }
         Ok(Registry { runtime, adapters, assets })
     }
@@ -210,21 +246,34 @@ impl<T, E: Into<Refusal>> Answer<T> for Result<Result<T, E>, CallError> {
 /// on a blocking thread, in a fresh sandboxed instance), typed. Outer
 /// `Result`: the call itself failed (trap, budget). Inner: the adapter's
 /// own answer.
+/// One call of a guest function, given the instance's exports, its store
+/// and the asset it serves.
+trait GuestCall<R>:
+    Fn(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, super::exports::Context) -> wasmtime::Result<R> + Send + Sync + 'static
+{
+}
+
+impl<R, F> GuestCall<R> for F where
+    F: Fn(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, super::exports::Context) -> wasmtime::Result<R>
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// Adapter functions that read their chain: always on a blocking thread.
 const READS_THE_CHAIN: [&str; 2] = ["preflight", "prepare-sender"];
 
 impl AssetAdapter {
-    async fn call<R: Send + 'static>(
-        self: &Arc<Self>,
-        function: &'static str,
-        f: impl Fn(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, super::exports::Context) -> wasmtime::Result<R>
-            + Send
-            + Sync
-            + 'static,
-    ) -> Result<R, CallError> {
+    async fn call<R: Send + 'static>(self: &Arc<Self>, function: &'static str, f: impl GuestCall<R>) -> Result<R, CallError> {
+        self.call_pure(function, f).await.0
+    }
+
+    /// `call`, and whether its answer depended on its inputs alone.
+    async fn call_pure<R: Send + 'static>(self: &Arc<Self>, function: &'static str, f: impl GuestCall<R>) -> (Result<R, CallError>, bool) {
         let name = self.adapter.name.clone();
         let Ok(slot) = self.adapter.runtime.slots.clone().acquire_owned().await else {
-            return Err(CallError::Trap(name, "the adapter runtime is shutting down".into()));
+            return (Err(CallError::Trap(name, "the adapter runtime is shutting down".into())), false);
         };
         let done = |me: &AssetAdapter, answer: &Result<R, CallError>, started: std::time::Instant| {
             let outcome = match answer {
@@ -242,9 +291,9 @@ impl AssetAdapter {
         if !READS_THE_CHAIN.contains(&function) {
             let started = std::time::Instant::now();
             let ctx = super::exports::Context { asset: &self.ctx, relayer: self.relayer.get().map(String::as_str) };
-            if let Some(answer) = self.adapter.call_inline(|g, s| f(g, s, ctx)) {
+            if let Some((answer, pure)) = self.adapter.call_inline(|g, s| f(g, s, ctx)) {
                 done(self, &answer, started);
-                return answer;
+                return (answer, pure);
             }
         }
         let me = self.clone();
@@ -257,7 +306,8 @@ impl AssetAdapter {
             answer
         })
         .await
-        .unwrap_or_else(|e| Err(CallError::Trap(name, format!("the call's thread failed: {e}"))))
+        .map(|answer| (answer, false))
+        .unwrap_or_else(|e| (Err(CallError::Trap(name, format!("the call's thread failed: {e}"))), false))
     }
 
     pub async fn normalize_address(
@@ -265,21 +315,39 @@ impl AssetAdapter {
         family: p::Family,
         address: &str,
     ) -> Result<Result<String, p::AdapterError>, CallError> {
-        let (family, address) = (convert::family(family), address.to_string());
-        let r = self.call("normalize-address", move |g, s, _| g.normalize_address(s, family, &address)).await?;
-        Ok(convert::answer(r))
+        let key = (family as u8, address.to_string());
+        if let Some(known) = recall(&self.memo.addresses, &key) {
+            return Ok(Ok(known));
+        }
+        let (family, text) = (convert::family(family), key.1.clone());
+        let (r, pure) = self.call_pure("normalize-address", move |g, s, _| g.normalize_address(s, family, &text)).await;
+        let answer = convert::answer(r?);
+        keep(&self.memo.addresses, key, pure, &answer);
+        Ok(answer)
     }
 
     pub async fn to_base_units(self: &Arc<Self>, amount: &str) -> Result<Result<String, p::AdapterError>, CallError> {
-        let amount = amount.to_string();
-        let r = self.call("to-base-units", move |g, s, ctx| g.to_base_units(s, &amount, ctx.asset.decimals)).await?;
-        Ok(convert::answer(r))
+        if let Some(known) = recall(&self.memo.units, &amount.to_string()) {
+            return Ok(Ok(known));
+        }
+        let text = amount.to_string();
+        let (r, pure) = self.call_pure("to-base-units", move |g, s, ctx| g.to_base_units(s, &text, ctx.asset.decimals)).await;
+        let answer = convert::answer(r?);
+        keep(&self.memo.units, amount.to_string(), pure, &answer);
+        Ok(answer)
     }
 
     pub async fn requirements(self: &Arc<Self>, terms: &p::Terms) -> Result<Result<p::PaymentRequirements, p::AdapterError>, CallError> {
-        let terms = convert::terms(terms);
-        let r = self.call("requirements", move |g, s, ctx| g.requirements(s, ctx, &terms)).await?;
-        Ok(convert::answer(r))
+        // The relayer is part of the adapter's context (a Solana fee payer, an upto facilitator).
+        let key = (self.relayer.get().cloned(), terms.amount.clone(), terms.pay_to.clone(), terms.max_timeout_seconds);
+        if let Some(known) = recall(&self.memo.requirements, &key) {
+            return Ok(Ok(known));
+        }
+        let wit_terms = convert::terms(terms);
+        let (r, pure) = self.call_pure("requirements", move |g, s, ctx| g.requirements(s, ctx, &wit_terms)).await;
+        let answer = convert::answer(r?);
+        keep(&self.memo.requirements, key, pure, &answer);
+        Ok(answer)
     }
 
     pub async fn verify(

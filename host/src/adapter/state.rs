@@ -31,6 +31,8 @@ pub struct HostState {
     /// is recorded (the call is then run again where it may wait).
     pub(super) chain_deferred: bool,
     pub(super) chain_wanted: bool,
+    /// The guest read the clock: its answer may not be reused.
+    pub(super) clock_read: bool,
 }
 
 impl HostState {
@@ -44,6 +46,7 @@ impl HostState {
             adapter,
             chain_deferred: false,
             chain_wanted: false,
+            clock_read: false,
         }
     }
 }
@@ -130,6 +133,7 @@ impl chain::Host for HostState {
 
 impl clock::Host for HostState {
     fn now(&mut self) -> u64 {
+        self.clock_read = true;
         (self.clock)()
     }
 }
