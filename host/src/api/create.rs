@@ -40,7 +40,7 @@ async fn idempotent(s: &Shared, agent: Option<&Agent>, headers: &HeaderMap, body
         Err(e) => return e.into_response(),
     };
     let scope = agent.map_or_else(|| "api".to_string(), |a| format!("v2:{}", a.id));
-    let work = || async { create(s, agent, body).await.map(|v| serde_json::to_value(v).expect("a view serializes")) };
+    let work = || create(s, agent, body);
     super::idempotency::run(s, &scope, key.as_deref(), body, StatusCode::CREATED, work).await
 }
 

@@ -24,11 +24,14 @@ pub fn key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 }
 
 /// Run `work` once per (scope, key); without a key, just run it.
-pub async fn run<F, Fut>(s: &Shared, scope: &str, key: Option<&str>, body: &[u8], success: StatusCode, work: F) -> Response
+pub async fn run<F, Fut, T>(s: &Shared, scope: &str, key: Option<&str>, body: &[u8], success: StatusCode, work: F) -> Response
 where
     F: FnOnce() -> Fut,
-    Fut: Future<Output = Result<serde_json::Value, ApiError>>,
+    Fut: Future<Output = Result<T, ApiError>>,
+    T: serde::Serialize,
 {
+    // The answer is serialized once, for the response and the record alike.
+    let work = || async { work().await.map(|v| serde_json::to_string(&v).expect("an answer serializes")) };
     let Some(key) = key else { return respond(success, work().await) };
     let hash = hex::encode(Sha256::digest(body));
     let claim = match idempotency::claim(&s.db, scope, key, &hash, crate::clock::now_ms()).await {
@@ -45,7 +48,7 @@ where
         Claim::Claimed => {
             let outcome = work().await;
             let (status, text) = match &outcome {
-                Ok(v) => (success, v.to_string()),
+                Ok(v) => (success, v.clone()),
                 Err(e) => (e.status(), e.envelope().to_string()),
             };
             let saved = if status.is_server_error() {
@@ -61,9 +64,9 @@ where
     }
 }
 
-fn respond(success: StatusCode, outcome: Result<serde_json::Value, ApiError>) -> Response {
+fn respond(success: StatusCode, outcome: Result<String, ApiError>) -> Response {
     match outcome {
-        Ok(v) => (success, axum::Json(v)).into_response(),
+        Ok(json) => (success, [(header::CONTENT_TYPE, "application/json")], json).into_response(),
         Err(e) => e.into_response(),
     }
 }

@@ -119,8 +119,7 @@ pub async fn execute(State(s): State<Shared>, Extension(agent): Extension<Agent>
     let run = swap::execute::run_id(&agent.id, key.as_deref());
     let work = || async {
         let v: serde_json::Value = serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
-        let done = swap::execute::execute(&s.swaps, &s.db, &s.drivers, &agent.id, &v, &run).await?;
-        Ok(serde_json::to_value(done).expect("serializable"))
+        Ok(swap::execute::execute(&s.swaps, &s.db, &s.drivers, &agent.id, &v, &run).await?)
     };
     super::idempotency::run(&s, &format!("v2swap:{}", agent.id), key.as_deref(), &body, StatusCode::OK, work).await
 }
