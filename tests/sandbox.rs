@@ -267,7 +267,8 @@ fn startup_names_the_file_and_the_problem() {
         let rt = stablerail::server::runtime_for(&cfg, system_clock()).unwrap();
         match Registry::from_config(&cfg, rt, &stablerail::chain::Chains::from_config(&cfg)) {
             Ok(_) => panic!("{adapter_file} should not be accepted"),
-            Err(e) => e.to_string(),
+            // As the service prints it: the whole chain, each reason once.
+            Err(e) => format!("{:#}", anyhow::Error::from(e)),
         }
     };
 
@@ -277,6 +278,7 @@ fn startup_names_the_file_and_the_problem() {
 
     let garbage = attempt("garbage.wasm");
     assert!(garbage.contains("garbage.wasm") && garbage.contains("not a loadable WebAssembly component"), "{garbage}");
+    assert_eq!(garbage.matches("not a loadable").count(), 1, "{garbage}");
 
     let wrong = attempt("misbehave.wasm");
     assert!(wrong.contains("misbehave.wasm") && wrong.contains("does not serve scheme `eip3009`"), "{wrong}");

@@ -16,8 +16,10 @@ use crate::payment as p;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
-    #[error("chains.{chain}.assets.{asset} (scheme `{scheme}`): {source}")]
-    Load { chain: String, asset: String, scheme: String, source: LoadError },
+    /// `cause` is not a `source`: its text is already in this one's, and a
+    /// source would print it again in an error chain.
+    #[error("chains.{chain}.assets.{asset} (scheme `{scheme}`): {cause}")]
+    Load { chain: String, asset: String, scheme: String, cause: LoadError },
     #[error("chains.{chain}.assets.{asset}: adapter file {file} (`{name}`) does not serve scheme `{scheme}` for {family:?} chains; it serves [{serves}]")]
     Mismatch { chain: String, asset: String, scheme: String, family: config::Family, file: PathBuf, name: String, serves: String },
 }
@@ -105,11 +107,11 @@ impl Registry {
                 Some(a) => a.clone(),
                 None => {
                     let file = dir.join(&cfg.adapters[&asset.scheme]);
-                    let loaded = runtime.load(&file).map_err(|source| StartupError::Load {
+                    let loaded = runtime.load(&file).map_err(|cause| StartupError::Load {
                         chain: chain_id.into(),
                         asset: asset_key.into(),
                         scheme: asset.scheme.clone(),
-                        source,
+                        cause,
                     })?;
                     tracing::info!(scheme = %asset.scheme, file = %file.display(), name = %loaded.name, version = %loaded.description.version, "adapter ready");
                     let loaded = Arc::new(loaded);
