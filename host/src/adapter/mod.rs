@@ -234,10 +234,10 @@ fn stub_foreign(linker: &mut Linker<HostState>, engine: &Engine, component: &Com
         };
         match item.ty {
             ComponentItem::ComponentInstance(instance) => {
-                let mut stubbed = linker.instance(name)?;
+                let mut trapped = linker.instance(name)?;
                 for (func, item) in instance.exports(engine) {
                     if let ComponentItem::ComponentFunc(_) = item.ty {
-                        stubbed.func_new(func, trap(format!("{name}#{func}")))?;
+                        trapped.func_new(func, trap(format!("{name}#{func}")))?;
                     }
                 }
             }
