@@ -154,6 +154,138 @@ async fn claims_on_sqlite_and_postgres() {
     pg.drop().await;
 }
 
+/// Legs settled together are written together, each a compare-and-set on
+/// its status: a source leg's payout is queued behind due source legs with
+/// its budget restarted, a paid intent leaves the queue, and a leg that is
+/// not in the expected status is not moved.
+async fn check_settled_legs(db: &Db) {
+    use stablerail::store::group::Group;
+    use stablerail::store::settlement::{Leg, LegSettled};
+    queue(db, 6, 6).await;
+    sqlx::query("UPDATE settlement_queue SET attempts = 3, locked_by = 'x', locked_until = 99").execute(&db.pool).await.unwrap();
+    sqlx::query("UPDATE intents SET status = 'TARGET_SETTLING' WHERE id = 'i05'").execute(&db.pool).await.unwrap();
+    let group = std::sync::Arc::new(Group::<LegSettled>::default());
+    let legs = [("i00", Leg::Source, "0xa"), ("i01", Leg::Source, "0xa"), ("i02", Leg::Source, "0xb"), ("i05", Leg::Target, "0xc")];
+    let all = legs.map(|(id, leg, tx)| {
+        let (group, db) = (group.clone(), db.clone());
+        tokio::spawn(async move { group.write(&db, LegSettled { id: id.into(), leg, tx_hash: tx.into() }).await.unwrap() })
+    });
+    for r in futures::future::join_all(all).await {
+        r.unwrap();
+    }
+    // i03 was not settled; i04 is PENDING and gets a target write: no move.
+    group.write(db, LegSettled { id: "i04".into(), leg: Leg::Target, tx_hash: "0xd".into() }).await.unwrap();
+    let row = |id: &'static str| async move {
+        let r = sqlx::query("SELECT status, source_tx_hash, target_tx_hash FROM intents WHERE id = $1")
+            .bind(id)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        let q = sqlx::query("SELECT priority, attempts, locked_by FROM settlement_queue WHERE intent_id = $1")
+            .bind(id)
+            .fetch_optional(&db.pool)
+            .await
+            .unwrap();
+        (
+            r.get::<String, _>("status"),
+            r.get::<Option<String>, _>("source_tx_hash").or(r.get::<Option<String>, _>("target_tx_hash")),
+            q.map(|q| (q.get::<i32, _>("priority"), q.get::<i32, _>("attempts"), q.get::<Option<String>, _>("locked_by"))),
+        )
+    };
+    assert_eq!(row("i00").await, ("SOURCE_SETTLED".into(), Some("0xa".into()), Some((1, 0, None))));
+    assert_eq!(row("i01").await, ("SOURCE_SETTLED".into(), Some("0xa".into()), Some((1, 0, None))));
+    assert_eq!(row("i02").await, ("SOURCE_SETTLED".into(), Some("0xb".into()), Some((1, 0, None))));
+    assert_eq!(row("i03").await, ("PENDING".into(), None, Some((0, 3, Some("x".into())))));
+    assert_eq!(row("i05").await, ("TARGET_SETTLED".into(), Some("0xc".into()), None));
+    assert_eq!(row("i04").await.0, "PENDING", "a target write does not move a PENDING intent");
+    // Settled again (a pass that lost its lease): nothing changes.
+    group.write(db, LegSettled { id: "i00".into(), leg: Leg::Source, tx_hash: "0xe".into() }).await.unwrap();
+    assert_eq!(row("i00").await.1, Some("0xa".into()));
+}
+
+#[tokio::test]
+async fn settled_legs_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Db::connect(&format!("sqlite://{}", dir.path().join("l.db").display())).await.unwrap();
+    check_settled_legs(&sqlite).await;
+    let pg = PgSchema::new("legs").await;
+    check_settled_legs(&pg.db).await;
+    pg.drop().await;
+}
+
+/// Proofs accepted together commit together and each is checked against
+/// the float after the ones before it: of eight intents of 1 token on a
+/// float of 5, five are taken and three are short; a reused replay key
+/// fails that acceptance alone; an expired intent is not taken.
+async fn check_grouped_acceptance(db: &Db) {
+    use rust_decimal::Decimal;
+    use stablerail::store::group::Group;
+    use stablerail::store::intents::{Accept, Accepted, Reserve};
+    for k in 0..10 {
+        sqlx::query(
+            "INSERT INTO intents (id, status, payer_chain, target_chain, payer_asset, target_asset, merchant_recipient, \
+             amount_mode, sending_amount, receiving_amount, estimated_fee, fee_breakdown, payment_requirements, \
+             created_at, expires_at, updated_at, receiving_micros) \
+             VALUES ($1, 'AWAITING_PAYMENT', 'base', 'arbitrum', 'usdc', 'usdc', '0x', 'exact', '1', '1', '0', '{}', $3, 0, $2, 0, 1000000)",
+        )
+        .bind(format!("a{k}"))
+        .bind(if k == 9 { 1i64 } else { i64::MAX / 2 })
+        .bind(r#"{"scheme":"exact","network":"eip155:8453","amount":"1000000","asset":"0x","payTo":"0x","maxTimeoutSeconds":60}"#)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    }
+    let now = stablerail::clock::now_ms();
+    let accept = |k: usize, key: String| Accept {
+        id: format!("a{k}"),
+        settle_proof: Some("{}".into()),
+        replay_key: Some(key),
+        payer: Some("0xpayer".into()),
+        reserve: Some(Reserve {
+            target_chain: "arbitrum".into(),
+            target_asset: "usdc".into(),
+            amount: Decimal::ONE,
+            balance: Decimal::from(5),
+        }),
+        now_ms: now,
+    };
+    let group = std::sync::Arc::new(Group::<Accept>::default());
+    let all = (0..8).map(|k| {
+        let (group, db, a) = (group.clone(), db.clone(), accept(k, format!("key{k}")));
+        tokio::spawn(async move { group.write(&db, a).await })
+    });
+    let answers: Vec<_> = futures::future::join_all(all).await.into_iter().map(|r| r.unwrap().unwrap()).collect();
+    assert_eq!(answers.iter().filter(|a| **a == Accepted::Yes).count(), 5, "{answers:?}");
+    assert_eq!(answers.iter().filter(|a| **a == Accepted::FloatShort).count(), 3, "{answers:?}");
+    let queued: i64 = sqlx::query("SELECT COUNT(*) AS n FROM settlement_queue").fetch_one(&db.pool).await.unwrap().get("n");
+    assert_eq!(queued, 5, "each taken proof is queued once, no other");
+
+    // A reused key (key0 is taken) beside a good one, on a float with room.
+    let roomy = |mut a: Accept| {
+        a.reserve.as_mut().unwrap().balance = Decimal::from(100);
+        a
+    };
+    let (dup, good) = (roomy(accept(8, "key0".into())), roomy(accept(7, "key7b".into())));
+    let (g1, g2, d1, d2) = (group.clone(), group.clone(), db.clone(), db.clone());
+    let (dup, good) =
+        tokio::join!(tokio::spawn(async move { g1.write(&d1, dup).await }), tokio::spawn(async move { g2.write(&d2, good).await }));
+    assert!(dup.unwrap().unwrap_err().is_duplicate());
+    let good = good.unwrap().unwrap();
+    let a7 = answers[7] == Accepted::Yes;
+    assert_eq!(good, if a7 { Accepted::No } else { Accepted::Yes }, "a7 was taken before: {a7}");
+    assert_eq!(group.write(db, roomy(accept(9, "key9".into()))).await.unwrap(), Accepted::No, "expired");
+}
+
+#[tokio::test]
+async fn grouped_acceptance_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Db::connect(&format!("sqlite://{}", dir.path().join("a.db").display())).await.unwrap();
+    check_grouped_acceptance(&sqlite).await;
+    let pg = PgSchema::new("accepts").await;
+    check_grouped_acceptance(&pg.db).await;
+    pg.drop().await;
+}
+
 #[tokio::test]
 async fn in_memory_sqlite_is_one_database() {
     // Every pooled connection must see the migrated schema and each other's rows.
@@ -297,14 +429,16 @@ fn settlement(id: &str, replay_key: &str) -> stablerail::store::facilitator::Set
 /// again); one that settled keeps them; finishing is a compare-and-set,
 /// alone or grouped.
 async fn check_facilitator_ledger(db: &Db) {
-    use stablerail::store::facilitator::{self as ledger, Finishes, Outcome, SettlementStatus};
+    use stablerail::store::facilitator::{self as ledger, Finish, Outcome, SettlementStatus};
+    use stablerail::store::group::Group;
     let refused = |why: &str| Outcome { status: SettlementStatus::Failed, tx_hash: None, error_reason: Some(why.into()), refused: true };
     let first = settlement("xs_1", "base:k1");
     ledger::insert(db, &first, None).await.unwrap();
     assert!(ledger::insert(db, &settlement("xs_other", "base:k1"), None).await.unwrap_err().is_duplicate());
 
-    let finishes = Finishes::default();
-    assert!(finishes.finish(db, "xs_1", refused("insufficient_funds")).await.unwrap());
+    let finishes = Group::<Finish>::default();
+    let finish = |id: &str, outcome: Outcome| Finish { id: id.into(), outcome };
+    assert!(finishes.write(db, finish("xs_1", refused("insufficient_funds"))).await.unwrap());
     let row = ledger::get(db, "xs_1").await.unwrap().unwrap();
     assert_eq!((row.status, row.error_reason.as_deref()), (SettlementStatus::Failed, Some("insufficient_funds")));
     assert_eq!((row.replay_key.as_str(), row.payment_id), ("xs_1", None), "the authorization is let go");
@@ -314,8 +448,8 @@ async fn check_facilitator_ledger(db: &Db) {
     // The same payment again, and this time it settles: it keeps its keys.
     ledger::insert(db, &settlement("xs_2", "base:k1"), None).await.unwrap();
     let settled = Outcome { status: SettlementStatus::Settled, tx_hash: Some("0xabc".into()), error_reason: None, refused: false };
-    assert!(finishes.finish(db, "xs_2", settled.clone()).await.unwrap());
-    assert!(!finishes.finish(db, "xs_2", settled).await.unwrap(), "finished once");
+    assert!(finishes.write(db, finish("xs_2", settled.clone())).await.unwrap());
+    assert!(!finishes.write(db, finish("xs_2", settled)).await.unwrap(), "finished once");
     let row = ledger::get(db, "xs_2").await.unwrap().unwrap();
     assert_eq!((row.replay_key.as_str(), row.tx_hash.as_deref()), ("base:k1", Some("0xabc")));
     assert!(row.payment_id.is_some());
@@ -329,7 +463,8 @@ async fn check_facilitator_ledger(db: &Db) {
     let finishes = std::sync::Arc::new(finishes);
     let all = (0..6).map(|k| {
         let (finishes, db) = (finishes.clone(), db.clone());
-        tokio::spawn(async move { finishes.finish(&db, &format!("xs_g{k}"), refused("invalid_transaction_state")).await.unwrap() })
+        let f = Finish { id: format!("xs_g{k}"), outcome: refused("invalid_transaction_state") };
+        tokio::spawn(async move { finishes.write(&db, f).await.unwrap() })
     });
     assert!(futures::future::join_all(all).await.into_iter().all(|r| r.unwrap()));
     for k in 0..6 {

@@ -66,6 +66,8 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         watch: Default::default(),
         floats: Default::default(),
         engine: Default::default(),
+        acceptances: Default::default(),
+        inserts: Default::default(),
     }))
 }
 

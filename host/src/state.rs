@@ -38,6 +38,10 @@ pub struct AppState {
     /// This replica's running settlement engine, once started: a facilitator
     /// settle runs its first pass on it at once when a worker is free.
     pub engine: std::sync::OnceLock<Arc<crate::settle::Engine>>,
+    /// Proofs accepted at the same moment commit together.
+    pub acceptances: crate::store::group::Group<crate::store::intents::Accept>,
+    /// So do intents created at the same moment.
+    pub inserts: crate::store::group::Group<crate::store::intents::Inserts>,
 }
 
 pub type Shared = Arc<AppState>;

@@ -14,7 +14,6 @@ use crate::intent::{self, AmountMode, Intent, Status};
 use crate::payment::{AdapterError, Terms};
 use crate::state::AppState;
 use crate::store::agents::Agent;
-use crate::store::intents;
 
 /// Why a create was refused; `api::error` maps each to its status.
 #[derive(Debug, thiserror::Error)]
@@ -228,7 +227,7 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
         updated_at: now,
         error_code: None,
     };
-    intents::insert(&s.db, &record).await?;
+    s.inserts.write(&s.db, record.clone()).await?;
     Ok(record)
 }
 

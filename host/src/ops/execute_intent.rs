@@ -8,7 +8,7 @@ use crate::failure::Failure;
 use crate::intent::{Intent, Status};
 use crate::state::AppState;
 use crate::store::agents::Agent;
-use crate::store::intents::{self as repo, Acceptance, Accepted};
+use crate::store::intents::{self as repo, Accept, Accepted};
 
 /// The intent as it was read, and the status it had reached when the wait
 /// ended.
@@ -17,11 +17,13 @@ pub async fn execute(s: &AppState, agent: &Agent, id: &str) -> Result<(Intent, S
     if let Some(e) = not_payable(&i, crate::clock::now_ms()) {
         return Err(e);
     }
-    let none = Acceptance { settle_proof: None, replay_key: None, payer: None };
-    // No float check: the agent's own wallet pays, and a payout the float
-    // cannot make yet waits in SOURCE_SETTLED (`payout_wallet_short`) until
-    // the operator funds the wallet, as `/v2` has always done.
-    if repo::accept(&s.db, &i.id, &none, None, crate::clock::now_ms()).await? != Accepted::Yes {
+    // No proof (the hosted wallet authorizes in settlement) and no float
+    // check: the agent's own wallet pays, and a payout the float cannot
+    // make yet waits in SOURCE_SETTLED (`payout_wallet_short`) until the
+    // operator funds the wallet, as `/v2` has always done.
+    let none =
+        Accept { id: i.id.clone(), settle_proof: None, replay_key: None, payer: None, reserve: None, now_ms: crate::clock::now_ms() };
+    if s.acceptances.write(&s.db, none).await? != Accepted::Yes {
         return Err(lost_race(s, &i.id).await);
     }
     s.work.notify_one();

@@ -4,7 +4,7 @@
 use super::intent_error::{load, lost_race, not_payable, IntentError};
 use crate::intent::{requirements, Intent};
 use crate::state::AppState;
-use crate::store::intents::{self as repo, Acceptance, Accepted, Reserve};
+use crate::store::intents::{Accept, Accepted, Reserve};
 
 /// The accepted intent (as it was read; it is PENDING now).
 pub async fn submit(s: &AppState, id: &str, proof: Option<&str>) -> Result<Intent, IntentError> {
@@ -31,8 +31,15 @@ pub async fn submit(s: &AppState, id: &str, proof: Option<&str>) -> Result<Inten
         .ok_or_else(|| IntentError::NotServed(i.payer_chain.clone(), i.payer_asset.clone()))?;
     let paid = adapter.verify(&i.payment_requirements, &proof).await??;
 
-    let acceptance = Acceptance { settle_proof: Some(&proof), replay_key: Some(&paid.replay_key), payer: Some(&paid.payer) };
-    match repo::accept(&s.db, &i.id, &acceptance, reserve.as_ref(), crate::clock::now_ms()).await {
+    let acceptance = Accept {
+        id: i.id.clone(),
+        settle_proof: Some(proof),
+        replay_key: Some(paid.replay_key),
+        payer: Some(paid.payer),
+        reserve,
+        now_ms: crate::clock::now_ms(),
+    };
+    match s.acceptances.write(&s.db, acceptance).await {
         Ok(Accepted::Yes) => {
             s.work.notify_one();
             Ok(i)
@@ -50,7 +57,7 @@ pub async fn submit(s: &AppState, id: &str, proof: Option<&str>) -> Result<Inten
 /// not answer now. Then the proof is taken as during any outage, and the
 /// engine pays once the node answers and the wallet can (it never pays
 /// what the wallet does not hold: it waits with `payout_wallet_short`).
-async fn float<'a>(s: &AppState, i: &'a Intent) -> Result<Option<Reserve<'a>>, IntentError> {
+async fn float(s: &AppState, i: &Intent) -> Result<Option<Reserve>, IntentError> {
     let amount = i.receiving_amount.parse().map_err(|_| IntentError::Invalid("stored receiving amount is unreadable".into()))?;
     let balance = match s.floats.proxy_balance(&s.drivers, &i.target_chain, &i.target_asset).await {
         Ok(b) => b,
@@ -59,5 +66,5 @@ async fn float<'a>(s: &AppState, i: &'a Intent) -> Result<Option<Reserve<'a>>, I
             None
         }
     };
-    Ok(balance.map(|balance| Reserve { target_chain: &i.target_chain, target_asset: &i.target_asset, amount, balance }))
+    Ok(balance.map(|balance| Reserve { target_chain: i.target_chain.clone(), target_asset: i.target_asset.clone(), amount, balance }))
 }

@@ -68,7 +68,25 @@ pub struct Engine {
     /// Transactions recorded confirmed by this replica (see `confirmed`).
     confirmed: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::OnceCell<()>>>>,
     /// Facilitator settlements ending together are written together.
-    x402_finishes: crate::store::facilitator::Finishes,
+    x402_finishes: crate::store::group::Group<crate::store::facilitator::Finish>,
+    /// So are the intents' legs that settle together (a batch's receipt).
+    settled: crate::store::group::Group<repo::LegSettled>,
+}
+
+/// A claimed intent as read with the others claimed at once, and every
+/// transaction stored for it, by leg. Only the claim's holder changes
+/// either until the pass ends.
+struct Claimed {
+    intent: Intent,
+    txs: Vec<(String, repo::StoredTx)>,
+}
+
+/// A leg's stored transactions: from the claim's read when there is one.
+async fn leg_txs(db: &Db, id: &str, leg: &str, read: Option<Vec<(String, repo::StoredTx)>>) -> anyhow::Result<Vec<repo::StoredTx>> {
+    Ok(match read {
+        Some(txs) => txs.into_iter().filter(|(l, _)| l == leg).map(|(_, t)| t).collect(),
+        None => repo::list_txs(db, id, leg).await?,
+    })
 }
 
 /// What to do with a queue entry after one pass.
@@ -77,8 +95,9 @@ enum Next {
     Done,
     /// Come back after this long; `failed` counts against the retry budget.
     Later(Duration, bool),
-    /// The source leg settled: the payout is next, behind due source legs.
-    Payout,
+    /// The pass wrote its queue entry with its last transition (a settled
+    /// leg: the payout queued, or the entry dropped).
+    Recorded,
 }
 
 /// Why a leg's transactions did not all land this pass. The strings are
@@ -150,6 +169,7 @@ impl Engine {
             x402_holder: ulid::Ulid::new().to_string(),
             confirmed: Default::default(),
             x402_finishes: Default::default(),
+            settled: Default::default(),
         })
     }
 
@@ -175,6 +195,9 @@ impl Engine {
         let free = Arc::new(tokio::sync::Semaphore::new(workers));
         loop {
             let Ok(first) = free.clone().acquire_owned().await else { return };
+            // Passes of one batch end together: let the others end too, so
+            // that one claim takes their places at once.
+            tokio::task::yield_now().await;
             let mut permits = vec![first];
             while permits.len() < CLAIM_MAX {
                 match free.clone().try_acquire_owned() {
@@ -186,10 +209,14 @@ impl Engine {
                 .await
             {
                 Ok(ids) if !ids.is_empty() => {
+                    // Read every claimed intent at once; a pass whose read
+                    // failed here reads its own.
+                    let mut read = self.read_claimed(&ids).await;
                     for (id, permit) in ids.into_iter().zip(permits) {
                         let me = self.clone();
+                        let claimed = read.remove(&id);
                         tokio::spawn(async move {
-                            me.step(&id).await;
+                            me.step(&id, claimed).await;
                             drop(permit);
                             // The pass may have queued more work due now (a payout).
                             me.deps.work.notify_one();
@@ -211,9 +238,26 @@ impl Engine {
         }
     }
 
-    /// One pass over one claimed intent.
-    pub async fn step(&self, id: &str) {
-        let next = match self.process(id).await {
+    /// The claimed intents and their stored transactions, two reads for
+    /// all of them instead of a few each. An intent missing here (or a
+    /// failed read) is read by its own pass.
+    async fn read_claimed(&self, ids: &[String]) -> std::collections::HashMap<String, Claimed> {
+        let db = &self.deps.db;
+        let (Ok(all), Ok(txs)) = (intents::get_many(db, ids).await, repo::list_txs_of(db, ids).await) else { return Default::default() };
+        let mut read: std::collections::HashMap<String, Claimed> =
+            all.into_iter().map(|i| (i.id.clone(), Claimed { intent: i, txs: vec![] })).collect();
+        for (id, leg, tx) in txs {
+            if let Some(c) = read.get_mut(&id) {
+                c.txs.push((leg, tx));
+            }
+        }
+        read
+    }
+
+    /// One pass over one claimed intent, read after its claim (`None`:
+    /// read it now).
+    async fn step(&self, id: &str, read: Option<Claimed>) {
+        let next = match self.process(id, read).await {
             Ok(n) => n,
             Err(e) => {
                 tracing::warn!(intent = id, error = %format!("{e:#}"), "settlement pass failed; will retry");
@@ -224,18 +268,24 @@ impl Engine {
         let res = match next {
             Next::Done => repo::dequeue(db, id).await,
             Next::Later(after, failed) => repo::reschedule(db, id, now_ms() + after.as_millis() as i64, failed).await.map(|_| ()),
-            Next::Payout => repo::queue_payout(db, id, now_ms()).await,
+            Next::Recorded => Ok(()),
         };
         if let Err(e) = res {
             tracing::warn!(intent = id, error = %e, "could not update the settlement queue");
         }
     }
 
-    async fn process(&self, id: &str) -> anyhow::Result<Next> {
-        let Some(i) = intents::get(&self.deps.db, id).await? else { return Ok(Next::Done) };
+    async fn process(&self, id: &str, read: Option<Claimed>) -> anyhow::Result<Next> {
+        let (i, txs) = match read {
+            Some(c) => (c.intent, Some(c.txs)),
+            None => match intents::get(&self.deps.db, id).await? {
+                Some(i) => (i, None),
+                None => return Ok(Next::Done),
+            },
+        };
         match i.status {
-            Status::Pending => self.source_leg(i).await,
-            Status::SourceSettled | Status::TargetSettling => self.target_leg(i).await,
+            Status::Pending => self.source_leg(i, txs).await,
+            Status::SourceSettled | Status::TargetSettling => self.target_leg(i, txs).await,
             _ => Ok(Next::Done),
         }
     }

@@ -18,7 +18,7 @@ use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus, Transfer, V
 use crate::store::{intents, settlement as repo};
 
 impl Engine {
-    pub(super) async fn source_leg(&self, mut i: Intent) -> anyhow::Result<Next> {
+    pub(super) async fn source_leg(&self, mut i: Intent, read: Option<Vec<(String, repo::StoredTx)>>) -> anyhow::Result<Next> {
         let db = &self.deps.db;
         let adapter = self.adapter(&i.payer_chain, &i.payer_asset)?;
         let req = i.payment_requirements.clone();
@@ -65,7 +65,7 @@ impl Engine {
             i = intents::get(db, &i.id).await?.ok_or_else(|| anyhow::anyhow!("intent vanished"))?;
         }
         let proof = i.settle_proof.clone().unwrap_or_default();
-        let stored = repo::list_txs(db, &i.id, "source").await?;
+        let stored = super::leg_txs(db, &i.id, "source", read).await?;
         let sent_before = !stored.is_empty();
 
         // Verified once, at acceptance, which stored its payer and replay key:
@@ -141,12 +141,13 @@ impl Engine {
                 let payer = i.payer.clone().unwrap_or_default();
                 match self.read_receipt(&adapter, expected(&payer, &req), receipt).await? {
                     ReceiptStatus::Settled(_) => {
-                        repo::source_settled(&self.deps.db, &i.id, &hash, now_ms()).await?;
-                        crate::telemetry::settlement_leg(&i.payer_chain, "source", "settled", Some(super::elapsed_since(i.updated_at)));
                         // The payout goes back in line behind source legs
                         // already waiting: those hold payer authorizations
                         // that expire, a payout has no deadline.
-                        Ok(Next::Payout)
+                        let settled = repo::LegSettled { id: i.id.clone(), leg: repo::Leg::Source, tx_hash: hash };
+                        self.settled.write(&self.deps.db, settled).await?;
+                        crate::telemetry::settlement_leg(&i.payer_chain, "source", "settled", Some(super::elapsed_since(i.updated_at)));
+                        Ok(Next::Recorded)
                     }
                     ReceiptStatus::Failed(m) => {
                         tracing::info!(intent = %i.id, detail = %m, "source transaction mined without the transfer");

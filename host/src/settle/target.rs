@@ -19,7 +19,7 @@ use crate::payment::{ProofError, ReceiptStatus, Terms, Transfer};
 use crate::store::settlement as repo;
 
 impl Engine {
-    pub(super) async fn target_leg(&self, i: Intent) -> anyhow::Result<Next> {
+    pub(super) async fn target_leg(&self, i: Intent, read: Option<Vec<(String, repo::StoredTx)>>) -> anyhow::Result<Next> {
         let db = &self.deps.db;
         let adapter = self.adapter(&i.target_chain, &i.target_asset)?;
         let driver = self.driver(&i.target_chain)?;
@@ -49,7 +49,7 @@ impl Engine {
         let Some(proof) = repo::start_payout(db, &i.id, fresh.as_deref(), now_ms()).await? else {
             return Ok(Next::Later(Duration::ZERO, false));
         };
-        let stored = repo::list_txs(db, &i.id, "target").await?;
+        let stored = super::leg_txs(db, &i.id, "target", read).await?;
         if let Err(e) = self.prepare_wallet(&i.id, "target", &adapter, &wallet, &proxy, &req.amount).await {
             let code = match e {
                 StepError::NotSent(Failure::ChainUnavailable, _) => Failure::ChainUnavailable,
@@ -84,10 +84,10 @@ impl Engine {
         match self.run_steps(&i.id, "target", &i.target_chain, &Role::Relayer, &steps, stored, true).await {
             Ok((hash, receipt)) => match self.read_receipt(&adapter, expected(&proxy, &req), receipt).await? {
                 ReceiptStatus::Settled(_) => {
-                    repo::target_settled(db, &i.id, &hash, now_ms()).await?;
-                    crate::telemetry::settlement_leg(&i.target_chain, "target", "settled", i.source_settled_at.map(elapsed_since));
                     tracing::info!(intent = %i.id, tx = %hash, "payment settled");
-                    Ok(Next::Done)
+                    self.settled.write(db, repo::LegSettled { id: i.id.clone(), leg: repo::Leg::Target, tx_hash: hash }).await?;
+                    crate::telemetry::settlement_leg(&i.target_chain, "target", "settled", i.source_settled_at.map(elapsed_since));
+                    Ok(Next::Recorded)
                 }
                 ReceiptStatus::Failed(m) => self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await,
                 ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),

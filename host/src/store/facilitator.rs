@@ -205,106 +205,46 @@ pub struct Outcome {
 const FINISHED: &str = "status = $1, tx_hash = $2, error_reason = $3, updated_at = $4, locked_by = NULL, locked_until = NULL, \
      replay_key = CASE WHEN $5 = 1 THEN id ELSE replay_key END, payment_id = CASE WHEN $5 = 1 THEN NULL ELSE payment_id END";
 
-/// Compare-and-set `queued` → a final status; `false` if it was not queued.
-pub async fn finish(db: &Db, id: &str, o: &Outcome, now_ms: i64) -> Result<bool, StoreError> {
-    let sql = format!("UPDATE x402_settlements SET {FINISHED} WHERE id = $6 AND status = 'queued'");
-    let done = sqlx::query(&sql)
-        .bind(o.status.as_str())
-        .bind(&o.tx_hash)
-        .bind(&o.error_reason)
-        .bind(now_ms)
-        .bind(i32::from(o.refused))
-        .bind(id)
-        .execute(&db.pool)
-        .await?;
-    Ok(done.rows_affected() == 1)
+/// A settlement's end: compare-and-set `queued` → a final status, answered
+/// `false` if it was not queued. Written through a `Group`: settlements
+/// ending together (the settlements of one Multicall3 batch end when its
+/// receipt lands) take one statement per outcome instead of one each.
+#[derive(Debug, Clone)]
+pub struct Finish {
+    pub id: String,
+    pub outcome: Outcome,
 }
 
-/// Settlements' finishes, written together when they come together (the
-/// settlements of one Multicall3 batch end when its receipt lands): one
-/// statement per outcome instead of one per settlement. Each is still a
-/// compare-and-set on `queued`, answered per settlement.
-#[derive(Default)]
-pub struct Finishes {
-    lane: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<Finish>>,
-}
+impl crate::store::group::Write for Finish {
+    type Item = Finish;
+    type Out = bool;
 
-struct Finish {
-    id: String,
-    outcome: Outcome,
-    reply: tokio::sync::oneshot::Sender<Result<bool, StoreError>>,
-}
-
-/// Most finishes in one statement.
-const FINISHES_MAX: usize = 256;
-
-impl Finishes {
-    /// `finish`, joined with the finishes queued at the same moment.
-    pub async fn finish(&self, db: &Db, id: &str, outcome: Outcome) -> Result<bool, StoreError> {
-        let lane = self.lane.get_or_init(|| {
-            let (lane, queued) = tokio::sync::mpsc::unbounded_channel();
-            tokio::spawn(write_finishes(db.clone(), queued));
-            lane
-        });
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        if lane.send(Finish { id: id.to_string(), outcome: outcome.clone(), reply }).is_ok() {
-            if let Ok(done) = answer.await {
-                return done;
+    async fn write(db: &Db, items: &[Finish]) -> Result<Vec<bool>, StoreError> {
+        let now_ms = crate::clock::now_ms();
+        let mut by_outcome: Vec<(&Outcome, Vec<&str>)> = vec![];
+        for f in items {
+            match by_outcome.iter_mut().find(|(o, _)| **o == f.outcome) {
+                Some((_, ids)) => ids.push(&f.id),
+                None => by_outcome.push((&f.outcome, vec![&f.id])),
             }
         }
-        // The writer is gone (its runtime ended): on our own.
-        finish(db, id, &outcome, crate::clock::now_ms()).await
+        let mut moved = std::collections::HashSet::new();
+        for (o, ids) in by_outcome {
+            let sql = format!(
+                "UPDATE x402_settlements SET {FINISHED} WHERE status = 'queued' AND id IN ({}) RETURNING id",
+                crate::store::numbered_params(6, ids.len())
+            );
+            let mut q =
+                sqlx::query(&sql).bind(o.status.as_str()).bind(&o.tx_hash).bind(&o.error_reason).bind(now_ms).bind(i32::from(o.refused));
+            for id in ids {
+                q = q.bind(id);
+            }
+            for r in q.fetch_all(&db.pool).await? {
+                moved.insert(r.try_get::<String, _>("id")?);
+            }
+        }
+        Ok(items.iter().map(|f| moved.contains(&f.id)).collect())
     }
-}
-
-async fn write_finishes(db: Db, mut queued: tokio::sync::mpsc::UnboundedReceiver<Finish>) {
-    while let Some(first) = queued.recv().await {
-        let mut all = vec![first];
-        while all.len() < FINISHES_MAX {
-            match queued.try_recv() {
-                Ok(f) => all.push(f),
-                Err(_) => break,
-            }
-        }
-        let mut groups: Vec<(Outcome, Vec<Finish>)> = vec![];
-        for f in all {
-            match groups.iter_mut().find(|(o, _)| *o == f.outcome) {
-                Some((_, g)) => g.push(f),
-                None => groups.push((f.outcome.clone(), vec![f])),
-            }
-        }
-        for (outcome, group) in groups {
-            let now = crate::clock::now_ms();
-            let ids: Vec<&str> = group.iter().map(|f| f.id.as_str()).collect();
-            match finish_many(&db, &ids, &outcome, now).await {
-                Ok(done) => {
-                    for f in group {
-                        let _ = f.reply.send(Ok(done.contains(&f.id)));
-                    }
-                }
-                // Each on its own, for its own answer.
-                Err(_) => {
-                    for f in group {
-                        let _ = f.reply.send(finish(&db, &f.id, &outcome, now).await);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// `finish` for many settlements with one outcome: the ids that moved.
-async fn finish_many(db: &Db, ids: &[&str], o: &Outcome, now_ms: i64) -> Result<Vec<String>, StoreError> {
-    let sql = format!(
-        "UPDATE x402_settlements SET {FINISHED} WHERE status = 'queued' AND id IN ({}) RETURNING id",
-        crate::store::numbered_params(6, ids.len())
-    );
-    let mut q = sqlx::query(&sql).bind(o.status.as_str()).bind(&o.tx_hash).bind(&o.error_reason).bind(now_ms).bind(i32::from(o.refused));
-    for id in ids {
-        q = q.bind(*id);
-    }
-    let rows = q.fetch_all(&db.pool).await?;
-    rows.iter().map(|r| r.try_get::<String, _>("id").map_err(StoreError::from)).collect()
 }
 
 /// Claim the one success answer of a settled payment: `true` for the first

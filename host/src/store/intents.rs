@@ -53,46 +53,65 @@ fn from_row(r: &AnyRow) -> Result<Intent, StoreError> {
     })
 }
 
+/// Bound parameters per inserted row.
+const INSERT_PARAMS: usize = 31;
+
 pub async fn insert(db: &Db, i: &Intent) -> Result<(), StoreError> {
-    sqlx::query(&format!(
-        "INSERT INTO intents ({COLUMNS}, receiving_micros) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)"
-    ))
-    .bind(&i.id)
-    .bind(&i.agent_id)
-    .bind(i.status.as_str())
-    .bind(&i.payer_chain)
-    .bind(&i.target_chain)
-    .bind(&i.payer_asset)
-    .bind(&i.target_asset)
-    .bind(&i.merchant_recipient)
-    .bind(&i.recipient_email)
-    .bind(&i.payer_address)
-    .bind(&i.amount_mode)
-    .bind(&i.sending_amount)
-    .bind(&i.receiving_amount)
-    .bind(&i.estimated_fee)
-    .bind(&i.fee_breakdown)
-    .bind(serde_json::to_string(&i.payment_requirements).expect("requirements serialize"))
-    .bind(&i.settle_proof)
-    .bind(&i.replay_key)
-    .bind(&i.payer)
-    .bind(&i.source_tx_hash)
-    .bind(i.source_settled_at)
-    .bind(&i.target_tx_hash)
-    .bind(&i.target_settle_proof)
-    .bind(i.target_settled_at)
-    .bind(&i.error_message)
-    .bind(i.created_at)
-    .bind(i.expires_at)
-    .bind(i.updated_at)
-    .bind(i.error_code.map(|c| c.code()))
-    .bind(i64::from(i.payer_listed))
-    .bind(i.receiving_amount.parse().ok().and_then(micros))
-    .execute(&db.pool)
-    .await
-    .map(|_| ())
-    .map_err(StoreError::from)
+    use crate::store::group::Write as _;
+    Inserts::write(db, std::slice::from_ref(i)).await.map(|_| ())
+}
+
+/// New intents, written through a `Group`: intents created at the same
+/// moment are one multi-row `INSERT` (one statement and one commit instead
+/// of one each). A failed group (a duplicate id) is retried row by row.
+pub struct Inserts;
+
+impl crate::store::group::Write for Inserts {
+    type Item = Intent;
+    type Out = ();
+
+    async fn write(db: &Db, items: &[Intent]) -> Result<Vec<()>, StoreError> {
+        let rows: Vec<String> =
+            (0..items.len()).map(|r| format!("({})", crate::store::numbered_params(1 + r * INSERT_PARAMS, INSERT_PARAMS))).collect();
+        let sql = format!("INSERT INTO intents ({COLUMNS}, receiving_micros) VALUES {}", rows.join(", "));
+        let mut q = sqlx::query(&sql);
+        for i in items {
+            q = q
+                .bind(&i.id)
+                .bind(&i.agent_id)
+                .bind(i.status.as_str())
+                .bind(&i.payer_chain)
+                .bind(&i.target_chain)
+                .bind(&i.payer_asset)
+                .bind(&i.target_asset)
+                .bind(&i.merchant_recipient)
+                .bind(&i.recipient_email)
+                .bind(&i.payer_address)
+                .bind(&i.amount_mode)
+                .bind(&i.sending_amount)
+                .bind(&i.receiving_amount)
+                .bind(&i.estimated_fee)
+                .bind(&i.fee_breakdown)
+                .bind(serde_json::to_string(&i.payment_requirements).expect("requirements serialize"))
+                .bind(&i.settle_proof)
+                .bind(&i.replay_key)
+                .bind(&i.payer)
+                .bind(&i.source_tx_hash)
+                .bind(i.source_settled_at)
+                .bind(&i.target_tx_hash)
+                .bind(&i.target_settle_proof)
+                .bind(i.target_settled_at)
+                .bind(&i.error_message)
+                .bind(i.created_at)
+                .bind(i.expires_at)
+                .bind(i.updated_at)
+                .bind(i.error_code.map(|c| c.code()))
+                .bind(i64::from(i.payer_listed))
+                .bind(i.receiving_amount.parse().ok().and_then(micros));
+        }
+        q.execute(&db.pool).await?;
+        Ok(vec![(); items.len()])
+    }
 }
 
 pub async fn get(db: &Db, id: &str) -> Result<Option<Intent>, StoreError> {
@@ -103,6 +122,20 @@ pub async fn get(db: &Db, id: &str) -> Result<Option<Intent>, StoreError> {
         .as_ref()
         .map(from_row)
         .transpose()
+}
+
+/// Several intents by id, in one read (the engine's claimed work); ids
+/// not found are left out.
+pub async fn get_many(db: &Db, ids: &[String]) -> Result<Vec<Intent>, StoreError> {
+    if ids.is_empty() {
+        return Ok(vec![]);
+    }
+    let sql = format!("SELECT {COLUMNS} FROM intents WHERE id IN ({})", crate::store::numbered_params(1, ids.len()));
+    let mut q = sqlx::query(&sql);
+    for id in ids {
+        q = q.bind(id);
+    }
+    q.fetch_all(&db.read).await?.iter().map(from_row).collect()
 }
 
 /// One page of an agent's intents, newest first, and the agent's total.
@@ -119,24 +152,32 @@ pub async fn list_for_agent(db: &Db, agent_id: &str, limit: i64, offset: i64) ->
     Ok((rows.iter().map(from_row).collect::<Result<_, _>>()?, total))
 }
 
-/// What a payer's proof (public flow) or an execute (`/v2`) records.
-pub struct Acceptance<'a> {
-    pub settle_proof: Option<&'a str>,
-    pub replay_key: Option<&'a str>,
-    pub payer: Option<&'a str>,
+/// What a payer's proof (public flow) or an execute (`/v2`) records: the
+/// intent moves AWAITING_PAYMENT → PENDING with it and is handed to
+/// settlement (see `Accept::write`).
+#[derive(Debug, Clone)]
+pub struct Accept {
+    pub id: String,
+    pub settle_proof: Option<String>,
+    pub replay_key: Option<String>,
+    pub payer: Option<String>,
+    /// The payout this acceptance promises from the proxy wallet's float.
+    pub reserve: Option<Reserve>,
+    pub now_ms: i64,
 }
 
 /// The payout an acceptance promises from the proxy wallet's float.
-pub struct Reserve<'a> {
-    pub target_chain: &'a str,
-    pub target_asset: &'a str,
+#[derive(Debug, Clone)]
+pub struct Reserve {
+    pub target_chain: String,
+    pub target_asset: String,
     /// The intent's receiving amount, whole tokens.
     pub amount: Decimal,
     /// The proxy wallet's balance (recently read), whole tokens.
     pub balance: Decimal,
 }
 
-/// What `accept` did.
+/// What an acceptance did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Accepted {
     Yes,
@@ -149,25 +190,72 @@ pub enum Accepted {
 /// Statuses whose receiving amount is promised from the proxy wallet.
 const PROMISED: [Status; 3] = [Status::Pending, Status::SourceSettled, Status::TargetSettling];
 
-/// AWAITING_PAYMENT → PENDING, and the hand-off to settlement, atomically.
-/// With a `reserve`, only if the float covers the receiving amounts already
-/// promised from it plus this one: the check and the move are one
-/// transaction that holds the (chain, asset) lock (Postgres: an advisory
-/// lock; SQLite: the write lock, taken first), so two proofs or two
-/// replicas cannot both take the last of the float. A reused replay key
-/// fails the whole transaction with `Duplicate`.
-pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, reserve: Option<&Reserve<'_>>, now_ms: i64) -> Result<Accepted, StoreError> {
-    let mut tx = db.pool.begin().await?;
+/// Accept one payment on its own (see `Accept::write`).
+pub async fn accept(db: &Db, a: Accept) -> Result<Accepted, StoreError> {
+    use crate::store::group::Write as _;
+    Accept::write(db, std::slice::from_ref(&a)).await?.pop().ok_or_else(|| StoreError::Decode("no acceptance answer".into()))
+}
+
+impl crate::store::group::Write for Accept {
+    type Item = Accept;
+    type Out = Accepted;
+
+    /// AWAITING_PAYMENT → PENDING and the hand-off to settlement, atomically,
+    /// for every acceptance given, in one transaction (proofs arriving
+    /// together commit together). With a `reserve`, only if the float covers
+    /// the receiving amounts already promised from it plus this one: check
+    /// and move are one statement inside a transaction that holds the
+    /// (chain, asset) lock (Postgres: advisory locks, taken in one order;
+    /// SQLite: the write lock), so two proofs or two replicas cannot both
+    /// take the last of the float; within the transaction each acceptance
+    /// sees the ones before it. A reused replay key fails the whole
+    /// transaction with `Duplicate` (a grouped write is then retried one by
+    /// one, so only that acceptance fails).
+    async fn write(db: &Db, items: &[Accept]) -> Result<Vec<Accepted>, StoreError> {
+        // Postgres takes the advisory locks in one order, so two replicas'
+        // groups cannot wait on each other.
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by(|&x, &y| {
+            let key = |a: &Accept| a.reserve.as_ref().map(|r| float_lock_key(&r.target_chain, &r.target_asset));
+            key(&items[x]).cmp(&key(&items[y]))
+        });
+        let mut moved = vec![false; items.len()];
+        let mut tx = db.pool.begin().await?;
+        for n in order {
+            moved[n] = accept_in(db.backend, &mut tx, &items[n]).await?;
+        }
+        tx.commit().await?;
+        let mut out = Vec::with_capacity(items.len());
+        for (a, moved) in items.iter().zip(moved) {
+            out.push(if moved {
+                Accepted::Yes
+            } else {
+                // Not moved: lost to another request, expired, or the float is short.
+                let short = a.reserve.is_some()
+                    && get(db, &a.id).await?.is_some_and(|i| i.status == Status::AwaitingPayment && i.expires_at > a.now_ms);
+                if short {
+                    Accepted::FloatShort
+                } else {
+                    Accepted::No
+                }
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// One acceptance inside the group's transaction: whether it moved.
+async fn accept_in(backend: Backend, tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Accept) -> Result<bool, StoreError> {
     // The float check rides on the move itself: the promised total is summed
     // inside the statement (`receiving_micros`), so on SQLite, one writer at
     // a time, check and move are one step. Postgres serializes the
     // (chain, asset) first, since concurrent statements see their own snapshots.
-    let float = match reserve {
+    let float = match &a.reserve {
         Some(r) => {
-            if db.backend == Backend::Postgres {
+            if backend == Backend::Postgres {
                 sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                    .bind(float_lock_key(r.target_chain, r.target_asset))
-                    .execute(&mut *tx)
+                    .bind(float_lock_key(&r.target_chain, &r.target_asset))
+                    .execute(&mut **tx)
                     .await?;
             }
             // Receiving amounts have at most 6 decimals (`fees::PRECISION`).
@@ -191,34 +279,29 @@ pub async fn accept(db: &Db, id: &str, a: &Acceptance<'_>, reserve: Option<&Rese
     );
     let mut q = sqlx::query(&sql)
         .bind(Status::Pending.as_str())
-        .bind(a.settle_proof)
-        .bind(a.replay_key)
-        .bind(a.payer)
-        .bind(now_ms)
-        .bind(id)
+        .bind(a.settle_proof.as_deref())
+        .bind(a.replay_key.as_deref())
+        .bind(a.payer.as_deref())
+        .bind(a.now_ms)
+        .bind(&a.id)
         .bind(Status::AwaitingPayment.as_str())
-        .bind(now_ms);
+        .bind(a.now_ms);
     if let Some((r, room)) = float {
-        q = q.bind(r.target_chain).bind(r.target_asset);
+        q = q.bind(&r.target_chain).bind(&r.target_asset);
         for s in PROMISED {
             q = q.bind(s.as_str());
         }
         q = q.bind(room);
     }
-    let moved = q.execute(&mut *tx).await?.rows_affected();
-    if moved != 1 {
-        tx.rollback().await?;
-        // Not moved: lost to another request, expired, or the float is short.
-        let short = float.is_some() && get(db, id).await?.is_some_and(|i| i.status == Status::AwaitingPayment && i.expires_at > now_ms);
-        return Ok(if short { Accepted::FloatShort } else { Accepted::No });
+    if q.execute(&mut **tx).await?.rows_affected() != 1 {
+        return Ok(false);
     }
     sqlx::query("INSERT INTO settlement_queue (intent_id, enqueued_at, available_at, attempts) VALUES ($1, $2, $2, 0)")
-        .bind(id)
-        .bind(now_ms)
-        .execute(&mut *tx)
+        .bind(&a.id)
+        .bind(a.now_ms)
+        .execute(&mut **tx)
         .await?;
-    tx.commit().await?;
-    Ok(Accepted::Yes)
+    Ok(true)
 }
 
 /// `receiving_amount` in millionths, in SQL: what migration 0012 filled

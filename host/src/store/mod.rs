@@ -6,6 +6,7 @@ mod error;
 
 pub mod agents;
 pub mod facilitator;
+pub mod group;
 pub mod idempotency;
 pub mod intents;
 pub mod keys;

@@ -71,21 +71,6 @@ pub async fn reschedule(db: &Db, id: &str, available_at: i64, failed: bool) -> R
     Ok(row.map(|r| r.try_get::<i32, _>("attempts")).transpose()?.unwrap_or(0) as i64)
 }
 
-/// The source leg is done: release the lease and queue the payout, due now,
-/// behind any source legs that are due. The payout's retry budget starts now.
-pub async fn queue_payout(db: &Db, id: &str, now_ms: i64) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE settlement_queue SET locked_by = NULL, locked_until = NULL, available_at = $1, priority = 1, \
-         enqueued_at = $1, attempts = 0 WHERE intent_id = $2",
-    )
-    .bind(now_ms)
-    .bind(id)
-    .execute(&db.pool)
-    .await
-    .map(|_| ())
-    .map_err(StoreError::from)
-}
-
 /// Failed passes so far, and since when this phase (source leg, or payout)
 /// has been trying.
 pub async fn attempts(db: &Db, id: &str) -> Result<(i64, i64), StoreError> {

@@ -99,32 +99,93 @@ pub async fn start_payout(db: &Db, id: &str, proof: Option<&str>, now_ms: i64) -
     Ok(row.and_then(|r| r.try_get::<Option<String>, _>("target_settle_proof").ok().flatten()))
 }
 
-/// PENDING → SOURCE_SETTLED with the source transaction.
-pub async fn source_settled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Result<bool, StoreError> {
-    leg_settled(db, id, "source", Status::Pending, Status::SourceSettled, tx_hash, now_ms).await
+/// Which leg of an intent a transaction settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leg {
+    Source,
+    Target,
 }
 
-/// TARGET_SETTLING → TARGET_SETTLED with the payout transaction.
-pub async fn target_settled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Result<bool, StoreError> {
-    leg_settled(db, id, "target", Status::TargetSettling, Status::TargetSettled, tx_hash, now_ms).await
+/// A leg settled by `tx_hash`: the intent moves PENDING → SOURCE_SETTLED
+/// (its payout queued, due now, behind due source legs, its retry budget
+/// starting) or TARGET_SETTLING → TARGET_SETTLED (out of the queue), each a
+/// compare-and-set on its status. Legs that land together (a Multicall3
+/// batch's receipt ends many) are written together through a `Group`: one
+/// statement per transaction for the intents, one for their queue entries.
+/// The two statements need not be one transaction: a crash between them
+/// leaves the entry leased, and the next pass, after the lease, finds the
+/// leg already settled.
+#[derive(Debug, Clone)]
+pub struct LegSettled {
+    pub id: String,
+    pub leg: Leg,
+    pub tx_hash: String,
+}
+
+impl crate::store::group::Write for LegSettled {
+    type Item = LegSettled;
+    type Out = ();
+
+    async fn write(db: &Db, items: &[LegSettled]) -> Result<Vec<()>, StoreError> {
+        let now_ms = crate::clock::now_ms();
+        let mut by_tx: Vec<(Leg, &str, Vec<&str>)> = vec![];
+        for s in items {
+            match by_tx.iter_mut().find(|(leg, tx, _)| *leg == s.leg && *tx == s.tx_hash) {
+                Some((_, _, ids)) => ids.push(&s.id),
+                None => by_tx.push((s.leg, &s.tx_hash, vec![&s.id])),
+            }
+        }
+        for (leg, tx_hash, ids) in &by_tx {
+            let (column, from, to) = match leg {
+                Leg::Source => ("source", Status::Pending, Status::SourceSettled),
+                Leg::Target => ("target", Status::TargetSettling, Status::TargetSettled),
+            };
+            let sql = format!(
+                "UPDATE intents SET status = $1, {column}_tx_hash = $2, {column}_settled_at = $3, updated_at = $3, \
+                 error_message = NULL, error_code = NULL, version = version + 1 WHERE status = $4 AND id IN ({})",
+                crate::store::numbered_params(5, ids.len())
+            );
+            let mut q = sqlx::query(&sql).bind(to.as_str()).bind(*tx_hash).bind(now_ms).bind(from.as_str());
+            for id in ids {
+                q = q.bind(*id);
+            }
+            q.execute(&db.pool).await?;
+        }
+        for leg in [Leg::Source, Leg::Target] {
+            let ids: Vec<&str> = items.iter().filter(|s| s.leg == leg).map(|s| s.id.as_str()).collect();
+            if ids.is_empty() {
+                continue;
+            }
+            let params = crate::store::numbered_params(2, ids.len());
+            let sql = match leg {
+                Leg::Source => format!(
+                    "UPDATE settlement_queue SET locked_by = NULL, locked_until = NULL, available_at = $1, priority = 1, \
+                     enqueued_at = $1, attempts = 0 WHERE intent_id IN ({params})"
+                ),
+                // `$1` is the time here too, so both statements bind alike.
+                Leg::Target => format!("DELETE FROM settlement_queue WHERE intent_id IN ({params}) AND $1 > 0"),
+            };
+            let mut q = sqlx::query(&sql).bind(now_ms);
+            for id in ids {
+                q = q.bind(id);
+            }
+            q.execute(&db.pool).await?;
+        }
+        Ok(vec![(); items.len()])
+    }
 }
 
 /// PARTIAL_SETTLEMENT → TARGET_SETTLED: a stored payout did land after all.
 pub async fn reconciled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Result<bool, StoreError> {
-    leg_settled(db, id, "target", Status::PartialSettlement, Status::TargetSettled, tx_hash, now_ms).await
-}
-
-/// Record a leg's transaction and move `from → to`, clearing any retry reason.
-async fn leg_settled(db: &Db, id: &str, leg: &str, from: Status, to: Status, tx_hash: &str, now_ms: i64) -> Result<bool, StoreError> {
-    Ok(sqlx::query(&format!(
-        "UPDATE intents SET status = $1, {leg}_tx_hash = $2, {leg}_settled_at = $3, updated_at = $3, \
-         error_message = NULL, error_code = NULL, version = version + 1 WHERE id = $4 AND status = $5"
-    ))
-    .bind(to.as_str())
+    Ok(sqlx::query(
+        "UPDATE intents SET status = $1, target_tx_hash = $2, target_settled_at = $3, updated_at = $3, \
+         error_message = NULL, error_code = NULL, version = version + 1 WHERE id = $4 AND status = $5",
+    )
+    .bind(Status::TargetSettled.as_str())
     .bind(tx_hash)
     .bind(now_ms)
     .bind(id)
-    .bind(from.as_str())
+    .bind(Status::PartialSettlement.as_str())
     .execute(&db.pool)
     .await?
     .rows_affected()

@@ -53,6 +53,25 @@ pub async fn list_txs(db: &Db, id: &str, leg: &str) -> Result<Vec<StoredTx>, Sto
     sqlx::query(&format!("{TX_SELECT} ORDER BY ct.step")).bind(id).bind(leg).fetch_all(&db.read).await?.iter().map(stored_tx).collect()
 }
 
+/// Every stored transaction of these intents, with its intent and leg, in
+/// one read (the engine's claimed work).
+pub async fn list_txs_of(db: &Db, ids: &[String]) -> Result<Vec<(String, String, StoredTx)>, StoreError> {
+    if ids.is_empty() {
+        return Ok(vec![]);
+    }
+    let sql = format!(
+        "SELECT ct.intent_id, ct.leg, ct.step, ct.label, COALESCE(bt.raw, ct.raw) AS raw, ct.tx_hash, ct.nonce, ct.status, ct.sender \
+         FROM chain_transactions ct LEFT JOIN batch_transactions bt ON bt.tx_hash = ct.tx_hash \
+         WHERE ct.intent_id IN ({}) ORDER BY ct.intent_id, ct.leg, ct.step",
+        crate::store::numbered_params(1, ids.len())
+    );
+    let mut q = sqlx::query(&sql);
+    for id in ids {
+        q = q.bind(id);
+    }
+    q.fetch_all(&db.read).await?.iter().map(|r| Ok((r.try_get("intent_id")?, r.try_get("leg")?, stored_tx(r)?))).collect()
+}
+
 pub struct NewTx<'a> {
     pub intent_id: &'a str,
     pub leg: &'a str,

@@ -1,0 +1,160 @@
+//! Group commit: writes of one kind that arrive together are made together.
+//! A caller queues its item and waits; one task per kind takes everything
+//! queued at that moment and writes it in one go (a multi-row statement, or
+//! one transaction), then answers each caller. On one SQLite writer each
+//! statement is a hop to its thread, so a batch of settlements landing
+//! together costs a statement instead of one per intent.
+//!
+//! If the grouped write fails, each item is written again on its own, so
+//! a caller's error is its own (a duplicate key fails one item, not its
+//! neighbours).
+
+use std::future::Future;
+use std::sync::OnceLock;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::db::Db;
+use crate::store::StoreError;
+
+/// Most items in one grouped write.
+const GROUP_MAX: usize = 256;
+
+/// One kind of grouped write.
+pub trait Write: Send + Sync + 'static {
+    type Item: Send + 'static;
+    type Out: Send + 'static;
+    /// Write every item; one answer per item, in the items' order.
+    fn write(db: &Db, items: &[Self::Item]) -> impl Future<Output = Result<Vec<Self::Out>, StoreError>> + Send;
+}
+
+type Queued<W> = (<W as Write>::Item, oneshot::Sender<Result<<W as Write>::Out, StoreError>>);
+
+/// The lane of one kind of write; its task starts with the first item.
+pub struct Group<W: Write> {
+    lane: OnceLock<mpsc::UnboundedSender<Queued<W>>>,
+}
+
+impl<W: Write> Default for Group<W> {
+    fn default() -> Self {
+        Group { lane: OnceLock::new() }
+    }
+}
+
+impl<W: Write> Group<W> {
+    /// Write `item`, joined with the items queued at the same moment.
+    pub async fn write(&self, db: &Db, item: W::Item) -> Result<W::Out, StoreError> {
+        let lane = self.lane.get_or_init(|| {
+            let (lane, queued) = mpsc::unbounded_channel();
+            tokio::spawn(run::<W>(db.clone(), queued));
+            lane
+        });
+        let (reply, answer) = oneshot::channel();
+        match lane.send((item, reply)) {
+            Ok(()) => answer.await.unwrap_or_else(|_| Err(StoreError::Decode("the group writer ended".into()))),
+            // The writer is gone (its runtime ended): on our own.
+            Err(mpsc::error::SendError((item, _))) => one::<W>(&db.clone(), item).await,
+        }
+    }
+}
+
+async fn one<W: Write>(db: &Db, item: W::Item) -> Result<W::Out, StoreError> {
+    let mut out = W::write(db, std::slice::from_ref(&item)).await?;
+    out.pop().ok_or_else(|| StoreError::Decode("a grouped write gave no answer".into()))
+}
+
+async fn run<W: Write>(db: Db, mut queued: mpsc::UnboundedReceiver<Queued<W>>) {
+    while let Some(first) = queued.recv().await {
+        let mut all = vec![first];
+        while all.len() < GROUP_MAX {
+            match queued.try_recv() {
+                Ok(q) => all.push(q),
+                Err(_) => break,
+            }
+        }
+        let (items, replies): (Vec<W::Item>, Vec<_>) = all.into_iter().unzip();
+        match W::write(&db, &items).await {
+            Ok(outs) if outs.len() == items.len() => {
+                for (reply, out) in replies.into_iter().zip(outs) {
+                    let _ = reply.send(Ok(out));
+                }
+            }
+            // Each on its own, for its own answer.
+            _ => {
+                for (item, reply) in items.into_iter().zip(replies) {
+                    let _ = reply.send(one::<W>(&db, item).await);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::{Group, Write};
+    use crate::db::Db;
+    use crate::store::StoreError;
+
+    static WRITES: AtomicUsize = AtomicUsize::new(0);
+
+    /// Rows by key, all of a group in one transaction.
+    struct Insert;
+
+    impl Write for Insert {
+        type Item = i64;
+        type Out = i64;
+        async fn write(db: &Db, items: &[i64]) -> Result<Vec<i64>, StoreError> {
+            WRITES.fetch_add(1, Ordering::SeqCst);
+            let mut tx = db.pool.begin().await?;
+            for k in items {
+                sqlx::query("INSERT INTO t (k) VALUES ($1)").bind(k).execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+            Ok(items.iter().map(|k| k * 10).collect())
+        }
+    }
+
+    /// Writes queued together are one write, each caller gets its own
+    /// answer, and an item that fails (a duplicate key) fails alone: its
+    /// neighbours in the group are written once each.
+    #[tokio::test(flavor = "current_thread")]
+    async fn writes_queued_together_are_one_write_and_fail_alone() {
+        let db = Db::connect_unmigrated("sqlite::memory:").await.unwrap();
+        sqlx::query("CREATE TABLE t (k INTEGER PRIMARY KEY)").execute(&db.pool).await.unwrap();
+        let group = Arc::new(Group::<Insert>::default());
+
+        let callers: Vec<_> = (1..=50)
+            .map(|k| {
+                tokio::spawn({
+                    let (group, db) = (group.clone(), db.clone());
+                    async move { group.write(&db, k).await }
+                })
+            })
+            .collect();
+        for (k, caller) in (1..=50).zip(callers) {
+            assert_eq!(caller.await.unwrap().unwrap(), k * 10);
+        }
+        let grouped = WRITES.swap(0, Ordering::SeqCst);
+        assert!(grouped <= 2, "50 writes queued together took {grouped} writes");
+
+        // 7 is taken: its group fails, then each is written on its own.
+        let callers: Vec<_> = [51, 7, 52]
+            .into_iter()
+            .map(|k| {
+                tokio::spawn({
+                    let (group, db) = (group.clone(), db.clone());
+                    async move { group.write(&db, k).await }
+                })
+            })
+            .collect();
+        let answers: Vec<_> = futures::future::join_all(callers).await.into_iter().map(|r| r.unwrap()).collect();
+        assert_eq!(answers[0].as_ref().unwrap(), &510);
+        assert!(answers[1].as_ref().unwrap_err().is_duplicate(), "{:?}", answers[1]);
+        assert_eq!(answers[2].as_ref().unwrap(), &520);
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t").fetch_one(&db.pool).await.unwrap();
+        assert_eq!(n, 52);
+    }
+}
