@@ -98,7 +98,7 @@ for c in ${CONC:-1 32 200}; do
         const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse).filter((r) => r.concurrency == process.argv[2]);
         const of = (w) => rows.find((r) => r.what === w)?.per_second;
         const peer = of("x402-rs");
-        for (const w of ["stablerail-x402-settle", "stablerail-intents"])
+        for (const w of ["stablerail-x402-settle", "stablerail-intents"].filter(of))
             console.log(`ratio at ${process.argv[2]}: ${w} ÷ x402-rs = ${peer ? (of(w) / peer).toFixed(2) + "×" : "n/a (x402-rs not installed)"}`);
     ' "$results" "$c"
 done

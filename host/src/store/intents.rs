@@ -224,6 +224,17 @@ impl crate::store::group::Write for Accept {
         for n in order {
             moved[n] = accept_in(db.backend, &mut tx, &items[n]).await?;
         }
+        // Every accepted intent is handed to settlement by one statement.
+        let queued: Vec<&Accept> = items.iter().zip(&moved).filter(|(_, m)| **m).map(|(a, _)| a).collect();
+        if !queued.is_empty() {
+            let rows: Vec<String> = (0..queued.len()).map(|r| format!("(${}, ${}, ${}, 0)", 3 * r + 1, 3 * r + 2, 3 * r + 3)).collect();
+            let sql = format!("INSERT INTO settlement_queue (intent_id, enqueued_at, available_at, attempts) VALUES {}", rows.join(", "));
+            let mut q = sqlx::query(&sql);
+            for a in queued {
+                q = q.bind(&a.id).bind(a.now_ms).bind(a.now_ms);
+            }
+            q.execute(&mut *tx).await?;
+        }
         tx.commit().await?;
         let mut out = Vec::with_capacity(items.len());
         for (a, moved) in items.iter().zip(moved) {
@@ -244,7 +255,8 @@ impl crate::store::group::Write for Accept {
     }
 }
 
-/// One acceptance inside the group's transaction: whether it moved.
+/// One acceptance's move inside the group's transaction: whether it moved
+/// (its queue entry is written with the others').
 async fn accept_in(backend: Backend, tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Accept) -> Result<bool, StoreError> {
     // The float check rides on the move itself: the promised total is summed
     // inside the statement (`receiving_micros`), so on SQLite, one writer at
@@ -293,15 +305,7 @@ async fn accept_in(backend: Backend, tx: &mut sqlx::Transaction<'_, sqlx::Any>, 
         }
         q = q.bind(room);
     }
-    if q.execute(&mut **tx).await?.rows_affected() != 1 {
-        return Ok(false);
-    }
-    sqlx::query("INSERT INTO settlement_queue (intent_id, enqueued_at, available_at, attempts) VALUES ($1, $2, $2, 0)")
-        .bind(&a.id)
-        .bind(a.now_ms)
-        .execute(&mut **tx)
-        .await?;
-    Ok(true)
+    Ok(q.execute(&mut **tx).await?.rows_affected() == 1)
 }
 
 /// `receiving_amount` in millionths, in SQL: what migration 0012 filled
