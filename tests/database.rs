@@ -201,6 +201,21 @@ async fn check_settled_legs(db: &Db) {
     // Settled again (a pass that lost its lease): nothing changes.
     group.write(db, LegSettled { id: "i00".into(), leg: Leg::Source, tx_hash: "0xe".into() }).await.unwrap();
     assert_eq!(row("i00").await.1, Some("0xa".into()));
+
+    // Payouts starting together: the first authorization stored is the one
+    // used; an intent in neither state is not moved.
+    use stablerail::store::settlement::StartPayout;
+    let payouts = std::sync::Arc::new(Group::<StartPayout>::default());
+    let start = |id: &'static str, proof: Option<&str>| {
+        let (payouts, db, proof) = (payouts.clone(), db.clone(), proof.map(str::to_string));
+        tokio::spawn(async move { payouts.write(&db, StartPayout { id: id.into(), proof }).await.unwrap() })
+    };
+    let started = futures::future::join_all([start("i00", Some("p0")), start("i01", Some("p1")), start("i03", Some("p3"))]).await;
+    let started: Vec<Option<String>> = started.into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(started, [Some("p0".into()), Some("p1".into()), None]);
+    assert_eq!(start("i00", Some("other")).await.unwrap(), Some("p0".into()), "the stored authorization stays");
+    assert_eq!(row("i00").await.0, "TARGET_SETTLING");
+    assert_eq!(row("i03").await.0, "PENDING");
 }
 
 #[tokio::test]

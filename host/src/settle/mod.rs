@@ -71,6 +71,8 @@ pub struct Engine {
     x402_finishes: crate::store::group::Group<crate::store::facilitator::Finish>,
     /// So are the intents' legs that settle together (a batch's receipt).
     settled: crate::store::group::Group<repo::LegSettled>,
+    /// And the payouts that start together.
+    payouts: crate::store::group::Group<repo::StartPayout>,
 }
 
 /// A claimed intent as read with the others claimed at once, and every
@@ -170,6 +172,7 @@ impl Engine {
             confirmed: Default::default(),
             x402_finishes: Default::default(),
             settled: Default::default(),
+            payouts: Default::default(),
         })
     }
 

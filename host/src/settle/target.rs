@@ -46,7 +46,7 @@ impl Engine {
             }
         };
         // The first payout authorization ever stored is the one used.
-        let Some(proof) = repo::start_payout(db, &i.id, fresh.as_deref(), now_ms()).await? else {
+        let Some(proof) = self.payouts.write(db, repo::StartPayout { id: i.id.clone(), proof: fresh }).await? else {
             return Ok(Next::Later(Duration::ZERO, false));
         };
         let stored = super::leg_txs(db, &i.id, "target", read).await?;

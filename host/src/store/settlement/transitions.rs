@@ -82,21 +82,44 @@ pub async fn set_source_proof(db: &Db, id: &str, proof: &str, replay_key: &str, 
 
 /// SOURCE_SETTLED (or a TARGET_SETTLING being resumed) → TARGET_SETTLING,
 /// storing `proof` as the payout authorization unless one is stored
-/// already. Returns the stored authorization, or `None` if the intent is in
-/// neither state (someone else moved it).
-pub async fn start_payout(db: &Db, id: &str, proof: Option<&str>, now_ms: i64) -> Result<Option<String>, StoreError> {
-    let row = sqlx::query(
-        "UPDATE intents SET target_settle_proof = COALESCE(target_settle_proof, $1), status = $2, updated_at = $3, \
-         version = version + 1 WHERE id = $4 AND status IN ($5, $2) RETURNING target_settle_proof",
-    )
-    .bind(proof)
-    .bind(Status::TargetSettling.as_str())
-    .bind(now_ms)
-    .bind(id)
-    .bind(Status::SourceSettled.as_str())
-    .fetch_optional(&db.pool)
-    .await?;
-    Ok(row.and_then(|r| r.try_get::<Option<String>, _>("target_settle_proof").ok().flatten()))
+/// already. Answers the stored authorization, or `None` if the intent is in
+/// neither state (someone else moved it). Written through a `Group`:
+/// payouts starting together (a batch's source legs settle together) are
+/// one statement, each row still a compare-and-set on its status.
+#[derive(Debug, Clone)]
+pub struct StartPayout {
+    pub id: String,
+    pub proof: Option<String>,
+}
+
+impl crate::store::group::Write for StartPayout {
+    type Item = StartPayout;
+    type Out = Option<String>;
+
+    async fn write(db: &Db, items: &[StartPayout]) -> Result<Vec<Option<String>>, StoreError> {
+        // $1 status, $2 time, $3 the other status; then (id, proof) pairs for
+        // the CASE, then the ids again for the IN list.
+        let n = items.len();
+        let case: String = (0..n).map(|k| format!(" WHEN ${} THEN ${}", 4 + 2 * k, 5 + 2 * k)).collect();
+        let sql = format!(
+            "UPDATE intents SET target_settle_proof = COALESCE(target_settle_proof, CASE id{case} END), status = $1, \
+             updated_at = $2, version = version + 1 WHERE status IN ($3, $1) AND id IN ({}) RETURNING id, target_settle_proof",
+            crate::store::numbered_params(4 + 2 * n, n)
+        );
+        let mut q =
+            sqlx::query(&sql).bind(Status::TargetSettling.as_str()).bind(crate::clock::now_ms()).bind(Status::SourceSettled.as_str());
+        for p in items {
+            q = q.bind(&p.id).bind(p.proof.as_deref());
+        }
+        for p in items {
+            q = q.bind(&p.id);
+        }
+        let mut stored = std::collections::HashMap::new();
+        for r in q.fetch_all(&db.pool).await? {
+            stored.insert(r.try_get::<String, _>("id")?, r.try_get::<Option<String>, _>("target_settle_proof")?);
+        }
+        Ok(items.iter().map(|p| stored.get(&p.id).cloned().flatten()).collect())
+    }
 }
 
 /// Which leg of an intent a transaction settled.
