@@ -53,7 +53,7 @@ impl<W: Write> Group<W> {
         match lane.send((item, reply)) {
             Ok(()) => answer.await.unwrap_or_else(|_| Err(StoreError::Decode("the group writer ended".into()))),
             // The writer is gone (its runtime ended): on our own.
-            Err(mpsc::error::SendError((item, _))) => one::<W>(&db.clone(), item).await,
+            Err(mpsc::error::SendError((item, _))) => one::<W>(db, item).await,
         }
     }
 }
