@@ -8,10 +8,14 @@
 //! - `verify/adapter` vs `verify/native`: the EIP-3009 proof check through the
 //!   sandboxed adapter, and the same check written natively with alloy,
 //!   recovering with the same libsecp256k1 as the adapter's host import.
+//!   Both go round the same ring of proofs, more than the host's cache of
+//!   recent recoveries holds, so every check recovers (as a payment's first
+//!   check does).
 //! - `recover/host` vs `recover/k256`: the host's secp256k1 recovery import
 //!   (libsecp256k1) against k256's.
 //!
-//! Run: `cargo bench --bench adapter` (after the adapters are built).
+//! Run: `cargo bench --bench adapter` (it builds the adapters first;
+//! `ADAPTERS_DIR=…` runs another build's .wasm files instead).
 
 use std::path::{Path, PathBuf};
 
@@ -29,11 +33,20 @@ use stablerail::payment::{PaymentRequirements, Terms};
 mod eip3009;
 use eip3009::{usdc_domain, TransferWithAuthorization, COLLECTOR, USDC};
 
+/// Distinct proofs the verify benches go round: twice the host's cache of
+/// recent recoveries (`crypto::secp256k1_recover`), so none is a hit.
+const RING: usize = 2048;
+
 fn domain() -> alloy_sol_types::Eip712Domain {
     usdc_domain(Some(8453), None)
 }
 
+/// The adapters' build, or `ADAPTERS_DIR` (another build's .wasm files, to
+/// compare two builds of an adapter on one host).
 fn adapters_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ADAPTERS_DIR") {
+        return dir.into();
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let status = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(root.join("adapters"))
@@ -132,17 +145,29 @@ fn bench(c: &mut Criterion) {
     let req = rt.block_on(usdc.requirements(&terms)).unwrap().unwrap();
     let payer = PrivateKeySigner::random();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let auth = TransferWithAuthorization {
+    let authorization = |nonce: u64| TransferWithAuthorization {
         from: payer.address(),
         to: COLLECTOR,
         value: U256::from(1_000_000),
         validAfter: U256::from(now - 60),
         validBefore: U256::from(now + 3600),
-        nonce: B256::repeat_byte(9),
+        nonce: B256::from(U256::from(nonce)),
     };
-    let proof = eip3009::proof(&req, &auth, &eip3009::sign(&payer, &auth, &domain())).to_string();
-    assert!(rt.block_on(usdc.verify(&req, &proof)).unwrap().is_ok());
-    assert_eq!(verify_native(&req, &proof, now).unwrap(), payer.address());
+    let proofs: Vec<String> = (0..RING as u64)
+        .map(|n| {
+            let auth = authorization(n);
+            eip3009::proof(&req, &auth, &eip3009::sign(&payer, &auth, &domain())).to_string()
+        })
+        .collect();
+    let proof = &proofs[0];
+    assert!(rt.block_on(usdc.verify(&req, proof)).unwrap().is_ok());
+    assert_eq!(verify_native(&req, proof, now).unwrap(), payer.address());
+    let next = std::cell::Cell::new(0usize);
+    let next_proof = || {
+        let i = next.get();
+        next.set((i + 1) % RING);
+        &proofs[i]
+    };
 
     let adapter = usdc.adapter.clone();
     let mut g = c.benchmark_group("call/describe");
@@ -165,7 +190,7 @@ fn bench(c: &mut Criterion) {
     });
     g.finish();
     let mut g = c.benchmark_group("verify");
-    g.bench_function("native", |b| b.iter(|| verify_native(&req, &proof, now).unwrap()));
+    g.bench_function("native", |b| b.iter(|| verify_native(&req, next_proof(), now).unwrap()));
     // The sandboxed call itself (a fresh instance per call), as the engine
     // makes it on its blocking thread.
     let wit_req = wit::PaymentRequirements {
@@ -178,8 +203,9 @@ fn bench(c: &mut Criterion) {
         extra: req.extra.clone(),
     };
     let verify_in_sandbox = || {
+        let proof = next_proof();
         adapter
-            .call(None, |g, s| g.verify(s, stablerail::adapter::exports::Context { asset: &usdc.ctx, relayer: None }, &wit_req, &proof))
+            .call(None, |g, s| g.verify(s, stablerail::adapter::exports::Context { asset: &usdc.ctx, relayer: None }, &wit_req, proof))
             .unwrap()
             .unwrap()
     };
@@ -187,14 +213,27 @@ fn bench(c: &mut Criterion) {
     g.finish();
 
     // The recovery every proof check makes: the host import (libsecp256k1)
-    // against k256, which alloy uses by default.
-    let digest = auth.eip712_signing_hash(&domain());
-    let sig = eip3009::sign(&payer, &auth, &domain());
-    let raw = hex::decode(sig.trim_start_matches("0x")).unwrap();
-    let parsed = Signature::from_raw(&raw).unwrap();
+    // against k256, which alloy uses by default. The host's import goes
+    // round distinct signatures too, past its cache.
+    let signed: Vec<(B256, Vec<u8>)> = (0..RING as u64)
+        .map(|n| {
+            let auth = authorization(n);
+            let sig = eip3009::sign(&payer, &auth, &domain());
+            (auth.eip712_signing_hash(&domain()), hex::decode(sig.trim_start_matches("0x")).unwrap())
+        })
+        .collect();
+    let (digest, raw) = &signed[0];
+    let parsed = Signature::from_raw(raw).unwrap();
     let mut g = c.benchmark_group("recover");
-    g.bench_function("k256", |b| b.iter(|| parsed.recover_from_prehash(&digest).unwrap()));
-    g.bench_function("host (libsecp256k1)", |b| b.iter(|| stablerail::crypto::secp256k1_recover(digest.as_slice(), &raw).unwrap()));
+    g.bench_function("k256", |b| b.iter(|| parsed.recover_from_prehash(digest).unwrap()));
+    let mut i = 0;
+    g.bench_function("host (libsecp256k1)", |b| {
+        b.iter(|| {
+            i = (i + 1) % RING;
+            let (digest, raw) = &signed[i];
+            stablerail::crypto::secp256k1_recover(digest.as_slice(), raw).unwrap()
+        })
+    });
     g.finish();
 }
 

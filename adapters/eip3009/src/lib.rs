@@ -2,7 +2,7 @@
 //! chains (`assetTransferMethod` absent). Standard and salted token domains.
 
 use alloy_primitives::{hex, Bytes, B256, U256};
-use alloy_sol_types::{SolCall, SolStruct};
+use alloy_sol_types::SolCall;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stablerail_adapter_kit::amount::{base_units, parse_units};
@@ -125,7 +125,7 @@ impl Guest for Eip3009 {
     fn authorize(ctx: AssetContext, transfer: Transfer) -> Result<SigningRequest, AdapterError> {
         let domain = token_domain(&ctx)?;
         let auth = authorization_of(&transfer)?;
-        Ok(SigningRequest::Eip712Digest(auth.eip712_signing_hash(&domain).to_vec()))
+        Ok(SigningRequest::Eip712Digest(evm::signing_hash(&auth, &domain).to_vec()))
     }
 
     /// EIP-3009 needs no allowance: nothing to prepare.
@@ -148,8 +148,8 @@ impl Guest for Eip3009 {
             payload: Exact3009 {
                 signature: hex::encode_prefixed(signature),
                 authorization: Authorization {
-                    from: a.from.to_checksum(None),
-                    to: a.to.to_checksum(None),
+                    from: evm::checksum(&a.from),
+                    to: evm::checksum(&a.to),
                     value: a.value.to_string(),
                     valid_after: a.validAfter.to_string(),
                     valid_before: a.validBefore.to_string(),
@@ -187,12 +187,12 @@ fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<C
     evm::check_window(auth.validAfter, auth.validBefore)?;
 
     let domain = token_domain(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
-    evm::check_signer(&auth.eip712_signing_hash(&domain), &signature, &auth.from)?;
+    evm::check_signer(&evm::signing_hash(&auth, &domain), &signature, &auth.from)?;
 
     let window = |v: U256| u64::try_from(v).unwrap_or(u64::MAX);
     let payment = VerifiedPayment {
-        payer: auth.from.to_checksum(None),
-        pay_to: auth.to.to_checksum(None),
+        payer: evm::checksum(&auth.from),
+        pay_to: evm::checksum(&auth.to),
         amount: auth.value.to_string(),
         valid_after: window(auth.validAfter),
         valid_before: window(auth.validBefore),

@@ -11,7 +11,7 @@
 mod sponsor;
 
 use alloy_primitives::{address, hex, Address, Bytes, U256};
-use alloy_sol_types::{Eip712Domain, SolCall, SolStruct};
+use alloy_sol_types::{Eip712Domain, SolCall};
 use permit2_wire::payload::{self as wire, Authorization, Extensions, Permit2Payload, Permitted, WitnessJson};
 use permit2_wire::*;
 use serde_json::json;
@@ -142,7 +142,7 @@ impl Guest for Permit2Scheme {
             signature: Bytes::from(c.signature.clone()),
         };
         let call =
-            |data: Vec<u8>| Submission::EvmCall(EvmCall { to: setup.proxy.to_checksum(None), data, value: "0".into(), gas_limit: None });
+            |data: Vec<u8>| Submission::EvmCall(EvmCall { to: evm::checksum(&setup.proxy), data, value: "0".into(), gas_limit: None });
         let settle_step = |data: Vec<u8>| SettleStep { label: "settle".into(), submission: call(data) };
         if allowance >= amount {
             // Already approved (perhaps by an earlier payment): the extension is not needed.
@@ -186,7 +186,7 @@ impl Guest for Permit2Scheme {
     fn authorize(ctx: AssetContext, transfer: Transfer) -> Result<SigningRequest, AdapterError> {
         let setup = Setup::of(&ctx)?;
         let permit = permit_of(&setup, &transfer)?;
-        Ok(SigningRequest::Eip712Digest(permit.eip712_signing_hash(&setup.domain(&ctx)?).to_vec()))
+        Ok(SigningRequest::Eip712Digest(evm::signing_hash(&permit, &setup.domain(&ctx)?).to_vec()))
     }
 
     fn prepare_sender(ctx: AssetContext, sender: String, amount: String) -> Result<Vec<SettleStep>, AdapterError> {
@@ -221,12 +221,12 @@ impl Guest for Permit2Scheme {
             payload: Permit2Payload {
                 signature: hex::encode_prefixed(signature),
                 permit2_authorization: Authorization {
-                    from: parse_address(&transfer.sender).map_err(AdapterError::InvalidAddress)?.to_checksum(None),
-                    permitted: Permitted { token: p.permitted.token.to_checksum(None), amount: p.permitted.amount.to_string() },
-                    spender: p.spender.to_checksum(None),
+                    from: evm::checksum(&parse_address(&transfer.sender).map_err(AdapterError::InvalidAddress)?),
+                    permitted: Permitted { token: evm::checksum(&p.permitted.token), amount: p.permitted.amount.to_string() },
+                    spender: evm::checksum(&p.spender),
                     nonce: p.nonce.to_string(),
                     deadline: p.deadline.to_string(),
-                    witness: WitnessJson { to: p.witness.to.to_checksum(None), valid_after: p.witness.validAfter.to_string() },
+                    witness: WitnessJson { to: evm::checksum(&p.witness.to), valid_after: p.witness.validAfter.to_string() },
                 },
             },
             extensions: None,
@@ -289,7 +289,7 @@ fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &s
     evm::check_window(permit.witness.validAfter, permit.deadline)?;
     let now = host::now();
     let domain = setup.domain(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
-    evm::check_signer(&permit.eip712_signing_hash(&domain), &signature, &owner)?;
+    evm::check_signer(&evm::signing_hash(&permit, &domain), &signature, &owner)?;
 
     let ext: Extensions = match &p.extensions {
         Some(v) => serde_json::from_value(v.clone()).map_err(|e| ProofError::Malformed(format!("extensions: {e}")))?,
@@ -308,8 +308,8 @@ fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &s
 
     let window = |v: U256| u64::try_from(v).unwrap_or(u64::MAX);
     let payment = VerifiedPayment {
-        payer: owner.to_checksum(None),
-        pay_to: permit.witness.to.to_checksum(None),
+        payer: evm::checksum(&owner),
+        pay_to: evm::checksum(&permit.witness.to),
         amount: required.to_string(),
         valid_after: window(permit.witness.validAfter),
         valid_before: window(permit.deadline),

@@ -4,7 +4,7 @@
 use alloy_consensus::{SignableTransaction, Signed, Transaction, TxEnvelope};
 use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::{hex, Address, B256, U256};
-use alloy_sol_types::{sol, Eip712Domain, SolStruct};
+use alloy_sol_types::{sol, Eip712Domain};
 use stablerail_adapter_kit::amount::parse_units;
 use stablerail_adapter_kit::evm::{self, decode_approve, parse_address, token_domain};
 use stablerail_adapter_kit::types::{AssetContext, DomainShape, ProofError};
@@ -67,11 +67,11 @@ pub fn check_permit(e: &Expect, info: &PermitInfo) -> Result<Sponsor, ProofError
     let signature = hex::decode(&info.signature).map_err(|_| ProofError::InvalidSignature("permit signature is not hex".into()))?;
     let permit = Permit { owner: e.payer, spender: e.permit2, value, nonce, deadline };
     let domain = token_domain(e.ctx).map_err(|err| ProofError::Unsupported(format!("{err:?}")))?;
-    match evm::check_signer(&permit.eip712_signing_hash(&domain), &signature, &e.payer) {
+    match evm::check_signer(&evm::signing_hash(&permit, &domain), &signature, &e.payer) {
         Err(ProofError::SignerMismatch(m)) if e.ctx.eip712.as_ref().is_some_and(|d| d.shape == DomainShape::Salted) => {
             // Name the usual mistake: a chainId domain for a salted token.
             let chain_domain = Eip712Domain { salt: None, chain_id: e.ctx.chain_id.map(U256::from), ..domain };
-            let hint = if evm::recover(&permit.eip712_signing_hash(&chain_domain), &signature).ok() == Some(e.payer) {
+            let hint = if evm::recover(&evm::signing_hash(&permit, &chain_domain), &signature).ok() == Some(e.payer) {
                 "; it was signed over a chainId domain, but this token's domain is salted (salt = chainId, no chainId)"
             } else {
                 ""

@@ -16,7 +16,7 @@
 //! amount): `authorize` and `assemble` answer `unsupported`.
 
 use alloy_primitives::{hex, Address, Bytes, U256};
-use alloy_sol_types::{Eip712Domain, SolCall, SolStruct};
+use alloy_sol_types::{Eip712Domain, SolCall};
 use serde_json::json;
 use stablerail_adapter_kit::amount::{base_units, parse_units};
 use stablerail_adapter_kit::evm::permit2;
@@ -97,7 +97,7 @@ impl Guest for Upto {
     /// The maximum a payer authorizes: `terms.amount`.
     fn requirements(ctx: AssetContext, terms: Terms) -> Result<PaymentRequirements, AdapterError> {
         let setup = Setup::of(&ctx)?;
-        let extra = json!({ "assetTransferMethod": "permit2", "facilitatorAddress": setup.facilitator.to_checksum(None) });
+        let extra = json!({ "assetTransferMethod": "permit2", "facilitatorAddress": evm::checksum(&setup.facilitator) });
         let mut req = evm::exact_requirements(&ctx, terms, extra)?;
         req.scheme = SCHEME_UPTO.into();
         Ok(req)
@@ -144,7 +144,7 @@ impl Guest for Upto {
             signature: Bytes::from(c.signature),
         };
         let submission =
-            Submission::EvmCall(EvmCall { to: setup.proxy.to_checksum(None), data: call.abi_encode(), value: "0".into(), gas_limit: None });
+            Submission::EvmCall(EvmCall { to: evm::checksum(&setup.proxy), data: call.abi_encode(), value: "0".into(), gas_limit: None });
         Ok(vec![SettleStep { label: "settle".into(), submission }])
     }
 
@@ -213,12 +213,12 @@ fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &s
     }
     let charge = parse_units(&req.amount).map_err(malformed)?;
     evm::check_window(permit.witness.validAfter, permit.deadline)?;
-    evm::check_signer(&permit.eip712_signing_hash(&setup.domain(ctx)?), &signature, &owner)?;
+    evm::check_signer(&evm::signing_hash(&permit, &setup.domain(ctx)?), &signature, &owner)?;
 
     let window = |v: U256| u64::try_from(v).unwrap_or(u64::MAX);
     let payment = VerifiedPayment {
-        payer: owner.to_checksum(None),
-        pay_to: permit.witness.to.to_checksum(None),
+        payer: evm::checksum(&owner),
+        pay_to: evm::checksum(&permit.witness.to),
         amount: charge.to_string(),
         valid_after: window(permit.witness.validAfter),
         valid_before: window(permit.deadline),

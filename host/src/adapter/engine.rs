@@ -23,12 +23,16 @@ pub fn build(max_memory: usize) -> (Engine, &'static str) {
         .total_tables(POOL_INSTANCES * 8)
         .max_tables_per_component(16)
         .max_memory_size(max_memory)
-        // Reset the first pages of a reused slot with memset rather than
-        // madvise + page faults. Adapters are linked with a small stack
+        // Reset a reused slot's pages with memset rather than madvise +
+        // page faults. Adapters are linked with a small stack
         // (adapters/.cargo/config.toml), so a call's memory sits in this
         // window; this halves instantiate+call time (see benches/adapter.rs).
         .linear_memory_keep_resident(256 << 10)
-        .table_keep_resident(64 << 10);
+        .table_keep_resident(64 << 10)
+        // Where the kernel has PAGEMAP_SCAN (Linux 6.7+), only the pages a
+        // call wrote are reset, not the whole window; elsewhere the window
+        // is reset whole, as without it.
+        .pagemap_scan(wasmtime::Enabled::Auto);
     let mut pooled = base_config();
     pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     match Engine::new(&pooled) {
