@@ -96,6 +96,9 @@ pub struct Service {
     /// How often a chain that did not answer (or answered another chain
     /// id) is asked again; it is not exposed until it answers right.
     pub chain_probe_seconds: u64,
+    /// How often the heap's free pages are handed back to the system
+    /// (glibc's `malloc_trim`), in seconds; 0: never.
+    pub heap_trim_seconds: u64,
 }
 
 /// `[[floors]]`: warn (and fail readiness) when `wallet` holds less than
@@ -137,6 +140,7 @@ impl Default for Service {
             execute_wait_seconds: 30,
             balance_check_seconds: 60,
             chain_probe_seconds: 15,
+            heap_trim_seconds: 10,
         }
     }
 }

@@ -4,10 +4,24 @@ use std::sync::{LazyLock, Mutex};
 
 use hashlink::LruCache;
 
+use alloy_primitives::{Signature, B256, U256};
+use alloy_signer_local::PrivateKeySigner;
 use secp256k1::ecdsa::{RecoverableSignature, RecoveryId};
-use secp256k1::{Message, Secp256k1, VerifyOnly};
+use secp256k1::{Message, Secp256k1, SecretKey, SignOnly, VerifyOnly};
 
 static SECP: LazyLock<Secp256k1<VerifyOnly>> = LazyLock::new(Secp256k1::verification_only);
+static SIGNING: LazyLock<Secp256k1<SignOnly>> = LazyLock::new(Secp256k1::signing_only);
+
+/// Sign a 32-byte prehash with a hosted key, on libsecp256k1. The same
+/// signature alloy's signer (k256) makes: both take the nonce from RFC 6979
+/// and answer the low `s`; libsecp256k1 is several times faster, and every
+/// payout authorization and relayed transaction is signed here.
+pub fn secp256k1_sign(key: &PrivateKeySigner, prehash: &B256) -> Signature {
+    let secret: [u8; 32] = key.credential().to_bytes().into();
+    let secret = SecretKey::from_byte_array(&secret).expect("a k256 signing key is a valid secp256k1 secret");
+    let (id, rs) = SIGNING.sign_ecdsa_recoverable(&Message::from_digest(prehash.0), &secret).serialize_compact();
+    Signature::new(U256::from_be_slice(&rs[..32]), U256::from_be_slice(&rs[32..]), i32::from(id) == 1)
+}
 
 /// Recoveries done lately, by prehash and signature. A payment's signature
 /// is recovered when it is verified and again moments later when the adapter
@@ -107,6 +121,19 @@ mod tests {
             let _ = secp256k1_recover(keccak256(n.to_be_bytes()).as_slice(), &sig_b);
         }
         assert_eq!(secp256k1_recover(digest.as_slice(), &sig_a).unwrap(), uncompressed(&a));
+    }
+
+    /// libsecp256k1's signatures are alloy's (k256's), byte for byte, and
+    /// recover to the key.
+    #[test]
+    fn signatures_are_alloys_byte_for_byte() {
+        for n in 0..64u32 {
+            let signer = PrivateKeySigner::random();
+            let digest = keccak256(n.to_be_bytes());
+            let ours = super::secp256k1_sign(&signer, &digest);
+            assert_eq!(ours, signer.sign_hash_sync(&digest).unwrap());
+            assert_eq!(secp256k1_recover(digest.as_slice(), &ours.as_bytes()).unwrap(), uncompressed(&signer));
+        }
     }
 
     #[test]

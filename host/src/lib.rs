@@ -15,6 +15,7 @@ pub mod facilitator;
 pub mod failure;
 pub mod family;
 pub mod float;
+pub mod heap;
 pub mod intent;
 pub mod keys;
 pub mod ops;

@@ -131,6 +131,9 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     tokio::spawn(crate::watch::balances(state.config.clone(), state.keys.clone(), state.drivers.clone(), state.watch.clone()));
     let every = std::time::Duration::from_secs(state.config.service.sweep_interval_seconds.max(1));
     tokio::spawn(crate::sweeper::run(state.db.clone(), every));
+    if state.config.service.heap_trim_seconds > 0 {
+        tokio::spawn(crate::heap::trim_every(std::time::Duration::from_secs(state.config.service.heap_trim_seconds)));
+    }
     let engine = Engine::new(state.engine_deps());
     engine.spawn(state.config.service.settlement_workers);
     let _ = state.engine.set(engine);

@@ -11,7 +11,6 @@ pub mod tx;
 use std::sync::Arc;
 
 use alloy_primitives::{keccak256, Address, B256, U256};
-use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
 
@@ -81,7 +80,7 @@ impl Driver for EvmDriver {
         };
         anyhow::ensure!(digest.len() == 32, "an EIP-712 digest is 32 bytes, not {}", digest.len());
         let signer = self.signer(wallet).await?;
-        Ok(signer.sign_hash_sync(&B256::from_slice(digest))?.as_bytes().to_vec())
+        Ok(crate::crypto::secp256k1_sign(&signer, &B256::from_slice(digest)).as_bytes().to_vec())
     }
 
     async fn submit(&self, chain: &str, wallet: &Role, submission: &Submission, row: TxRow, how: Submit) -> Result<String, SendError> {

@@ -5,7 +5,6 @@
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope, TxLegacy};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{keccak256, Address, Bytes, TxKind, U256};
-use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
 
@@ -66,21 +65,21 @@ impl Unsigned {
     }
 
     /// Sign with `nonce`: the raw bytes and the transaction hash.
-    fn sign(&self, signer: &PrivateKeySigner, nonce: u64) -> Result<(Vec<u8>, String), alloy_signer::Error> {
+    fn sign(&self, signer: &PrivateKeySigner, nonce: u64) -> (Vec<u8>, String) {
         let raw = match self.clone() {
             Unsigned::Eip1559(tx) => {
                 let tx = TxEip1559 { nonce, ..tx };
-                let sig = signer.sign_hash_sync(&tx.signature_hash())?;
+                let sig = crate::crypto::secp256k1_sign(signer, &tx.signature_hash());
                 TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
             }
             Unsigned::Legacy(tx) => {
                 let tx = TxLegacy { nonce, ..tx };
-                let sig = signer.sign_hash_sync(&tx.signature_hash())?;
+                let sig = crate::crypto::secp256k1_sign(signer, &tx.signature_hash());
                 TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
             }
         };
         let hash = format!("{:#x}", keccak256(&raw));
-        Ok((raw, hash))
+        (raw, hash)
     }
 }
 
@@ -166,7 +165,7 @@ impl Nonces {
         let fresh = resync || !self.synced.lock().unwrap().contains(&key);
         let mut floor = if fresh { Some(pending_nonce(chain, from).await?) } else { None };
         loop {
-            let sign = |nonce: u64| tx.sign(signer, nonce);
+            let sign = |nonce: u64| Ok::<_, std::convert::Infallible>(tx.sign(signer, nonce));
             let taken = repo::sign_with_next_nonce(&self.db, &chain.chain, &sender, floor, rows, sign, crate::clock::now_ms())
                 .await
                 .map_err(|e| SendError::Unavailable(format!("storing the signed transaction: {e}")))?;
@@ -177,7 +176,7 @@ impl Nonces {
                 }
                 repo::Taken::NeedsFloor if floor.is_none() => floor = Some(pending_nonce(chain, from).await?),
                 repo::Taken::NeedsFloor => return Err(SendError::Unavailable("nonce row vanished".into())),
-                repo::Taken::SignFailed(e) => return Err(SendError::Unavailable(format!("signing failed: {e}"))),
+                repo::Taken::SignFailed(never) => match never {},
             }
         }
     }
@@ -328,7 +327,7 @@ pub async fn fill_nonce(
     let me = signer.address();
     // Generous: a filler must get in even after fees rose.
     let tx = Unsigned::new(net, fees.get(chain).await?, 3, 21_000, me, U256::ZERO, Bytes::new());
-    let (raw, hash) = tx.sign(signer, nonce).map_err(|e| SendError::Unavailable(format!("signing failed: {e}")))?;
+    let (raw, hash) = tx.sign(signer, nonce);
     let fresh = repo::insert_filler(db, &chain.chain, &me.to_checksum(None), nonce, &raw, &hash, crate::clock::now_ms())
         .await
         .map_err(|e| SendError::Unavailable(format!("storing the filler: {e}")))?;

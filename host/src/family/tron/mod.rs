@@ -16,7 +16,6 @@ pub mod calls;
 use std::sync::Arc;
 
 use alloy_primitives::{Address, B256, U256};
-use alloy_signer::SignerSync;
 use prost::Message;
 use serde_json::{json, Value};
 use tron_wire::raw::{self, Raw, Transaction};
@@ -132,7 +131,7 @@ impl TronDriver {
     async fn sign_id(&self, wallet: &Role, id: &[u8]) -> anyhow::Result<Vec<u8>> {
         anyhow::ensure!(id.len() == 32, "a TRON txID is 32 bytes, not {}", id.len());
         let signer = self.keys.secp256k1(wallet, Family::Tron).await?;
-        Ok(signer.sign_hash_sync(&B256::from_slice(id))?.as_bytes().to_vec())
+        Ok(crate::crypto::secp256k1_sign(&signer, &B256::from_slice(id)).as_bytes().to_vec())
     }
 }
 
