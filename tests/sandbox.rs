@@ -253,7 +253,9 @@ fn startup_names_the_file_and_the_problem() {
     let dir = tempfile::tempdir().unwrap();
     let adapters = dir.path().join("adapters");
     std::fs::create_dir_all(&adapters).unwrap();
-    std::fs::copy(common::adapters_dir().join("misbehave.wasm"), adapters.join("misbehave.wasm")).unwrap();
+    for fixture in ["misbehave.wasm", "misfit.wasm"] {
+        std::fs::copy(common::adapters_dir().join(fixture), adapters.join(fixture)).unwrap();
+    }
     std::fs::write(adapters.join("garbage.wasm"), b"\0asm but not really").unwrap();
 
     let attempt = |adapter_file: &str| -> String {
@@ -282,6 +284,11 @@ fn startup_names_the_file_and_the_problem() {
 
     let wrong = attempt("misbehave.wasm");
     assert!(wrong.contains("misbehave.wasm") && wrong.contains("does not serve scheme `eip3009`"), "{wrong}");
+
+    // 0.4.0 by name, one export of another type: refused at load by the
+    // one type check 0.4.0's calls rely on, before any call is made.
+    let misfit = attempt("misfit.wasm");
+    assert!(misfit.contains("misfit.wasm") && misfit.contains("export `to-base-units`"), "{misfit}");
 }
 
 #[test]

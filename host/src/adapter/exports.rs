@@ -12,7 +12,6 @@ use super::bindings::v0_2::exports::stablerail::adapter0_2_0::scheme::Guest as V
 use super::bindings::v0_2::stablerail::adapter0_2_0::types as wit2;
 use super::bindings::v0_3::exports::stablerail::adapter0_3_0::scheme::Guest as V0_3;
 use super::bindings::v0_3::stablerail::adapter0_3_0::types as wit3;
-use super::bindings::v0_4::exports::stablerail::adapter0_4_0::scheme::Guest as V0_4;
 use super::bindings::v0_4::stablerail::adapter0_4_0::types as wit4;
 use super::HostState;
 use crate::payment as p;
@@ -25,7 +24,7 @@ pub enum Exports<'a> {
     V0_1(&'a V0_1),
     V0_2(&'a V0_2),
     V0_3(&'a V0_3),
-    V0_4(&'a V0_4),
+    V0_4(super::typed::Scheme<'a>),
 }
 
 type S<'a> = &'a mut Store<HostState>;
@@ -62,6 +61,15 @@ macro_rules! all {
 }
 
 impl Exports<'_> {
+    /// Check the exports' types against the host's where bindgen does not
+    /// on every instance (0.4.0, `typed`): once, on an adapter's first.
+    pub fn check_types(&self, s: S) -> Call<()> {
+        match self {
+            Exports::V0_4(g) => g.indices.check(s, &g.instance),
+            _ => Ok(()),
+        }
+    }
+
     pub fn describe(&self, s: S) -> Call<wit::Description> {
         all!(self, s, call_describe())
     }

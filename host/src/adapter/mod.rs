@@ -13,6 +13,7 @@ pub mod exports;
 pub mod new;
 mod registry;
 pub(crate) mod state;
+mod typed;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use wasmtime::{Engine, Store, Trap};
 
 use crate::chain::ChainClient;
 use bindings::types as wit;
-use bindings::{v0_1, v0_2, v0_3, v0_4};
+use bindings::{v0_1, v0_2, v0_3};
 pub use exports::Exports;
 
 pub use registry::{family_name, wit_family, AdapterFailure, Answer, AssetAdapter, Refusal, Registry, StartupError};
@@ -209,8 +210,10 @@ impl Runtime {
             description: wit::Description { name: String::new(), version: String::new(), serves: vec![], config_keys: vec![] },
             usage: Usage::default(),
         };
-        adapter.description =
-            adapter.call(None, |g, s| g.describe(s)).map_err(|e| LoadError::Describe { file: file.into(), reason: e.to_string() })?;
+        // The first instance: its exports' types checked, then described.
+        adapter.description = adapter
+            .call(None, |g, s| g.check_types(s).and_then(|_| g.describe(s)))
+            .map_err(|e| LoadError::Describe { file: file.into(), reason: e.to_string() })?;
         adapter.name = adapter.description.name.as_str().into();
         tracing::debug!(file = %file.display(), "adapter loaded");
         Ok(adapter)
@@ -253,7 +256,8 @@ enum Pre {
     V0_1(v0_1::AdapterPre<HostState>),
     V0_2(v0_2::AdapterPre<HostState>),
     V0_3(v0_3::AdapterPre<HostState>),
-    V0_4(v0_4::AdapterPre<HostState>),
+    /// The newest: exports typed once per adapter (`typed`).
+    V0_4(wasmtime::component::InstancePre<HostState>, typed::Indices),
 }
 
 impl Pre {
@@ -262,7 +266,10 @@ impl Pre {
             "0.1.0" => Pre::V0_1(v0_1::AdapterPre::new(pre)?),
             "0.2.0" => Pre::V0_2(v0_2::AdapterPre::new(pre)?),
             "0.3.0" => Pre::V0_3(v0_3::AdapterPre::new(pre)?),
-            _ => Pre::V0_4(v0_4::AdapterPre::new(pre)?),
+            _ => {
+                let indices = typed::Indices::new(pre.component())?;
+                Pre::V0_4(pre, indices)
+            }
         })
     }
 }
@@ -363,9 +370,9 @@ impl Adapter {
                 let instance = pre.instantiate(&mut store)?;
                 f(Exports::V0_3(instance.stablerail_adapter0_3_0_scheme()), &mut store)
             }
-            Pre::V0_4(pre) => {
+            Pre::V0_4(pre, indices) => {
                 let instance = pre.instantiate(&mut store)?;
-                f(Exports::V0_4(instance.stablerail_adapter0_4_0_scheme()), &mut store)
+                f(Exports::V0_4(typed::Scheme { instance, indices }), &mut store)
             }
         });
         after(store.data());
