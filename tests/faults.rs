@@ -328,7 +328,7 @@ async fn nonce_gaps_are_filled_and_nothing_lands_twice() {
     // A: signed and stored at nonce `start`, never sent.
     let gas_price =
         u128::from_str_radix(rpc(&url, "eth_gasPrice", json!([])).await.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
-    let sign_a = |nonce: u64| -> Result<(Vec<u8>, String), String> {
+    let sign_a = |nonce: u64| -> (Vec<u8>, String) {
         use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
         use alloy_eips::eip2718::Encodable2718;
         use alloy_signer::SignerSync;
@@ -343,9 +343,9 @@ async fn nonce_gaps_are_filled_and_nothing_lands_twice() {
             access_list: Default::default(),
             input: Default::default(),
         };
-        let sig = relayer.sign_hash_sync(&tx.signature_hash()).map_err(|e| e.to_string())?;
+        let sig = relayer.sign_hash_sync(&tx.signature_hash()).unwrap();
         let raw = TxEnvelope::from(tx.into_signed(sig)).encoded_2718();
-        Ok((raw.clone(), format!("{:#x}", keccak256(&raw))))
+        (raw.clone(), format!("{:#x}", keccak256(&raw)))
     };
     let taken = repo::sign_with_next_nonce(&dn.state.db, "base", &sender, Some(start), &[row(0)], sign_a, 0).await.unwrap();
     assert!(matches!(taken, Taken::Stored { nonce, .. } if nonce == start));

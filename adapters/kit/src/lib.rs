@@ -10,8 +10,16 @@
 //!
 //! struct MyScheme;
 //! impl Guest for MyScheme {
-//!     // describe, requirements, verify, settle, ...
-//! #   fn describe() -> Description { unimplemented!() }
+//!     fn describe() -> Description {
+//!         Description {
+//!             name: "my-scheme".into(),
+//!             version: env!("CARGO_PKG_VERSION").into(),
+//!             serves: vec![SchemeRef { family: Family::Evm, scheme: "my-scheme".into() }],
+//!             config_keys: vec![],
+//!         }
+//!     }
+//!     // requirements, verify, settle, ... (every function of the
+//!     // interface; `stablerail adapter new` writes a working set)
 //! }
 //! stablerail_adapter_kit::export!(MyScheme with_types_in stablerail_adapter_kit::bindings);
 //! ```

@@ -165,7 +165,7 @@ impl Nonces {
         let fresh = resync || !self.synced.lock().unwrap().contains(&key);
         let mut floor = if fresh { Some(pending_nonce(chain, from).await?) } else { None };
         loop {
-            let sign = |nonce: u64| Ok::<_, std::convert::Infallible>(tx.sign(signer, nonce));
+            let sign = |nonce: u64| tx.sign(signer, nonce);
             let taken = repo::sign_with_next_nonce(&self.db, &chain.chain, &sender, floor, rows, sign, crate::clock::now_ms())
                 .await
                 .map_err(|e| SendError::Unavailable(format!("storing the signed transaction: {e}")))?;
@@ -176,7 +176,6 @@ impl Nonces {
                 }
                 repo::Taken::NeedsFloor if floor.is_none() => floor = Some(pending_nonce(chain, from).await?),
                 repo::Taken::NeedsFloor => return Err(SendError::Unavailable("nonce row vanished".into())),
-                repo::Taken::SignFailed(never) => match never {},
             }
         }
     }

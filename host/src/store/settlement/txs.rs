@@ -193,14 +193,12 @@ pub struct TxRow {
     pub label: String,
 }
 
-/// What `sign_with_next_nonce` got back from its signer.
-pub enum Taken<E> {
+/// What `sign_with_next_nonce` did.
+pub enum Taken {
     /// Signed with this nonce and stored.
     Stored { nonce: u64, raw: Vec<u8>, hash: String },
     /// The sender has no nonce row yet: call again with the node's count.
     NeedsFloor,
-    /// The signer failed; nothing was taken.
-    SignFailed(E),
 }
 
 /// Take the next nonce of (chain, sender), never below `floor`, sign with
@@ -209,15 +207,15 @@ pub enum Taken<E> {
 /// uses it, whatever moment the process dies at. On Postgres the nonce
 /// row stays locked until the commit, so the sender's transactions are
 /// stored in nonce order.
-pub async fn sign_with_next_nonce<E>(
+pub async fn sign_with_next_nonce(
     db: &Db,
     chain: &str,
     sender: &str,
     floor: Option<u64>,
     rows: &[TxRow],
-    sign: impl FnOnce(u64) -> Result<(Vec<u8>, String), E>,
+    sign: impl FnOnce(u64) -> (Vec<u8>, String),
     now_ms: i64,
-) -> Result<Taken<E>, StoreError> {
+) -> Result<Taken, StoreError> {
     let max = match db.backend {
         Backend::Postgres => "GREATEST",
         Backend::Sqlite => "MAX",
@@ -245,13 +243,7 @@ pub async fn sign_with_next_nonce<E>(
         return Ok(Taken::NeedsFloor);
     };
     let nonce = row.try_get::<i64, _>("taken")? as u64;
-    let (raw, hash) = match sign(nonce) {
-        Ok(signed) => signed,
-        Err(e) => {
-            tx.rollback().await?;
-            return Ok(Taken::SignFailed(e));
-        }
-    };
+    let (raw, hash) = sign(nonce);
     let new: Vec<NewTx> = rows
         .iter()
         .map(|r| NewTx {
