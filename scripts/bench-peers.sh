@@ -14,7 +14,8 @@
 #   N=200 CONC="1 32 200" scripts/bench-peers.sh
 # x402-rs runs when its binary is installed (`cargo install
 # x402-facilitator --locked`, or X402RS_BIN). BIN= measures another build
-# of stablerail; ROWS= picks rows (default "x402 intents peer reference").
+# of stablerail; ROWS= picks rows (default "x402 intents peer reference");
+# SERVE_LOG= is the service's RUST_LOG (warn), e.g. sqlx::query=debug.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
@@ -46,7 +47,7 @@ serve() {
     printf '\n[facilitator]\npublic = true\npublic_requests_per_minute = 100000000\n' >>"$dir/dn/chains.toml"
     if [ -n "${WORKERS:-}" ]; then sed -i "s/^\[service\]$/[service]\nsettlement_workers = $WORKERS/" "$dir/dn/chains.toml"; fi
     url=http://127.0.0.1:$((port + 800))
-    RUST_LOG=warn taskset -c "$SERVICE_CPU" "$bin" serve --config "$dir/dn/chains.toml" \
+    RUST_LOG=${SERVE_LOG:-warn} taskset -c "$SERVICE_CPU" "$bin" serve --config "$dir/dn/chains.toml" \
         --database "sqlite://$dir/dn/stablerail.db" --listen "127.0.0.1:$((port + 800))" >"$dir/serve.log" 2>&1 &
     server=$!
     for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 0.1; done

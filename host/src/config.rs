@@ -68,7 +68,9 @@ pub struct Service {
     pub sweep_interval_seconds: u64,
     /// Keystore master key (created on first use; `STABLERAIL_MASTER_KEY` overrides).
     pub master_key_file: PathBuf,
-    /// Concurrent settlement workers per replica.
+    /// Concurrent settlement passes per replica. A pass mostly waits on its
+    /// chain (the batch, the receipt), so this bounds intents in flight, not
+    /// CPU; payouts and source legs share it.
     pub settlement_workers: usize,
     /// Most relayer calls sent together in one Multicall3 transaction per
     /// chain; 1 sends every call on its own.
@@ -130,7 +132,7 @@ impl Default for Service {
             pepper_file: ".stablerail/pepper".into(),
             sweep_interval_seconds: 5,
             master_key_file: ".stablerail/master.key".into(),
-            settlement_workers: 32,
+            settlement_workers: 128,
             settlement_batch_max: 64,
             payout_retry_hours: 24,
             retry_max_backoff_seconds: 60,

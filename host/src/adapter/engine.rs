@@ -49,6 +49,11 @@ fn base_config() -> Config {
     c.consume_fuel(true);
     c.wasm_component_model(true);
     c.max_wasm_stack(1 << 20);
+    // For `perf record`: adapters' compiled functions named in
+    // /tmp/perf-PID.map. A diagnostic switch, off unless asked for.
+    if std::env::var_os("STABLERAIL_PERF_MAP").is_some_and(|v| v == "1") {
+        c.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     c
 }
 
