@@ -11,18 +11,21 @@ import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { toClientEvmSigner } from "@x402/evm";
+import { command } from "./command.mjs";
 
-const chunks = [];
-for await (const c of process.stdin) chunks.push(c);
-const requirements = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-const account = privateKeyToAccount(process.argv[2]);
-const rpc = process.argv[3];
-const signer = rpc ? toClientEvmSigner(account, createPublicClient({ transport: http(rpc) })) : account;
-const scheme = new ExactEvmScheme(signer);
-// The service lists accepted extensions in `extra`; the client takes them as
-// the PaymentRequired's `extensions` object.
-const context = { extensions: Object.fromEntries((requirements.extra?.extensions ?? []).map((n) => [n, {}])) };
-const made = await scheme.createPaymentPayload(2, requirements, context);
-const payload = { x402Version: 2, accepted: requirements, payload: made.payload };
-if (made.extensions) payload.extensions = made.extensions;
-process.stdout.write(Buffer.from(JSON.stringify(payload)).toString("base64"));
+export async function main(args, input) {
+  const requirements = JSON.parse(input);
+  const account = privateKeyToAccount(args[0]);
+  const rpc = args[1];
+  const signer = rpc ? toClientEvmSigner(account, createPublicClient({ transport: http(rpc) })) : account;
+  const scheme = new ExactEvmScheme(signer);
+  // The service lists accepted extensions in `extra`; the client takes them as
+  // the PaymentRequired's `extensions` object.
+  const context = { extensions: Object.fromEntries((requirements.extra?.extensions ?? []).map((n) => [n, {}])) };
+  const made = await scheme.createPaymentPayload(2, requirements, context);
+  const payload = { x402Version: 2, accepted: requirements, payload: made.payload };
+  if (made.extensions) payload.extensions = made.extensions;
+  return Buffer.from(JSON.stringify(payload)).toString("base64");
+}
+
+await command(import.meta.url, main);

@@ -14,9 +14,6 @@ import { createPublicClient, createWalletClient, http, parseEther, toFunctionSel
 import { x402ExactPermit2ProxyABI, x402UptoPermit2ProxyABI } from "@x402/evm";
 import { privateKeyToAccount, mnemonicToAccount } from "viem/accounts";
 import { compile } from "./compile.mjs";
-import { startSolana } from "./solana-up.mjs";
-import { deployBridge, deployUniswap } from "./uniswap.mjs";
-import { utils as tronUtils } from "tronweb";
 import { multicall3Creation, permit2Runtime, MULTICALL3_ADDRESS, PERMIT2_ADDRESS } from "./canonical.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
@@ -79,10 +76,16 @@ const chains = requested.filter((n) => n !== "solana");
 const gas = list(arg("gas", ""));
 const tokens = list(arg("tokens", ""));
 const swaps = !process.argv.includes("--no-swaps");
+// tronweb, the Solana tools and the Uniswap fixtures load only for a devnet
+// that has their chains or pools: most devnets are EVM alone, and the
+// suite starts dozens (each import costs Node a few hundred milliseconds).
+const tron = requested.includes("tron");
+const { utils: tronUtils } = tron ? await import("tronweb") : {};
+const { deployBridge, deployUniswap } = swaps ? await import("./uniswap.mjs") : {};
 // The service's TRON wallets (base58check) get TRX and USDT on the TRON anvil.
 const tronEvm = (a) => `0x${tronUtils.address.toHex(a).slice(2)}`;
-const tronGas = list(arg("tron-gas", "")).map(tronEvm);
-const tronTokens = list(arg("tron-tokens", "")).map(tronEvm);
+const tronGas = tron ? list(arg("tron-gas", "")).map(tronEvm) : [];
+const tronTokens = tron ? list(arg("tron-tokens", "")).map(tronEvm) : [];
 const adaptersDir = path.resolve(arg("adapters-dir", path.join(here, "..", "adapters/target/wasm32-wasip2/release")));
 fs.mkdirSync(dir, { recursive: true });
 
@@ -227,6 +230,7 @@ if (out.chains.tron) {
   port += 1;
 }
 if (solana) {
+  const { startSolana } = await import("./solana-up.mjs");
   out.solana = await startSolana({ dir, port, gas: list(arg("sol-gas", "")), tokens: list(arg("sol-tokens", "")), accounts: list(arg("sol-accounts", "")) });
   port += 1;
 }

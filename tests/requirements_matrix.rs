@@ -78,7 +78,7 @@ fn shipped_config(dir: &std::path::Path, usdt: bool) -> String {
     let mut cfg: toml::Table = toml::from_str(&text).unwrap();
     let service = cfg["service"].as_table_mut().unwrap();
     service.insert("adapters_dir".into(), common::adapters_dir().display().to_string().into());
-    service.insert("cache_dir".into(), dir.join("cache").display().to_string().into());
+    service.insert("cache_dir".into(), common::adapter_cache_dir().display().to_string().into());
     service.insert("pepper_file".into(), dir.join("pepper").display().to_string().into());
     service.insert("master_key_file".into(), dir.join("master.key").display().to_string().into());
     cfg["flags"].as_table_mut().unwrap().insert("USDT_ENABLED".into(), usdt.into());

@@ -297,7 +297,14 @@ fn precompiled_artifacts_are_cached_and_stale_ones_replaced() {
     let cache = dir.path().join("cache");
     let cached =
         || -> Vec<std::path::PathBuf> { std::fs::read_dir(&cache).map(|d| d.map(|e| e.unwrap().path()).collect()).unwrap_or_default() };
-    let load = || common::registry(dir.path(), common::BASE_USDC, system_clock()).unwrap();
+    // A cache of its own, not the suite's shared one.
+    let load = || {
+        let file = common::config::TestConfig::new()
+            .with(common::BASE_USDC)
+            .set("service.cache_dir", cache.display().to_string())
+            .write(dir.path());
+        common::registry_of(&file, system_clock()).unwrap()
+    };
 
     drop(load());
     let files = cached();

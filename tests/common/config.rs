@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use toml::{Table, Value};
 
 /// A config under construction. Starts from the suite's header: every
-/// adapter the suite builds, generous fuel, and a cache beside the file.
+/// adapter the suite builds, generous fuel, and the suite's adapter cache.
 pub struct TestConfig(Table);
 
 impl Default for TestConfig {
@@ -29,7 +29,10 @@ misbehave = "misbehave.wasm"
 lab-v1 = "lab_v1.wasm"
 lab-v2 = "lab_v2.wasm"
 "#;
-        TestConfig(Table::new()).with(header).set("service.adapters_dir", super::adapters_dir().display().to_string())
+        TestConfig(Table::new())
+            .with(header)
+            .set("service.adapters_dir", super::adapters_dir().display().to_string())
+            .set("service.cache_dir", super::adapter_cache_dir().display().to_string())
     }
 
     /// Merge a TOML fragment: tables merge key by key, a later value wins.
@@ -45,11 +48,10 @@ lab-v2 = "lab_v2.wasm"
         self
     }
 
-    /// Write `dir/chains.toml` with its cache in `dir/cache`.
+    /// Write `dir/chains.toml`.
     pub fn write(self, dir: &Path) -> PathBuf {
-        let doc = self.set("service.cache_dir", dir.join("cache").display().to_string());
         let path = dir.join("chains.toml");
-        std::fs::write(&path, toml::to_string(&doc.0).unwrap()).unwrap();
+        std::fs::write(&path, toml::to_string(&self.0).unwrap()).unwrap();
         path
     }
 }

@@ -104,6 +104,7 @@ impl Devnet {
         assert!(out.status.success(), "devnet up: {}", String::from_utf8_lossy(&out.stderr));
         let info: Value = serde_json::from_slice(&out.stdout).unwrap();
         let cfg = dir.path().join("chains.toml");
+        super::config::set_in_file(&cfg, "service.cache_dir", super::adapter_cache_dir().display().to_string());
         super::config::merge_into_file(&cfg, extra_config);
         if let Some(settings) = swaps {
             super::config::merge_into_file(&cfg, &format!("[swap]\n{settings}\n"));
@@ -427,9 +428,16 @@ impl Devnet {
     }
 }
 
+/// The scripts that are also functions (devnet/command.mjs): called in the
+/// suite's one script host, not each in a Node of its own.
+const HOSTED: &[&str] = &["pay.mjs", "craft.mjs", "sol-pay.mjs", "tron-pay.mjs"];
+
 /// Run a devnet/ node script with `stdin`; its stdout, asserting success.
 pub fn node(script: &str, args: &[&str], stdin: &str) -> String {
     use std::io::Write;
+    if HOSTED.contains(&script) {
+        return script_host::call(script, args, stdin);
+    }
     let mut child = Command::new("node")
         .arg(devnet_dir().join(script))
         .args(args)
@@ -555,4 +563,69 @@ pub fn scaled(amount: &str, decimals: u32) -> U256 {
     let d: rust_decimal::Decimal = amount.parse().unwrap();
     let scaled = d * rust_decimal::Decimal::from(10u64.pow(decimals.min(18)));
     U256::from_str_radix(&scaled.trunc().to_string(), 10).unwrap()
+}
+
+/// devnet/script-host.mjs, started on the first call and shared by every
+/// test: one Node that has imported viem and the x402 clients once. Calls
+/// are JSON lines matched to their answers by id, so tests call side by side.
+mod script_host {
+    use std::collections::HashMap;
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{ChildStdin, Command, Stdio};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use serde_json::{json, Value};
+
+    type Waiting = Arc<Mutex<HashMap<u64, mpsc::Sender<Value>>>>;
+
+    struct Host {
+        stdin: Mutex<ChildStdin>,
+        waiting: Waiting,
+        next: AtomicU64,
+    }
+
+    fn host() -> &'static Host {
+        static HOST: OnceLock<Host> = OnceLock::new();
+        HOST.get_or_init(|| {
+            // The child exits when the suite does: its stdin closes.
+            let mut child = Command::new("node")
+                .arg(super::devnet_dir().join("script-host.mjs"))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("node starts the script host");
+            let waiting: Waiting = Arc::default();
+            let stdout = child.stdout.take().unwrap();
+            let routes = waiting.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let answer: Value = serde_json::from_str(&line.expect("the script host writes lines")).expect("a JSON answer");
+                    let id = answer["id"].as_u64().expect("the answer names its call");
+                    if let Some(to) = routes.lock().unwrap().remove(&id) {
+                        let _ = to.send(answer);
+                    }
+                }
+                // The host is gone: every caller still waiting learns it.
+                routes.lock().unwrap().clear();
+            });
+            Host { stdin: Mutex::new(child.stdin.take().unwrap()), waiting, next: AtomicU64::new(0) }
+        })
+    }
+
+    pub fn call(script: &str, args: &[&str], input: &str) -> String {
+        let host = host();
+        let id = host.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel();
+        host.waiting.lock().unwrap().insert(id, tx);
+        let line = json!({ "id": id, "script": script, "args": args, "input": input }).to_string();
+        writeln!(host.stdin.lock().unwrap(), "{line}").expect("the script host reads its calls");
+        let answer = rx.recv().unwrap_or_else(|_| panic!("{script}: the script host exited"));
+        match answer["output"].as_str() {
+            Some(out) => out.to_string(),
+            None => panic!("{script}: {}", answer["error"]),
+        }
+    }
 }

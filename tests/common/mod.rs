@@ -41,6 +41,15 @@ pub fn adapters_dir() -> PathBuf {
         .clone()
 }
 
+/// One folder of precompiled adapters for every service the suite starts:
+/// a component is compiled once per engine configuration, not once per
+/// test. The key covers the wasm bytes and the engine (`adapter::engine`),
+/// so a changed adapter is compiled anew. Tests of the cache itself use
+/// their own folder.
+pub fn adapter_cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("adapter-cache")
+}
+
 /// A clock the test moves by hand. Starts at the real time.
 pub struct TestClock(Arc<AtomicU64>);
 
@@ -77,8 +86,8 @@ eip712_name = "USD Coin"
 eip712_version = "2"
 "#;
 
-/// Write `dir/chains.toml`: the suite's header (the real adapters, a cache
-/// in `dir`) with `body` merged over it.
+/// Write `dir/chains.toml`: the suite's header (the real adapters, the
+/// shared adapter cache) with `body` merged over it.
 pub fn write_config(dir: &Path, body: &str) -> PathBuf {
     config::TestConfig::new().with(body).write(dir)
 }
@@ -91,7 +100,12 @@ pub fn wait<F: std::future::Future>(f: F) -> F::Output {
 }
 
 pub fn registry(dir: &Path, body: &str, clock: Clock) -> Result<Registry, anyhow::Error> {
-    let cfg = Config::load(&write_config(dir, body))?;
+    registry_of(&write_config(dir, body), clock)
+}
+
+/// The registry of a config file already written.
+pub fn registry_of(file: &Path, clock: Clock) -> Result<Registry, anyhow::Error> {
+    let cfg = Config::load(file)?;
     let runtime = stablerail::server::runtime_for(&cfg, clock)?;
     Ok(Registry::from_config(&cfg, runtime, &stablerail::chain::Chains::from_config(&cfg))?)
 }

@@ -73,8 +73,12 @@ pub fn load_component(engine: &Engine, wasm: &[u8], cache_dir: &Path) -> wasmtim
     }
     let bytes = engine.precompile_component(wasm)?;
     if std::fs::create_dir_all(cache_dir).is_ok() {
-        // Write then rename so a concurrent reader never sees half a file.
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        // Write then rename so a concurrent reader never sees half a file;
+        // the temporary name is unique to this write, since two runtimes in
+        // one process (replicas, a test suite) may compile the same adapter.
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
         if std::fs::write(&tmp, &bytes).is_ok() {
             let _ = std::fs::rename(&tmp, &path);
         }
