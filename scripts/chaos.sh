@@ -12,5 +12,6 @@ ROUNDS="${1:-10}" N="${2:-40}" OUTAGE="${3:-300}"
 scripts/setup.sh
 scripts/build-adapters.sh
 echo "==> chaos: $ROUNDS rounds of $N intents; outage: $OUTAGE s"
+cargo build --release --workspace --all-targets
 CHAOS_ROUNDS="$ROUNDS" CHAOS_INTENTS="$N" OUTAGE_SECS="$OUTAGE" \
     cargo test --release --test suite faults:: -- --nocapture 2>&1 | grep -E "^chaos|^test |test result|panicked|assert"

@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)" >&2; exit 1; }
 . scripts/shared-target.sh
 host_log=$(mktemp)
-cargo test --release --workspace --lib --tests --benches --no-run >"$host_log" 2>&1 &
+# One invocation for every target, the service's binary included (the suite
+# drives it): one feature resolution, so nothing is built twice.
+cargo build --release --workspace --all-targets >"$host_log" 2>&1 &
 host_build=$!
 trap 'kill $host_build 2>/dev/null || true' EXIT
 
@@ -47,7 +49,7 @@ for crate in eip3009 permit2 upto solana-spl tron-permit2; do
         --vectors "adapters/$crate/vectors.json" --config /nonexistent.toml
 done
 
-# One integration binary (tests/suite.rs), the host's unit tests, and the
+# One integration binary (tests/, a package of its own), the host's unit tests, and the
 # benches once as smoke tests. --no-fail-fast: a red run names every failure.
 # The suite's tests mostly wait on local chains, so four run at a time on
 # two cores (RUST_TEST_THREADS overrides).

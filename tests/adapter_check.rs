@@ -10,7 +10,7 @@ use crate::common;
 
 fn check(wasm: &str, vectors: Option<&Value>) -> (bool, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_stablerail"));
+    let mut c = Command::new(common::stablerail_bin());
     c.args(["adapter", "check"]).arg(common::adapters_dir().join(wasm)).args(["--config", "/nonexistent.toml"]);
     if let Some(v) = vectors {
         let path = dir.path().join("vectors.json");
@@ -147,7 +147,7 @@ fn a_check_fails_by_name_when_the_adapter_or_its_chain_differs() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"scheme": "eip3009", "contxt": {}}"#).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+    let out = Command::new(common::stablerail_bin())
         .args(["adapter", "check"])
         .arg(common::adapters_dir().join("eip3009.wasm"))
         .arg("--vectors")
@@ -162,7 +162,7 @@ fn a_check_fails_by_name_when_the_adapter_or_its_chain_differs() {
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.wasm");
     std::fs::write(&junk, b"\0asm junk").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_stablerail")).args(["adapter", "check"]).arg(&junk).output().unwrap();
+    let out = Command::new(common::stablerail_bin()).args(["adapter", "check"]).arg(&junk).output().unwrap();
     assert!(!out.status.success());
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(failed(&report), vec!["loads".to_string()]);
@@ -258,7 +258,7 @@ fn each_static_mutant_fails_its_own_check_and_no_other() {
     assert_eq!(failed(&report), vec!["serves".to_string()], "{report:#}");
 
     // A server refuses the foreign import by name at load.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stablerail"))
+    let out = std::process::Command::new(common::stablerail_bin())
         .args(["adapter", "inspect"])
         .arg(dir.path().join("imports.wasm"))
         .args(["--config", "/nonexistent.toml"])
@@ -296,7 +296,7 @@ fn a_new_solana_adapter_builds_for_wasm_and_passes_every_check() {
 /// wasm32-wasip2 and passes `adapter check` with the vectors it wrote.
 fn new_adapter(family: &str, name: &str, sources: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+    let out = Command::new(common::stablerail_bin())
         .args(["adapter", "new", name, "--family", family, "--dir"])
         .arg(dir.path())
         .output()
@@ -325,7 +325,7 @@ fn new_adapter(family: &str, name: &str, sources: &[&str]) -> Value {
     assert_eq!(report["adapter"], name, "{report:#}");
 
     // The same name again is refused, and nothing is overwritten.
-    let again = Command::new(env!("CARGO_BIN_EXE_stablerail")).args(["adapter", "new", name, "--dir"]).arg(dir.path()).output().unwrap();
+    let again = Command::new(common::stablerail_bin()).args(["adapter", "new", name, "--dir"]).arg(dir.path()).output().unwrap();
     assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("already exists"));
     report
 }

@@ -76,7 +76,7 @@ async fn unknown_routes_use_the_error_envelope() {
 }
 
 fn binary() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_stablerail"));
+    let mut c = Command::new(common::stablerail_bin());
     c.env_remove("TRON_ENABLED").env_remove("USDT_ENABLED").env("RUST_LOG", "warn");
     c
 }

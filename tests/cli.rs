@@ -44,7 +44,7 @@ impl Env {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        Command::new(common::stablerail_bin())
             .args(args)
             .arg("--config")
             .arg(&self.config)
@@ -83,7 +83,7 @@ fn operator_cli_end_to_end() {
     assert!(again["wallets"].as_array().unwrap().iter().all(|w| w["created"] == false));
 
     // Commands that write need the database named: no default file.
-    let nodb = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+    let nodb = Command::new(common::stablerail_bin())
         .args(["account", "create", "--name", "x", "--config"])
         .arg(&env.config)
         .env_remove("STABLERAIL_DATABASE")
@@ -128,7 +128,7 @@ fn operator_cli_end_to_end() {
     let log = tempfile::NamedTempFile::new().unwrap();
     // Reaped: killed even when an assertion fails before the graceful stop.
     let mut server = common::process::Reaped(
-        Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        Command::new(common::stablerail_bin())
             .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--database", &env.database, "--config"])
             .arg(&env.config)
             .env("RUST_LOG", "stablerail=info")
@@ -250,7 +250,7 @@ async fn imported_keys_and_keys_bound_to_names() {
     let env = Env::new();
     env.json(&["keys", "init"]);
     let key = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
-    let mut import = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+    let mut import = Command::new(common::stablerail_bin())
         .args(["keys", "import", "--name", "treasury:evm", "--config"])
         .arg(&env.config)
         .args(["--database", &env.database])
@@ -266,7 +266,7 @@ async fn imported_keys_and_keys_bound_to_names() {
     assert_eq!(imported["address"], "0x70997970C51812dc3A010C7d01b50e0d17dc79C8");
     // Malformed keys are refused with one sentence, and nothing is stored.
     for (bad, says) in [("nothex", "is not hex"), ("0x1234", "not a valid secp256k1 key")] {
-        let mut import = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        let mut import = Command::new(common::stablerail_bin())
             .args(["keys", "import", "--name", "bad:evm", "--config"])
             .arg(&env.config)
             .args(["--database", &env.database])
@@ -280,7 +280,7 @@ async fn imported_keys_and_keys_bound_to_names() {
         assert!(!out.status.success() && said.contains(says) && !said.contains(bad.trim_start_matches("0x")), "{said}");
     }
     // The same name twice is refused.
-    let again = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+    let again = Command::new(common::stablerail_bin())
         .args(["keys", "import", "--name", "treasury:evm", "--config"])
         .arg(&env.config)
         .args(["--database", &env.database])

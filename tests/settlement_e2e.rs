@@ -138,7 +138,7 @@ async fn agent_execute_settles_from_its_hosted_wallet() {
     assert_eq!(v["status"], "AWAITING_PAYMENT", "{v}");
     assert_eq!(v["error_code"], "agent_wallet_short", "{v}");
     // The operator's devnet CLI funds the agent's wallet.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stablerail"))
+    let out = std::process::Command::new(common::stablerail_bin())
         .args(["devnet", "fund", &wallet, big["sending_amount"].as_str().unwrap(), "--chain", "base", "--asset", "usdc", "--dir"])
         .arg(dn.dir.path())
         .output()
@@ -541,7 +541,7 @@ async fn a_short_payout_float_refuses_the_proof_and_the_payer_keeps_the_money() 
 async fn readiness_probes_and_a_wrong_chain_id() {
     let dn = Devnet::start_with(22845, "base,arbitrum", "", 0, None).await;
     let check = |cfg: &std::path::Path, env: &[(&str, &str)]| {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_stablerail"));
+        let mut c = std::process::Command::new(common::stablerail_bin());
         c.args(["config", "check", "--config"]).arg(cfg);
         for (k, v) in env {
             c.env(k, v);
@@ -603,7 +603,7 @@ async fn readiness_probes_and_a_wrong_chain_id() {
     let wrong = std::fs::read_to_string(&cfg).unwrap().replacen("chain_id = 8453", "chain_id = 1", 1);
     let wrong_cfg = dn.dir.path().join("wrong.toml");
     std::fs::write(&wrong_cfg, wrong).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stablerail"))
+    let out = std::process::Command::new(common::stablerail_bin())
         .args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(&wrong_cfg)
         .arg("--database")

@@ -121,7 +121,7 @@ impl Devnet {
     /// `stablerail ARGS --config <devnet's> --database <devnet's>`, as an
     /// operator runs it: its JSON output, asserting success.
     pub fn cli(&self, args: &[&str]) -> Value {
-        let out = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+        let out = Command::new(super::stablerail_bin())
             .args(args)
             .arg("--config")
             .arg(self.config_path())

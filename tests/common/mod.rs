@@ -20,6 +20,25 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
+/// The service's binary beside this test binary (`target/release`). The
+/// suite is a package of its own, compiled with less optimisation than the
+/// service (Cargo.toml), so Cargo does not build the binary for it:
+/// `cargo build --release --workspace --all-targets` does (scripts/test.sh).
+/// A binary older than the host library it was built from is refused.
+pub fn stablerail_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // target/release/deps/suite-… → target/release/stablerail
+    let release = exe.parent().and_then(Path::parent).expect("a target folder");
+    let bin = release.join("stablerail");
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let fresh = match (modified(&bin), modified(&release.join("libstablerail.rlib"))) {
+        (Some(bin), Some(lib)) => bin >= lib,
+        (bin, _) => bin.is_some(),
+    };
+    assert!(fresh, "{} is missing or older than the host library: `cargo build --release --workspace --all-targets`", bin.display());
+    bin
+}
+
 /// Build every adapter (and the test fixtures) for wasm32-wasip2, once per
 /// test process, and return the folder holding the `.wasm` files.
 pub fn adapters_dir() -> PathBuf {

@@ -32,7 +32,7 @@ pub fn serve_logged(dn: &Devnet, port: u16, log: Option<&Path>, filter: &str) ->
         Some(p) => std::process::Stdio::from(std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap()),
         None => std::process::Stdio::null(),
     };
-    let child = Command::new(env!("CARGO_BIN_EXE_stablerail"))
+    let child = Command::new(super::stablerail_bin())
         .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--config"])
         .arg(dn.dir.path().join("chains.toml"))
         .arg("--database")
