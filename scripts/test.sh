@@ -49,10 +49,10 @@ for crate in eip3009 permit2 upto solana-spl tron-permit2; do
         --vectors "adapters/$crate/vectors.json" --config /nonexistent.toml
 done
 
-# One integration binary (tests/, a package of its own), the host's unit tests, and the
-# benches once as smoke tests. --no-fail-fast: a red run names every failure.
+# One test binary (tests/, a package of its own, with the host's unit tests
+# in tests/units), and the benches once as smoke tests. --no-fail-fast: a red run names every failure.
 # The suite's tests mostly wait on local chains, so four run at a time on
 # two cores (RUST_TEST_THREADS overrides).
 echo "==> host tests (SQLite and Postgres), benches run once as smoke tests [${SECONDS}s]"
-RUST_TEST_THREADS=${RUST_TEST_THREADS:-4} cargo test --release --workspace --lib --tests --benches --no-fail-fast
+RUST_TEST_THREADS=${RUST_TEST_THREADS:-4} cargo test --release --workspace --tests --benches --no-fail-fast
 echo "==> done [${SECONDS}s]"

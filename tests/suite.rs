@@ -31,5 +31,6 @@ mod swaps;
 mod tron_exactly_once;
 mod tron_node;
 mod tron_payments;
+mod units;
 mod upto;
 mod wit_versions;

@@ -279,16 +279,3 @@ impl ChainClient {
         })
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::redact_url;
-
-    #[test]
-    fn urls_lose_keys_and_credentials() {
-        assert_eq!(redact_url("https://base-mainnet.g.example.com/v2/SECRET_KEY"), "https://base-mainnet.g.example.com/…");
-        assert_eq!(redact_url("https://user:pw@rpc.example.org:8545/?apikey=SECRET"), "https://rpc.example.org:8545/…");
-        assert_eq!(redact_url("http://127.0.0.1:8545"), "http://127.0.0.1:8545");
-        assert_eq!(redact_url("not a url SECRET"), "<unparseable url>");
-    }
-}

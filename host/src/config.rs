@@ -726,7 +726,7 @@ impl Config {
 /// Replace every `${NAME}` in `text` with the environment variable NAME;
 /// `Err(NAME)` for the first one that is not set. `$` without a brace is
 /// kept as it is.
-fn expand_env(text: &str) -> Result<String, String> {
+pub fn expand_env(text: &str) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -738,78 +738,4 @@ fn expand_env(text: &str) -> Result<String, String> {
     }
     out.push_str(rest);
     Ok(out)
-}
-
-#[cfg(test)]
-mod env_tests {
-    use super::expand_env;
-
-    #[test]
-    fn env_references_expand_and_missing_ones_are_named() {
-        std::env::set_var("STABLERAIL_TEST_RPC_KEY", "k3y");
-        assert_eq!(expand_env("https://rpc.example/v2/${STABLERAIL_TEST_RPC_KEY}?a=$b").unwrap(), "https://rpc.example/v2/k3y?a=$b");
-        assert_eq!(expand_env("no references").unwrap(), "no references");
-        assert_eq!(expand_env("https://x/${STABLERAIL_TEST_UNSET_VAR}").unwrap_err(), "STABLERAIL_TEST_UNSET_VAR");
-    }
-}
-
-#[cfg(test)]
-mod floor_tests {
-    use super::Config;
-
-    const BASE: &str = "[chains.base]\nfamily = \"evm\"\nchain_id = 8453\nroles = [\"payer\"]\n";
-
-    #[test]
-    fn floors_name_a_real_chain_asset_and_amount() {
-        let with = |floor: &str| Config::parse(&format!("{BASE}\n[[floors]]\nwallet = \"relayer:evm\"\n{floor}"));
-        assert!(with("chain = \"base\"\namount = \"0.05\"\n").is_ok());
-        for (floor, says) in [
-            ("chain = \"nowhere\"\namount = \"1\"\n", "`nowhere` is not a configured chain"),
-            ("chain = \"base\"\nasset = \"dai\"\namount = \"1\"\n", "has no asset `dai`"),
-            ("chain = \"base\"\namount = \"-1\"\n", "is not a non-negative decimal amount"),
-            ("chain = \"base\"\namount = \"1e3\"\n", "is not a non-negative decimal amount"),
-        ] {
-            let err = with(floor).unwrap_err().to_string();
-            assert!(err.contains(says), "{floor}: {err}");
-        }
-        assert!(with("chain = \"base\"\n").is_err(), "amount is required");
-    }
-}
-
-#[cfg(test)]
-mod swap_provider_tests {
-    use super::{Config, Family, SwapProvider};
-
-    const CHAINS: &str = "[chains.base]\nfamily = \"evm\"\nchain_id = 8453\nroles = [\"payer\"]\n[chains.solana]\nfamily = \"solana\"\ncaip2 = \"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d\"\nroles = [\"payer\"]\n";
-
-    #[test]
-    fn jupiter_serves_solana_by_default_and_only_solana() {
-        let with = |providers: &str| Config::parse(&format!("{CHAINS}[swap.providers]\n{providers}"));
-        let c = with("").unwrap();
-        assert_eq!(c.swap.provider("solana", Family::Solana), SwapProvider::Jupiter);
-        assert_eq!(c.swap.provider("base", Family::Evm), SwapProvider::Lifi);
-        assert_eq!(with("solana = \"lifi\"\n").unwrap().swap.provider("solana", Family::Solana), SwapProvider::Lifi);
-        for (providers, says) in
-            [("base = \"jupiter\"\n", "jupiter serves Solana chains only"), ("nowhere = \"lifi\"\n", "`nowhere` is not a configured chain")]
-        {
-            let err = with(providers).unwrap_err().to_string();
-            assert!(err.contains(says), "{providers}: {err}");
-        }
-        assert!(with("base = \"uniswap\"\n").is_err(), "an unknown provider");
-    }
-}
-
-#[cfg(test)]
-mod transaction_type_tests {
-    use super::{Config, Family, TxType};
-
-    #[test]
-    fn chains_declare_their_transaction_type() {
-        let with = |extra: &str| Config::parse(&format!("[chains.base]\nfamily = \"evm\"\nchain_id = 8453\nroles = [\"payer\"]\n{extra}"));
-        assert_eq!(with("").unwrap().chains["base"].transaction_type, TxType::Eip1559);
-        assert_eq!(with("transaction_type = \"legacy\"\n").unwrap().chains["base"].transaction_type, TxType::Legacy);
-        let err = with("transaction_type = \"type2\"\n").unwrap_err().to_string();
-        assert!(err.contains("transaction_type") && err.contains("eip1559") && err.contains("legacy"), "{err}");
-        assert_eq!(with("").unwrap().families(), [Family::Evm]);
-    }
 }

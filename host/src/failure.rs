@@ -148,26 +148,3 @@ pub fn proof_message(e: &ProofError) -> String {
     };
     format!("proof validation failed: {detail}")
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn codes_round_trip_and_are_distinct() {
-        for f in Failure::ALL {
-            assert_eq!(Failure::parse(f.code()), Some(f));
-        }
-        let mut codes: Vec<_> = Failure::ALL.iter().map(|f| f.code()).collect();
-        codes.sort();
-        codes.dedup();
-        assert_eq!(codes.len(), Failure::ALL.len());
-    }
-
-    #[test]
-    fn chain_errors_never_reach_the_message() {
-        let r = Reason::proof(&ProofError::ChainUnavailable("http://u:pw@node/?key=SECRET: refused".into()));
-        assert_eq!(r.code, Failure::ChainUnavailable);
-        assert!(!r.message.contains("SECRET"));
-    }
-}

@@ -66,19 +66,3 @@ fn columns(rows: &[Value]) -> String {
     }
     out
 }
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    #[test]
-    fn rows_become_aligned_columns() {
-        let t = super::table(&json!([{"id": "a", "n": 1}, {"id": "bbb", "extra": null}]));
-        assert_eq!(t, "ID   N  EXTRA\na    1  -\nbbb  -  -\n");
-    }
-
-    #[test]
-    fn an_object_becomes_key_value_lines() {
-        assert_eq!(super::table(&json!({"agent_id": "x", "n": 2})), "agent_id  x\nn         2\n");
-    }
-}

@@ -48,25 +48,3 @@ fn normalize(a: &str) -> String {
         a.to_string()
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn evm_case_insensitive_others_exact() {
-        let dir = tempfile::tempdir().unwrap();
-        let txt = dir.path().join("a.txt");
-        std::fs::write(&txt, "# OFAC\n0xAbCdEf0000000000000000000000000000000001\nTR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t # usdt\n\n").unwrap();
-        let json = dir.path().join("b.json");
-        std::fs::write(&json, r#"["EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"]"#).unwrap();
-        let l = SanctionsList::load(&[txt, json]).unwrap();
-        assert_eq!(l.len(), 3);
-        assert!(l.is_listed("0xabcdef0000000000000000000000000000000001"));
-        assert!(l.is_listed("0xABCDEF0000000000000000000000000000000001"));
-        assert!(l.is_listed("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"));
-        assert!(!l.is_listed("tr7nhqjekqxgtci8q8zy4pl8otszgjlj6t"));
-        assert!(l.is_listed("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"));
-        assert!(!l.is_listed("0x0000000000000000000000000000000000000001"));
-    }
-}

@@ -43,17 +43,3 @@ pub fn display(raw: alloy_primitives::U256, decimals: u8) -> String {
     let text = if frac.is_empty() { int } else { format!("{int}.{frac}") };
     text.parse::<Decimal>().map(|v| v.normalize().to_string()).unwrap_or(text)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use alloy_primitives::U256;
-
-    #[test]
-    fn display_is_exact() {
-        assert_eq!(display(U256::from(0u8), 6), "0");
-        assert_eq!(display(U256::from(1_500_000u64), 6), "1.5");
-        assert_eq!(display(U256::from(1u8), 18), "0.000000000000000001");
-        assert_eq!(display(U256::from(10u64).pow(U256::from(24u8)), 18), "1000000");
-    }
-}

@@ -581,7 +581,7 @@ async fn expect(
 }
 
 /// A refusal's kebab-case variant and its text, as the WIT names it.
-fn refusal(e: &ProofError) -> String {
+pub fn refusal(e: &ProofError) -> String {
     let text = format!("{e:?}");
     let (name, rest) = text.split_once('(').unwrap_or((&text, ""));
     let mut kebab = String::new();
@@ -654,7 +654,7 @@ fn paid_misfit(paid: &VerifiedPayment, req: &PaymentRequirements, p: &Proof) -> 
 /// The proof with one character of its signature changed, in a way every
 /// text encoding a signature uses (hex, base58, base64) still reads.
 /// With `bytes`, the string is base64 and one byte of that range changes.
-fn flip_signature(proof: &Value, pointer: &str, bytes: Option<[usize; 2]>) -> Option<Value> {
+pub fn flip_signature(proof: &Value, pointer: &str, bytes: Option<[usize; 2]>) -> Option<Value> {
     use base64::Engine as _;
     let mut forged = proof.clone();
     let s = forged.pointer_mut(pointer)?;
@@ -721,28 +721,4 @@ fn chain(c: &Context, answers: Vec<Answer>) -> Arc<ChainClient> {
         })
         .collect();
     Arc::new(ChainClient::recorded(&c.chain, c.family, Recorded(answers)))
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    #[test]
-    fn a_flipped_signature_differs_in_one_character_and_stays_in_its_alphabet() {
-        let p = json!({"payload": {"signature": "0x00ff"}});
-        let f = super::flip_signature(&p, "/payload/signature", None).unwrap();
-        assert_eq!(f["payload"]["signature"], "0xa0ff");
-        assert!(super::flip_signature(&p, "/payload/nothing", None).is_none());
-        // In base64 bytes: one bit of the range's middle byte.
-        let p = json!({"payload": {"transaction": "AAAAAA=="}});
-        let f = super::flip_signature(&p, "/payload/transaction", Some([1, 4])).unwrap();
-        assert_eq!(f["payload"]["transaction"], "AAABAA==", "byte 2 of [1, 4)");
-        assert!(super::flip_signature(&p, "/payload/transaction", Some([3, 9])).is_none(), "past the end");
-    }
-
-    #[test]
-    fn refusals_read_as_the_wit_names_them() {
-        assert_eq!(super::refusal(&crate::payment::ProofError::NotYetValid), "not-yet-valid");
-        assert_eq!(super::refusal(&crate::payment::ProofError::WrongAmount("1 != 2".into())), "wrong-amount: 1 != 2");
-    }
 }

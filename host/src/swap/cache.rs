@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::SwapError;
 
-type Body = Arc<[u8]>;
+pub type Body = Arc<[u8]>;
 
 #[derive(Default)]
 struct Slot {
@@ -68,36 +68,5 @@ impl Cache {
                 None => Err(e),
             },
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[tokio::test]
-    async fn one_fetch_for_many_concurrent_misses_and_stale_on_failure() {
-        let cache = Arc::new(Cache::new(Duration::from_millis(200)));
-        let calls = Arc::new(AtomicUsize::new(0));
-        let fetch = |calls: Arc<AtomicUsize>| async move {
-            calls.fetch_add(1, Ordering::SeqCst);
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            Ok::<Body, SwapError>(Arc::from(&b"[1]"[..]))
-        };
-        let all: Vec<_> = (0..20)
-            .map(|_| {
-                let (cache, calls) = (cache.clone(), calls.clone());
-                tokio::spawn(async move { cache.get("k", || fetch(calls)).await.unwrap() })
-            })
-            .collect();
-        for h in all {
-            assert_eq!(&*h.await.unwrap(), b"[1]");
-        }
-        assert_eq!(calls.load(Ordering::SeqCst), 1, "twenty concurrent misses, one upstream call");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        let stale = cache.get("k", || async { Err(SwapError::Unavailable("down".into())) }).await.unwrap();
-        assert_eq!(&*stale, b"[1]", "expired but the provider is down: the last answer");
-        assert!(cache.get("other", || async { Err(SwapError::Unavailable("down".into())) }).await.is_err());
     }
 }

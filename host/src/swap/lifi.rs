@@ -119,7 +119,7 @@ impl Lifi {
 
 /// Whether a no-quote answer's tool errors say the pools are too shallow:
 /// any `code` of `INSUFFICIENT_LIQUIDITY`, wherever LI.FI nests it.
-fn names_insufficient_liquidity(errors: Option<&Value>) -> bool {
+pub fn names_insufficient_liquidity(errors: Option<&Value>) -> bool {
     match errors {
         Some(Value::Object(m)) => {
             m.get("code").and_then(Value::as_str) == Some("INSUFFICIENT_LIQUIDITY")
@@ -127,20 +127,5 @@ fn names_insufficient_liquidity(errors: Option<&Value>) -> bool {
         }
         Some(Value::Array(a)) => a.iter().any(|v| names_insufficient_liquidity(Some(v))),
         _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn liquidity_is_read_from_the_tool_errors() {
-        let flat = json!([{ "errorType": "NO_QUOTE", "code": "INSUFFICIENT_LIQUIDITY", "tool": "x" }]);
-        let nested = json!({ "failed": [{ "subpaths": { "a": [{ "errorType": "NO_QUOTE", "code": "INSUFFICIENT_LIQUIDITY" }] } }] });
-        assert!(names_insufficient_liquidity(Some(&flat)) && names_insufficient_liquidity(Some(&nested)));
-        assert!(!names_insufficient_liquidity(Some(&json!([{ "code": "TOOL_TIMEOUT" }]))));
-        assert!(!names_insufficient_liquidity(None));
     }
 }

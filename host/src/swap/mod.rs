@@ -199,32 +199,3 @@ pub fn slippage(text: Option<&str>) -> Result<u16, SwapError> {
         },
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn amounts_and_slippage() {
-        assert_eq!(amount("15").unwrap(), 15);
-        for bad in ["0", "-1", "1.5", "", "+3", "99999999999999999999"] {
-            assert!(matches!(amount(bad), Err(SwapError::InvalidAmount)), "{bad}");
-        }
-        assert_eq!(slippage(None).unwrap(), 50);
-        assert_eq!(slippage(Some("500")).unwrap(), 500);
-        assert!(matches!(slippage(Some("501")), Err(SwapError::Slippage)));
-        assert!(matches!(slippage(Some("70000")), Err(SwapError::Slippage)));
-        assert!(matches!(slippage(Some("x")), Err(SwapError::Invalid(_))));
-    }
-
-    #[test]
-    fn addresses_and_hashes_by_family() {
-        assert!(valid_address(Family::Evm, "0x1111111111111111111111111111111111111111"));
-        assert!(!valid_address(Family::Evm, "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"));
-        assert!(valid_address(Family::Tron, "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"));
-        assert!(valid_address(Family::Solana, "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"));
-        assert!(valid_tx_hash(Family::Evm, &format!("0x{}", "ab".repeat(32))));
-        assert!(!valid_tx_hash(Family::Evm, &"ab".repeat(32)));
-        assert!(valid_tx_hash(Family::Tron, &"ab".repeat(32)));
-    }
-}

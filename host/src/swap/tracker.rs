@@ -173,7 +173,7 @@ fn received(receipt: &Value, token: &str, to: &str) -> Option<U256> {
 
 /// What a Solana transaction credited `owner`'s token accounts of `mint`:
 /// post minus pre token balances, summed (each account by its index).
-fn solana_received(tx: &Value, mint: &str, owner: &str) -> Option<u128> {
+pub fn solana_received(tx: &Value, mint: &str, owner: &str) -> Option<u128> {
     let rows = |key: &str| -> Vec<(u64, u128)> {
         let list = tx.pointer(&format!("/meta/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
         list.iter()
@@ -188,23 +188,4 @@ fn solana_received(tx: &Value, mint: &str, owner: &str) -> Option<u128> {
         total += after.saturating_sub(before);
     }
     Some(total)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn solana_credit_is_post_minus_pre_for_the_owner_and_mint() {
-        let balance = |i: u64, mint: &str, owner: &str, amount: &str| json!({ "accountIndex": i, "mint": mint, "owner": owner, "uiTokenAmount": { "amount": amount } });
-        let tx = json!({ "meta": {
-            "preTokenBalances": [balance(1, "USDT", "me", "5"), balance(2, "USDC", "me", "100"), balance(3, "USDT", "pool", "900")],
-            // Account 4 was created by the transaction: no pre balance.
-            "postTokenBalances": [balance(1, "USDT", "me", "12"), balance(2, "USDC", "me", "90"), balance(3, "USDT", "pool", "893"), balance(4, "USDT", "me", "3")],
-        }});
-        assert_eq!(solana_received(&tx, "USDT", "me"), Some(10));
-        assert_eq!(solana_received(&tx, "USDC", "me"), Some(0));
-        assert_eq!(solana_received(&tx, "USDT", "someone"), Some(0));
-    }
 }

@@ -44,28 +44,3 @@ impl Finished {
         self.len() == 0
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_finish_between_the_read_and_the_wait_is_not_missed_and_nothing_is_kept() {
-        let f = Finished::default();
-        let signal = f.signal("xs_1");
-        {
-            let notified = signal.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            // The worker finishes after the waiter read "queued", before it waits.
-            f.finish("xs_1");
-            tokio::time::timeout(std::time::Duration::from_secs(1), notified).await.expect("woken");
-        }
-        f.leave("xs_1", signal);
-        assert!(f.is_empty());
-        // A waiter that times out leaves nothing behind either.
-        let s = f.signal("xs_2");
-        f.leave("xs_2", s);
-        assert!(f.is_empty());
-    }
-}

@@ -86,7 +86,7 @@ impl Unsigned {
 /// What a node's error answer means. The one place that reads nodes'
 /// error texts: everything downstream gets these types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum NodeSays {
+pub enum NodeSays {
     Reverts,
     /// This exact transaction is in the node already.
     Known,
@@ -97,7 +97,7 @@ enum NodeSays {
     Other,
 }
 
-fn node_says(code: i64, message: &str) -> NodeSays {
+pub fn node_says(code: i64, message: &str) -> NodeSays {
     let m = message.to_ascii_lowercase();
     let has = |needles: &[&str]| needles.iter().any(|n| m.contains(n));
     if has(&["already known", "already imported", "alreadyknown", "known transaction", "already in the pool"]) {
@@ -435,23 +435,4 @@ impl Receipts {
 pub async fn receipt(chain: &ChainClient, hash: &str) -> Result<Option<Value>, SendError> {
     let r = rpc(chain, "eth_getTransactionReceipt", json!([hash])).await?;
     Ok((!r.is_null()).then_some(r))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{node_says, NodeSays};
-
-    #[test]
-    fn node_answers_are_classified_once() {
-        // anvil, geth, reth, erigon and nethermind wordings
-        assert_eq!(node_says(-32003, "transaction already imported"), NodeSays::Known);
-        assert_eq!(node_says(-32000, "already known"), NodeSays::Known);
-        assert_eq!(node_says(-32010, "AlreadyKnown"), NodeSays::Known);
-        assert_eq!(node_says(-32000, "nonce too low: next nonce 5, tx nonce 4"), NodeSays::NonceTaken);
-        assert_eq!(node_says(-32000, "OldNonce"), NodeSays::NonceTaken);
-        assert_eq!(node_says(-32000, "replacement transaction underpriced"), NodeSays::Occupied);
-        assert_eq!(node_says(-32000, "insufficient funds for gas * price + value"), NodeSays::Unfunded);
-        assert_eq!(node_says(3, "execution reverted: FiatToken: insufficient"), NodeSays::Reverts);
-        assert_eq!(node_says(-32000, "max fee per gas less than block base fee"), NodeSays::Other);
-    }
 }

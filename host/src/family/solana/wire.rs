@@ -3,7 +3,7 @@
 //! recent blockhash. Legacy and v0 messages alike.
 
 /// A compact-u16 ("shortvec") length at `at`: (value, bytes used).
-fn shortvec(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
+pub fn shortvec(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
     let mut value = 0usize;
     for i in 0..3 {
         let b = *bytes.get(at + i)?;
@@ -100,38 +100,5 @@ impl<'a> Wire<'a> {
         let (n, used) = shortvec(m, at)?;
         let start = at + used + 32 * n;
         m.get(start..start + 32)?.try_into().ok()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// One signature slot; a v0 message with two keys.
-    fn sample() -> Vec<u8> {
-        let mut raw = vec![1u8];
-        raw.extend([0u8; 64]);
-        raw.push(0x80); // v0
-        raw.extend([1, 0, 1]); // header
-        raw.push(2);
-        raw.extend([7u8; 32]);
-        raw.extend([8u8; 32]);
-        raw.extend([9u8; 32]); // blockhash
-        raw.extend([0, 0]); // no instructions, no lookups
-        raw
-    }
-
-    #[test]
-    fn finds_signatures_keys_and_blockhash() {
-        let raw = sample();
-        let w = Wire::parse(&raw).unwrap();
-        assert_eq!(w.slots, 1);
-        assert_eq!(w.signature_range(0), 1..65);
-        assert_eq!(w.account_keys().unwrap(), vec![[7u8; 32], [8u8; 32]]);
-        assert_eq!(w.blockhash(), Some([9u8; 32]));
-        assert_eq!(w.message()[0], 0x80);
-        assert!(Wire::parse(&raw[..100]).is_none(), "cut short");
-        assert!(Wire::parse(&[0u8]).is_none(), "no signature slot");
-        assert_eq!(shortvec(&[0x80, 0x01], 0), Some((128, 2)));
     }
 }
