@@ -35,7 +35,7 @@ use eip3009::{usdc_domain, TransferWithAuthorization, COLLECTOR, USDC};
 
 /// Distinct proofs the verify benches go round: twice the host's cache of
 /// recent recoveries (`crypto::secp256k1_recover`), so none is a hit.
-const RING: usize = 2048;
+const RING: usize = 2 * stablerail::crypto::RECENT_RECOVERIES;
 
 fn domain() -> alloy_sol_types::Eip712Domain {
     usdc_domain(Some(8453), None)
