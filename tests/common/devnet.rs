@@ -589,7 +589,9 @@ mod script_host {
     fn host() -> &'static Host {
         static HOST: OnceLock<Host> = OnceLock::new();
         HOST.get_or_init(|| {
-            // The child exits when the suite does: its stdin closes.
+            // The child exits when the suite does: its stdin closes. Nothing
+            // waits on it, since it lives as long as the process.
+            #[allow(clippy::zombie_processes)]
             let mut child = Command::new("node")
                 .arg(super::devnet_dir().join("script-host.mjs"))
                 .stdin(Stdio::piped())

@@ -1,5 +1,5 @@
-/// `host/src/swap/mod.rs`
-mod swap {
+/// `host/src/swap/mod.rs`: a request's inputs.
+mod inputs {
     use stablerail::config::Family;
     use stablerail::swap::*;
 

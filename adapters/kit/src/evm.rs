@@ -235,7 +235,7 @@ pub fn allowance_of(token: &Address, owner: Address, spender: Address) -> Result
 
 /// `token.approve(spender, value)`, sent by whoever holds the tokens.
 pub fn approve_call(token: &Address, spender: Address, value: U256) -> EvmCall {
-    EvmCall { to: checksum(&token), data: approveCall { spender, value }.abi_encode(), value: "0".into(), gas_limit: None }
+    EvmCall { to: checksum(token), data: approveCall { spender, value }.abi_encode(), value: "0".into(), gas_limit: None }
 }
 
 /// Decode `approve(spender, value)` calldata.
@@ -408,7 +408,7 @@ pub fn read_transfer_receipt(
         let data = log.data.as_deref().and_then(|d| hex::decode(d).ok()).unwrap_or_default();
         let Ok(ev) = Transfer::decode_raw_log(topics.iter().copied(), &data) else { continue };
         if ev.from == *from && ev.to == *to && ev.value == amount {
-            return Ok(ReceiptStatus::Settled(SettledTransfer { tx_hash, to: checksum(&to), amount: amount.to_string(), block }));
+            return Ok(ReceiptStatus::Settled(SettledTransfer { tx_hash, to: checksum(to), amount: amount.to_string(), block }));
         }
     }
     Ok(ReceiptStatus::Failed(format!("transaction {tx_hash} succeeded but moved no {amount} from {from} to {to}")))

@@ -43,8 +43,12 @@ pub struct AssetAdapter {
 struct Memo {
     addresses: Mutex<LruCache<(u8, String), String>>,
     units: Mutex<LruCache<String, String>>,
-    requirements: Mutex<LruCache<(Option<String>, String, String, u64), p::PaymentRequirements>>,
+    requirements: Mutex<LruCache<TermsKey, p::PaymentRequirements>>,
 }
+
+/// Requirements are keyed by the terms they answer: relayer, amount, payTo
+/// and timeout.
+type TermsKey = (Option<String>, String, String, u64);
 
 /// Entries of each of an asset's memo tables.
 const MEMO_ENTRIES: usize = 1024;

@@ -44,6 +44,8 @@ macro_rules! scheme {
 
             /// Check every export's type against the host's on one instance
             /// of the component; `Scheme`'s calls rely on it.
+            // One lifetime for every export's borrowed arguments; `describe` has none.
+            #[allow(clippy::extra_unused_lifetimes)]
             pub fn check<$lt>(&self, store: &mut Store<HostState>, instance: &Instance) -> wasmtime::Result<()> {
                 $(
                     instance
@@ -62,6 +64,7 @@ macro_rules! scheme {
 
         impl Scheme<'_> {
             $(
+                #[allow(clippy::extra_unused_lifetimes)]
                 pub fn $field<$lt>(&self, store: &mut Store<HostState>, $($arg: $ty),*) -> wasmtime::Result<$ret> {
                     let func = self
                         .instance
