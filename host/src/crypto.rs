@@ -20,18 +20,18 @@ pub fn secp256k1_sign(key: &PrivateKeySigner, prehash: &B256) -> Signature {
     let secret: [u8; 32] = key.credential().to_bytes().into();
     let secret = SecretKey::from_byte_array(&secret).expect("a k256 signing key is a valid secp256k1 secret");
     let (id, rs) = SIGNING.sign_ecdsa_recoverable(&Message::from_digest(prehash.0), &secret).serialize_compact();
-    let signature = Signature::new(U256::from_be_slice(&rs[..32]), U256::from_be_slice(&rs[32..]), i32::from(id) == 1);
+    let odd = i32::from(id) == 1;
+    let signature = Signature::new(U256::from_be_slice(&rs[..32]), U256::from_be_slice(&rs[32..]), odd);
     // The adapter checks what a hosted key signed (a payout's authorization)
     // before it builds the call; its signer is known here, so that check is a
     // lookup instead of a recovery (~30 µs each).
     let public = key.credential().verifying_key().to_encoded_point(false);
     let mut memo = RECENT.lock().unwrap();
-    for v in [27 + u8::from(i32::from(id) == 1), u8::from(i32::from(id) == 1)] {
-        let mut entry = [0u8; 97];
-        entry[..32].copy_from_slice(&prehash.0);
-        entry[32..96].copy_from_slice(&rs);
-        entry[96] = v;
-        memo.insert(entry, public.as_bytes().to_vec());
+    for v in [27 + u8::from(odd), u8::from(odd)] {
+        let mut sig = [0u8; 65];
+        sig[..64].copy_from_slice(&rs);
+        sig[64] = v;
+        memo.insert(memo_key(&prehash.0, &sig), public.as_bytes().to_vec());
     }
     signature
 }
@@ -53,9 +53,7 @@ pub fn secp256k1_recover(prehash: &[u8], signature: &[u8]) -> Result<Vec<u8>, St
     if signature.len() != 65 {
         return Err(format!("signature must be 65 bytes, got {}", signature.len()));
     }
-    let mut key = [0u8; 97];
-    key[..32].copy_from_slice(&digest);
-    key[32..].copy_from_slice(signature);
+    let key = memo_key(&digest, signature);
     if let Some(known) = RECENT.lock().unwrap().get(&key) {
         return Ok(known.clone());
     }
@@ -64,6 +62,15 @@ pub fn secp256k1_recover(prehash: &[u8], signature: &[u8]) -> Result<Vec<u8>, St
     Ok(public)
 }
 
+/// The memo's key: the prehash, then the 65-byte signature as given.
+fn memo_key(digest: &[u8; 32], signature: &[u8]) -> [u8; 97] {
+    let mut key = [0u8; 97];
+    key[..32].copy_from_slice(digest);
+    key[32..].copy_from_slice(signature);
+    key
+}
+
+/// Recover without the memo.
 pub fn recover(digest: [u8; 32], signature: &[u8]) -> Result<Vec<u8>, String> {
     let id = match signature[64] {
         0 | 27 => RecoveryId::Zero,

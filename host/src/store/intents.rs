@@ -71,10 +71,9 @@ impl crate::store::group::Write for Inserts {
     type Out = ();
 
     async fn write(db: &Db, items: &[Intent]) -> Result<Vec<()>, StoreError> {
-        let params = crate::store::ordered_params(db.backend, items.len() * INSERT_PARAMS);
-        let mut params = params.split(", ");
-        let rows: Vec<String> =
-            (0..items.len()).map(|_| format!("({})", params.by_ref().take(INSERT_PARAMS).collect::<Vec<_>>().join(", "))).collect();
+        let rows: Vec<String> = (0..items.len())
+            .map(|r| format!("({})", crate::store::ordered_params(db.backend, 1 + r * INSERT_PARAMS, INSERT_PARAMS)))
+            .collect();
         let sql = format!("INSERT INTO intents ({COLUMNS}, receiving_micros) VALUES {}", rows.join(", "));
         let mut q = sqlx::query(&sql);
         for i in items {
@@ -132,7 +131,7 @@ pub async fn get_many(db: &Db, ids: &[String]) -> Result<Vec<Intent>, StoreError
     if ids.is_empty() {
         return Ok(vec![]);
     }
-    let sql = format!("SELECT {COLUMNS} FROM intents WHERE id IN ({})", crate::store::ordered_params(db.backend, ids.len()));
+    let sql = format!("SELECT {COLUMNS} FROM intents WHERE id IN ({})", crate::store::ordered_params(db.backend, 1, ids.len()));
     let mut q = sqlx::query(&sql);
     for id in ids {
         q = q.bind(id);

@@ -23,17 +23,18 @@ pub(crate) fn numbered_params(first: usize, n: usize) -> String {
 }
 
 /// Placeholders for a statement whose every parameter is bound in the
-/// order it appears: `$1, …, $n` on Postgres, anonymous `?` on SQLite.
+/// order it appears: `numbered_params(first, n)` on Postgres, anonymous `?`
+/// on SQLite (which counts them in the order they appear).
 /// sqlx asks SQLite for each parameter's name as it binds, and SQLite finds
 /// a name by walking the statement's list of named parameters, so binding a
 /// statement of n numbered parameters costs O(n²): a group of 32 creates
 /// (992 parameters) spent 35 % of the service's core there. Anonymous ones
 /// have no name to find. Only for statements with no other placeholder:
 /// sqlx numbers anonymous parameters by their own count.
-pub(crate) fn ordered_params(backend: Backend, n: usize) -> String {
+pub(crate) fn ordered_params(backend: Backend, first: usize, n: usize) -> String {
     match backend {
         Backend::Sqlite => vec!["?"; n].join(", "),
-        Backend::Postgres => numbered_params(1, n),
+        Backend::Postgres => numbered_params(first, n),
     }
 }
 

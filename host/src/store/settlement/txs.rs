@@ -68,7 +68,7 @@ pub async fn list_txs_of(db: &Db, ids: &[String]) -> Result<Vec<(String, String,
         "SELECT ct.intent_id, ct.leg, ct.step, ct.label, COALESCE(bt.raw, ct.raw) AS raw, ct.tx_hash, ct.nonce, ct.status, ct.sender \
          FROM chain_transactions ct LEFT JOIN batch_transactions bt ON bt.tx_hash = ct.tx_hash \
          WHERE ct.intent_id IN ({}) ORDER BY ct.intent_id, ct.leg, ct.step",
-        crate::store::ordered_params(db.backend, ids.len())
+        crate::store::ordered_params(db.backend, 1, ids.len())
     );
     let mut q = sqlx::query(&sql);
     for id in ids {
