@@ -13,14 +13,14 @@ use common::devnet::{devnet_dir, rpc, x402_pay, Devnet};
 use common::process::{free_port, serve, Reaped};
 use serde_json::{json, Value};
 
-const MERCHANT: &str = "0x00000000000000000000000000000000000e1234";
+pub(crate) const MERCHANT: &str = "0x00000000000000000000000000000000000e1234";
 
 /// A facilitator key made with the CLI, as an operator would.
 pub(crate) fn facilitator_key(dn: &Devnet, name: &str) -> String {
     dn.cli(&["facilitator", "create-key", name])["key"].as_str().unwrap().to_string()
 }
 
-fn requirements(dn: &Devnet, amount: &str) -> Value {
+pub(crate) fn requirements(dn: &Devnet, amount: &str) -> Value {
     json!({
         "scheme": "exact", "network": "eip155:8453", "amount": amount, "asset": dn.token("base", "usdc"),
         "payTo": MERCHANT, "maxTimeoutSeconds": 300, "extra": { "name": "USD Coin", "version": "2" },
@@ -28,7 +28,7 @@ fn requirements(dn: &Devnet, amount: &str) -> Value {
 }
 
 /// A PaymentPayload signed by `@x402/evm` for `req`.
-fn payload(req: &Value, key: &str) -> Value {
+pub(crate) fn payload(req: &Value, key: &str) -> Value {
     let b64 = x402_pay(req, key);
     serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap()
 }

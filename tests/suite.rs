@@ -8,6 +8,7 @@
 mod common;
 
 mod adapter_check;
+mod adversary;
 mod chains_api;
 mod cli;
 mod database;

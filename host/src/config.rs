@@ -380,6 +380,14 @@ pub struct Chain {
     /// included) before the engine moves on.
     #[serde(default = "one")]
     pub confirmations: u64,
+    /// The chain's block interval in milliseconds (default by family: EVM
+    /// 2,000, Solana 400, TRON 3,000): how far back a transfer is looked
+    /// for, and the default for `min_validity_seconds`.
+    pub block_time_ms: Option<u64>,
+    /// An authorization that expires sooner than this after it is sent is
+    /// refused, since it could be mined after it expired (default: three
+    /// blocks, at least 6 s).
+    pub min_validity_seconds: Option<u64>,
     /// Asset key of the native coin in balance listings (18 decimals).
     #[serde(default = "eth")]
     pub native_asset: String,
@@ -404,6 +412,19 @@ pub struct Chain {
 }
 
 impl Chain {
+    pub fn block_time_ms(&self) -> u64 {
+        self.block_time_ms.unwrap_or(match self.family {
+            Family::Evm => 2_000,
+            Family::Solana => 400,
+            Family::Tron => 3_000,
+        })
+    }
+
+    /// Seconds an authorization must still be valid when it is sent.
+    pub fn min_validity_seconds(&self) -> u64 {
+        self.min_validity_seconds.unwrap_or_else(|| (3 * self.block_time_ms()).div_ceil(1000).max(6))
+    }
+
     /// CAIP-2 network id.
     pub fn network(&self) -> Option<String> {
         match (&self.caip2, self.family, self.chain_id) {

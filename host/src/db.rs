@@ -119,10 +119,11 @@ impl Db {
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
-                        conn.execute(
-                            "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;",
-                        )
-                        .await?;
+                        // synchronous=FULL: a commit is on disk when it returns, so
+                        // what the outside learns next (a broadcast, a 200) survives
+                        // a power cut, not only a killed process (NORMAL in WAL mode).
+                        conn.execute("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON; PRAGMA synchronous=FULL;")
+                            .await?;
                     }
                     Ok(())
                 })

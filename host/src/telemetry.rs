@@ -91,6 +91,12 @@ pub fn facilitator(route: &'static str, scheme: &str, network: &str, outcome: &s
     .increment(1);
 }
 
+/// What the relayer paid, in gwei, for a transaction of its own that was
+/// mined and failed: gas spent for nothing.
+pub fn relayer_wasted_fee(chain: &str, gwei: u64) {
+    metrics::counter!("stablerail_relayer_wasted_fee_total", "chain" => chain.to_string()).increment(gwei);
+}
+
 pub fn sanctions_hit(stage: &'static str) {
     metrics::counter!("stablerail_sanctions_hits_total", "stage" => stage).increment(1);
 }

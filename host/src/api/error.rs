@@ -164,6 +164,7 @@ impl From<crate::ops::create_intent::CreateError> for ApiError {
             E::Call(e) => e.into(),
             E::Store(e) => e.into(),
             E::Internal(m) => ApiError::Internal(m),
+            E::Declined => ApiError::Forbidden(e.to_string()),
         }
     }
 }

@@ -94,7 +94,13 @@ async fn check(s: &AppState, t: &Target, caller: &Caller, preflight: bool) -> Re
         }
     };
     let payer = Some(paid.payer.clone());
-    if s.sanctions.is_listed(&paid.payer) {
+    // One that would expire before it can be mined costs the relayer a
+    // reverted transaction: refused while nothing is spent.
+    let margin = s.config.chains.get(&t.adapter.ctx.chain).map_or(6, |c| c.min_validity_seconds());
+    if paid.valid_before != 0 && paid.valid_before < (crate::clock::now_ms() / 1000) as u64 + margin {
+        return Err((Reason::refusal(t.family, &crate::payment::ProofError::Expired), payer));
+    }
+    if s.sanctions.is_listed(&paid.payer) || s.sanctions.is_listed(&paid.pay_to) {
         crate::telemetry::sanctions_hit("facilitator");
         return Err((Reason::NotAllowed, payer));
     }
@@ -132,7 +138,8 @@ fn publicly_allowed(s: &AppState, t: &Target, paid: &VerifiedPayment) -> bool {
     let min = crate::decimal::parse(&f.public_min_amount).unwrap_or_default();
     let amount = crate::decimal::parse(&paid.amount).unwrap_or_default();
     let scale = rust_decimal::Decimal::from_i128_with_scale(1, u32::from(t.decimals));
-    if amount * scale < min {
+    // Paying oneself moves nothing anyone sold: the relayer's gas for nothing.
+    if amount * scale < min || t.same_address(&paid.payer, &paid.pay_to) {
         return false;
     }
     f.public_pay_to.is_empty() || f.public_pay_to.iter().any(|a| t.same_address(a, &paid.pay_to))

@@ -35,7 +35,7 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
     let f = &s.config.facilitator;
     let (first_wait, repeat_wait) = (Duration::from_secs(f.settle_wait_seconds), Duration::from_secs(f.settle_retry_wait_seconds));
     let network = r.network.as_str();
-    let hash = payload_hash(&r.payload);
+    let hash = answer_key(t, &r.payload);
     let internal = |e: crate::store::StoreError| {
         tracing::warn!(error = %e, "facilitator ledger unavailable");
         (Status::Internal, failed(Reason::ChainUnavailable, None, String::new(), network))
@@ -121,10 +121,8 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
                     wait(s, t, &other.id, repeat_wait, network, false).await
                 }
                 (_, Ok(Some(_))) => (Status::Conflict, failed(Reason::PaymentIdentifierConflict, Some(paid.payer), String::new(), network)),
-                (Ok(Some(other)), _) => {
-                    let tx = other.tx_hash.unwrap_or_default();
-                    (Status::Ok, failed(Reason::DuplicateSettlement, Some(paid.payer), tx, network))
-                }
+                // Settled under other requirements: nothing of that settlement is told.
+                (Ok(Some(_)), _) => (Status::Ok, failed(Reason::DuplicateSettlement, Some(paid.payer), String::new(), network)),
                 (Err(e), _) | (_, Err(e)) => internal(e),
                 _ => internal(e),
             }
@@ -232,9 +230,12 @@ pub async fn sent_transaction(db: &Db, rec: &Settlement) -> String {
     txs.last().map(|t| t.tx_hash.clone()).or(rec.tx_hash.clone()).unwrap_or_default()
 }
 
-/// sha256 of the payload with its object keys sorted: the same payment
-/// whatever order a client's JSON writer chose.
-fn payload_hash(payload: &Value) -> String {
+/// The ledger's key for an answer: sha256 of what the payer signed and of
+/// the requirements the caller settles it under, object keys sorted (the
+/// same payment whatever order a client's JSON writer chose). The same
+/// payload under other requirements is another question: it is judged
+/// against those, never answered with a settlement made under the first.
+pub fn answer_key(t: &Target, payload: &Value) -> String {
     fn canonical(v: &Value) -> Value {
         match v {
             Value::Object(m) => {
@@ -248,7 +249,12 @@ fn payload_hash(payload: &Value) -> String {
     }
     // Only what the payer signed and chose decides: `accepted` and `payload`
     // (a resource server may add `resource` or its own extensions).
-    let signed = serde_json::json!({ "accepted": payload.get("accepted"), "payload": payload.get("payload") });
+    let r = &t.req;
+    let address = |a: &str| if t.family == crate::config::Family::Evm { a.to_ascii_lowercase() } else { a.to_string() };
+    let under = serde_json::json!({
+        "scheme": r.scheme, "network": r.network, "asset": address(&r.asset), "payTo": address(&r.pay_to), "amount": r.amount,
+    });
+    let signed = serde_json::json!({ "accepted": payload.get("accepted"), "payload": payload.get("payload"), "under": under });
     hex::encode(Sha256::digest(canonical(&signed).to_string()))
 }
 

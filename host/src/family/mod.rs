@@ -16,7 +16,7 @@ use crate::chain::{ChainError, Chains};
 use crate::config::{Config, Family};
 use crate::db::Db;
 use crate::keys::{Keystore, Role};
-use crate::payment::{SigningRequest, Submission};
+use crate::payment::{SigningRequest, Submission, VerifiedPayment};
 use crate::store::settlement::{StoredTx, TxRow};
 
 /// Why signed bytes did not go out, or what the node made of them. The
@@ -125,6 +125,22 @@ pub trait Driver: Send + Sync {
 
     /// Could a stored transaction still be included? `true` when unsure.
     async fn can_land(&self, chain: &str, stored: &StoredTx) -> bool;
+
+    /// Transactions that moved `payment` (its amount of `token` from payer
+    /// to payTo) under the authorization whose signature holds `evidence`,
+    /// mined since `since_ms`, whoever sent them: a front-runner may land a
+    /// payer's authorization before the service does. A family whose
+    /// authorizations only the service can submit finds none.
+    async fn landed(
+        &self,
+        _chain: &str,
+        _token: &str,
+        _payment: &VerifiedPayment,
+        _evidence: &[u8],
+        _since_ms: i64,
+    ) -> Result<Vec<String>, SendError> {
+        Ok(vec![])
+    }
 
     /// Native and served-asset balances of `owner` on `chain`.
     async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError>;

@@ -40,6 +40,9 @@ pub enum CreateError {
     /// Detail for the log; the public sentence is fixed.
     #[error("{0}")]
     Internal(String),
+    /// 403: the compliance screen declined the recipient.
+    #[error("payment declined")]
+    Declined,
 }
 
 impl From<AdapterError> for CreateError {
@@ -141,6 +144,11 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
         (None, None) => unreachable!("checked above"),
     };
     refuse_unreceivable(s, &target_chain, &target_asset, &merchant).await?;
+    if s.sanctions.is_listed(&merchant) {
+        tracing::warn!(recipient = %merchant, "the recipient is on a sanctions list; declined");
+        crate::telemetry::sanctions_hit("create");
+        return Err(CreateError::Declined);
+    }
 
     // The screen at create is advisory (SPEC, `payer_address`): a hit is
     // recorded for operators and the intent is created; settlement screens
@@ -240,7 +248,13 @@ async fn refuse_unreceivable(s: &AppState, chain: &str, asset: &str, recipient: 
         Family::Evm | Family::Tron if a.starts_with("0x") => a.eq_ignore_ascii_case(recipient),
         _ => a == recipient,
     };
-    if c.family == Family::Evm && same("0x0000000000000000000000000000000000000000") {
+    let zero = match c.family {
+        Family::Evm => "0x0000000000000000000000000000000000000000",
+        // base58check of 0x41 followed by twenty zero bytes
+        Family::Tron => "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+        Family::Solana => "11111111111111111111111111111111",
+    };
+    if same(zero) || (c.family == Family::Tron && same("0x0000000000000000000000000000000000000000")) {
         return Err(bad("invalid recipient address format: the zero address cannot receive payments"));
     }
     if c.assets.get(asset).is_some_and(|a| !a.token.is_empty() && same(&a.token)) {

@@ -205,7 +205,13 @@ impl Engine {
         let steps = match adapter.settle(&req, &rec.payload).await? {
             Ok(s) => s,
             Err(ProofError::ChainUnavailable(m)) => return unavailable(&m),
-            Err(e) if stored.is_empty() => return self.x402_refuse(rec, refusal(&e)).await,
+            Err(e) if stored.is_empty() => {
+                return match self.x402_moved(rec, &adapter, &req).await {
+                    Ok(Some(tx)) => self.x402_finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
+                    Ok(None) => self.x402_refuse(rec, refusal(&e)).await,
+                    Err(e) => unavailable(&format!("{e:#}")),
+                };
+            }
             Err(_) => vec![],
         };
         // A settlement the chain checks as it is sent (one simulated relayer
@@ -229,7 +235,14 @@ impl Engine {
                 }
                 ReceiptStatus::Failed(m) => {
                     tracing::info!(settlement = id, detail = %m, "facilitator transaction mined without the transfer");
-                    self.x402_finish(rec, SettlementStatus::Failed, Some(&hash), Some(Reason::TransactionState)).await
+                    if self.failed_call_retryable(id, "x402", &rec.chain, &hash, &adapter, &req, &rec.payload).await? {
+                        return Ok(Pass::Later(Duration::from_secs(1)));
+                    }
+                    match self.x402_moved(rec, &adapter, &req).await {
+                        Ok(Some(tx)) => self.x402_finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
+                        Ok(None) => self.x402_finish(rec, SettlementStatus::Failed, None, Some(Reason::TransactionState)).await,
+                        Err(e) => unavailable(&format!("{e:#}")),
+                    }
                 }
                 ReceiptStatus::Pending => Ok(Pass::Later(Duration::from_secs(1))),
             },
@@ -241,6 +254,11 @@ impl Engine {
             Err(StepError::WouldRevert(m)) => {
                 // This step did not go out: say why if the adapter can.
                 tracing::info!(settlement = id, detail = %m, "facilitator settlement would revert");
+                match self.x402_moved(rec, &adapter, &req).await {
+                    Ok(Some(tx)) => return self.x402_finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
+                    Ok(None) => {}
+                    Err(e) => return unavailable(&format!("{e:#}")),
+                }
                 let why = match self.x402_preflight(&adapter, &req, rec).await? {
                     Err(e) => refusal(&e),
                     Ok(()) => Reason::TransactionState,
@@ -253,8 +271,22 @@ impl Engine {
             }
             Err(StepError::Reverted(m)) => {
                 tracing::info!(settlement = id, detail = %m, "facilitator transaction reverted");
-                self.x402_finish(rec, SettlementStatus::Failed, None, Some(Reason::TransactionState)).await
+                match self.x402_moved(rec, &adapter, &req).await {
+                    Ok(Some(tx)) => self.x402_finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
+                    Ok(None) => self.x402_finish(rec, SettlementStatus::Failed, None, Some(Reason::TransactionState)).await,
+                    Err(e) => unavailable(&format!("{e:#}")),
+                }
             }
         }
+    }
+
+    /// Did this settlement's authorization move the money by someone
+    /// else's transaction (a front-runner of the payload)? Looked for from
+    /// a minute before the settlement was recorded: a payload reaches its
+    /// resource server moments before it reaches us, and one used longer
+    /// ago is a replay, not a front-run.
+    async fn x402_moved(&self, rec: &Settlement, adapter: &Arc<AssetAdapter>, req: &PaymentRequirements) -> anyhow::Result<Option<String>> {
+        const FRONT_RUN_SLACK_MS: i64 = 60_000;
+        self.moved_anyway(&rec.chain, adapter, expected(&rec.payer, req), &rec.payload, rec.created_at - FRONT_RUN_SLACK_MS).await
     }
 }

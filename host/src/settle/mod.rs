@@ -337,9 +337,62 @@ impl Engine {
         adapter.read_receipt(&payment, &receipt.text).await.or_refused("read-receipt")
     }
 
+    /// A payment the service could not land (its call would revert, or
+    /// reverted, or its authorization is refused as used or expired): did
+    /// the money move anyway, under the same authorization, by someone
+    /// else's transaction? The final transaction that moved it, by the
+    /// chain's record and the adapter's reading of its receipt. `Err` when
+    /// the chain cannot say now: then nothing is concluded.
+    async fn moved_anyway(
+        &self,
+        chain: &str,
+        adapter: &Arc<AssetAdapter>,
+        payment: VerifiedPayment,
+        proof: &str,
+        since_ms: i64,
+    ) -> anyhow::Result<Option<String>> {
+        let driver = self.driver(chain)?;
+        let evidence = signature_words(proof);
+        if evidence.is_empty() {
+            return Ok(None);
+        }
+        let found = driver.landed(chain, &adapter.ctx.token, &payment, &evidence, since_ms).await?;
+        let confirmations = self.deps.config.chains.get(chain).map_or(1, |c| c.confirmations.max(1));
+        for tx in found {
+            match driver.finality(chain, &tx, confirmations).await? {
+                crate::family::Finality::Confirmed(receipt) => {
+                    if let ReceiptStatus::Settled(_) = self.read_receipt(adapter, payment.clone(), receipt).await? {
+                        tracing::warn!(chain, tx = %tx, payer = %payment.payer, "the authorization was landed by another sender; the money moved");
+                        return Ok(Some(tx));
+                    }
+                }
+                // Mined but not final yet: come back when it is.
+                crate::family::Finality::Pending => anyhow::bail!("{tx} moved the payment and is not final yet"),
+                crate::family::Finality::Failed => {}
+            }
+        }
+        Ok(None)
+    }
+
     fn later_unavailable(&self, i: &Intent, why: &str) -> Next {
         tracing::info!(intent = %i.id, why, "chain unavailable; retrying");
         Next::Later(Duration::from_secs(1), false)
+    }
+}
+
+/// The words of a proof's signature that any transaction using it carries
+/// in its input (`r ‖ s`: the first 64 bytes, whether the contract takes
+/// the signature as bytes or as v, r, s). Empty when the proof has none.
+pub fn signature_words(proof: &str) -> Vec<u8> {
+    let sig = serde_json::from_str::<serde_json::Value>(proof)
+        .ok()
+        .and_then(|v| v.pointer("/payload/signature").and_then(|s| s.as_str()).map(str::to_string))
+        .and_then(|s| alloy_primitives::hex::decode(s).ok())
+        .unwrap_or_default();
+    if sig.len() >= 64 {
+        sig[..64].to_vec()
+    } else {
+        vec![]
     }
 }
 

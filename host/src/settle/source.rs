@@ -94,7 +94,8 @@ impl Engine {
                 Err(e) => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
             },
         };
-        if self.deps.sanctions.is_listed(&payment.payer) {
+        // The payer and the merchant both, before any money moves.
+        if self.deps.sanctions.is_listed(&payment.payer) || self.deps.sanctions.is_listed(&i.merchant_recipient) {
             crate::telemetry::sanctions_hit("settlement");
             return self.fail(&i, Status::Blocked, Failure::Declined.into()).await;
         }
@@ -127,7 +128,9 @@ impl Engine {
         let steps = match adapter.settle(&req, &proof).await? {
             Ok(s) => s,
             Err(ProofError::ChainUnavailable(m)) => return Ok(self.later_unavailable(&i, &m)),
-            Err(e) if stored.is_empty() => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
+            // Refused as it stands now (expired, used): unless someone else
+            // landed it in the meantime.
+            Err(e) if stored.is_empty() => return self.source_not_landed(&i, &adapter, &req, &proof, Reason::proof(&e)).await,
             Err(_) => vec![], // signed before: only its receipt is left to read
         };
         let one_call = super::checked_on_send(&steps);
@@ -151,7 +154,12 @@ impl Engine {
                     }
                     ReceiptStatus::Failed(m) => {
                         tracing::info!(intent = %i.id, detail = %m, "source transaction mined without the transfer");
-                        self.fail(&i, Status::VerificationFailed, Failure::SourceReverted.into()).await
+                        // Its call failed alone inside a batch whose others
+                        // landed: sent again while the authorization is still good.
+                        if self.failed_call_retryable(&i.id, "source", &i.payer_chain, &hash, &adapter, &req, &proof).await? {
+                            return Ok(Next::Later(Duration::from_secs(1), true));
+                        }
+                        self.source_not_landed(&i, &adapter, &req, &proof, Failure::SourceReverted.into()).await
                     }
                     ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
                 }
@@ -159,27 +167,69 @@ impl Engine {
             Err(StepError::NotSent(code, m)) => self.later_waiting(&i, code, &m).await,
             Err(StepError::Pending(m)) => Ok(self.later_unavailable(&i, &m)),
             Err(StepError::WouldRevert(m)) => {
-                // Nothing went out. Let the adapter say why, if it can.
+                // Nothing went out from here. Someone else may have landed the
+                // authorization; if not, let the adapter say why, if it can.
+                if let Some(tx) = self.moved_elsewhere(&i, &adapter, &req, &proof).await? {
+                    return self.source_landed_by(&i, tx).await;
+                }
                 if let Some(payment) = fresh.as_ref().filter(|_| one_call) {
                     if let Some(next) = self.preflight(&i, &adapter, payment).await? {
                         return Ok(next);
                     }
                 }
                 tracing::info!(intent = %i.id, detail = %m, "source settlement would revert");
-                self.fail(
-                    &i,
-                    Status::VerificationFailed,
-                    Reason {
-                        code: Failure::SourceReverted,
-                        message: "source settlement failed: the transaction would revert; no funds moved".into(),
-                    },
-                )
-                .await
+                let why = Reason {
+                    code: Failure::SourceReverted,
+                    message: "source settlement failed: the transaction would revert; no funds moved".into(),
+                };
+                self.source_not_landed(&i, &adapter, &req, &proof, why).await
             }
             Err(StepError::Reverted(m)) => {
                 tracing::info!(intent = %i.id, detail = %m, "source transaction reverted");
-                self.fail(&i, Status::VerificationFailed, Failure::SourceReverted.into()).await
+                self.source_not_landed(&i, &adapter, &req, &proof, Failure::SourceReverted.into()).await
             }
+        }
+    }
+
+    /// Did the payer's authorization move the money by someone else's
+    /// transaction? `Err` when the chain cannot say now.
+    async fn moved_elsewhere(
+        &self,
+        i: &Intent,
+        adapter: &Arc<AssetAdapter>,
+        req: &PaymentRequirements,
+        proof: &str,
+    ) -> anyhow::Result<Option<String>> {
+        let Some(payer) = &i.payer else { return Ok(None) };
+        // The authorization was signed for this intent's requirements, so it
+        // cannot have been used before the intent existed.
+        self.moved_anyway(&i.payer_chain, adapter, expected(payer, req), proof, i.created_at).await
+    }
+
+    /// The source leg is settled by a transaction the service did not send.
+    async fn source_landed_by(&self, i: &Intent, tx: String) -> anyhow::Result<Next> {
+        let settled = repo::LegSettled { id: i.id.clone(), leg: repo::Leg::Source, tx_hash: tx };
+        self.settled.write(&self.deps.db, settled).await?;
+        crate::telemetry::settlement_leg(&i.payer_chain, "source", "settled", Some(super::elapsed_since(i.updated_at)));
+        Ok(Next::Recorded)
+    }
+
+    /// The service's transaction did not move the payer's money: if it
+    /// moved anyway (front-run), the leg settles with the transaction that
+    /// moved it; only when the chain shows it did not is the intent failed,
+    /// with `why`. When the chain cannot be asked, the intent waits.
+    async fn source_not_landed(
+        &self,
+        i: &Intent,
+        adapter: &Arc<AssetAdapter>,
+        req: &PaymentRequirements,
+        proof: &str,
+        why: Reason,
+    ) -> anyhow::Result<Next> {
+        match self.moved_elsewhere(i, adapter, req, proof).await {
+            Ok(Some(tx)) => self.source_landed_by(i, tx).await,
+            Ok(None) => self.fail(i, Status::VerificationFailed, why).await,
+            Err(e) => Ok(self.later_unavailable(i, &format!("{e:#}"))),
         }
     }
 

@@ -94,6 +94,35 @@ impl Engine {
         last.ok_or_else(|| StepError::NotSent(Failure::PayoutNotDispatched, "nothing was sent".into()))
     }
 
+    /// A step's call failed inside a transaction that carried other calls
+    /// too (a batch whose calls fail alone) while the authorization it
+    /// carries is still good: its row is dropped, so the next pass sends it
+    /// again. The authorization is the same, so money moves at most once.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn failed_call_retryable(
+        &self,
+        owner: &str,
+        leg: &str,
+        chain: &str,
+        tx: &str,
+        adapter: &Arc<AssetAdapter>,
+        req: &crate::payment::PaymentRequirements,
+        proof: &str,
+    ) -> anyhow::Result<bool> {
+        let driver = self.driver(chain)?;
+        let rows = repo::list_txs(&self.deps.db, owner, leg).await?;
+        let Some(row) = rows.iter().find(|t| t.tx_hash == tx && driver.shared(chain, t)) else { return Ok(false) };
+        let usable = match adapter.verify(req, proof).await? {
+            Ok(paid) => matches!(adapter.preflight(&paid).await?, Ok(())),
+            Err(_) => false,
+        };
+        if usable {
+            tracing::info!(owner, chain, tx, "a call failed alone inside a batch; sending it again");
+            repo::drop_tx(&self.deps.db, owner, leg, row.step, now_ms()).await?;
+        }
+        Ok(usable)
+    }
+
     /// Record `tx` confirmed under every row holding it: once per
     /// transaction, however many owners' steps wait on it (a Multicall3
     /// batch); the others wait for that write.

@@ -33,6 +33,15 @@ impl Engine {
 
         let fresh = match &i.target_settle_proof {
             Some(_) => None,
+            // Listed since the payer paid: nothing is authorized to it. The
+            // payer's money moved, so the intent needs reconciliation (a refund).
+            None if self.deps.sanctions.is_listed(&i.merchant_recipient) => {
+                crate::telemetry::sanctions_hit("payout");
+                tracing::warn!(intent = %i.id, "the recipient is on a sanctions list; no payout; needs reconciliation");
+                let from = [Status::TargetSettling, Status::SourceSettled];
+                repo::transition_from(db, &i.id, &from, Status::PartialSettlement, Some(&Failure::Declined.into()), now_ms()).await?;
+                return Ok(Next::Done);
+            }
             None => {
                 let transfer = Transfer {
                     sender: proxy.clone(),
@@ -89,7 +98,11 @@ impl Engine {
                     crate::telemetry::settlement_leg(&i.target_chain, "target", "settled", i.source_settled_at.map(elapsed_since));
                     Ok(Next::Recorded)
                 }
-                ReceiptStatus::Failed(m) => self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await,
+                ReceiptStatus::Failed(m) => {
+                    // A call that failed alone inside a batch goes out again.
+                    self.failed_call_retryable(&i.id, "target", &i.target_chain, &hash, &adapter, &req, &proof).await?;
+                    self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await
+                }
                 ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
             },
             // Out and unconfirmed: the intent stays TARGET_SETTLING.

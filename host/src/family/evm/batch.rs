@@ -3,12 +3,15 @@
 //!
 //! Natural batching: a batch is whatever queued while the previous one was
 //! being signed and sent, so a lone call waits for nothing. The batch is run
-//! once as it will be sent (`allowFailure = false`): when that passes, every
-//! call passes and the run's gas is the batch's. Otherwise each call is
-//! simulated inside the batch (`allowFailure = true`, `eth_call`): one that
-//! would revert is answered on its own and left out, and the rest are sent
-//! with `allowFailure = false`, so a mined batch means every call in it
-//! succeeded. Every intent in the batch gets its own `chain_transactions` row
+//! once with every call required to pass (`allowFailure = false`): when that
+//! passes, every call passes and the run's gas is the batch's. Otherwise each
+//! call is simulated inside the batch (`allowFailure = true`, `eth_call`):
+//! one that would revert is answered on its own and left out. What is sent
+//! allows each call to fail (`allowFailure = true`): a call that fails
+//! between its simulation and the block (a front-run authorization, a spent
+//! balance) fails alone and every other call of the batch still lands. Each
+//! owner then reads its own outcome from the receipt (its transfer's logs
+//! are there or not). Every intent in the batch gets its own `chain_transactions` row
 //! holding the same signed bytes, written in one database transaction before
 //! the broadcast: recovery is per intent, exactly as for a lone transaction.
 //! Where no Multicall3 is deployed (no code at its address, or a simulation
@@ -181,7 +184,7 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
     let call = match calls.as_slice() {
         [one] => TxCall { to: one.to, data: one.data.clone(), value: U256::ZERO, gas: GasLimit::OneRun },
         many => {
-            let batch = many.iter().map(|c| call3(c, false)).collect();
+            let batch = many.iter().map(|c| call3(c, true)).collect();
             TxCall { to: lane.multicall, data: aggregate3Call { calls: batch }.abi_encode(), value: U256::ZERO, gas }
         }
     };
@@ -189,9 +192,9 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
     let (rows, replies): (Vec<Row>, Vec<_>) = calls.into_iter().map(|c| (c.row, c.reply)).unzip();
     let many = rows.len() > 1;
     let sent = relay.send(&lane.chain, lane.net, &lane.relayer, resync, call, &rows).await;
-    // The calls passed their simulation moments ago: if the batch as a whole
-    // would now revert, state changed in between; every call is retried
-    // rather than failed.
+    // Each call may fail alone, so a batch that would revert as a whole
+    // (gas, the relayer's funds) says nothing about any one call: every
+    // call is retried rather than failed.
     let sent = match sent {
         Err(SendError::WouldRevert(m)) if many => Err(SendError::Unavailable(format!("batch would revert: {m}"))),
         other => other,

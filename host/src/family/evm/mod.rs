@@ -5,6 +5,7 @@
 pub mod balances;
 pub mod batch;
 mod keeper;
+pub mod landed;
 pub mod token_facts;
 pub mod tx;
 
@@ -20,7 +21,7 @@ use crate::clock::now_ms;
 use crate::config::{Config, Family};
 use crate::db::Db;
 use crate::keys::{Keystore, Role};
-use crate::payment::{SigningRequest, Submission};
+use crate::payment::{SigningRequest, Submission, VerifiedPayment};
 use crate::store::settlement::{self as repo, StoredTx, TxRow};
 use tx::{Broadcast, GasLimit, Net, Nonces, TxCall};
 
@@ -57,6 +58,21 @@ impl EvmDriver {
             .and_then(|c| c.multicall3_address.as_deref())
             .and_then(|a| a.parse().ok())
             .unwrap_or(batch::MULTICALL3)
+    }
+
+    /// A failed transaction the relayer sent: what it paid goes to
+    /// `stablerail_relayer_wasted_fee_total`.
+    async fn count_wasted(&self, chain: &str, receipt: &Value) {
+        let Ok(relayer) = self.keys.address(crate::keys::RELAYER).await else { return };
+        if !receipt.get("from").and_then(Value::as_str).is_some_and(|f| f.eq_ignore_ascii_case(&relayer)) {
+            return;
+        }
+        let n = |k: &str| receipt.get(k).and_then(Value::as_str).and_then(|v| u128::from_str_radix(v.trim_start_matches("0x"), 16).ok());
+        if let (Some(gas), Some(price)) = (n("gasUsed"), n("effectiveGasPrice")) {
+            let gwei = (gas * price / 1_000_000_000).min(u128::from(u64::MAX)) as u64;
+            tracing::warn!(chain, gwei, "a relayer transaction was mined and failed");
+            crate::telemetry::relayer_wasted_fee(chain, gwei);
+        }
     }
 
     async fn signer(&self, wallet: &Role) -> anyhow::Result<PrivateKeySigner> {
@@ -159,7 +175,11 @@ impl Driver for EvmDriver {
             (Some(mined), Some(head)) if head + 1 >= mined + confirmations.max(1) => {}
             _ => return Ok(Finality::Pending),
         }
-        Ok(if r.json.get("status").and_then(Value::as_str) == Some("0x1") { Finality::Confirmed(r) } else { Finality::Failed })
+        if r.json.get("status").and_then(Value::as_str) == Some("0x1") {
+            return Ok(Finality::Confirmed(r));
+        }
+        self.count_wasted(chain, &r.json).await;
+        Ok(Finality::Failed)
     }
 
     fn shared(&self, chain: &str, stored: &StoredTx) -> bool {
@@ -175,6 +195,22 @@ impl Driver for EvmDriver {
             Ok(None) => !matches!(tx::mined_nonce(&client, sender).await, Ok(mined) if mined > stored.nonce as u64),
             Err(_) => true,
         }
+    }
+
+    async fn landed(
+        &self,
+        chain: &str,
+        token: &str,
+        payment: &VerifiedPayment,
+        evidence: &[u8],
+        since_ms: i64,
+    ) -> Result<Vec<String>, SendError> {
+        let client = self.chain(chain)?;
+        let address = |a: &str| a.parse::<Address>().map_err(|_| SendError::Unsupported(format!("{a} is not an EVM address")));
+        let amount = U256::from_str_radix(&payment.amount, 10).map_err(|_| SendError::Unsupported("bad amount".into()))?;
+        let block_ms = self.config.chains.get(chain).map_or(1000, |c| c.block_time_ms());
+        let (token, from, to) = (address(token)?, address(&payment.payer)?, address(&payment.pay_to)?);
+        landed::transfers(&client, block_ms, token, from, to, amount, evidence, since_ms).await
     }
 
     async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError> {

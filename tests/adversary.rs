@@ -1,0 +1,281 @@
+//! What a stranger with a script tries against the money, done by the test
+//! itself on the devnet with the real `@x402/evm` client, balances read on
+//! chain: a settled payload replayed under other requirements, a payer's
+//! authorization landed first by a front-runner (on its own and inside a
+//! Multicall3 batch), a payload that would expire before its block, a
+//! keyless caller paying itself, and a listed recipient.
+
+use crate::common;
+use crate::facilitator::{facilitator_key, payload, requirements, MERCHANT};
+
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, Bytes, B256, U256};
+use alloy_sol_types::{sol, SolCall};
+use common::devnet::{call_state, decode_proof, rpc, units, x402_pay, Devnet};
+use serde_json::{json, Value};
+
+sol! {
+    function transferWithAuthorization(
+        address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature
+    ) external;
+}
+
+fn body(p: &Value, r: &Value) -> Value {
+    json!({ "x402Version": 2, "paymentPayload": p, "paymentRequirements": r })
+}
+
+/// The payer's EIP-3009 authorization inside an x402 PaymentPayload, as the
+/// calldata anyone may send to the token.
+fn front_run_call(p: &Value) -> String {
+    let a = &p["payload"]["authorization"];
+    let n = |k: &str| U256::from_str_radix(a[k].as_str().unwrap(), 10).unwrap();
+    let call = transferWithAuthorizationCall {
+        from: a["from"].as_str().unwrap().parse::<Address>().unwrap(),
+        to: a["to"].as_str().unwrap().parse::<Address>().unwrap(),
+        value: n("value"),
+        validAfter: n("validAfter"),
+        validBefore: n("validBefore"),
+        nonce: a["nonce"].as_str().unwrap().parse::<B256>().unwrap(),
+        signature: Bytes::from(alloy_primitives::hex::decode(p["payload"]["signature"].as_str().unwrap()).unwrap()),
+    };
+    alloy_primitives::hex::encode_prefixed(call.abi_encode())
+}
+
+/// The front-runner (the devnet's deployer, an unlocked account that pays
+/// nothing here) sends `data` to `token` with a tip far above the
+/// relayer's, so the node orders it first.
+async fn front_run(dn: &Devnet, chain: &str, token: &str, data: &str) -> String {
+    let runner = dn.info["deployer"].as_str().unwrap();
+    let tx = json!({
+        "from": runner, "to": token, "data": data, "gas": "0x30000",
+        "maxPriorityFeePerGas": "0xba43b7400", "maxFeePerGas": "0x2e90edd000",
+    });
+    rpc(&dn.rpc_url(chain), "eth_sendTransaction", json!([tx])).await.as_str().unwrap().to_string()
+}
+
+/// Wait until the node's pool holds at least `n` transactions.
+async fn pool_holds(dn: &Devnet, chain: &str, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = rpc(&dn.rpc_url(chain), "txpool_status", json!([])).await;
+        let pending = u64::from_str_radix(status["pending"].as_str().unwrap_or("0x0").trim_start_matches("0x"), 16).unwrap_or(0);
+        if pending >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the pool never held {n} transactions: {status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn units_hex(v: &Value) -> u64 {
+    u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
+async fn receipt_status(dn: &Devnet, chain: &str, tx: &str) -> String {
+    let r = rpc(&dn.rpc_url(chain), "eth_getTransactionReceipt", json!([tx])).await;
+    r["status"].as_str().unwrap_or_default().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_settled_payload_is_never_the_answer_for_other_requirements() {
+    let dn = Devnet::start(27145, "base", "").await;
+    let key = facilitator_key(&dn, "shop");
+    let auth = format!("Bearer {key}");
+    let headers = [("authorization", auth.as_str())];
+    let (payer, payer_key) = dn.payer(0);
+    // 0.001 USDC to the payer's own address, settled.
+    let mut own = requirements(&dn, "1000");
+    own["payTo"] = json!(payer);
+    let p = payload(&own, &payer_key);
+    let (s, first) = call_state(&dn.state, "POST", "/x402/settle", Some(body(&p, &own)), &headers).await;
+    assert_eq!((s, &first["success"]), (200, &json!(true)), "{first}");
+    let tx = first["transaction"].as_str().unwrap().to_string();
+
+    // The same payload to another server selling for 10 USDC to itself.
+    let shop = "0x0000000000000000000000000000000000005b0b";
+    let mut other = requirements(&dn, "10000000");
+    other["payTo"] = json!(shop);
+    let before = dn.balance_of("base", "usdc", shop).await;
+    let (s, second) = call_state(&dn.state, "POST", "/x402/settle", Some(body(&p, &other)), &headers).await;
+    assert_eq!((s, &second["success"]), (200, &json!(false)), "{second}");
+    assert_eq!(second["transaction"], "", "nothing of the first settlement: {second}");
+    // The payload does not answer these requirements: x402's refusal for it.
+    assert_eq!(second["errorReason"], "invalid_payload", "{second}");
+    let (_, verified) = call_state(&dn.state, "POST", "/x402/verify", Some(body(&p, &other)), &headers).await;
+    assert_eq!(verified["isValid"], false, "{verified}");
+    assert_eq!(dn.balance_of("base", "usdc", shop).await, before, "the second server was not paid");
+
+    // Under its own requirements it is still the first settlement.
+    let (_, again) = call_state(&dn.state, "POST", "/x402/settle", Some(body(&p, &own)), &headers).await;
+    assert_eq!((&again["success"], again["transaction"].as_str()), (&json!(true), Some(tx.as_str())), "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_front_run_authorization_settles_the_intent_with_the_transaction_that_moved_the_money() {
+    let dn = Devnet::start(27245, "base,arbitrum", "").await;
+    let base = dn.rpc_url("base");
+    let (payer, key) = dn.payer(2);
+    let body = json!({ "recipient": common::app::MERCHANT, "amount": "2", "payer_chain": "base", "target_chain": "arbitrum" });
+    let (id, intent) = dn.create_public(body).await;
+    let sending = units(&intent["payment_requirements"]["amount"]);
+    let receiving = common::devnet::scaled(intent["receiving_amount"].as_str().unwrap(), 6);
+    let before = (dn.balance_of("base", "usdc", &payer).await, dn.balance_of("arbitrum", "usdc", common::app::MERCHANT).await);
+    let relayer = dn.state.keys.address(stablerail::keys::RELAYER).await.unwrap();
+    let nonce = || rpc(&base, "eth_getTransactionCount", json!([relayer, "latest"]));
+    let sent_before = units_hex(&nonce().await);
+
+    // The engine's transaction waits in the pool; the front-runner, who
+    // read the authorization, outbids it into the same block.
+    rpc(&base, "evm_setAutomine", json!([false])).await;
+    let proof = x402_pay(&intent["payment_requirements"], &key);
+    let (s, ok) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200, "{ok}");
+    pool_holds(&dn, "base", 1).await;
+    let token = dn.token("base", "usdc");
+    let front = front_run(&dn, "base", &token, &front_run_call(&decode_proof(&proof))).await;
+    rpc(&base, "evm_mine", json!([])).await;
+    rpc(&base, "evm_setAutomine", json!([true])).await;
+    assert_eq!(receipt_status(&dn, "base", &front).await, "0x1", "the front-runner's transfer landed");
+
+    let done = dn.wait_status(&id, "TARGET_SETTLED").await;
+    assert_eq!(done["source_payment"]["tx_hash"], json!(front), "settled with the transaction that moved the money: {done}");
+    assert_eq!(dn.balance_of("base", "usdc", &payer).await, before.0 - sending, "the payer was charged once");
+    assert_eq!(dn.balance_of("arbitrum", "usdc", common::app::MERCHANT).await, before.1 + receiving, "the merchant was paid once");
+    assert_eq!(units_hex(&nonce().await), sent_before + 1, "the relayer sent one transaction (which reverted), nothing more");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_that_fails_inside_a_batch_fails_alone_and_a_front_run_settlement_answers_success() {
+    let dn = Devnet::start(27345, "base", "").await;
+    let base = dn.rpc_url("base");
+    let key = facilitator_key(&dn, "shop");
+    let auth = format!("Bearer {key}");
+    let payers = 7;
+    let signed: Vec<(Value, Value)> = (0..payers)
+        .map(|n| {
+            let req = requirements(&dn, &(10_000 + n).to_string());
+            (payload(&req, &dn.payer(n as usize).1), req)
+        })
+        .collect();
+    let merchant_before = dn.balance_of("base", "usdc", MERCHANT).await;
+    rpc(&base, "evm_setAutomine", json!([false])).await;
+    let mut answers = vec![];
+    for (p, r) in &signed {
+        let (state, b, a) = (dn.state.clone(), body(p, r), auth.clone());
+        answers.push(tokio::spawn(async move { call_state(&state, "POST", "/x402/settle", Some(b), &[("authorization", &a)]).await }));
+    }
+    // Every settlement's call is stored and out; some share a transaction.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let rows = loop {
+        let rows: Vec<(String, String)> =
+            sqlx::query("SELECT intent_id, tx_hash FROM chain_transactions WHERE leg = 'x402' ORDER BY intent_id")
+                .fetch_all(&dn.state.db.pool)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| (sqlx::Row::get(r, "intent_id"), sqlx::Row::get(r, "tx_hash")))
+                .collect();
+        if rows.len() == payers as usize || Instant::now() > deadline {
+            break rows;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(rows.len(), payers as usize, "{rows:?}");
+    let batch = rows.iter().map(|(_, t)| t).max_by_key(|t| rows.iter().filter(|(_, o)| o == *t).count()).unwrap().clone();
+    let in_batch: Vec<&String> = rows.iter().filter(|(_, t)| *t == batch).map(|(id, _)| id).collect();
+    assert!(in_batch.len() >= 2, "the calls were batched: {rows:?}");
+    let distinct = rows.iter().map(|(_, t)| t).collect::<std::collections::HashSet<_>>().len() as u64;
+    pool_holds(&dn, "base", distinct).await;
+
+    // Front-run one call of the batch.
+    let victim: (String,) =
+        sqlx::query_as("SELECT payload FROM x402_settlements WHERE id = $1").bind(in_batch[0]).fetch_one(&dn.state.db.pool).await.unwrap();
+    let victim: Value = serde_json::from_str(&victim.0).unwrap();
+    let front = front_run(&dn, "base", &dn.token("base", "usdc"), &front_run_call(&victim)).await;
+    rpc(&base, "evm_mine", json!([])).await;
+    rpc(&base, "evm_setAutomine", json!([true])).await;
+    assert_eq!(receipt_status(&dn, "base", &front).await, "0x1", "the front-runner's transfer landed");
+    assert_eq!(receipt_status(&dn, "base", &batch).await, "0x1", "the batch landed with its other calls");
+
+    let mut total = U256::ZERO;
+    for (n, a) in answers.into_iter().enumerate() {
+        let (s, answer) = a.await.unwrap();
+        assert_eq!((s, &answer["success"]), (200, &json!(true)), "payer {n}: {answer}");
+        total += U256::from(10_000 + n as u64);
+        let tx = answer["transaction"].as_str().unwrap();
+        let victim_payer = victim["payload"]["authorization"]["from"].as_str().unwrap();
+        if dn.payer(n).0.eq_ignore_ascii_case(victim_payer) {
+            assert_eq!(tx, front, "the front-run settlement answers with the transaction that paid");
+        } else {
+            assert_eq!(receipt_status(&dn, "base", tx).await, "0x1", "{answer}");
+        }
+    }
+    assert_eq!(dn.balance_of("base", "usdc", MERCHANT).await, merchant_before + total, "every payment reached payTo once");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_public_relayer_refuses_what_expires_before_its_block_and_payers_paying_themselves() {
+    // A 12-second chain: three blocks are 36 s.
+    let dn = Devnet::start(27445, "base", "[chains.base]\nblock_time_ms = 12000\n[facilitator]\npublic = true\n").await;
+    let port = common::process::free_port();
+    let _service = common::process::serve(&dn, port);
+    let relayer = dn.state.keys.address(stablerail::keys::RELAYER).await.unwrap();
+    let url = dn.rpc_url("base");
+    let nonce = || rpc(&url, "eth_getTransactionCount", json!([relayer, "latest"]));
+    let sent_before = nonce().await;
+    let (payer, payer_key) = dn.payer(0);
+
+    // Valid for 7 s by the client's own clock: it would be mined expired.
+    let mut short = requirements(&dn, "20000");
+    short["maxTimeoutSeconds"] = json!(7);
+    let p = payload(&short, &payer_key);
+    let (s, v) = common::process::http(port, "POST", "/x402/verify", Some(body(&p, &short)));
+    assert_eq!((s, &v["isValid"]), (200, &json!(false)), "{v}");
+    assert_eq!(v["invalidReason"], "invalid_exact_evm_payload_authorization_valid_before", "{v}");
+    let (_, settled) = common::process::http(port, "POST", "/x402/settle", Some(body(&p, &short)));
+    assert_eq!(settled["errorReason"], "invalid_exact_evm_payload_authorization_valid_before", "{settled}");
+
+    // A keyless payer paying itself.
+    let mut to_self = requirements(&dn, "20000");
+    to_self["payTo"] = json!(payer);
+    let p = payload(&to_self, &payer_key);
+    let (_, settled) = common::process::http(port, "POST", "/x402/settle", Some(body(&p, &to_self)));
+    assert_eq!(settled["success"], false, "{settled}");
+    assert_eq!(nonce().await, sent_before, "the relayer sent nothing");
+
+    // The same payment, valid long enough, is settled.
+    let fine = requirements(&dn, "20000");
+    let p = payload(&fine, &payer_key);
+    let (_, settled) = common::process::http(port, "POST", "/x402/settle", Some(body(&p, &fine)));
+    assert_eq!(settled["success"], true, "{settled}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_listed_recipient_is_declined_at_create_and_by_the_facilitator() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("sdn.txt");
+    let listed = "0x00000000000000000000000000000000000E1234";
+    std::fs::write(&list, format!("{}\n", listed.to_lowercase())).unwrap();
+    let dn = Devnet::start(27545, "base,arbitrum", &format!("[compliance]\nsanctions_files = [{:?}]\n", list.display().to_string())).await;
+    let (s, e) = dn
+        .call(
+            "POST",
+            "/api/intents",
+            Some(json!({ "recipient": listed, "amount": "1", "payer_chain": "base", "target_chain": "arbitrum" })),
+            &[],
+        )
+        .await;
+    assert_eq!((s, e["statusCode"].as_u64(), e["message"].as_str()), (403, Some(403), Some("payment declined")), "{e}");
+    let key = facilitator_key(&dn, "shop");
+    let auth = format!("Bearer {key}");
+    let req = requirements(&dn, "30000"); // payTo is the listed merchant
+    assert!(req["payTo"].as_str().unwrap().eq_ignore_ascii_case(listed));
+    let p = payload(&req, &dn.payer(0).1);
+    let before = dn.balance_of("base", "usdc", listed).await;
+    let (_, v) = call_state(&dn.state, "POST", "/x402/verify", Some(body(&p, &req)), &[("authorization", &auth)]).await;
+    assert_eq!(v["isValid"], false, "{v}");
+    let (_, settled) = call_state(&dn.state, "POST", "/x402/settle", Some(body(&p, &req)), &[("authorization", &auth)]).await;
+    assert_eq!(settled["success"], false, "{settled}");
+    assert_eq!(dn.balance_of("base", "usdc", listed).await, before, "nothing paid to a listed address");
+}
