@@ -217,7 +217,12 @@ async fn a_call_that_fails_inside_a_batch_fails_alone_and_a_front_run_settlement
 #[tokio::test(flavor = "multi_thread")]
 async fn the_public_relayer_refuses_what_expires_before_its_block_and_payers_paying_themselves() {
     // A 12-second chain: three blocks are 36 s.
-    let dn = Devnet::start(27445, "base", "[chains.base]\nblock_time_ms = 12000\n[facilitator]\npublic = true\n").await;
+    let dn = Devnet::start(
+        27445,
+        "base",
+        "[chains.base]\nblock_time_ms = 12000\n[facilitator]\npublic = true\npublic_settlements_per_minute = 2\n",
+    )
+    .await;
     let port = common::process::free_port();
     let _service = common::process::serve(&dn, port);
     let relayer = dn.state.keys.address(stablerail::keys::RELAYER).await.unwrap();
@@ -244,11 +249,18 @@ async fn the_public_relayer_refuses_what_expires_before_its_block_and_payers_pay
     assert_eq!(settled["success"], false, "{settled}");
     assert_eq!(nonce().await, sent_before, "the relayer sent nothing");
 
-    // The same payment, valid long enough, is settled.
-    let fine = requirements(&dn, "20000");
-    let p = payload(&fine, &payer_key);
-    let (_, settled) = common::process::http(port, "POST", "/x402/settle", Some(body(&p, &fine)));
-    assert_eq!(settled["success"], true, "{settled}");
+    // The same payment, valid long enough, is settled; a payer's keyless
+    // budget (2 a minute here) holds whatever address it calls from.
+    for (n, want) in [(0, true), (1, true), (2, false)] {
+        let fine = requirements(&dn, &(20_000 + n).to_string());
+        let p = payload(&fine, &payer_key);
+        let (_, settled) = common::process::http(port, "POST", "/x402/settle", Some(body(&p, &fine)));
+        assert_eq!(settled["success"], want, "settlement {n}: {settled}");
+        if !want {
+            assert_eq!(settled["errorReason"], "payment_not_allowed", "{settled}");
+        }
+    }
+    assert_eq!(units_hex(&nonce().await), units_hex(&sent_before) + 2, "two settlements sent, nothing for the third");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -276,11 +276,19 @@ async fn a_held_broadcast_is_pending_then_settled_by_the_retry() {
     let before = dn.balance_of("base", "usdc", MERCHANT).await;
     rpc(&base, "evm_setAutomine", json!([false])).await;
     // The node takes transactions and mines none until the settle has
-    // answered pending (2 s) and its retry is waiting.
+    // answered pending (2 s after its transaction went out) and its retry
+    // is waiting.
     let miner = {
         let base = base.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            loop {
+                let status = rpc(&base, "txpool_status", json!([])).await;
+                if status["pending"].as_str().is_some_and(|p| p != "0x0") {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(4)).await;
             rpc(&base, "evm_setAutomine", json!([true])).await;
             rpc(&base, "evm_mine", json!([])).await;
         })

@@ -86,6 +86,15 @@ async fn solana_pays_and_is_paid() {
             json!({ "recipient": SOL_MERCHANT, "amount": "2.5", "payer_chain": "base", "target_chain": "solana", "target_asset": "usdc" }),
         )
         .await;
+    // Opening the merchant's token account costs the proxy its rent: the
+    // quote charges it in the target fee (solana's 0.01 + the account's 1.00).
+    let fb = &intent["fee_breakdown"];
+    assert_eq!((fb["recipient_account_fee"].as_str(), fb["target_chain_fee"].as_str()), (Some("1"), Some("1.01")), "{fb}");
+    let lamports = |who: String| {
+        let rpc = rpc.clone();
+        async move { common::devnet::rpc(&rpc, "getBalance", json!([who])).await["value"].as_u64().unwrap() }
+    };
+    let proxy_sol = lamports(proxy.clone()).await;
     let proxy_before = dn.sol_balance("usdc", &proxy).await;
     let payer_before = dn.balance("base", &bpayer).await;
     let proof = common::devnet::x402_pay(&intent["payment_requirements"], &key);
@@ -99,6 +108,20 @@ async fn solana_pays_and_is_paid() {
     let tx =
         common::devnet::rpc(&rpc, "getTransaction", json!([payout, { "encoding": "json", "maxSupportedTransactionVersion": 0 }])).await;
     assert_eq!(tx["transaction"]["message"]["accountKeys"][0], relayer.as_str(), "the relayer paid the fee");
+    assert_eq!(
+        proxy_sol - lamports(proxy.clone()).await,
+        2_039_280,
+        "the proxy paid exactly the account's rent, which the payer was charged"
+    );
+
+    // Paid again, the merchant's account exists: no account fee.
+    let (_, again) = dn
+        .create_public(
+            json!({ "recipient": SOL_MERCHANT, "amount": "2.5", "payer_chain": "base", "target_chain": "solana", "target_asset": "usdc" }),
+        )
+        .await;
+    let fb = &again["fee_breakdown"];
+    assert_eq!((fb.get("recipient_account_fee"), fb["target_chain_fee"].as_str()), (None, Some("0.01")), "{fb}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

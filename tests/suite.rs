@@ -21,6 +21,7 @@ mod intents_api;
 mod layers;
 mod openapi;
 mod operations;
+mod power_loss;
 mod requirements_matrix;
 mod sandbox;
 mod schemes_e2e;

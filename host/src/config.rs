@@ -185,6 +185,8 @@ pub struct Facilitator {
     pub public: bool,
     /// Keyless `/x402/verify` and `/x402/settle` requests per minute per IP.
     pub public_requests_per_minute: u32,
+    /// Keyless `/x402/settle` settlements per minute per payer, and per payTo.
+    pub public_settlements_per_minute: u32,
     /// Smallest keyless settlement, in the asset's units ("0.01").
     pub public_min_amount: String,
     /// When not empty, keyless settlements may pay only these addresses.
@@ -207,6 +209,7 @@ impl Default for Facilitator {
             enabled: true,
             public: false,
             public_requests_per_minute: 120,
+            public_settlements_per_minute: 10,
             public_min_amount: "0.001".into(),
             public_pay_to: vec![],
             settle_wait_seconds: 20,
@@ -384,6 +387,16 @@ pub struct Chain {
     /// 2,000, Solana 400, TRON 3,000): how far back a transfer is looked
     /// for, and the default for `min_validity_seconds`.
     pub block_time_ms: Option<u64>,
+    /// Whether a payout may open the recipient's token account (Solana):
+    /// then its rent is charged in the target fee (`recipient_account_fee`);
+    /// otherwise a recipient without one is refused at create.
+    #[serde(default = "yes")]
+    pub create_recipient_accounts: bool,
+    /// What opening a recipient's token account adds to the target fee, in
+    /// USD (Solana's 2,039,280 lamports of rent, priced high enough for the
+    /// SOL price to move): default "1.00".
+    #[serde(default = "account_fee")]
+    pub recipient_account_fee: String,
     /// An authorization that expires sooner than this after it is sent is
     /// refused, since it could be mined after it expired (default: three
     /// blocks, at least 6 s).
@@ -444,6 +457,10 @@ fn one() -> u64 {
 
 fn eth() -> String {
     "eth".into()
+}
+
+fn account_fee() -> String {
+    "1.00".into()
 }
 
 fn zero() -> String {

@@ -32,10 +32,13 @@ pub enum Failure {
     Declined,
     /// Payer funds were collected and no stored payout can land any more.
     NeedsReconciliation,
+    /// The payout would have to create the recipient's token account, whose
+    /// rent the payment's fee did not include.
+    RecipientAccountMissing,
 }
 
 impl Failure {
-    pub const ALL: [Failure; 13] = [
+    pub const ALL: [Failure; 14] = [
         Failure::ChainUnavailable,
         Failure::RelayerUnfunded,
         Failure::PayoutWalletShort,
@@ -49,6 +52,7 @@ impl Failure {
         Failure::SourceReverted,
         Failure::Declined,
         Failure::NeedsReconciliation,
+        Failure::RecipientAccountMissing,
     ];
 
     pub fn code(self) -> &'static str {
@@ -66,6 +70,7 @@ impl Failure {
             Failure::SourceReverted => "source_reverted",
             Failure::Declined => "payment_declined",
             Failure::NeedsReconciliation => "needs_reconciliation",
+            Failure::RecipientAccountMissing => "recipient_account_missing",
         }
     }
 
@@ -90,6 +95,9 @@ impl Failure {
             Failure::Declined => "payment declined by the compliance screen",
             Failure::NeedsReconciliation => {
                 "payer funds were collected and the payout cannot land; an operator must reconcile this payment"
+            }
+            Failure::RecipientAccountMissing => {
+                "the recipient's token account was closed after the payment was quoted; the payout waits until the recipient opens it again"
             }
         }
     }

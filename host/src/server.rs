@@ -35,6 +35,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     }
     let limiter = Limiter::per_minute(config.limits.requests_per_minute);
     let facilitator_limiter = Limiter::per_minute(config.facilitator.public_requests_per_minute.max(1));
+    let public_budget = Limiter::per_minute(config.facilitator.public_settlements_per_minute.max(1));
     let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
     let (config, registry) = (Arc::new(config), Arc::new(registry));
     let drivers = Arc::new(crate::family::Drivers::new(config.clone(), chains.clone(), db.clone(), keys.clone()));
@@ -59,6 +60,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         sanctions: Arc::new(sanctions),
         limiter,
         facilitator_limiter,
+        public_budget,
         keys,
         work: Default::default(),
         x402_work: Default::default(),

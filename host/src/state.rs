@@ -18,6 +18,9 @@ pub struct AppState {
     pub limiter: crate::ratelimit::Limiter,
     /// Keyless facilitator callers, per IP (`[facilitator] public`).
     pub facilitator_limiter: crate::ratelimit::Limiter,
+    /// Keyless settlements, per payer and per payTo: rotating IPs does not
+    /// buy one payer or one shop more of the relayer's gas.
+    pub public_budget: crate::ratelimit::Limiter,
     pub keys: Arc<crate::keys::Keystore>,
     /// Every chain's transport.
     pub chains: Arc<crate::chain::Chains>,

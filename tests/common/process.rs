@@ -28,6 +28,11 @@ pub fn serve(dn: &Devnet, port: u16) -> Reaped {
 
 /// The same, its log (stderr and stdout) appended to `log` when given.
 pub fn serve_logged(dn: &Devnet, port: u16, log: Option<&Path>, filter: &str) -> Reaped {
+    serve_on(dn, port, &dn.dir.path().join("sr.db"), log, filter)
+}
+
+/// The service on the devnet's config and the SQLite database at `db`.
+pub fn serve_on(dn: &Devnet, port: u16, db: &Path, log: Option<&Path>, filter: &str) -> Reaped {
     let out = |p: Option<&Path>| match p {
         Some(p) => std::process::Stdio::from(std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap()),
         None => std::process::Stdio::null(),
@@ -36,7 +41,7 @@ pub fn serve_logged(dn: &Devnet, port: u16, log: Option<&Path>, filter: &str) ->
         .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--config"])
         .arg(dn.dir.path().join("chains.toml"))
         .arg("--database")
-        .arg(format!("sqlite://{}", dn.dir.path().join("sr.db").display()))
+        .arg(format!("sqlite://{}", db.display()))
         .env("RUST_LOG", filter)
         .stdout(out(log))
         .stderr(out(log))

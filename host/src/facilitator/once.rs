@@ -58,6 +58,18 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
             return (status, failed(r, payer, String::new(), network));
         }
     };
+    // A keyless caller spends the relayer's gas: a budget per payer and per
+    // payTo on each chain, whatever addresses the requests come from.
+    if *caller == Caller::Public {
+        let chain = &t.adapter.ctx.chain;
+        let key = |a: &str| if t.family == crate::config::Family::Evm { a.to_lowercase() } else { a.to_string() };
+        let over = s.public_budget.check(format!("payer:{chain}:{}", key(&paid.payer))).is_err()
+            || s.public_budget.check(format!("payto:{chain}:{}", key(&paid.pay_to))).is_err();
+        if over {
+            tracing::info!(payer = %paid.payer, pay_to = %paid.pay_to, "keyless settlement budget spent");
+            return (Status::Ok, failed(Reason::NotAllowed, Some(paid.payer), String::new(), network));
+        }
+    }
     if t.charges_nothing() {
         // Nothing to move: the authorization stays unused, as the payer's.
         return (Status::Ok, settled(t, String::new(), &paid.payer, network, "0"));

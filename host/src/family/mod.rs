@@ -142,6 +142,13 @@ pub trait Driver: Send + Sync {
         Ok(vec![])
     }
 
+    /// Can `owner` receive `token` on `chain` without the sender paying to
+    /// open an account for it first (a Solana associated token account)?
+    /// Families without such accounts always can.
+    async fn can_receive(&self, _chain: &str, _token: &str, _owner: &str) -> Result<bool, SendError> {
+        Ok(true)
+    }
+
     /// Native and served-asset balances of `owner` on `chain`.
     async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError>;
 

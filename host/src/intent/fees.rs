@@ -71,6 +71,10 @@ pub fn quote(mode: AmountMode, amount: Decimal, source_fee: Decimal, target_fee:
     Ok(Quote { sending, receiving, source_fee, target_fee, platform_fee, platform_pct: pct, total_fee: sending - receiving })
 }
 
+/// The fee_breakdown member naming what opening the recipient's token
+/// account added to `target_chain_fee`; the payout reads it back.
+pub const RECIPIENT_ACCOUNT_FEE: &str = "recipient_account_fee";
+
 /// A decimal as the API shows it: no exponent, no trailing zeros.
 pub fn show(d: Decimal) -> String {
     d.normalize().to_string()

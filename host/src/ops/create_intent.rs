@@ -149,6 +149,7 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
         crate::telemetry::sanctions_hit("create");
         return Err(CreateError::Declined);
     }
+    let account_fee = recipient_account_fee(s, &target_chain, &target_asset, &merchant).await?;
 
     // The screen at create is advisory (SPEC, `payer_address`): a hit is
     // recorded for operators and the intent is created; settlement screens
@@ -180,10 +181,11 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
 
     let fee_of = |c: &str| crate::decimal::parse(&cfg.chains[c].fee).unwrap_or(Decimal::ZERO);
     let pct = crate::decimal::parse(&cfg.fees.platform_fee_percentage).unwrap_or(Decimal::ZERO);
-    let q = fees::quote(mode, amount, fee_of(&payer_chain), fee_of(&target_chain), pct).map_err(|_| {
+    let target_fee = fee_of(&target_chain) + account_fee;
+    let q = fees::quote(mode, amount, fee_of(&payer_chain), target_fee, pct).map_err(|_| {
         bad(format!(
             "amount does not cover the fees ({} on {payer_chain} and {target_chain})",
-            fees::show(fee_of(&payer_chain) + fee_of(&target_chain))
+            fees::show(fee_of(&payer_chain) + target_fee)
         ))
     })?;
 
@@ -194,7 +196,7 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
     let terms = Terms { amount: units, pay_to: collection, max_timeout_seconds: (intent::LIFETIME_MS / 1000) as u64 };
     let requirements = payer.requirements(&terms).await??;
 
-    let breakdown = json!({
+    let mut breakdown = json!({
         "source_chain": payer_chain,
         "source_chain_fee": fees::show(q.source_fee),
         "target_chain": target_chain,
@@ -203,6 +205,10 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
         "platform_fee_percentage": fees::show(q.platform_pct),
         "total_fee": fees::show(q.total_fee),
     });
+    if !account_fee.is_zero() {
+        // Part of target_chain_fee: the payout opens the recipient's account.
+        breakdown[fees::RECIPIENT_ACCOUNT_FEE] = json!(fees::show(account_fee));
+    }
     let record = Intent {
         id: intent::new_id(),
         agent_id: agent.map(|a| a.id.clone()),
@@ -269,6 +275,29 @@ async fn refuse_unreceivable(s: &AppState, chain: &str, asset: &str, recipient: 
         return Err(bad("invalid recipient address format: a wallet of this service cannot be a recipient"));
     }
     Ok(())
+}
+
+/// What the payout must pay to open the recipient's token account, as it
+/// stands now: nothing where the recipient can receive already (or the
+/// family has no such accounts); the chain's `recipient_account_fee` where
+/// the payout opens one; refused where the operator turned that off.
+async fn recipient_account_fee(s: &AppState, chain: &str, asset: &str, recipient: &str) -> Result<Decimal, CreateError> {
+    let c = &s.config.chains[chain];
+    let Some(driver) = s.drivers.for_chain(chain) else { return Ok(Decimal::ZERO) };
+    let ready = driver.can_receive(chain, &c.assets[asset].token, recipient).await.map_err(|e| match e {
+        crate::family::SendError::Unavailable(m) => {
+            tracing::warn!(chain, detail = %m, "could not read the recipient's token account");
+            CreateError::ChainWithheld(chain.to_string())
+        }
+        other => CreateError::Internal(format!("recipient account: {other}")),
+    })?;
+    if ready {
+        return Ok(Decimal::ZERO);
+    }
+    if !c.create_recipient_accounts {
+        return Err(bad(format!("the recipient has no {asset} token account on {chain}; it must open one before it can be paid")));
+    }
+    Ok(crate::decimal::parse(&c.recipient_account_fee).unwrap_or(Decimal::ZERO))
 }
 
 /// Is `chain` exposed in `role`? TRON chains behind an off flag get their own message.

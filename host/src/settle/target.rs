@@ -18,6 +18,11 @@ use crate::keys::Role;
 use crate::payment::{ProofError, ReceiptStatus, Terms, Transfer};
 use crate::store::settlement as repo;
 
+/// Did the intent's quote include opening the recipient's token account?
+fn charged_account(i: &Intent) -> bool {
+    serde_json::from_str::<serde_json::Value>(&i.fee_breakdown).is_ok_and(|b| b.get(crate::intent::fees::RECIPIENT_ACCOUNT_FEE).is_some())
+}
+
 impl Engine {
     pub(super) async fn target_leg(&self, i: Intent, read: Option<Vec<(String, repo::StoredTx)>>) -> anyhow::Result<Next> {
         let db = &self.deps.db;
@@ -43,6 +48,15 @@ impl Engine {
                 return Ok(Next::Done);
             }
             None => {
+                // A recipient whose token account was closed since create
+                // would have the proxy pay to open it, uncharged (rent
+                // farming): the payout waits for the recipient instead.
+                match driver.can_receive(&i.target_chain, &adapter.ctx.token, &i.merchant_recipient).await {
+                    Ok(true) => {}
+                    Ok(false) if charged_account(&i) => {}
+                    Ok(false) => return self.payout_failed(&i, Failure::RecipientAccountMissing, "recipient account missing").await,
+                    Err(e) => return self.payout_failed(&i, Failure::ChainUnavailable, &e.to_string()).await,
+                }
                 let transfer = Transfer {
                     sender: proxy.clone(),
                     recipient: i.merchant_recipient.clone(),

@@ -20,6 +20,8 @@ use crate::family::SendError;
 const TRANSFER: &str = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
 /// At most this many blocks are searched back (providers cap log ranges).
 const MAX_BLOCKS: u64 = 50_000;
+/// Block timestamps are whole seconds, and a node's clock is not ours.
+const CLOCK_SKEW_MS: i64 = 30_000;
 
 fn topic(a: &Address) -> String {
     format!("0x{:0>64}", alloy_primitives::hex::encode(a.as_slice()))
@@ -63,7 +65,7 @@ pub async fn transfers(
         let Some(number) = log.get("blockNumber").cloned() else { continue };
         let block = tx::rpc(chain, "eth_getBlockByNumber", json!([number, false])).await?;
         let mined_ms = block.get("timestamp").and_then(hex_u64).map(|t| t as i64 * 1000);
-        if mined_ms.is_none_or(|t| t < since_ms) {
+        if mined_ms.is_none_or(|t| t + CLOCK_SKEW_MS < since_ms) {
             continue;
         }
         let sent = tx::rpc(chain, "eth_getTransactionByHash", json!([hash])).await?;

@@ -215,6 +215,24 @@ impl Driver for SolanaDriver {
         }
     }
 
+    async fn can_receive(&self, chain: &str, token: &str, owner: &str) -> Result<bool, SendError> {
+        let client = self.chains.get(chain).ok_or_else(|| SendError::Unavailable(format!("{chain} has no transport")))?;
+        let key = |t: &str| t.parse::<solana_pubkey::Pubkey>().map_err(|_| SendError::Unsupported(format!("{t} is not a Solana address")));
+        let (owner_key, mint_key) = (key(owner)?, key(token)?);
+        let mint = rpc(&client, "getAccountInfo", json!([token, { "encoding": "base64" }])).await?;
+        let program = mint
+            .pointer("/value/owner")
+            .and_then(Value::as_str)
+            .ok_or_else(|| SendError::Unavailable(format!("mint {token} not found")))?;
+        let account = spl_associated_token_account_interface::address::get_associated_token_address_with_program_id(
+            &owner_key,
+            &mint_key,
+            &key(program)?,
+        );
+        let found = rpc(&client, "getAccountInfo", json!([account.to_string(), { "encoding": "base64" }])).await?;
+        Ok(found.get("value").is_some_and(|v| !v.is_null()))
+    }
+
     async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError> {
         let (Some(cfg), Some(client)) = (self.config.chains.get(chain), self.chains.get(chain)) else { return Ok(vec![]) };
         let lamports = client.rpc("getBalance", json!([owner])).await?;
