@@ -1,8 +1,8 @@
 //! What a stranger with a script tries against the money, done by the test
 //! itself on the devnet with the real `@x402/evm` client, balances read on
 //! chain: a settled payload replayed under other requirements, a payer's
-//! authorization landed first by a front-runner (on its own and inside a
-//! Multicall3 batch), a payload that would expire before its block, a
+//! authorization landed first by a front-runner (EIP-3009 and Permit2, on
+//! its own and inside a Multicall3 batch), a payload that would expire before its block, a
 //! keyless caller paying itself, and a listed recipient.
 
 use crate::common;
@@ -20,6 +20,20 @@ sol! {
         address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature
     ) external;
 }
+
+/// The x402 exact Permit2 proxy's entry point, which anyone may call.
+mod exact_proxy {
+    alloy_sol_types::sol! {
+        struct TokenPermissions { address token; uint256 amount; }
+        struct PermitTransferFrom { TokenPermissions permitted; uint256 nonce; uint256 deadline; }
+        struct Witness { address to; uint256 validAfter; }
+        function settle(PermitTransferFrom permit, address owner, Witness witness, bytes signature) external;
+    }
+}
+
+/// The x402 exact Permit2 proxy (the same address on every chain).
+const PERMIT2_PROXY: &str = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
+const PERMIT2: &str = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 
 fn body(p: &Value, r: &Value) -> Value {
     json!({ "x402Version": 2, "paymentPayload": p, "paymentRequirements": r })
@@ -42,13 +56,33 @@ fn front_run_call(p: &Value) -> String {
     alloy_primitives::hex::encode_prefixed(call.abi_encode())
 }
 
+/// The payer's Permit2 authorization inside an x402 PaymentPayload, as
+/// the calldata of the proxy's `settle`.
+fn front_run_permit2_call(p: &Value) -> String {
+    use exact_proxy::*;
+    let a = &p["payload"]["permit2Authorization"];
+    let n = |v: &Value| U256::from_str_radix(v.as_str().unwrap(), 10).unwrap();
+    let addr = |v: &Value| v.as_str().unwrap().parse::<Address>().unwrap();
+    let call = settleCall {
+        permit: PermitTransferFrom {
+            permitted: TokenPermissions { token: addr(&a["permitted"]["token"]), amount: n(&a["permitted"]["amount"]) },
+            nonce: n(&a["nonce"]),
+            deadline: n(&a["deadline"]),
+        },
+        owner: addr(&a["from"]),
+        witness: Witness { to: addr(&a["witness"]["to"]), validAfter: n(&a["witness"]["validAfter"]) },
+        signature: Bytes::from(alloy_primitives::hex::decode(p["payload"]["signature"].as_str().unwrap()).unwrap()),
+    };
+    alloy_primitives::hex::encode_prefixed(call.abi_encode())
+}
+
 /// The front-runner (the devnet's deployer, an unlocked account that pays
-/// nothing here) sends `data` to `token` with a tip far above the
-/// relayer's, so the node orders it first.
-async fn front_run(dn: &Devnet, chain: &str, token: &str, data: &str) -> String {
+/// nothing here) sends `data` to `to` with a tip far above the relayer's,
+/// so the node orders it first.
+async fn front_run(dn: &Devnet, chain: &str, to: &str, data: &str) -> String {
     let runner = dn.info["deployer"].as_str().unwrap();
     let tx = json!({
-        "from": runner, "to": token, "data": data, "gas": "0x30000",
+        "from": runner, "to": to, "data": data, "gas": "0x30000",
         "maxPriorityFeePerGas": "0xba43b7400", "maxFeePerGas": "0x2e90edd000",
     });
     rpc(&dn.rpc_url(chain), "eth_sendTransaction", json!([tx])).await.as_str().unwrap().to_string()
@@ -143,6 +177,33 @@ async fn a_front_run_authorization_settles_the_intent_with_the_transaction_that_
     assert_eq!(dn.balance_of("base", "usdc", &payer).await, before.0 - sending, "the payer was charged once");
     assert_eq!(dn.balance_of("arbitrum", "usdc", common::app::MERCHANT).await, before.1 + receiving, "the merchant was paid once");
     assert_eq!(units_hex(&nonce().await), sent_before + 1, "the relayer sent one transaction (which reverted), nothing more");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_front_run_permit2_authorization_settles_the_intent_with_the_transaction_that_moved_the_money() {
+    let dn = Devnet::start(28045, "bsc,base", "").await;
+    let bsc = dn.rpc_url("bsc");
+    let (payer, key) = dn.payer(3);
+    dn.approve("bsc", "usdc", &payer, PERMIT2, U256::MAX).await;
+    let body = json!({ "recipient": common::app::MERCHANT, "amount": "2", "payer_chain": "bsc", "target_chain": "base" });
+    let (id, intent) = dn.create_public(body).await;
+    let sending = units(&intent["payment_requirements"]["amount"]);
+    let before = (dn.balance_of("bsc", "usdc", &payer).await, dn.balance_of("base", "usdc", common::app::MERCHANT).await);
+
+    rpc(&bsc, "evm_setAutomine", json!([false])).await;
+    let proof = common::devnet::x402_pay_on(&intent["payment_requirements"], &key, &bsc);
+    let (s, ok) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200, "{ok}");
+    pool_holds(&dn, "bsc", 1).await;
+    let front = front_run(&dn, "bsc", PERMIT2_PROXY, &front_run_permit2_call(&decode_proof(&proof))).await;
+    rpc(&bsc, "evm_mine", json!([])).await;
+    rpc(&bsc, "evm_setAutomine", json!([true])).await;
+    assert_eq!(receipt_status(&dn, "bsc", &front).await, "0x1", "the front-runner's settle landed");
+
+    let done = dn.wait_status(&id, "TARGET_SETTLED").await;
+    assert_eq!(done["source_payment"]["tx_hash"], json!(front), "settled with the transaction that moved the money: {done}");
+    assert_eq!(dn.balance_of("bsc", "usdc", &payer).await, before.0 - sending, "the payer was charged once");
+    assert_eq!(dn.balance_of("base", "usdc", common::app::MERCHANT).await, before.1 + U256::from(2_000_000u64), "paid once");
 }
 
 #[tokio::test(flavor = "multi_thread")]
