@@ -44,7 +44,7 @@ undevnet() {
 }
 # stablerail on the devnet, keyless facilitator on with its limits lifted.
 serve() {
-    printf '\n[facilitator]\npublic = true\npublic_requests_per_minute = 100000000\n' >>"$dir/dn/chains.toml"
+    printf '\n[facilitator]\npublic = true\npublic_requests_per_minute = 100000000\npublic_settlements_per_minute = 100000000\n' >>"$dir/dn/chains.toml"
     if [ -n "${WORKERS:-}" ]; then sed -i "s/^\[service\]$/[service]\nsettlement_workers = $WORKERS/" "$dir/dn/chains.toml"; fi
     url=http://127.0.0.1:$((port + 800))
     RUST_LOG=${SERVE_LOG:-warn} taskset -c "$SERVICE_CPU" "$bin" serve --config "$dir/dn/chains.toml" \

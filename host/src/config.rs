@@ -209,7 +209,7 @@ impl Default for Facilitator {
             enabled: true,
             public: false,
             public_requests_per_minute: 120,
-            public_settlements_per_minute: 10,
+            public_settlements_per_minute: 60,
             public_min_amount: "0.001".into(),
             public_pay_to: vec![],
             settle_wait_seconds: 20,
