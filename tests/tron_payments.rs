@@ -279,6 +279,15 @@ async fn tron_is_paid_from_the_proxy_wallet_and_agents_pay_from_theirs() {
     let (_, chains) = dn.call("GET", "/api/chains", None, &[]).await;
     assert!(chains["target_chains"].as_array().unwrap().iter().any(|c| c == "tron"), "{chains}");
     let merchant = tron_wire::address::show(&alloy_primitives::Address::repeat_byte(0x7e));
+    // TRON's zero address (base58check of 0x41 and twenty zero bytes) cannot
+    // receive a payout: refused at create, nothing written.
+    let zero = json!({ "recipient": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb", "amount": "1", "payer_chain": "base", "target_chain": "tron", "target_asset": "usdt" });
+    let (s, e) = dn.call("POST", "/api/intents", Some(zero), &[]).await;
+    assert_eq!(
+        (s, e["message"].as_str()),
+        (400, Some("invalid recipient address format: the zero address cannot receive payments")),
+        "{e}"
+    );
 
     // base → tron: the proxy wallet pays the merchant USDT on TRON.
     let (bpayer, bkey) = dn.payer(1);
