@@ -143,15 +143,7 @@ impl Engine {
             Ok((hash, receipt)) => {
                 let payer = i.payer.clone().unwrap_or_default();
                 match self.read_receipt(&adapter, expected(&payer, &req), receipt).await? {
-                    ReceiptStatus::Settled(_) => {
-                        // The payout goes back in line behind source legs
-                        // already waiting: those hold payer authorizations
-                        // that expire, a payout has no deadline.
-                        let settled = repo::LegSettled { id: i.id.clone(), leg: repo::Leg::Source, tx_hash: hash };
-                        self.settled.write(&self.deps.db, settled).await?;
-                        crate::telemetry::settlement_leg(&i.payer_chain, "source", "settled", Some(super::elapsed_since(i.updated_at)));
-                        Ok(Next::Recorded)
-                    }
+                    ReceiptStatus::Settled(_) => self.source_landed_by(&i, hash).await,
                     ReceiptStatus::Failed(m) => {
                         tracing::info!(intent = %i.id, detail = %m, "source transaction mined without the transfer");
                         // Its call failed alone inside a batch whose others
@@ -206,7 +198,10 @@ impl Engine {
         self.moved_anyway(&i.payer_chain, adapter, expected(payer, req), proof, i.created_at).await
     }
 
-    /// The source leg is settled by a transaction the service did not send.
+    /// The source leg is settled by `tx` (the service's, or one that landed
+    /// the payer's authorization first). The payout goes back in line behind
+    /// source legs already waiting: those hold payer authorizations that
+    /// expire, a payout has no deadline.
     async fn source_landed_by(&self, i: &Intent, tx: String) -> anyhow::Result<Next> {
         let settled = repo::LegSettled { id: i.id.clone(), leg: repo::Leg::Source, tx_hash: tx };
         self.settled.write(&self.deps.db, settled).await?;
