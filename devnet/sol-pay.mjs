@@ -10,6 +10,7 @@
 //   fee-payer-pays     the transfer's authority is the fee payer
 //   extra-instruction  a SOL transfer from the payer after the token transfer
 //   price              a compute-unit price above the scheme's cap
+//   priority           a price under the scheme's cap whose fee (price × limit) is above the service's
 //   unsigned           the payer's signature is missing
 //   fee-payer-signed   the fee payer's slot holds a signature
 import {
@@ -50,7 +51,7 @@ export async function main(args, input) {
     const [source] = await findAssociatedTokenPda({ owner: authority.address, mint, tokenProgram: TOKEN_PROGRAM_ADDRESS });
     const [destination] = await findAssociatedTokenPda({ owner, mint, tokenProgram: TOKEN_PROGRAM_ADDRESS });
     const amount = BigInt(requirements.amount) - (fault === "amount" ? 1n : 0n);
-    const price = fault === "price" ? 6_000_000 : 1;
+    const price = { price: 6_000_000, priority: 4_000_000 }[fault] ?? 1;
     const instructions = [
       { programAddress: COMPUTE_BUDGET, accounts: [], data: Buffer.concat([Buffer.from([2]), le(20_000, 4)]) },
       { programAddress: COMPUTE_BUDGET, accounts: [], data: Buffer.concat([Buffer.from([3]), le(price, 8)]) },

@@ -285,9 +285,12 @@ const routes = {
   },
   // How many broadcasts are held, without releasing them.
   "/devnet/held": async () => ({ held: held.length }),
-  "/devnet/release": async ({ mode }) => {
+  // `order: "newest-first"` lands the last broadcast first, as a block
+  // producer paid more by a later sender would.
+  "/devnet/release": async ({ mode, order }) => {
     holding = false;
     const out = held.splice(0);
+    if (order === "newest-first") out.reverse();
     let landed = 0;
     for (const [txID, run] of out) {
       if (mode === "land") {

@@ -285,6 +285,11 @@ cache_dir = ${JSON.stringify(path.join(dir, "cache"))}
 pepper_file = ${JSON.stringify(path.join(dir, "pepper"))}
 master_key_file = ${JSON.stringify(path.join(dir, "master.key"))}
 default_target_chain = ${JSON.stringify(chains.includes("base") ? "base" : chains.find((n) => CHAINS[n] && !CHAINS[n].roles) ?? chains[0])}
+# The devnet's metrics on the API's address, for this token (a deployment
+# keeps them off it: metrics_listen, or a secret token).
+metrics_token = "devnet"
+# Probes read the chains at most once a second here (default 5).
+probe_cache_seconds = 1
 
 [flags]
 USDT_ENABLED = true

@@ -2,7 +2,8 @@
 //! itself on the devnet with the real `@x402/evm` client, balances read on
 //! chain: a settled payload replayed under other requirements, a payer's
 //! authorization landed first by a front-runner (EIP-3009 and Permit2, on
-//! its own and inside a Multicall3 batch), a payload that would expire before its block, a
+//! its own and inside a Multicall3 batch; Permit2 on TRON), a payload that
+//! would expire before its block, a
 //! keyless caller paying itself, and a listed recipient.
 
 use crate::common;
@@ -57,13 +58,14 @@ fn front_run_call(p: &Value) -> String {
 }
 
 /// The payer's Permit2 authorization inside an x402 PaymentPayload, as
-/// the calldata of the proxy's `settle`.
-fn front_run_permit2_call(p: &Value) -> String {
+/// the proxy's `settle` call, its addresses read by `parse` (EVM hex, or
+/// TRON base58check).
+fn permit2_settle(p: &Value, parse: impl Fn(&str) -> Address) -> exact_proxy::settleCall {
     use exact_proxy::*;
     let a = &p["payload"]["permit2Authorization"];
     let n = |v: &Value| U256::from_str_radix(v.as_str().unwrap(), 10).unwrap();
-    let addr = |v: &Value| v.as_str().unwrap().parse::<Address>().unwrap();
-    let call = settleCall {
+    let addr = |v: &Value| parse(v.as_str().unwrap());
+    settleCall {
         permit: PermitTransferFrom {
             permitted: TokenPermissions { token: addr(&a["permitted"]["token"]), amount: n(&a["permitted"]["amount"]) },
             nonce: n(&a["nonce"]),
@@ -72,8 +74,12 @@ fn front_run_permit2_call(p: &Value) -> String {
         owner: addr(&a["from"]),
         witness: Witness { to: addr(&a["witness"]["to"]), validAfter: n(&a["witness"]["validAfter"]) },
         signature: Bytes::from(alloy_primitives::hex::decode(p["payload"]["signature"].as_str().unwrap()).unwrap()),
-    };
-    alloy_primitives::hex::encode_prefixed(call.abi_encode())
+    }
+}
+
+/// The same, as calldata for an EVM transaction.
+fn front_run_permit2_call(p: &Value) -> String {
+    alloy_primitives::hex::encode_prefixed(permit2_settle(p, |a| a.parse().unwrap()).abi_encode())
 }
 
 /// The front-runner (the devnet's deployer, an unlocked account that pays
@@ -204,6 +210,85 @@ async fn a_front_run_permit2_authorization_settles_the_intent_with_the_transacti
     assert_eq!(done["source_payment"]["tx_hash"], json!(front), "settled with the transaction that moved the money: {done}");
     assert_eq!(dn.balance_of("bsc", "usdc", &payer).await, before.0 - sending, "the payer was charged once");
     assert_eq!(dn.balance_of("base", "usdc", common::app::MERCHANT).await, before.1 + U256::from(2_000_000u64), "paid once");
+}
+
+/// The payer's TRON Permit2 authorization (base58check addresses) as the
+/// ABI parameters of the x402 proxy's `settle`, without its selector.
+fn front_run_tron_parameter(p: &Value) -> String {
+    alloy_primitives::hex::encode(&permit2_settle(p, |a| tron_wire::address::parse(a).unwrap()).abi_encode()[4..])
+}
+
+/// How many broadcasts the devnet's TRON node holds unexecuted, once it
+/// holds at least `n`.
+async fn tron_holds(api: &str, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let held = common::devnet::post_json(&format!("{api}/devnet/held"), json!({})).await;
+        if held["held"].as_u64().unwrap_or(0) >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the node never held {n} broadcasts: {held}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_front_run_tron_permit2_authorization_settles_the_intent_with_the_transaction_that_moved_the_money() {
+    use common::devnet::{post_json, trc20_balance, tron_pay, tron_send, tron_sign};
+    let dn = Devnet::start(28145, "base,tron", "").await;
+    let t = dn.info["tron"].clone();
+    let api = dn.tron_api();
+    let token = t["assets"]["usdt"]["address"].as_str().unwrap().to_string();
+    let (payer, key) = (t["payers"][0]["address"].as_str().unwrap(), t["payers"][0]["private_key"].as_str().unwrap());
+    let (runner, runner_key) = (t["payers"][1]["address"].as_str().unwrap(), t["payers"][1]["private_key"].as_str().unwrap());
+    let approved = tron_send(&api, key, &token, "", u64::MAX, &["--approve", t["permit2"].as_str().unwrap()]);
+    assert_eq!(approved["info"]["receipt"]["result"], "SUCCESS", "{approved}");
+    let body =
+        json!({ "recipient": common::app::MERCHANT, "amount": "3", "payer_chain": "tron", "payer_asset": "usdt", "target_chain": "base" });
+    let (id, intent) = dn.create_public(body).await;
+    let req = &intent["payment_requirements"];
+    let sending: u128 = req["amount"].as_str().unwrap().parse().unwrap();
+    let collection = req["payTo"].as_str().unwrap().to_string();
+    let before = (
+        trc20_balance(&api, &token, payer).await,
+        trc20_balance(&api, &token, &collection).await,
+        dn.balance("base", common::app::MERCHANT).await,
+    );
+
+    // The node holds the engine's settlement; the front-runner, who read the
+    // authorization, calls the proxy with it, and lands first.
+    post_json(&format!("{api}/devnet/hold"), json!({})).await;
+    let proof = tron_pay(req, key);
+    let (s, ok) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200, "{ok}");
+    tron_holds(&api, 1).await;
+    let built = post_json(
+        &format!("{api}/wallet/triggersmartcontract"),
+        json!({
+            "owner_address": runner, "contract_address": t["permit2_proxy"], "visible": true, "fee_limit": 100_000_000,
+            "function_selector": "settle(((address,uint256),uint256,uint256),address,(address,uint256),bytes)",
+            "parameter": front_run_tron_parameter(&decode_proof(&proof)),
+        }),
+    )
+    .await;
+    let tx = &built["transaction"];
+    let signature =
+        tron_sign(&json!({ "tx_id": tx["txID"], "raw_data": tx["raw_data"], "raw_data_hex": tx["raw_data_hex"] }), runner_key, false);
+    let sent =
+        post_json(&format!("{api}/wallet/broadcasttransaction"), json!({ "raw_data_hex": tx["raw_data_hex"], "signature": [signature] }))
+            .await;
+    assert_eq!(sent["result"], true, "{sent}");
+    let front = tx["txID"].as_str().unwrap().to_string();
+    let released = post_json(&format!("{api}/devnet/release"), json!({ "mode": "land", "order": "newest-first" })).await;
+    assert_eq!(released["landed"], 2, "{released}");
+    let info = post_json(&format!("{api}/wallet/gettransactioninfobyid"), json!({ "value": front })).await;
+    assert_eq!(info["receipt"]["result"], "SUCCESS", "the front-runner's settle landed: {info}");
+
+    let done = dn.wait_status(&id, "TARGET_SETTLED").await;
+    assert_eq!(done["source_payment"]["tx_hash"], json!(front), "settled with the transaction that moved the money: {done}");
+    assert_eq!(trc20_balance(&api, &token, payer).await, before.0 - sending, "the payer was charged once");
+    assert_eq!(trc20_balance(&api, &token, &collection).await, before.1 + sending, "into the collection wallet");
+    assert_eq!(dn.balance("base", common::app::MERCHANT).await, before.2 + U256::from(3_000_000u64), "the merchant was paid once");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -304,7 +304,7 @@ async fn a_held_broadcast_is_pending_then_settled_by_the_retry() {
     // The ledger saw one settlement, and its first answer was pending with this hash.
     let (_, found) = common::http(port, "GET", &format!("/x402/settlements?transaction={tx}"), Some(&format!("Bearer {key}")), None);
     assert_eq!(found.as_array().unwrap().len(), 1, "{found}");
-    let metrics = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await.unwrap().text().await.unwrap();
+    let metrics = common::devnet::metrics_text(port).await;
     let pending = metrics
         .lines()
         .find(|l| {

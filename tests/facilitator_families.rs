@@ -108,6 +108,8 @@ async fn solana_exact_through_an_x402_express_server_and_a_duplicate_is_refused(
     let fresh = sol_requirements(&dn, &relayer, "12000");
     let mut foreign = fresh.clone();
     foreign["extra"]["feePayer"] = json!(payer);
+    let mut no_account = fresh.clone();
+    no_account["payTo"] = json!(bs58::encode([5u8; 32]).into_string());
     let cases = [
         (
             "amount",
@@ -132,6 +134,22 @@ async fn solana_exact_through_an_x402_express_server_and_a_duplicate_is_refused(
             sol_pay(&fresh, &dn.sol_payer(2).1, &rpc_url, None),
             foreign,
             "invalid_exact_svm_fee_payer_not_managed_by_facilitator",
+        ),
+        // Price under x402's cap, but price × limit above this chain's
+        // `max_priority_fee_microlamports`: the fee payer would pay it.
+        (
+            "priority fee",
+            sol_pay(&fresh, &dn.sol_payer(2).1, &rpc_url, Some("priority")),
+            fresh.clone(),
+            "invalid_exact_svm_payload_transaction",
+        ),
+        // A payTo without a token account: the transfer would fail on chain
+        // and the fee payer pay for it.
+        (
+            "payTo without a token account",
+            sol_pay(&no_account, &dn.sol_payer(2).1, &rpc_url, None),
+            no_account.clone(),
+            "invalid_exact_svm_payload_transaction_receiver_ata_not_found",
         ),
     ];
     for (name, proof, r, code) in cases {

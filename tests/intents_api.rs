@@ -279,10 +279,29 @@ async fn email_recipients(b: Backend) {
     let app = App::start(b, "").await;
     stablerail::store::agents::set_recipient(&app.state.db, "Shop@Example.com", "arbitrum", MERCHANT).await.unwrap();
     let r = create(&app, json!({ "email": "shop@example.COM", "amount": "1", "payer_chain": "base", "target_chain": "arbitrum" })).await;
+    // A public answer shows the email, never the wallet registered for it.
+    assert_eq!(r["merchant_recipient"], "shop@example.com", "{r}");
     let (_, read) = app.call("GET", &format!("/api/intents/{}", r["intent_id"].as_str().unwrap()), None, &[]).await;
-    assert_eq!(read["merchant_recipient"], MERCHANT);
-    let (s, e) =
-        app.call("POST", "/api/intents", Some(json!({ "email": "shop@example.com", "amount": "1", "payer_chain": "base" })), &[]).await;
+    assert_eq!(read["merchant_recipient"], "shop@example.com", "{read}");
+    // Nor whether one is registered: an email without a wallet on base is
+    // created alike (its wallet is looked up when a proof comes).
+    let unknown = create(&app, json!({ "email": "shop@example.com", "amount": "1", "payer_chain": "base" })).await;
+    assert_eq!((&unknown["merchant_recipient"], &unknown["status"]), (&json!("shop@example.com"), &json!("AWAITING_PAYMENT")));
+    assert_eq!(
+        unknown.as_object().unwrap().keys().collect::<Vec<_>>(),
+        r.as_object().unwrap().keys().collect::<Vec<_>>(),
+        "the same fields either way"
+    );
+    // An agent (authenticated, accountable) is told.
+    let (_, bearer) = app.agent("payer-bot", None).await;
+    let (s, e) = app
+        .call(
+            "POST",
+            "/v2/intents",
+            Some(json!({ "email": "shop@example.com", "amount": "1", "payer_chain": "base" })),
+            &[("authorization", &bearer)],
+        )
+        .await;
     assert_error(s, &e, StatusCode::BAD_REQUEST, "no wallet on base is registered for this email");
     app.close().await;
 }

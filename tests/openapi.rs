@@ -74,7 +74,7 @@ async fn every_documented_operation_is_routed() {
 
 /// The sum of `stablerail_http_requests_total`, all of it and 5xx only.
 async fn requests_served(port: u16) -> (u64, u64) {
-    let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await.unwrap().text().await.unwrap();
+    let text = common::devnet::metrics_text(port).await;
     let (mut all, mut server_errors) = (0, 0);
     for line in text.lines().filter(|l| l.starts_with("stablerail_http_requests_total{")) {
         let n: u64 = line.rsplit(' ').next().unwrap().parse::<f64>().unwrap() as u64;
@@ -132,7 +132,7 @@ async fn schemathesis_finds_no_server_error_and_no_schema_break() {
     assert!(cases >= 1000, "only {cases} generated requests reached the service:\n{said}");
     assert_eq!(server_errors, 0, "the service answered 5xx:\n{said}");
     // Every operation was exercised.
-    let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await.unwrap().text().await.unwrap();
+    let text = common::devnet::metrics_text(port).await;
     let doc: Value = serde_json::from_str(stablerail::api::docs::document(false)).unwrap();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for method in item.as_object().unwrap().keys() {

@@ -45,14 +45,14 @@ async fn unfunded_relayer_waits_with_its_code_and_floors_show_in_readiness() {
     };
     assert_eq!(waiting["status"], "PENDING", "an unfunded relayer is not a failure: {waiting}");
     assert_eq!(waiting["error_message"], "the service's relayer cannot pay gas on this chain yet; the service keeps trying");
-    let (_, ready) = dn.call("GET", "/readyz", None, &[]).await;
+    let (_, ready) = dn.ready_until(|v| v["checks"]["relayer_unfunded"] == json!(["base"])).await;
     assert_eq!(ready["checks"]["relayer_unfunded"], json!(["base"]), "{ready}");
 
     // Funded, it completes; the code is gone and readiness no longer names it.
     rpc(&base, "anvil_setBalance", json!([relayer, "0x56bc75e2d63100000"])).await;
     let done = dn.wait_status(id, "TARGET_SETTLED").await;
     assert!(done.get("error_code").is_none(), "{done}");
-    let (_, ready) = dn.call("GET", "/readyz", None, &[]).await;
+    let (_, ready) = dn.ready_until(|v| v["checks"]["relayer_unfunded"] == json!([])).await;
     assert_eq!(ready["checks"]["relayer_unfunded"], json!([]), "{ready}");
 }
 

@@ -40,7 +40,12 @@ async fn public_flow_settles_across_chains() {
     // What an operator scrapes after those payments.
     use tower::ServiceExt;
     let resp = stablerail::api::router(dn.state.clone())
-        .oneshot(axum::http::Request::get("/metrics").body(axum::body::Body::empty()).unwrap())
+        .oneshot(
+            axum::http::Request::get("/metrics")
+                .header("authorization", format!("Bearer {}", common::devnet::METRICS_TOKEN))
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(resp.status(), 200);
@@ -588,7 +593,8 @@ async fn readiness_probes_and_a_wrong_chain_id() {
     );
     let pid = dn.chain("arbitrum")["pid"].as_u64().unwrap() as u32;
     common::process::stop_chain(&dn, "arbitrum", pid);
-    let (s, v) = dn.call("GET", "/readyz", None, &[]).await;
+    // The chains are asked at most once per probe_cache_seconds.
+    let (s, v) = dn.ready_until(|v| v["checks"]["chains"]["arbitrum"] != "ok").await;
     assert_eq!((s, v["statusCode"].as_u64()), (503, Some(503)), "{v}");
     assert_eq!(v["checks"]["chains"]["arbitrum"], "unreachable", "{v}");
     assert_eq!(

@@ -7,6 +7,7 @@
 
 mod common;
 
+mod abuse;
 mod adapter_check;
 mod adversary;
 mod chains_api;

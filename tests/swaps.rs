@@ -210,6 +210,47 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
     let (_, r) = dn.call("POST", "/api/swap/intents", Some(b), &[]).await;
     let unconfirmed = wait_swap(&dn, r["intent_id"].as_str().unwrap(), "FAILED").await;
     assert_eq!(unconfirmed["error_code"], "source_not_confirmed");
+    // The same transaction with other details is refused: the first
+    // registration's details are not anyone's to rewrite.
+    let mut other = body.clone();
+    other["recipient_address"] = json!(common::app::MERCHANT);
+    let (s, e) = dn.call("POST", "/api/swap/intents", Some(other), &[]).await;
+    assert_eq!((s, e["message"].as_str()), (409, Some("this transaction is already registered with other details")), "{e}");
+    // A transaction on chain names its sender: another payer is refused.
+    let mut forged = body.clone();
+    forged["source_tx_hash"] = approved["hash"].clone();
+    forged["payer_address"] = json!(common::app::MERCHANT);
+    let (s, e) = dn.call("POST", "/api/swap/intents", Some(forged), &[]).await;
+    assert_eq!((s, e["message"].as_str()), (400, Some("payer_address did not send this transaction")), "{e}");
+    // Hashes that are not on chain cost the client's budget (10 a minute;
+    // one is spent above): random ones are refused once it is gone.
+    // (The bucket refills one every six seconds while the test runs.)
+    let (mut accepted, mut limited) = (1, false);
+    for n in 0..30u8 {
+        let mut b = body.clone();
+        b["source_tx_hash"] = json!(format!("0x{}", format!("{:02x}", 0xa0 + n).repeat(32)));
+        let (s, e) = dn.call("POST", "/api/swap/intents", Some(b), &[]).await;
+        match s {
+            201 => accepted += 1,
+            429 => {
+                limited = true;
+                break;
+            }
+            other => panic!("{other}: {e}"),
+        }
+    }
+    assert!(limited && (10..=12).contains(&accepted), "ten unseen registrations a minute, then 429: {accepted} accepted");
+    // The public helpers never resolve an email into its wallet.
+    stablerail::store::agents::set_recipient(&dn.state.db, "swapper@shop.test", "base", &user).await.unwrap();
+    let (s, q) = get(format!(
+        "/api/swap/quote?chain=base&{}&from_amount=1000&email=swapper@shop.test",
+        format_args!("input_token={usdc}&output_token={usdt}")
+    ))
+    .await;
+    assert_eq!(s, 200, "{q}");
+    assert!(q.get("swap_transaction").is_none(), "no transaction built for the email's wallet: {q}");
+    let (s, e) = get(format!("/api/swap/approval?chain=base&token={usdc}&token_out={usdt}&amount=1000&email=swapper@shop.test")).await;
+    assert_eq!((s, e["message"].as_str()), (400, Some("user_address parameter is required")), "{e}");
 
     // Every rule of the request, each its own 400.
     let base = format!("input_token={usdc}&output_token={usdt}");

@@ -46,6 +46,9 @@ pub struct Config {
     /// The x402 facilitator (`/x402`).
     #[serde(default)]
     pub facilitator: Facilitator,
+    /// How long rows that anyone can create and nobody needs are kept.
+    #[serde(default)]
+    pub retention: Retention,
     /// Directory of the config file; relative paths resolve against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -101,6 +104,46 @@ pub struct Service {
     /// How often the heap's free pages are handed back to the system
     /// (glibc's `malloc_trim`), in seconds; 0: never.
     pub heap_trim_seconds: u64,
+    /// Reverse proxies in front of the service (addresses or CIDRs): only
+    /// from these peers are `Forwarded` / `X-Forwarded-For` believed, to
+    /// find the client a rate limit counts. Empty (default): the socket's
+    /// peer is the client.
+    pub trusted_proxies: Vec<String>,
+    /// Seconds a client has to send a request's headers before its
+    /// connection is closed (slow-header clients hold sockets).
+    pub header_read_timeout_seconds: u64,
+    /// Seconds a request may take in all before it is answered 408; above
+    /// the longest wait the API does (`execute_wait_seconds`,
+    /// `[facilitator] settle_retry_wait_seconds`).
+    pub request_timeout_seconds: u64,
+    /// Connections served at once; more wait in the accept queue.
+    pub max_connections: usize,
+    /// Serve `/metrics` on this address of its own (e.g. `127.0.0.1:9464`)
+    /// for the operator's scraper. Unset (default): not served there.
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Serve `/metrics` on the API's address too, to callers that send
+    /// `Authorization: Bearer <token>`. Unset (default): the API's address
+    /// answers 404 for `/metrics`.
+    pub metrics_token: Option<String>,
+    /// How old the database's view in `/metrics` and the chain checks in
+    /// `/readyz` may be, in seconds: each is read again at most this often,
+    /// however often it is asked for.
+    pub probe_cache_seconds: u64,
+}
+
+impl Service {
+    /// `trusted_proxies` as networks: CIDRs, or single addresses.
+    pub fn trusted_proxies(&self) -> Result<Vec<ipnet::IpNet>, String> {
+        self.trusted_proxies
+            .iter()
+            .map(|s| {
+                let s = s.trim();
+                s.parse::<ipnet::IpNet>()
+                    .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| format!("service.trusted_proxies: `{s}` is not an address or CIDR"))
+            })
+            .collect()
+    }
 }
 
 /// `[[floors]]`: warn (and fail readiness) when `wallet` holds less than
@@ -143,6 +186,13 @@ impl Default for Service {
             balance_check_seconds: 60,
             chain_probe_seconds: 15,
             heap_trim_seconds: 10,
+            trusted_proxies: vec![],
+            header_read_timeout_seconds: 10,
+            request_timeout_seconds: 90,
+            max_connections: 8_192,
+            metrics_listen: None,
+            metrics_token: None,
+            probe_cache_seconds: 5,
         }
     }
 }
@@ -164,13 +214,52 @@ impl Default for Fees {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
-    /// Requests per minute per client IP on `/api` and per agent on `/v2`.
+    /// Requests per minute per client IP (an IPv6 client's /64) on `/api`
+    /// and per agent on `/v2`.
     pub requests_per_minute: u32,
+    /// About how many clients each rate limit remembers at once (about 150
+    /// bytes each); idle ones are forgotten first.
+    pub max_tracked_clients: usize,
+    /// Requests per minute per IPv6 site (/48) on `/api` and keyless
+    /// `/x402`, whichever of its /64s they come from (default: ten times
+    /// `requests_per_minute`).
+    pub ipv6_site_requests_per_minute: Option<u32>,
+    /// Milliseconds a keyless client over its limit waits for its 429.
+    pub rejection_delay_ms: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { requests_per_minute: 60 }
+        Limits { requests_per_minute: 60, max_tracked_clients: 100_000, ipv6_site_requests_per_minute: None, rejection_delay_ms: 500 }
+    }
+}
+
+impl Limits {
+    pub fn site_requests_per_minute(&self) -> u32 {
+        self.ipv6_site_requests_per_minute.unwrap_or(self.requests_per_minute.saturating_mul(10)).max(1)
+    }
+}
+
+/// `[retention]`: rows a stranger can create for free are deleted once
+/// nothing can come of them, by the sweeper, a few hundred at a time.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Retention {
+    /// Unpaid intents that expired, deleted this many hours after expiry.
+    pub expired_intents_hours: u64,
+    /// Refused facilitator settlements (`failed`): the signed payload is
+    /// dropped this many hours after the refusal ...
+    pub failed_settlement_payload_hours: u64,
+    /// ... and the row deleted after this many.
+    pub failed_settlements_hours: u64,
+    /// Registered swaps whose source transaction never appeared on its chain
+    /// (`source_not_confirmed`), deleted this many hours after they ended.
+    pub unseen_swaps_hours: u64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention { expired_intents_hours: 168, failed_settlement_payload_hours: 1, failed_settlements_hours: 168, unseen_swaps_hours: 168 }
     }
 }
 
@@ -237,6 +326,9 @@ pub struct Swap {
     pub quote_ttl_seconds: u64,
     /// A registered swap whose source transaction is not on chain by then is FAILED.
     pub cancel_after_seconds: u64,
+    /// Registrations per minute per client of transactions not yet on their
+    /// chain (each is followed for `cancel_after_seconds`).
+    pub unseen_registrations_per_minute: u32,
     /// How often the tracker looks at pending swaps.
     pub track_interval_ms: u64,
     /// Chains offered for swaps; absent: every exposed EVM and TRON chain and Solana.
@@ -300,6 +392,7 @@ impl Default for Swap {
             discovery_ttl_seconds: 300,
             quote_ttl_seconds: 120,
             cancel_after_seconds: 1_800,
+            unseen_registrations_per_minute: 10,
             track_interval_ms: 2_000,
             chains: None,
             jupiter_url: "https://lite-api.jup.ag/swap/v1".into(),
@@ -401,6 +494,11 @@ pub struct Chain {
     /// refused, since it could be mined after it expired (default: three
     /// blocks, at least 6 s).
     pub min_validity_seconds: Option<u64>,
+    /// Solana: the most a payer's transaction may make the fee payer spend
+    /// on priority (compute-unit price × compute-unit limit), in
+    /// micro-lamports (default 10,000,000,000: 10,000 lamports). x402's own
+    /// cap (5 lamports a unit) would let a payer set 2,000,000 lamports.
+    pub max_priority_fee_microlamports: Option<u64>,
     /// Asset key of the native coin in balance listings (18 decimals).
     #[serde(default = "eth")]
     pub native_asset: String,
@@ -436,6 +534,11 @@ impl Chain {
     /// Seconds an authorization must still be valid when it is sent.
     pub fn min_validity_seconds(&self) -> u64 {
         self.min_validity_seconds.unwrap_or_else(|| (3 * self.block_time_ms()).div_ceil(1000).max(6))
+    }
+
+    /// The priority-fee cap a Solana payer's transaction must keep to.
+    pub fn max_priority_fee_microlamports(&self) -> u64 {
+        self.max_priority_fee_microlamports.unwrap_or(10_000_000_000)
     }
 
     /// CAIP-2 network id.
@@ -694,6 +797,16 @@ impl Config {
         }
         if self.limits.requests_per_minute == 0 {
             return bad("limits.requests_per_minute must be at least 1".into());
+        }
+        self.service.trusted_proxies().map_err(ConfigError::Invalid)?;
+        let longest_wait = self.service.execute_wait_seconds.max(self.facilitator.settle_retry_wait_seconds);
+        if self.service.request_timeout_seconds <= longest_wait {
+            return bad(format!(
+                "service.request_timeout_seconds must be above the longest wait ({longest_wait} s: execute_wait_seconds, facilitator.settle_retry_wait_seconds)"
+            ));
+        }
+        if self.service.header_read_timeout_seconds == 0 || self.service.max_connections == 0 {
+            return bad("service.header_read_timeout_seconds and service.max_connections must be at least 1".into());
         }
         if !self.chains.contains_key(&self.service.default_target_chain) {
             return bad(format!("service.default_target_chain `{}` is not a configured chain", self.service.default_target_chain));

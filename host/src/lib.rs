@@ -5,7 +5,9 @@
 pub mod adapter;
 pub mod api;
 pub mod auth;
+pub mod cached;
 pub mod chain;
+pub mod client_ip;
 pub mod clock;
 pub mod config;
 pub mod crypto;
@@ -16,6 +18,7 @@ pub mod failure;
 pub mod family;
 pub mod float;
 pub mod heap;
+pub mod http_server;
 pub mod intent;
 pub mod keys;
 pub mod ops;

@@ -654,7 +654,8 @@ async fn facilitator(out: Output, cmd: FacilitatorCommand, store: StoreArgs) -> 
                 (_, _, Some(v)) => Lookup::Payer(v),
                 _ => anyhow::bail!("name one of --id, --transaction, --payer"),
             };
-            serde_json::to_value(stablerail::facilitator::lookup(&db, by, None).await?)?
+            let page = stablerail::store::facilitator::Page { client: None, limit: 100, before: None };
+            serde_json::to_value(stablerail::facilitator::lookup(&db, by, page).await?)?
         }
     };
     emit(out, &answer);

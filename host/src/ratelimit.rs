@@ -1,24 +1,108 @@
 //! Request rates per key (a client IP on `/api`, an agent on `/v2`), kept in
 //! memory per replica: N replicas allow up to N times the configured rate.
+//!
+//! The table forgets: a key whose bucket is full again is the same as a key
+//! never seen, so it is dropped (`forget_idle`, on a timer and whenever the
+//! table outgrows its bound). A flood of fresh keys faster than that (every
+//! one of them still mid-window) empties the table rather than let it grow:
+//! memory stays bounded, and the cost is that the keys limited at that
+//! moment start over, which rotating addresses would have bought them anyway.
 
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::RwLock;
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-pub struct Limiter(DefaultKeyedRateLimiter<String>);
+/// How many checks pass between two looks at the table's size.
+const SIZE_CHECK_EVERY: usize = 1024;
+
+pub struct Limiter {
+    quota: Quota,
+    table: RwLock<DefaultKeyedRateLimiter<String>>,
+    max_keys: usize,
+    checks: AtomicUsize,
+}
 
 impl Limiter {
-    pub fn per_minute(n: u32) -> Limiter {
-        let n = NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
-        Limiter(RateLimiter::keyed(Quota::per_minute(n)))
+    /// `n` a minute per key, at most about `max_keys` keys remembered.
+    pub fn bounded(n: u32, max_keys: usize) -> Limiter {
+        let quota = Quota::per_minute(NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN));
+        Limiter { quota, table: RwLock::new(RateLimiter::keyed(quota)), max_keys: max_keys.max(1), checks: AtomicUsize::new(0) }
     }
 
     /// `Err(seconds to wait)` when `key` is over its rate.
     pub fn check(&self, key: String) -> Result<(), u64> {
-        self.0.check_key(&key).map_err(|not_until| {
+        if self.checks.fetch_add(1, Ordering::Relaxed) % SIZE_CHECK_EVERY == SIZE_CHECK_EVERY - 1 {
+            self.bound();
+        }
+        let table = self.table.read().unwrap_or_else(|p| p.into_inner());
+        table.check_key(&key).map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
         })
+    }
+
+    /// Drop every key whose bucket has refilled, and give the memory back.
+    pub fn forget_idle(&self) {
+        let table = self.table.read().unwrap_or_else(|p| p.into_inner());
+        table.retain_recent();
+        table.shrink_to_fit();
+    }
+
+    /// Keys remembered now.
+    pub fn len(&self) -> usize {
+        self.table.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn bound(&self) {
+        if self.len() <= self.max_keys {
+            return;
+        }
+        self.forget_idle();
+        if self.len() > self.max_keys {
+            tracing::warn!(
+                keys = self.len(),
+                bound = self.max_keys,
+                "rate-limit table over its bound with every key active; starting over"
+            );
+            crate::telemetry::limiter_reset();
+            *self.table.write().unwrap_or_else(|p| p.into_inner()) = RateLimiter::keyed(self.quota);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_million_addresses_stay_under_the_bound() {
+        let limiter = Limiter::bounded(60, 10_000);
+        let mut most = 0;
+        for n in 0u32..1_000_000 {
+            assert!(limiter.check(format!("ip:{}", std::net::Ipv4Addr::from(n))).is_ok(), "a new key has its whole budget");
+            if n % 997 == 0 {
+                most = most.max(limiter.len());
+            }
+        }
+        most = most.max(limiter.len());
+        assert!(most <= 10_000 + SIZE_CHECK_EVERY, "the table held {most} keys");
+    }
+
+    #[test]
+    fn a_limited_key_stays_limited_and_idle_keys_are_forgotten() {
+        let limiter = Limiter::bounded(2, 100);
+        assert!(limiter.check("a".into()).is_ok());
+        assert!(limiter.check("a".into()).is_ok());
+        assert!(limiter.check("a".into()).is_err(), "over its rate");
+        limiter.forget_idle();
+        assert_eq!(limiter.len(), 1, "a key mid-window is remembered");
+        assert!(limiter.check("a".into()).is_err(), "and still limited");
     }
 }

@@ -33,9 +33,13 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     if !sanctions.is_empty() {
         tracing::info!(entries = sanctions.len(), "sanctions lists loaded");
     }
-    let limiter = Limiter::per_minute(config.limits.requests_per_minute);
-    let facilitator_limiter = Limiter::per_minute(config.facilitator.public_requests_per_minute.max(1));
-    let public_budget = Limiter::per_minute(config.facilitator.public_settlements_per_minute.max(1));
+    let bound = config.limits.max_tracked_clients;
+    let limiter = Limiter::bounded(config.limits.requests_per_minute, bound);
+    let facilitator_limiter = Limiter::bounded(config.facilitator.public_requests_per_minute.max(1), bound);
+    let public_budget = Limiter::bounded(config.facilitator.public_settlements_per_minute.max(1), bound);
+    let site_limiter = Limiter::bounded(config.limits.site_requests_per_minute(), bound);
+    let unseen_swaps = Limiter::bounded(config.swap.unseen_registrations_per_minute.max(1), bound);
+    let proxies = crate::client_ip::TrustedProxies::new(config.service.trusted_proxies().map_err(|e| anyhow::anyhow!(e))?);
     let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
     let (config, registry) = (Arc::new(config), Arc::new(registry));
     let drivers = Arc::new(crate::family::Drivers::new(config.clone(), chains.clone(), db.clone(), keys.clone()));
@@ -60,6 +64,10 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         sanctions: Arc::new(sanctions),
         limiter,
         facilitator_limiter,
+        proxies,
+        probe_cache: Default::default(),
+        unseen_swaps,
+        site_limiter,
         public_budget,
         keys,
         work: Default::default(),
@@ -132,7 +140,7 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     tokio::spawn(crate::watch::probe_withheld(state.config.clone(), state.chains.clone(), state.watch.clone()));
     tokio::spawn(crate::watch::balances(state.config.clone(), state.keys.clone(), state.drivers.clone(), state.watch.clone()));
     let every = std::time::Duration::from_secs(state.config.service.sweep_interval_seconds.max(1));
-    tokio::spawn(crate::sweeper::run(state.db.clone(), every));
+    tokio::spawn(crate::sweeper::run(state.db.clone(), every, state.config.retention.clone()));
     if state.config.service.heap_trim_seconds > 0 {
         tokio::spawn(crate::heap::trim_every(std::time::Duration::from_secs(state.config.service.heap_trim_seconds)));
     }
@@ -145,9 +153,17 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     tracing::info!(allocator = state.registry.runtime.allocator, adapters = state.registry.adapters.len(), "stablerail ready");
     let listener = listen_on(listen).with_context(|| format!("binding {listen}"))?;
     tracing::info!(address = %listener.local_addr()?, "listening");
-    axum::serve(listener, api::router(state).into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let limits = crate::http_server::Limits {
+        header_read_timeout: std::time::Duration::from_secs(state.config.service.header_read_timeout_seconds),
+        max_connections: state.config.service.max_connections,
+    };
+    // Metrics on their own address, for the operator's scraper only.
+    if let Some(at) = state.config.service.metrics_listen {
+        let metrics = listen_on(at).with_context(|| format!("binding metrics_listen {at}"))?;
+        tracing::info!(address = %metrics.local_addr()?, "metrics listening");
+        tokio::spawn(crate::http_server::serve(metrics, api::metrics_router(state.clone()), limits, std::future::pending()));
+    }
+    crate::http_server::serve(listener, api::router(state), limits, shutdown_signal()).await;
     tracing::info!("stopped");
     Ok(())
 }

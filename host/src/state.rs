@@ -21,6 +21,14 @@ pub struct AppState {
     /// Keyless settlements, per payer and per payTo: rotating IPs does not
     /// buy one payer or one shop more of the relayer's gas.
     pub public_budget: crate::ratelimit::Limiter,
+    /// Requests per IPv6 site (/48), above its clients' own limits.
+    pub site_limiter: crate::ratelimit::Limiter,
+    /// Swap registrations whose transaction is not on its chain yet, per client.
+    pub unseen_swaps: crate::ratelimit::Limiter,
+    /// `/readyz`'s and `/metrics`' reads of the chains and the database.
+    pub probe_cache: crate::watch::ProbeCache,
+    /// Reverse proxies whose forwarded client addresses are believed.
+    pub proxies: crate::client_ip::TrustedProxies,
     pub keys: Arc<crate::keys::Keystore>,
     /// Every chain's transport.
     pub chains: Arc<crate::chain::Chains>,

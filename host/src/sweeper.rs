@@ -1,17 +1,41 @@
-//! Background upkeep: expire unpaid intents, forget old idempotency keys.
+//! Background upkeep: expire unpaid intents, forget old idempotency keys,
+//! and delete what `[retention]` says nobody needs any more.
 
 use std::time::Duration;
 
 use crate::clock::now_ms;
+use crate::config::Retention;
 use crate::db::Db;
-use crate::store::{idempotency, intents};
+use crate::store::{idempotency, intents, retention};
 
-pub async fn run(db: Db, every: Duration) {
+/// How often a retention pass runs (each deletes at most a batch per kind).
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
+
+pub async fn run(db: Db, every: Duration, keep: Retention) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut pruned_at = tokio::time::Instant::now();
     loop {
         tick.tick().await;
         sweep(&db).await;
+        if pruned_at.elapsed() >= PRUNE_EVERY {
+            prune(&db, &keep).await;
+            pruned_at = tokio::time::Instant::now();
+        }
+    }
+}
+
+pub async fn prune(db: &Db, keep: &Retention) {
+    match retention::prune(db, keep, now_ms()).await {
+        Ok(p) if p.any() => tracing::info!(
+            expired_intents = p.expired_intents,
+            payloads_dropped = p.payloads_dropped,
+            failed_settlements = p.failed_settlements,
+            unseen_swaps = p.unseen_swaps,
+            "retention: deleted what is no longer needed"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "retention pass failed"),
     }
 }
 

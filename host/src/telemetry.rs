@@ -97,6 +97,11 @@ pub fn relayer_wasted_fee(chain: &str, gwei: u64) {
     metrics::counter!("stablerail_relayer_wasted_fee_total", "chain" => chain.to_string()).increment(gwei);
 }
 
+/// A rate-limit table emptied because every remembered key was active.
+pub fn limiter_reset() {
+    metrics::counter!("stablerail_rate_limit_resets_total").increment(1);
+}
+
 pub fn sanctions_hit(stage: &'static str) {
     metrics::counter!("stablerail_sanctions_hits_total", "stage" => stage).increment(1);
 }

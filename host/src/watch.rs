@@ -57,6 +57,21 @@ impl Watch {
     }
 }
 
+/// What `/readyz` reads from the chains and the queue.
+#[derive(Debug, Clone, Default)]
+pub struct ReadyView {
+    pub chains: BTreeMap<String, &'static str>,
+    pub relayer_unfunded: Vec<String>,
+}
+
+/// What the probes (`/readyz`, `/metrics`) read from the chains and the
+/// database, each at most once per `probe_cache_seconds`.
+#[derive(Default)]
+pub struct ProbeCache {
+    pub ready: crate::cached::Cached<ReadyView>,
+    pub db_metrics: crate::cached::Cached<String>,
+}
+
 /// Ask again, every `chain_probe_seconds`, the chains that are withheld.
 pub async fn probe_withheld(config: Arc<Config>, chains: Arc<Chains>, watch: Arc<Watch>) {
     let every = Duration::from_secs(config.service.chain_probe_seconds.max(1));

@@ -410,6 +410,20 @@ impl Devnet {
         );
     }
 
+    /// `/readyz` (status, body) once `done` holds for its body; the chains
+    /// and the queue are read at most once per `probe_cache_seconds`.
+    pub async fn ready_until(&self, done: impl Fn(&Value) -> bool) -> (u16, Value) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            let (s, v) = self.call("GET", "/readyz", None, &[]).await;
+            if done(&v) {
+                return (s, v);
+            }
+            assert!(std::time::Instant::now() < deadline, "readiness never turned: {v}");
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+
     pub async fn wait_status(&self, id: &str, want: &str) -> Value {
         let mut last = Value::Null;
         for _ in 0..600 {
@@ -495,6 +509,15 @@ pub fn tron_send(api: &str, key: &str, token: &str, to: &str, amount: impl std::
 /// control endpoint) and read the JSON answer.
 pub async fn post_json(url: &str, body: Value) -> Value {
     reqwest::Client::new().post(url).json(&body).send().await.unwrap().json().await.unwrap()
+}
+
+/// The devnet config's `[service] metrics_token`.
+pub const METRICS_TOKEN: &str = "devnet";
+
+/// `/metrics` of a service running on `port` with the devnet's config.
+pub async fn metrics_text(port: u16) -> String {
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    reqwest::Client::new().get(url).bearer_auth(METRICS_TOKEN).send().await.unwrap().text().await.unwrap()
 }
 
 /// What TRON account `who` holds of TRC-20 `token` (both base58check).

@@ -32,6 +32,9 @@ use accounts::{Key, Parse};
 
 /// x402's scheme name.
 const SCHEME: &str = "exact";
+/// chains.toml key (set by the host from the chain's
+/// `max_priority_fee_microlamports`): the priority-fee cap, micro-lamports.
+const MAX_PRIORITY_FEE_KEY: &str = "max-priority-fee-microlamports";
 
 struct SolanaSpl;
 
@@ -41,7 +44,7 @@ impl Guest for SolanaSpl {
             name: "solana-spl".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             serves: vec![SchemeRef { family: Family::Solana, scheme: "solana-spl".into() }],
-            config_keys: vec![build::PRICE_KEY.into()],
+            config_keys: vec![build::PRICE_KEY.into(), MAX_PRIORITY_FEE_KEY.into()],
         }
     }
 
@@ -205,7 +208,17 @@ fn expectations(ctx: &AssetContext, req: &PaymentRequirements) -> Result<payer_t
         pay_to: Key::parse(&req.pay_to).ok_or_else(|| bad("payTo"))?,
         amount: units::parse(&req.amount).map_err(|_| bad("amount"))?,
         decimals: ctx.decimals,
+        max_priority_fee: priority_cap(ctx)?,
     })
+}
+
+/// The chain's cap on the priority fee a payer's transaction may set (the
+/// host passes the chain's `max_priority_fee_microlamports` as this param).
+fn priority_cap(ctx: &AssetContext) -> Result<u128, ProofError> {
+    match ctx.params.iter().find(|(k, _)| k == MAX_PRIORITY_FEE_KEY) {
+        None => Ok(payer_tx::DEFAULT_MAX_PRIORITY_FEE),
+        Some((_, v)) => v.parse().map_err(|_| ProofError::Unsupported(format!("{MAX_PRIORITY_FEE_KEY} `{v}` is not a number"))),
+    }
 }
 
 export!(SolanaSpl);

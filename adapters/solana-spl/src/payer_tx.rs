@@ -38,7 +38,13 @@ pub struct Expected {
     pub pay_to: Key,
     pub amount: u64,
     pub decimals: u8,
+    /// The most the fee payer may spend on priority (price × limit), in
+    /// micro-lamports: the operator's cap for this chain.
+    pub max_priority_fee: u128,
 }
+
+/// Without an operator's cap: x402's price cap at the largest unit limit.
+pub const DEFAULT_MAX_PRIORITY_FEE: u128 = MAX_COMPUTE_UNITS as u128 * MAX_PRICE_MICRO_LAMPORTS as u128;
 
 /// A transaction that passed every check.
 pub struct Checked {
@@ -132,7 +138,7 @@ pub fn check(tx: &Tx, want: &Expected, ed25519_verify: impl Fn(&[u8], &[u8], &[u
     let [limit, price, rest @ ..] = ixs.as_slice() else {
         return Err(malformed("expected compute-unit limit, compute-unit price and a transfer"));
     };
-    compute_budget(limit, price)?;
+    compute_budget(limit, price, want.max_priority_fee)?;
     let (create, transfer, trailing) = match rest {
         [c, t, tail @ ..] if c.program == spl_associated_token_account_interface::program::ID => (Some(c), t, tail),
         [t, tail @ ..] => (None, t, tail),
@@ -165,7 +171,7 @@ pub fn check(tx: &Tx, want: &Expected, ed25519_verify: impl Fn(&[u8], &[u8], &[u
     Ok(Checked { payer, amount, replay_key: bs58::encode(tx.signatures[slot]).into_string(), blockhash: m.recent_blockhash.to_bytes() })
 }
 
-fn compute_budget(limit: &Ix, price: &Ix) -> Result<(), ProofError> {
+fn compute_budget(limit: &Ix, price: &Ix, max_priority_fee: u128) -> Result<(), ProofError> {
     let bad = |m: &str| malformed(m.to_string());
     if limit.program != accounts::COMPUTE_BUDGET || limit.data.len() != 5 || limit.data[0] != 2 {
         return Err(bad("instruction 0 must set the compute-unit limit"));
@@ -180,6 +186,11 @@ fn compute_budget(limit: &Ix, price: &Ix) -> Result<(), ProofError> {
     }
     if micro_lamports > MAX_PRICE_MICRO_LAMPORTS {
         return Err(malformed(format!("compute-unit price {micro_lamports} micro-lamports is above {MAX_PRICE_MICRO_LAMPORTS}")));
+    }
+    // The fee payer pays price × limit whatever the transfer uses.
+    let fee = u128::from(units) * u128::from(micro_lamports);
+    if fee > max_priority_fee {
+        return Err(malformed(format!("a priority fee of {fee} micro-lamports is above this chain's cap of {max_priority_fee}")));
     }
     Ok(())
 }
@@ -266,7 +277,14 @@ mod tests {
     }
 
     fn expected(f: &Fixture) -> Expected {
-        Expected { fee_payer: f.fee_payer, mint: f.mint, pay_to: f.pay_to, amount: 2_500_000, decimals: 6 }
+        Expected {
+            fee_payer: f.fee_payer,
+            mint: f.mint,
+            pay_to: f.pay_to,
+            amount: 2_500_000,
+            decimals: 6,
+            max_priority_fee: DEFAULT_MAX_PRIORITY_FEE,
+        }
     }
 
     fn transfer(f: &Fixture, program: Key, authority: Key, amount: u64, to: Key) -> Instruction {
@@ -362,6 +380,20 @@ mod tests {
         assert!(run(&f, signed(&f, &ixs)).is_ok());
         ixs.remove(1);
         assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::Malformed(_))), "the price instruction is required");
+    }
+
+    #[test]
+    fn caps_the_priority_fee_at_the_operators_limit() {
+        let f = fixture();
+        let mut ixs = payment(&f, TOKEN);
+        let capped = Expected { max_priority_fee: 20_000 * 500, ..expected(&f) };
+        let check = |ixs: &[Instruction]| super::check(&parse(signed(&f, ixs)).unwrap(), &capped, verify);
+        ixs.splice(0..2, budget(20_000, 500));
+        assert!(check(&ixs).is_ok(), "price × limit at the cap");
+        ixs.splice(0..2, budget(20_000, 501));
+        assert!(matches!(check(&ixs), Err(ProofError::Malformed(m)) if m.contains("priority fee")));
+        ixs.splice(0..2, budget(20_001, 500));
+        assert!(matches!(check(&ixs), Err(ProofError::Malformed(m)) if m.contains("priority fee")), "a higher limit counts too");
     }
 
     #[test]

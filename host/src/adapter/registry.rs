@@ -184,7 +184,15 @@ pub fn describe_serves(d: &wit::Description) -> String {
     d.serves.iter().map(|s| format!("{}/{}", family_name(s.family), s.scheme)).collect::<Vec<_>>().join(", ")
 }
 
+/// The asset parameter through which a Solana adapter learns the chain's
+/// `max_priority_fee_microlamports` (an asset's own setting wins).
+pub const MAX_PRIORITY_FEE_PARAM: &str = "max-priority-fee-microlamports";
+
 fn asset_context(chain_id: &str, chain: &config::Chain, key: &str, asset: &config::Asset) -> wit::AssetContext {
+    let mut params: Vec<(String, String)> = asset.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    if chain.family == config::Family::Solana && !asset.params.contains_key(MAX_PRIORITY_FEE_PARAM) {
+        params.push((MAX_PRIORITY_FEE_PARAM.into(), chain.max_priority_fee_microlamports().to_string()));
+    }
     wit::AssetContext {
         chain: chain_id.into(),
         network: chain.network().unwrap_or_default(),
@@ -196,7 +204,7 @@ fn asset_context(chain_id: &str, chain: &config::Chain, key: &str, asset: &confi
         eip712_name: asset.eip712_name.clone(),
         eip712_version: asset.eip712_version.clone(),
         domain: domain_kind(asset.domain),
-        params: asset.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        params,
     }
 }
 

@@ -48,5 +48,6 @@ async fn idempotent(s: &Shared, agent: Option<&Agent>, headers: &HeaderMap, body
 async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<views::IntentView, ApiError> {
     let req: CreateRequest = serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
     let record = create_intent::create(s, agent, req).await?;
-    Ok(views::created(&record, record.created_at))
+    let v = views::created(&record, record.created_at);
+    Ok(if agent.is_none() { views::public(v, &record) } else { v })
 }

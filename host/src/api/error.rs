@@ -180,7 +180,7 @@ impl From<crate::ops::intent_error::IntentError> for ApiError {
             E::NotServed(..) => ApiError::Unavailable(e.to_string()),
             E::FloatShort => ApiError::Unavailable(crate::failure::Failure::PayoutWalletShort.sentence().into()),
             E::Proof(e) => e.into(),
-            E::Declined => ApiError::Forbidden(e.to_string()),
+            E::Declined | E::RecipientUnknown => ApiError::Forbidden(e.to_string()),
             E::WalletShort => ApiError::PaymentRequired(crate::failure::Failure::AgentWalletShort.sentence().into()),
             E::Call(e) => e.into(),
             E::Store(e) => e.into(),
@@ -217,6 +217,7 @@ impl From<crate::swap::SwapError> for ApiError {
             }
             SwapError::Internal(detail) => ApiError::Internal(detail),
             SwapError::WalletNotReady | SwapError::NoTronWallet => ApiError::Forbidden(e.to_string()),
+            SwapError::AlreadyRegistered => ApiError::Conflict(e.to_string()),
             SwapError::SendFailed(ref detail) => {
                 tracing::warn!(%detail, "hosted wallet could not send a swap transaction");
                 ApiError::BadGateway(e.to_string())

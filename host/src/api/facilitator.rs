@@ -3,7 +3,7 @@
 //! a body that is not a facilitator request gets the error envelope.
 
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, Query, Request, State};
+use axum::extract::{Query, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::StatusCode;
 use axum::middleware::Next;
@@ -30,12 +30,14 @@ pub async fn caller(State(s): State<Shared>, mut req: Request, next: Next) -> Re
             None => return Err(ApiError::Unauthorized("invalid credentials".into())),
         },
         None if s.config.facilitator.public => {
-            let ip = req
-                .extensions()
-                .get::<ConnectInfo<std::net::SocketAddr>>()
-                .map(|c| c.0.ip().to_string())
-                .unwrap_or_else(|| "unknown".into());
-            s.facilitator_limiter.check(format!("x402:{ip}")).map_err(ApiError::RateLimited)?;
+            let ip = crate::client_ip::of(&s.proxies, &req);
+            let mut over = s.facilitator_limiter.check(format!("x402:{ip}"));
+            if let (Ok(()), Some(site)) = (&over, crate::client_ip::site_of(&s.proxies, &req)) {
+                over = s.site_limiter.check(format!("x402:{site}"));
+            }
+            if let Err(wait) = over {
+                return Err(super::guard::refused(&s, wait).await);
+            }
             Caller::Public
         }
         None => return Err(ApiError::Unauthorized("facilitator key required".into())),
@@ -104,12 +106,16 @@ pub struct SettlementQuery {
     pub transaction: Option<String>,
     /// A payer address.
     pub payer: Option<String>,
+    /// At most this many, 1 to 100 (default 50).
+    pub limit: Option<i64>,
+    /// The next page: the `id` of the last settlement of the previous one.
+    pub before: Option<String>,
 }
 
 /// Look the calling key's settlements up by id, transaction or payer.
 #[utoipa::path(get, path = "/x402/settlements", tag = "facilitator", security(("bearer" = [])), params(SettlementQuery),
     responses(
-        (status = 200, description = "Matching settlements of this key, newest first", body = Vec<SettlementView>),
+        (status = 200, description = "Matching settlements of this key, newest first, one page (`limit`, then `before` = the last id)", body = Vec<SettlementView>),
         (status = 400, description = "Exactly one of id, transaction, payer is required", body = super::docs::ErrorBody)))]
 pub async fn settlements(
     State(s): State<Shared>,
@@ -122,6 +128,11 @@ pub async fn settlements(
         (None, None, Some(v)) => Lookup::Payer(v),
         _ => return Err(ApiError::BadRequest("exactly one of id, transaction, payer is required".into())),
     };
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::BadRequest("limit must be 1 to 100".into()));
+    }
     let Caller::Key(name) = who else { return Err(ApiError::Unauthorized("facilitator key required".into())) };
-    Ok(Json(facilitator::lookup(&s.db, by, Some(&name)).await?))
+    let page = crate::store::facilitator::Page { client: Some(&name), limit, before: q.before.as_deref() };
+    Ok(Json(facilitator::lookup(&s.db, by, page).await?))
 }

@@ -31,11 +31,8 @@ fn view(s: &Shared, found: Found, agent: Option<&Agent>) -> AnyIntent {
     match found {
         Found::Swap(i) => AnyIntent::Swap(SwapIntentView::of(i)),
         Found::Payment(i) => {
-            let mut v = views::intent(&s.config, &i, crate::clock::now_ms());
-            if agent.is_none() {
-                v.agent_id = None;
-            }
-            AnyIntent::Payment(v)
+            let v = views::intent(&s.config, &i, crate::clock::now_ms());
+            AnyIntent::Payment(if agent.is_none() { views::public(v, &i) } else { v })
         }
     }
 }

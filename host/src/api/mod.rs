@@ -10,7 +10,7 @@ mod facilitator;
 pub mod guard;
 mod idempotency;
 mod intents;
-mod probes;
+pub mod probes;
 mod swap;
 mod tron_approve;
 mod views;
@@ -102,6 +102,11 @@ pub fn router(state: Shared) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        // Every request ends: 408 (in the envelope) past the longest wait.
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            std::time::Duration::from_secs(state.config.service.request_timeout_seconds),
+        ))
         .layer(axum::middleware::from_fn(json_bodies_only))
         .layer(axum::middleware::map_response(envelope_everything))
         .layer(axum::middleware::from_fn(http_metrics))
@@ -111,6 +116,13 @@ pub fn router(state: Shared) -> Router {
         .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
         .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(tower_http::request_id::MakeRequestUuid))
         .with_state(state)
+}
+
+/// `/metrics` alone, for `[service] metrics_listen`: the operator's own
+/// address, so no token.
+pub fn metrics_router(state: Shared) -> Router {
+    let (routes, _) = OpenApiRouter::new().routes(routes!(probes::metrics_text)).split_for_parts();
+    routes.fallback(not_found).layer(axum::Extension(probes::OwnListener)).with_state(state)
 }
 
 /// One INFO line per request when it is answered: method, route (the
@@ -163,6 +175,7 @@ async fn envelope_everything(resp: axum::response::Response) -> axum::response::
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge("request body is too large".into()),
         StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::UnsupportedMediaType("Content-Type must be application/json".into()),
         StatusCode::NOT_FOUND => ApiError::NotFound("no such endpoint".into()),
+        StatusCode::REQUEST_TIMEOUT => ApiError::Status(status, "the request took too long and was stopped".into()),
         StatusCode::METHOD_NOT_ALLOWED => ApiError::MethodNotAllowed("method not allowed on this endpoint".into()),
         s if s.is_client_error() => ApiError::Status(s, "malformed request".into()),
         s => ApiError::Status(s, "the request could not be completed".into()),

@@ -65,9 +65,25 @@ pub async fn healthz() -> Json<Health> {
     Json(Health { status: "ok" })
 }
 
+async fn ready_view(s: &Shared) -> crate::watch::ReadyView {
+    let max_age = std::time::Duration::from_secs(s.config.service.probe_cache_seconds);
+    s.probe_cache
+        .ready
+        .get(max_age, || async {
+            let chains = crate::watch::probe_chains(&s.config, &s.chains).await.into_iter().map(|(name, p)| (name, p.as_str())).collect();
+            let relayer_unfunded =
+                crate::store::intents::chains_waiting_with(&s.db, crate::failure::Failure::RelayerUnfunded).await.unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "readiness: database unavailable");
+                    vec![]
+                });
+            crate::watch::ReadyView { chains, relayer_unfunded }
+        })
+        .await
+}
+
 /// Readiness: the database answers and every exposed chain's node answers
 /// with its configured chain id. 503 (the error envelope plus `checks`)
-/// otherwise.
+/// otherwise. The chains are asked at most once per `probe_cache_seconds`.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses((status = 200, description = "Ready to take traffic", body = Ready),
               (status = 503, description = "Not ready: the error envelope with `checks`", body = super::docs::ErrorBody)))]
@@ -79,13 +95,7 @@ pub async fn readyz(State(s): State<Shared>) -> axum::response::Response {
             "unavailable"
         }
     };
-    let chains: BTreeMap<String, &'static str> =
-        crate::watch::probe_chains(&s.config, &s.chains).await.into_iter().map(|(name, p)| (name, p.as_str())).collect();
-    let relayer_unfunded =
-        crate::store::intents::chains_waiting_with(&s.db, crate::failure::Failure::RelayerUnfunded).await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "readiness: database unavailable");
-            vec![]
-        });
+    let crate::watch::ReadyView { chains, relayer_unfunded } = ready_view(&s).await;
     let checks = Checks { database, chains, wallets: s.watch.below_floor(), relayer_unfunded, assets_withheld: s.watch.withheld_assets() };
     if checks.database == "ok"
         && checks.chains.values().all(|v| *v == "ok")
@@ -99,14 +109,64 @@ pub async fn readyz(State(s): State<Shared>) -> axum::response::Response {
     (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
 }
 
-/// Prometheus metrics, plus the database's view at scrape time.
+/// Marks the requests of `metrics_listen`, the operator's own address.
+#[derive(Debug, Clone, Copy)]
+pub struct OwnListener;
+
+/// Prometheus metrics, on the API's address only with `[service]
+/// metrics_token` (sent as a Bearer token); otherwise 404 here, and served
+/// on `metrics_listen` if set.
 #[utoipa::path(get, path = "/metrics", tag = "operations",
-    responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
-pub async fn metrics_text(State(s): State<Shared>) -> Result<axum::response::Response, ApiError> {
-    let now = crate::clock::now_ms();
-    let by_status = crate::store::intents::count_by_status(&s.db).await?;
-    let (depth, oldest_due) = crate::store::settlement::queue_stats(&s.db, now).await?;
-    let age = oldest_due.map_or(0, |at| (now - at).max(0) / 1000);
-    let text = crate::telemetry::render() + &crate::telemetry::scrape_text(&by_status, depth, age);
-    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response())
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String),
+              (status = 401, description = "The metrics token is missing or wrong", body = super::docs::ErrorBody),
+              (status = 404, description = "Metrics are not served on this address", body = super::docs::ErrorBody)))]
+pub async fn metrics_text(
+    State(s): State<Shared>,
+    own: Option<axum::Extension<OwnListener>>,
+    headers: axum::http::HeaderMap,
+) -> Result<axum::response::Response, ApiError> {
+    if own.is_some() {
+        return Ok(metrics_body(&s).await);
+    }
+    let Some(token) = s.config.service.metrics_token.as_deref().filter(|t| !t.is_empty()) else {
+        return Err(ApiError::NotFound("metrics are not served on this address".into()));
+    };
+    let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).unwrap_or("");
+    // Compared as digests: equal-length values, no early exit on a prefix.
+    use sha2::Digest;
+    if sha2::Sha256::digest(given.as_bytes()) != sha2::Sha256::digest(token.as_bytes()) {
+        return Err(ApiError::Unauthorized("metrics token required".into()));
+    }
+    Ok(metrics_body(&s).await)
+}
+
+/// The metrics text: what this process counts, plus the database's view
+/// (intents by status, the settlement queue) read at most once per
+/// `probe_cache_seconds`.
+pub async fn metrics_body(s: &Shared) -> axum::response::Response {
+    let max_age = std::time::Duration::from_secs(s.config.service.probe_cache_seconds);
+    let db_view = s
+        .probe_cache
+        .db_metrics
+        .get(max_age, || async {
+            let now = crate::clock::now_ms();
+            let read = async {
+                let by_status = crate::store::intents::count_by_status(&s.db).await?;
+                let (depth, oldest_due) = crate::store::settlement::queue_stats(&s.db, now).await?;
+                Ok::<_, crate::store::StoreError>((by_status, depth, oldest_due))
+            };
+            match read.await {
+                Ok((by_status, depth, oldest_due)) => {
+                    let age = oldest_due.map_or(0, |at| (now - at).max(0) / 1000);
+                    crate::telemetry::scrape_text(&by_status, depth, age)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics: database unavailable");
+                    String::new()
+                }
+            }
+        })
+        .await;
+    let text = crate::telemetry::render() + &db_view;
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
 }

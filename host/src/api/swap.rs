@@ -30,7 +30,7 @@ type Q<T> = Result<Query<T>, QueryRejection>;
               (status = 502, description = "The swap provider failed")))]
 pub async fn quote(State(s): State<Shared>, q: Q<QuoteQuery>) -> Result<Json<QuoteResponse>, ApiError> {
     let now = crate::clock::now_ms() / 1000;
-    Ok(Json(swap::quote::quote(&s.swaps, &s.db, &q?.0, now).await?))
+    Ok(Json(swap::quote::quote(&s.swaps, &q?.0, now).await?))
 }
 
 /// Whether the signer must approve the route's spender first (EVM).
@@ -38,7 +38,7 @@ pub async fn quote(State(s): State<Shared>, q: Q<QuoteQuery>) -> Result<Json<Quo
     responses((status = 200, description = "Whether an approval is needed, and its transactions", body = ApprovalResponse),
               (status = 400, description = "A rule of the request"), (status = 502, description = "The swap provider or the chain failed")))]
 pub async fn approval(State(s): State<Shared>, q: Q<ApprovalQuery>) -> Result<Json<ApprovalResponse>, ApiError> {
-    Ok(Json(swap::approval::approval(&s.swaps, &s.db, &q?.0).await?))
+    Ok(Json(swap::approval::approval(&s.swaps, &q?.0).await?))
 }
 
 /// The provider's record of a cross-chain swap.
@@ -61,12 +61,32 @@ pub struct Registered {
     request_body(content = Object, description = "source_tx_hash, from_chain, to_chain, from_token, to_token, payer_address, recipient_address, sending_token_amount: all required strings"),
     responses((status = 201, description = "Registered (the same intent again for the same transaction)", body = Registered),
               (status = 400, description = "A field is missing or malformed")))]
-pub async fn register(State(s): State<Shared>, body: Bytes) -> Result<(StatusCode, Json<Registered>), ApiError> {
+pub async fn register(State(s): State<Shared>, req: axum::extract::Request) -> Result<(StatusCode, Json<Registered>), ApiError> {
+    let client = crate::client_ip::of(&s.proxies, &req);
+    let body = axum::body::to_bytes(req.into_body(), super::MAX_BODY_BYTES)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge("request body is too large".into()))?;
     let body: serde_json::Value = serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
     if !body.is_object() {
         return Err(ApiError::BadRequest("the body must be a JSON object".into()));
     }
-    let i = swap::register::register(&s.swaps, &s.db, &body, crate::clock::now_ms()).await?;
+    let new = swap::register::parse(&s.swaps, &body, crate::clock::now_ms())?;
+    // On its chain already: its sender must be the payer named. Not yet
+    // (just broadcast, or never): following it costs the tracker, so the
+    // client's budget of such registrations pays for it.
+    let sender = match s.drivers.for_chain(&new.from_chain) {
+        Some(d) => d.sender_of(&new.from_chain, &new.source_tx_hash).await.unwrap_or_else(|e| {
+            tracing::warn!(chain = %new.from_chain, error = %e, "swap registration: could not look the transaction up");
+            None
+        }),
+        None => None,
+    };
+    match sender {
+        Some(sender) if !sender.eq_ignore_ascii_case(&new.payer_address) => return Err(swap::SwapError::NotTheSender.into()),
+        Some(_) => {}
+        None => s.unseen_swaps.check(format!("ip:{client}")).map_err(ApiError::RateLimited)?,
+    }
+    let i = swap::register::store(&s.db, &new).await?;
     Ok((StatusCode::CREATED, Json(Registered { intent_id: i.id, status: i.status })))
 }
 

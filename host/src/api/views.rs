@@ -168,6 +168,16 @@ fn base(i: &Intent, now_ms: i64) -> IntentView {
     }
 }
 
+/// What a public answer may show of an intent: not who owns it (SPEC), and
+/// for an intent created for an email, the email and never its wallet.
+pub fn public(mut v: IntentView, i: &Intent) -> IntentView {
+    v.agent_id = None;
+    if let Some(email) = &i.recipient_email {
+        v.merchant_recipient = email.clone();
+    }
+    v
+}
+
 /// Create response (201).
 pub fn created(i: &Intent, now_ms: i64) -> IntentView {
     IntentView { payment_requirements: Some(requirements(i, now_ms)), ..base(i, now_ms) }

@@ -17,7 +17,7 @@ use crate::db::Db;
 use crate::payment::VerifiedPayment;
 use crate::state::AppState;
 use crate::store::facilitator::{self as ledger, SettlementStatus};
-use crate::x402::reason::Reason;
+use crate::x402::reason::{Fault, Reason};
 use crate::x402::wire::{FacilitatorRequest, SettleResponse, SettlementView, VerifyResponse};
 use resolve::{resolve, Request, Target};
 
@@ -107,6 +107,19 @@ async fn check(s: &AppState, t: &Target, caller: &Caller, preflight: bool) -> Re
     if *caller == Caller::Public && !publicly_allowed(s, t, &paid) {
         return Err((Reason::NotAllowed, payer));
     }
+    // A payTo that cannot receive the asset (a Solana owner without its
+    // token account) makes a transfer that fails on chain, and the fee
+    // payer pays for the failure: refused as the reference facilitator does.
+    if let Some(driver) = s.drivers.for_chain(&t.adapter.ctx.chain) {
+        match driver.can_receive(&t.adapter.ctx.chain, &t.adapter.ctx.token, &paid.pay_to).await {
+            Ok(true) => {}
+            Ok(false) => return Err((Reason::Payload(t.family, Fault::ReceiverAccountMissing), payer)),
+            Err(e) => {
+                tracing::warn!(chain = %t.adapter.ctx.chain, error = %e, "could not read payTo's token account");
+                return Err((Reason::ChainUnavailable, payer));
+            }
+        }
+    }
     if t.answers_once() {
         // Recorded already (settled, or on its way for another request).
         match ledger::by_replay_key(&s.db, &once::replay_key(t, &paid)).await {
@@ -191,9 +204,9 @@ pub async fn settle(s: &AppState, body: &FacilitatorRequest, caller: &Caller) ->
 
 /// A lookup, newest first: an operator's (`client` None) sees every
 /// settlement, a facilitator key only its own.
-pub async fn lookup(db: &Db, by: ledger::Lookup<'_>, client: Option<&str>) -> Result<Vec<SettlementView>, crate::store::StoreError> {
+pub async fn lookup(db: &Db, by: ledger::Lookup<'_>, page: ledger::Page<'_>) -> Result<Vec<SettlementView>, crate::store::StoreError> {
     let mut out = vec![];
-    for rec in ledger::find(db, by, 50).await?.into_iter().filter(|r| client.is_none_or(|c| r.client == c)) {
+    for rec in ledger::find(db, by, page).await? {
         let transaction = match rec.status {
             SettlementStatus::Queued => Some(once::sent_transaction(db, &rec).await).filter(|t| !t.is_empty()),
             _ => rec.tx_hash.clone(),

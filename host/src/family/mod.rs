@@ -142,6 +142,12 @@ pub trait Driver: Send + Sync {
         Ok(vec![])
     }
 
+    /// May a payout have to open the recipient's token account first (a
+    /// Solana associated token account)?
+    fn opens_accounts(&self) -> bool {
+        false
+    }
+
     /// Can `owner` receive `token` on `chain` without the sender paying to
     /// open an account for it first (a Solana associated token account)?
     /// Families without such accounts always can.
@@ -149,11 +155,52 @@ pub trait Driver: Send + Sync {
         Ok(true)
     }
 
+    /// The sender (the account that signed and owns it) of transaction `tx`
+    /// if the chain knows it yet (in a block, or in the node's pool where it
+    /// keeps one); `None` while it does not.
+    async fn sender_of(&self, chain: &str, tx: &str) -> Result<Option<String>, SendError>;
+
     /// Native and served-asset balances of `owner` on `chain`.
     async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError>;
 
     /// Repair what a crash or a lost mempool left behind (stalled senders).
     async fn upkeep(&self, seen: &mut Upkeep) -> anyhow::Result<()>;
+}
+
+/// What `Driver::landed` looks for, in 20-byte addresses (EVM and TRON
+/// alike): `amount` of `token` from `from` to `to`, moved under the
+/// authorization whose signature holds `evidence`, since `since_ms`.
+#[derive(Debug, Clone, Copy)]
+pub struct Sought<'a> {
+    pub token: alloy_primitives::Address,
+    pub from: alloy_primitives::Address,
+    pub to: alloy_primitives::Address,
+    pub amount: alloy_primitives::U256,
+    pub evidence: &'a [u8],
+    pub since_ms: i64,
+}
+
+impl<'a> Sought<'a> {
+    /// `parse` reads the family's address form.
+    pub fn new(
+        token: &str,
+        payment: &VerifiedPayment,
+        evidence: &'a [u8],
+        since_ms: i64,
+        parse: impl Fn(&str) -> Option<alloy_primitives::Address>,
+    ) -> Result<Sought<'a>, SendError> {
+        let address = |a: &str| parse(a).ok_or_else(|| SendError::Unsupported(format!("{a} is not an address of this chain")));
+        let amount =
+            alloy_primitives::U256::from_str_radix(&payment.amount, 10).map_err(|_| SendError::Unsupported("bad amount".into()))?;
+        Ok(Sought { token: address(token)?, from: address(&payment.payer)?, to: address(&payment.pay_to)?, amount, evidence, since_ms })
+    }
+}
+
+/// Does a transaction's `input` hold `evidence` (an authorization's
+/// signature words `r ‖ s`) anywhere? How `Driver::landed` tells a
+/// front-runner's use of an authorization from another payment.
+pub fn carries(input: &[u8], evidence: &[u8]) -> bool {
+    !evidence.is_empty() && input.windows(evidence.len()).any(|w| w == evidence)
 }
 
 /// The drivers of the families this build has, by family.

@@ -131,25 +131,37 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
     let target = served_asset(s, &target_chain, &target_asset, "target_asset")?;
 
     let target_family = cfg.chains[&target_chain].family;
+    // A stranger's create by email learns nothing of the email: neither its
+    // wallet nor whether one is registered. Everything that depends on the
+    // wallet is decided later: the wallet is looked up again when a proof is
+    // submitted, screened with the payer before money moves, and the
+    // account fee is the same whatever the wallet holds.
+    let hidden = agent.is_none() && email.is_some();
     let merchant = match (recipient, email) {
         (Some(addr), _) => target.normalize_address(target_family, &addr).await?.map_err(|_| bad("invalid recipient address format"))?,
         (None, Some(email)) => {
             if !email.contains('@') || email.len() > 254 {
                 return Err(bad("invalid email"));
             }
-            crate::store::agents::recipient(&s.db, &email, &target_chain)
-                .await?
-                .ok_or_else(|| bad(format!("no wallet on {target_chain} is registered for this email")))?
+            match crate::store::agents::recipient(&s.db, &email, &target_chain).await? {
+                Some(wallet) => wallet,
+                None if hidden => String::new(),
+                None => return Err(bad(format!("no wallet on {target_chain} is registered for this email"))),
+            }
         }
         (None, None) => unreachable!("checked above"),
     };
-    refuse_unreceivable(s, &target_chain, &target_asset, &merchant).await?;
-    if s.sanctions.is_listed(&merchant) {
-        tracing::warn!(recipient = %merchant, "the recipient is on a sanctions list; declined");
-        crate::telemetry::sanctions_hit("create");
-        return Err(CreateError::Declined);
-    }
-    let account_fee = recipient_account_fee(s, &target_chain, &target_asset, &merchant).await?;
+    let account_fee = if hidden {
+        unknown_recipient_account_fee(s, &target_chain)
+    } else {
+        refuse_unreceivable(s, &target_chain, &target_asset, &merchant).await?;
+        if s.sanctions.is_listed(&merchant) {
+            tracing::warn!(recipient = %merchant, "the recipient is on a sanctions list; declined");
+            crate::telemetry::sanctions_hit("create");
+            return Err(CreateError::Declined);
+        }
+        recipient_account_fee(s, &target_chain, &target_asset, &merchant).await?
+    };
 
     // The screen at create is advisory (SPEC, `payer_address`): a hit is
     // recorded for operators and the intent is created; settlement screens
@@ -275,6 +287,19 @@ async fn refuse_unreceivable(s: &AppState, chain: &str, asset: &str, recipient: 
         return Err(bad("invalid recipient address format: a wallet of this service cannot be a recipient"));
     }
     Ok(())
+}
+
+/// The account fee of a recipient the answer must not tell anything about:
+/// the chain's `recipient_account_fee` wherever a payout may have to open
+/// the recipient's token account (and may open one), whatever it holds.
+fn unknown_recipient_account_fee(s: &AppState, chain: &str) -> Decimal {
+    let c = &s.config.chains[chain];
+    let opens = s.drivers.for_chain(chain).is_some_and(|d| d.opens_accounts());
+    if opens && c.create_recipient_accounts {
+        crate::decimal::parse(&c.recipient_account_fee).unwrap_or(Decimal::ZERO)
+    } else {
+        Decimal::ZERO
+    }
 }
 
 /// What the payout must pay to open the recipient's token account, as it

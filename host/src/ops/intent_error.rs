@@ -37,6 +37,11 @@ pub enum IntentError {
     /// 403: the compliance screen declined the payer; the intent is BLOCKED.
     #[error("payment declined")]
     Declined,
+    /// 403: the intent pays an email that has no wallet on its chain (yet);
+    /// answered like a decline, so the answer tells nothing of the email.
+    /// The intent still awaits payment.
+    #[error("payment declined")]
+    RecipientUnknown,
     /// 402: the agent's hosted wallet cannot cover the amount; the intent
     /// awaits payment again.
     #[error("the agent's wallet cannot cover the amount")]

@@ -30,6 +30,13 @@ pub async fn submit(s: &AppState, id: &str, proof: Option<&str>) -> Result<Inten
         .asset(&i.payer_chain, &i.payer_asset)
         .ok_or_else(|| IntentError::NotServed(i.payer_chain.clone(), i.payer_asset.clone()))?;
     let paid = adapter.verify(&i.payment_requirements, &proof).await??;
+    // Created by a stranger for an email: its wallet is looked up now (its
+    // owner may have named one since), after the proof checked out, so that
+    // asking costs a signed, funded payment. None yet: declined before any
+    // money moves, and the intent still awaits payment.
+    if i.merchant_recipient.is_empty() {
+        resolve_recipient(s, &i).await?;
+    }
 
     let acceptance = Accept {
         id: i.id.clone(),
@@ -49,6 +56,16 @@ pub async fn submit(s: &AppState, id: &str, proof: Option<&str>) -> Result<Inten
         Err(e) if e.is_duplicate() => Err(IntentError::AuthorizationUsed),
         Err(e) => Err(e.into()),
     }
+}
+
+async fn resolve_recipient(s: &AppState, i: &Intent) -> Result<(), IntentError> {
+    let email = i.recipient_email.as_deref().ok_or_else(|| IntentError::Invalid("the intent has no recipient".into()))?;
+    let Some(wallet) = crate::store::agents::recipient(&s.db, email, &i.target_chain).await? else {
+        return Err(IntentError::RecipientUnknown);
+    };
+    // Once: a second submit finds it set (by this one or a concurrent one).
+    crate::store::intents::set_unresolved_recipient(&s.db, &i.id, &wallet).await?;
+    Ok(())
 }
 
 /// The proxy wallet's float on the intent's target chain, and what this

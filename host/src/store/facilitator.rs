@@ -151,9 +151,19 @@ pub enum Lookup<'a> {
     Payer(&'a str),
 }
 
-/// Settlements matching `by`, newest first, at most `limit`. A transaction
-/// is matched whether it is final or only sent.
-pub async fn find(db: &Db, by: Lookup<'_>, limit: i64) -> Result<Vec<Settlement>, StoreError> {
+/// A page of settlements: whose (a key's name, or every key's), at most
+/// `limit`, after the settlement `before` (an id) in newest-first order.
+#[derive(Debug, Clone, Copy)]
+pub struct Page<'a> {
+    pub client: Option<&'a str>,
+    pub limit: i64,
+    pub before: Option<&'a str>,
+}
+
+/// Settlements matching `by`, newest first, one page. A transaction is
+/// matched whether it is final or only sent. The key filter is in the query,
+/// so a key never misses its own rows behind other keys'.
+pub async fn find(db: &Db, by: Lookup<'_>, page: Page<'_>) -> Result<Vec<Settlement>, StoreError> {
     let (filter, value) = match by {
         Lookup::Id(v) => ("s.id = $1", v),
         Lookup::Transaction(v) => {
@@ -162,8 +172,23 @@ pub async fn find(db: &Db, by: Lookup<'_>, limit: i64) -> Result<Vec<Settlement>
         Lookup::Payer(v) => ("lower(s.payer) = lower($1)", v),
     };
     let columns = COLUMNS.split(", ").map(|c| format!("s.{c}")).collect::<Vec<_>>().join(", ");
-    let q = format!("SELECT {columns} FROM x402_settlements s WHERE {filter} ORDER BY s.created_at DESC LIMIT $2");
-    sqlx::query(&q).bind(value).bind(limit).fetch_all(&db.read).await?.iter().map(settlement).collect()
+    let q = format!(
+        "SELECT {columns} FROM x402_settlements s WHERE {filter} \
+         AND ($2 IS NULL OR s.client = $2) \
+         AND ($3 IS NULL OR EXISTS (SELECT 1 FROM x402_settlements b WHERE b.id = $3 \
+              AND (s.created_at < b.created_at OR (s.created_at = b.created_at AND s.id < b.id)))) \
+         ORDER BY s.created_at DESC, s.id DESC LIMIT $4"
+    );
+    sqlx::query(&q)
+        .bind(value)
+        .bind(page.client)
+        .bind(page.before)
+        .bind(page.limit)
+        .fetch_all(&db.read)
+        .await?
+        .iter()
+        .map(settlement)
+        .collect()
 }
 
 /// Lease up to `max` due settlements (see `settlement::claim`).

@@ -342,6 +342,19 @@ pub async fn expire_due(db: &Db, now_ms: i64) -> Result<u64, StoreError> {
         .rows_affected())
 }
 
+/// The wallet of an intent created for an email nobody had registered:
+/// set once, while the intent awaits payment.
+pub async fn set_unresolved_recipient(db: &Db, id: &str, wallet: &str) -> Result<bool, StoreError> {
+    Ok(sqlx::query("UPDATE intents SET merchant_recipient = $1 WHERE id = $2 AND merchant_recipient = '' AND status = $3")
+        .bind(wallet)
+        .bind(id)
+        .bind(Status::AwaitingPayment.as_str())
+        .execute(&db.pool)
+        .await?
+        .rows_affected()
+        == 1)
+}
+
 pub async fn queued(db: &Db, id: &str) -> Result<bool, StoreError> {
     Ok(sqlx::query("SELECT 1 AS one FROM settlement_queue WHERE intent_id = $1").bind(id).fetch_optional(&db.pool).await?.is_some())
 }

@@ -10,6 +10,7 @@ pub mod group;
 pub mod idempotency;
 pub mod intents;
 pub mod keys;
+pub mod retention;
 pub mod settlement;
 pub mod swaps;
 

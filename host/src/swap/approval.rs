@@ -14,7 +14,6 @@ use super::route::RouteRequest;
 use super::Amount;
 use super::{amount, given, SwapError, Swaps};
 use crate::config::Family;
-use crate::db::Db;
 
 /// Gas for an approve when the node cannot estimate it.
 const APPROVE_GAS: u64 = 100_000;
@@ -64,22 +63,23 @@ pub struct ApprovalQuery {
     /// Smallest units to be spent
     #[param(value_type = u64, required = true)]
     pub amount: Option<String>,
-    /// Signer (or email)
+    /// Signer
     pub user_address: Option<String>,
-    /// Resolved to user_address
+    /// Accepted and not resolved on the public API (it would reveal the
+    /// email's wallet): send `user_address`.
     pub email: Option<String>,
     /// Destination chain
     pub to_chain: Option<String>,
     /// Recipient
     pub to_user_address: Option<String>,
-    /// Resolved to to_user_address
+    /// Accepted and not resolved on the public API: send `to_user_address`.
     pub to_user_email: Option<String>,
     /// Add gas_fee and cancel_gas_fee (wei)
     #[param(value_type = Option<bool>)]
     pub include_gas_info: Option<String>,
 }
 
-pub async fn approval(swaps: &Swaps, db: &Db, q: &ApprovalQuery) -> Result<ApprovalResponse, SwapError> {
+pub async fn approval(swaps: &Swaps, q: &ApprovalQuery) -> Result<ApprovalResponse, SwapError> {
     let chain_name = given(&q.chain).ok_or(SwapError::ParamRequired("chain"))?;
     let token_in = given(&q.token).ok_or(SwapError::ParamRequired("token"))?;
     let token_out = given(&q.token_out).ok_or(SwapError::ParamRequired("token_out"))?;
@@ -94,10 +94,8 @@ pub async fn approval(swaps: &Swaps, db: &Db, q: &ApprovalQuery) -> Result<Appro
     };
     let token_in = token(&from, token_in, "token")?;
     let token_out = token(&to, token_out, "token_out")?;
-    let user = account(&from, wallet(db, given(&q.user_address), given(&q.email), &from, "email").await?, "user_address")?
-        .ok_or(SwapError::ParamRequired("user_address"))?;
-    let to_user =
-        account(&to, wallet(db, given(&q.to_user_address), given(&q.to_user_email), &to, "to_user_email").await?, "to_user_address")?;
+    let user = account(&from, wallet(given(&q.user_address)), "user_address")?.ok_or(SwapError::ParamRequired("user_address"))?;
+    let to_user = account(&to, wallet(given(&q.to_user_address)), "to_user_address")?;
     let gas_info = given(&q.include_gas_info).is_some_and(|v| v == "true" || v == "1");
     let request_id = ulid::Ulid::new().to_string();
     let (token_addr, owner): (Address, Address) =

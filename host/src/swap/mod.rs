@@ -58,8 +58,6 @@ pub enum SwapError {
     UnsupportedChain(String),
     #[error("invalid {0}")]
     Invalid(&'static str),
-    #[error("no wallet is registered for {0} on this chain")]
-    UnknownEmail(&'static str),
     #[error("no swap route found")]
     NoRoute,
     #[error("insufficient liquidity for swap")]
@@ -70,6 +68,12 @@ pub enum SwapError {
     NotFound,
     #[error("from_amount must be greater than 0")]
     PositiveAmount,
+    /// The same source transaction was registered before with other details.
+    #[error("this transaction is already registered with other details")]
+    AlreadyRegistered,
+    /// `payer_address` is not the account that sent the transaction.
+    #[error("payer_address did not send this transaction")]
+    NotTheSender,
     /// `/v2/swap/execute` on a chain agents cannot execute on.
     #[error("{0} has no CAIP-2 identifier")]
     NoCaip2(String),

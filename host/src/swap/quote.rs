@@ -7,7 +7,6 @@ use utoipa::{IntoParams, ToSchema};
 use super::route::{RouteRequest, RouteTx};
 use super::Amount;
 use super::{amount, erc20, given, guard, slippage, valid_address, SwapChain, SwapError, Swaps};
-use crate::db::Db;
 
 /// How long a Solana swap transaction may be sent: its blockhash lives
 /// 150 blocks (about 60 s at 400 ms).
@@ -85,30 +84,18 @@ pub struct QuoteQuery {
     pub user_address: Option<String>,
     /// Recipient; required across families
     pub to_user_address: Option<String>,
-    /// Resolved to user_address
+    /// Accepted and not resolved on the public API (it would reveal the
+    /// email's wallet): send `user_address`.
     pub email: Option<String>,
-    /// Resolved to to_user_address
+    /// Accepted and not resolved on the public API: send `to_user_address`.
     pub to_user_email: Option<String>,
 }
 
-/// `email` resolved to the wallet registered for it on `chain`, unless an
-/// address is given (which wins).
-pub async fn wallet(
-    db: &Db,
-    address: Option<&str>,
-    email: Option<&str>,
-    chain: &SwapChain,
-    which: &'static str,
-) -> Result<Option<String>, SwapError> {
-    if let Some(a) = address {
-        return Ok(Some(a.to_string()));
-    }
-    let Some(email) = email else { return Ok(None) };
-    crate::store::agents::recipient(db, email, &chain.name)
-        .await
-        .map_err(|e| SwapError::Internal(e.to_string()))?
-        .map(Some)
-        .ok_or(SwapError::UnknownEmail(which))
+/// The wallet a public swap request names. An `email` is never resolved
+/// here: a swap transaction built for it would tell a stranger the wallet
+/// registered for that email (and that one is), so only an address counts.
+pub fn wallet(address: Option<&str>) -> Option<String> {
+    address.map(str::to_string)
 }
 
 pub fn token(chain: &SwapChain, text: &str, which: &'static str) -> Result<String, SwapError> {
@@ -188,7 +175,7 @@ async fn vouch(
 }
 
 #[allow(deprecated)] // reads the deprecated `amount` alias, as the spec asks
-pub async fn quote(swaps: &Swaps, db: &Db, q: &QuoteQuery, now_s: i64) -> Result<QuoteResponse, SwapError> {
+pub async fn quote(swaps: &Swaps, q: &QuoteQuery, now_s: i64) -> Result<QuoteResponse, SwapError> {
     let chain_name = given(&q.chain).ok_or(SwapError::ParamRequired("chain"))?;
     let input = given(&q.input_token).ok_or(SwapError::ParamRequired("input_token"))?;
     let output = given(&q.output_token).ok_or(SwapError::ParamRequired("output_token"))?;
@@ -207,9 +194,8 @@ pub async fn quote(swaps: &Swaps, db: &Db, q: &QuoteQuery, now_s: i64) -> Result
     };
     let input = token(&from, input, "input_token")?;
     let output = token(&to, output, "output_token")?;
-    let user = account(&from, wallet(db, given(&q.user_address), given(&q.email), &from, "email").await?, "user_address")?;
-    let to_user =
-        account(&to, wallet(db, given(&q.to_user_address), given(&q.to_user_email), &to, "to_user_email").await?, "to_user_address")?;
+    let user = account(&from, wallet(given(&q.user_address)), "user_address")?;
+    let to_user = account(&to, wallet(given(&q.to_user_address)), "to_user_address")?;
     if user.is_some() && from.family != to.family && to_user.is_none() {
         return Err(SwapError::RecipientRequired);
     }

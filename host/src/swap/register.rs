@@ -1,5 +1,7 @@
 //! `POST /api/swap/intents`: register a broadcast swap as an intent the
-//! tracker follows. Idempotent on (source chain, transaction).
+//! tracker follows. Idempotent on (source chain, transaction) for the same
+//! details; the same transaction with other details is refused (409), so
+//! whoever registers first cannot rewrite what another registrant sees.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -68,7 +70,8 @@ impl SwapIntentView {
     }
 }
 
-pub async fn register(swaps: &Swaps, db: &Db, body: &Value, now: i64) -> Result<SwapIntent, SwapError> {
+/// The registration `body` asks for, checked (nothing stored yet).
+pub fn parse(swaps: &Swaps, body: &Value, now: i64) -> Result<SwapIntent, SwapError> {
     let mut f = Vec::with_capacity(FIELDS.len());
     for name in FIELDS {
         match body.get(name).and_then(Value::as_str).map(str::trim) {
@@ -112,5 +115,22 @@ pub async fn register(swaps: &Swaps, db: &Db, body: &Value, now: i64) -> Result<
         created_at: now,
         updated_at: now,
     };
-    Ok(repo::register(db, &new).await?)
+    Ok(new)
+}
+
+/// Store a parsed registration, or find the same one stored before.
+pub async fn store(db: &Db, new: &SwapIntent) -> Result<SwapIntent, SwapError> {
+    let stored = repo::register(db, new).await?;
+    // Addresses as written may differ in case (EVM checksums).
+    let eq = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    let same = stored.to_chain == new.to_chain
+        && eq(&stored.from_token, &new.from_token)
+        && eq(&stored.to_token, &new.to_token)
+        && eq(&stored.payer_address, &new.payer_address)
+        && eq(&stored.recipient_address, &new.recipient_address)
+        && stored.sending_token_amount == new.sending_token_amount;
+    if !same {
+        return Err(SwapError::AlreadyRegistered);
+    }
+    Ok(stored)
 }

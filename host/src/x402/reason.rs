@@ -22,10 +22,13 @@ pub enum Fault {
     Transaction,
     /// SVM: the requirements name a fee payer this facilitator does not hold.
     FeePayerNotManaged,
+    /// SVM: payTo has no token account for the asset, so the transfer
+    /// cannot land (and the fee payer would pay for its failure).
+    ReceiverAccountMissing,
 }
 
 impl Fault {
-    const ALL: [Fault; 8] = [
+    const ALL: [Fault; 9] = [
         Fault::RecipientMismatch,
         Fault::ValueMismatch,
         Fault::ValidAfter,
@@ -34,6 +37,7 @@ impl Fault {
         Fault::NonceAlreadyUsed,
         Fault::Transaction,
         Fault::FeePayerNotManaged,
+        Fault::ReceiverAccountMissing,
     ];
 }
 
@@ -124,6 +128,9 @@ impl Reason {
             Reason::Payload(_, Fault::NonceAlreadyUsed) => "the authorization was already used",
             Reason::Payload(_, Fault::Transaction) => "the transaction is malformed or breaks the exact scheme's rules",
             Reason::Payload(_, Fault::FeePayerNotManaged) => "extra.feePayer is not a fee payer of this facilitator",
+            Reason::Payload(_, Fault::ReceiverAccountMissing) => {
+                "payTo has no token account for this asset; it must open one before it can be paid"
+            }
             Reason::InsufficientFunds => "the payer's balance does not cover the amount",
             Reason::AllowanceRequired => "the payer has not approved Permit2 for this token",
             Reason::TransactionState => "the settlement transaction was refused by the chain; no funds moved",
@@ -167,6 +174,7 @@ fn payload_code(family: Family, fault: Fault) -> &'static str {
         (Family::Solana, Fault::Signature) => "invalid_exact_svm_payload_signature_invalid",
         (Family::Solana, Fault::ValidBefore) => "invalid_exact_svm_transaction_simulation_failed",
         (Family::Solana, Fault::FeePayerNotManaged) => "invalid_exact_svm_fee_payer_not_managed_by_facilitator",
+        (Family::Solana, Fault::ReceiverAccountMissing) => "invalid_exact_svm_payload_transaction_receiver_ata_not_found",
         (Family::Solana, _) => "invalid_exact_svm_payload_transaction",
         (Family::Tron, Fault::RecipientMismatch) => "invalid_exact_tron_payload_recipient_mismatch",
         (Family::Tron, Fault::ValueMismatch) => "invalid_exact_tron_payload_authorization_value_mismatch",

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::tx;
 use crate::chain::ChainClient;
-use crate::family::SendError;
+use crate::family::{carries, SendError, Sought};
 
 /// keccak256("Transfer(address,address,uint256)")
 const TRANSFER: &str = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
@@ -31,19 +31,10 @@ fn hex_u64(v: &Value) -> Option<u64> {
     u64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok()
 }
 
-/// Transactions that carried `evidence` and moved exactly `amount` of
-/// `token` from `from` to `to`, mined at or after `since_ms`, oldest first.
-#[allow(clippy::too_many_arguments)]
-pub async fn transfers(
-    chain: &ChainClient,
-    block_time_ms: u64,
-    token: Address,
-    from: Address,
-    to: Address,
-    amount: U256,
-    evidence: &[u8],
-    since_ms: i64,
-) -> Result<Vec<String>, SendError> {
+/// Transactions that moved what is `sought`, mined at or after its
+/// `since_ms`, oldest first.
+pub async fn transfers(chain: &ChainClient, block_time_ms: u64, sought: &Sought<'_>) -> Result<Vec<String>, SendError> {
+    let Sought { token, from, to, amount, evidence, since_ms } = *sought;
     let head = hex_u64(&tx::rpc(chain, "eth_blockNumber", json!([])).await?)
         .ok_or_else(|| SendError::Unavailable("eth_blockNumber: bad answer".into()))?;
     let elapsed = (crate::clock::now_ms() - since_ms).max(0) as u64;
@@ -75,9 +66,4 @@ pub async fn transfers(
         }
     }
     Ok(out)
-}
-
-/// Does `input` hold `evidence` (a signature's `r ‖ s`) anywhere?
-pub fn carries(input: &[u8], evidence: &[u8]) -> bool {
-    !evidence.is_empty() && input.windows(evidence.len()).any(|w| w == evidence)
 }

@@ -206,11 +206,15 @@ impl Driver for EvmDriver {
         since_ms: i64,
     ) -> Result<Vec<String>, SendError> {
         let client = self.chain(chain)?;
-        let address = |a: &str| a.parse::<Address>().map_err(|_| SendError::Unsupported(format!("{a} is not an EVM address")));
-        let amount = U256::from_str_radix(&payment.amount, 10).map_err(|_| SendError::Unsupported("bad amount".into()))?;
+        let sought = super::Sought::new(token, payment, evidence, since_ms, |a| a.parse::<Address>().ok())?;
         let block_ms = self.config.chains.get(chain).map_or(1000, |c| c.block_time_ms());
-        let (token, from, to) = (address(token)?, address(&payment.payer)?, address(&payment.pay_to)?);
-        landed::transfers(&client, block_ms, token, from, to, amount, evidence, since_ms).await
+        landed::transfers(&client, block_ms, &sought).await
+    }
+
+    async fn sender_of(&self, chain: &str, tx: &str) -> Result<Option<String>, SendError> {
+        let client = self.chain(chain)?;
+        let found = tx::rpc(&client, "eth_getTransactionByHash", json!([tx])).await?;
+        Ok(found.get("from").and_then(Value::as_str).and_then(|f| f.parse::<Address>().ok()).map(|a| a.to_checksum(None)))
     }
 
     async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError> {

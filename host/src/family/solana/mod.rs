@@ -215,6 +215,18 @@ impl Driver for SolanaDriver {
         }
     }
 
+    async fn sender_of(&self, chain: &str, tx: &str) -> Result<Option<String>, SendError> {
+        let client = self.client(chain)?;
+        let params = json!([tx, { "encoding": "json", "commitment": "confirmed", "maxSupportedTransactionVersion": 0 }]);
+        let found = rpc(&client, "getTransaction", params).await?;
+        // The fee payer, the first signer: whose transaction it is.
+        Ok(found.pointer("/transaction/message/accountKeys/0").and_then(Value::as_str).map(str::to_string))
+    }
+
+    fn opens_accounts(&self) -> bool {
+        true
+    }
+
     async fn can_receive(&self, chain: &str, token: &str, owner: &str) -> Result<bool, SendError> {
         let client = self.chains.get(chain).ok_or_else(|| SendError::Unavailable(format!("{chain} has no transport")))?;
         let key = |t: &str| t.parse::<solana_pubkey::Pubkey>().map_err(|_| SendError::Unsupported(format!("{t} is not a Solana address")));

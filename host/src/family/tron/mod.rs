@@ -12,6 +12,7 @@
 
 pub mod approve;
 pub mod calls;
+mod landed;
 
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ use crate::clock::now_ms;
 use crate::config::{Availability, Config, Family};
 use crate::db::Db;
 use crate::keys::{Keystore, Role};
-use crate::payment::{SigningRequest, Submission};
+use crate::payment::{SigningRequest, Submission, VerifiedPayment};
 use crate::store::settlement::{self as repo, StoredTx, TxRow};
 
 /// TRX has 6 decimals (sun).
@@ -236,6 +237,27 @@ impl Driver for TronDriver {
             Ok(None) => !expired(&stored.raw),
             Err(_) => true,
         }
+    }
+
+    async fn landed(
+        &self,
+        chain: &str,
+        token: &str,
+        payment: &VerifiedPayment,
+        evidence: &[u8],
+        since_ms: i64,
+    ) -> Result<Vec<String>, SendError> {
+        let client = self.client(chain)?;
+        let sought = super::Sought::new(token, payment, evidence, since_ms, tron_wire::address::parse)?;
+        let block_ms = self.config.chains.get(chain).map_or(3000, |c| c.block_time_ms());
+        landed::transfers(&client, block_ms, &sought).await
+    }
+
+    async fn sender_of(&self, chain: &str, tx: &str) -> Result<Option<String>, SendError> {
+        let client = self.client(chain)?;
+        let found = call(&client, "/wallet/gettransactionbyid", json!({ "value": tx })).await?;
+        let raw = found.get("raw_data_hex").and_then(Value::as_str).and_then(|h| hex::decode(h).ok());
+        Ok(raw.and_then(|r| owner(&r).ok()))
     }
 
     async fn balances(&self, chain: &str, owner: &str) -> Result<Vec<Balance>, ChainError> {

@@ -1,0 +1,187 @@
+//! Who a request is from, for rate limits: the socket's peer, or, when that
+//! peer is a proxy the operator trusts (`[service] trusted_proxies`), the
+//! address the proxies recorded (`Forwarded`, else `X-Forwarded-For`), read
+//! from the right: the first hop that is not a trusted proxy is the client.
+//! A client can write anything into these headers, so only what trusted
+//! proxies appended is believed; with no trusted proxies they are ignored.
+//!
+//! Limits key a client by its address, and an IPv6 client by its /64: one
+//! subscriber line gets a /64 or more, so single addresses cost nothing to
+//! rotate.
+
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+
+use axum::http::HeaderMap;
+use ipnet::IpNet;
+
+/// The operator's proxies, parsed once at start.
+#[derive(Debug, Clone, Default)]
+pub struct TrustedProxies(Vec<IpNet>);
+
+impl TrustedProxies {
+    pub fn new(nets: Vec<IpNet>) -> TrustedProxies {
+        TrustedProxies(nets)
+    }
+
+    fn trusts(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
+        self.0.iter().any(|net| net.contains(&ip))
+    }
+
+    /// The client's address: `peer` unless it is trusted, then the right-most
+    /// forwarded address that is not (the left-most when all are).
+    pub fn client(&self, peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
+        let peer = canonical(peer.ip());
+        if !self.trusts(peer) {
+            return peer;
+        }
+        let hops = forwarded(headers);
+        let mut last = peer;
+        for hop in hops.iter().rev() {
+            let Some(ip) = *hop else { return last };
+            if !self.trusts(ip) {
+                return ip;
+            }
+            last = ip;
+        }
+        last
+    }
+}
+
+/// The limit key of the client a request is from (`unknown` when the
+/// server was built without peer addresses, as in-process tests are).
+pub fn of(proxies: &TrustedProxies, req: &axum::extract::Request) -> String {
+    from(proxies, req).map_or_else(|| "unknown".into(), limit_key)
+}
+
+/// The IPv6 site (/48) a request is from, if it is from IPv6: one customer
+/// of a host gets a /48 and with it 65,536 /64s, so a site has a limit of
+/// its own above its clients'.
+pub fn site_of(proxies: &TrustedProxies, req: &axum::extract::Request) -> Option<String> {
+    match canonical(from(proxies, req)?) {
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            Some(format!("{}/48", Ipv6Addr::new(s[0], s[1], s[2], 0, 0, 0, 0, 0)))
+        }
+        IpAddr::V4(_) => None,
+    }
+}
+
+fn from(proxies: &TrustedProxies, req: &axum::extract::Request) -> Option<IpAddr> {
+    req.extensions().get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| proxies.client(c.0, req.headers()))
+}
+
+/// The key a limit counts a client under: its IPv4 address, or its IPv6 /64.
+pub fn limit_key(ip: IpAddr) -> String {
+    match canonical(ip) {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            format!("{}/64", Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+    }
+}
+
+/// An IPv4 address carried as IPv6 (`::ffff:a.b.c.d`) is that IPv4 address.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The forwarded chain, client first. RFC 7239 `Forwarded` when present
+/// (its `for=` of each element), else `X-Forwarded-For`. A hop that is not
+/// an address (`unknown`, an obfuscated name, garbage) is `None`: the chain
+/// cannot be followed past it.
+fn forwarded(headers: &HeaderMap) -> Vec<Option<IpAddr>> {
+    let values = |name: &str| headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).collect::<Vec<_>>().join(",");
+    let standard = values("forwarded");
+    if !standard.trim().is_empty() {
+        return standard
+            .split(',')
+            .map(|element| {
+                element.split(';').find_map(|pair| {
+                    let (k, v) = pair.split_once('=')?;
+                    k.trim().eq_ignore_ascii_case("for").then(|| node(v.trim().trim_matches('"')))?
+                })
+            })
+            .collect();
+    }
+    let legacy = values("x-forwarded-for");
+    if legacy.trim().is_empty() {
+        return vec![];
+    }
+    legacy.split(',').map(|hop| node(hop.trim())).collect()
+}
+
+/// `192.0.2.1`, `192.0.2.1:8080`, `[2001:db8::1]`, `[2001:db8::1]:8080` or
+/// a bare `2001:db8::1`.
+fn node(text: &str) -> Option<IpAddr> {
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    if let Some(rest) = text.strip_prefix('[') {
+        return rest.split_once(']').and_then(|(ip, _)| ip.parse().ok());
+    }
+    // `ip:port`: only IPv4 has a port without brackets.
+    let (ip, port) = text.rsplit_once(':')?;
+    port.parse::<u16>().ok()?;
+    ip.parse::<std::net::Ipv4Addr>().ok().map(IpAddr::V4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+        }
+        h
+    }
+
+    fn trusted(nets: &[&str]) -> TrustedProxies {
+        TrustedProxies::new(nets.iter().map(|n| n.parse().unwrap()).collect())
+    }
+
+    fn peer(ip: &str) -> SocketAddr {
+        SocketAddr::new(ip.parse().unwrap(), 40000)
+    }
+
+    #[test]
+    fn headers_are_ignored_from_untrusted_peers() {
+        let t = trusted(&["10.0.0.0/8"]);
+        let h = headers(&[("x-forwarded-for", "1.2.3.4"), ("forwarded", "for=5.6.7.8")]);
+        assert_eq!(t.client(peer("203.0.113.9"), &h).to_string(), "203.0.113.9");
+        assert_eq!(TrustedProxies::default().client(peer("10.0.0.1"), &h).to_string(), "10.0.0.1", "no proxies trusted");
+    }
+
+    #[test]
+    fn the_rightmost_untrusted_hop_is_the_client() {
+        let t = trusted(&["10.0.0.0/8", "127.0.0.1/32"]);
+        // A client that forged a first hop does not choose its key.
+        let h = headers(&[("x-forwarded-for", "9.9.9.9, 198.51.100.7, 10.1.1.1")]);
+        assert_eq!(t.client(peer("127.0.0.1"), &h).to_string(), "198.51.100.7");
+        let h = headers(&[("forwarded", r#"for=9.9.9.9, for="[2001:db8:1:2::5]:443";proto=https, for=10.2.2.2"#)]);
+        assert_eq!(t.client(peer("10.0.0.1"), &h).to_string(), "2001:db8:1:2::5");
+        let h = headers(&[("x-forwarded-for", "198.51.100.7:5555")]);
+        assert_eq!(t.client(peer("10.0.0.1"), &h).to_string(), "198.51.100.7");
+        // Only proxies: the left-most; nothing forwarded: the proxy itself.
+        let h = headers(&[("x-forwarded-for", "10.3.3.3, 10.4.4.4")]);
+        assert_eq!(t.client(peer("10.0.0.1"), &h).to_string(), "10.3.3.3");
+        assert_eq!(t.client(peer("10.0.0.1"), &HeaderMap::new()).to_string(), "10.0.0.1");
+        // A hop that is no address stops the walk at the last proxy.
+        let h = headers(&[("x-forwarded-for", "198.51.100.7, unknown")]);
+        assert_eq!(t.client(peer("10.0.0.1"), &h).to_string(), "10.0.0.1");
+    }
+
+    #[test]
+    fn ipv6_clients_are_counted_by_their_64() {
+        assert_eq!(limit_key("2001:db8:1:2:aaaa::1".parse().unwrap()), "2001:db8:1:2::/64");
+        assert_eq!(limit_key("2001:db8:1:2:bbbb::9".parse().unwrap()), "2001:db8:1:2::/64");
+        assert_eq!(limit_key("::ffff:192.0.2.1".parse().unwrap()), "192.0.2.1");
+        assert_eq!(limit_key("192.0.2.1".parse().unwrap()), "192.0.2.1");
+    }
+}

@@ -1,0 +1,73 @@
+//! The HTTP listener: hyper's connection builder with the limits axum's own
+//! `serve` does not expose. A client has `header_read_timeout` to send a
+//! request's headers (a slow-header client cannot hold a socket for ever);
+//! at most `max_connections` are served at once, the rest wait in the
+//! kernel's accept queue; on shutdown, no new connections are taken and
+//! in-flight requests finish (for at most `DRAIN`).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+/// Longest wait for in-flight requests at shutdown.
+const DRAIN: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub header_read_timeout: Duration,
+    pub max_connections: usize,
+}
+
+/// Serve `app` on `listener` until `shutdown` resolves. Each request carries
+/// its peer's address as `ConnectInfo<SocketAddr>`.
+pub async fn serve(listener: TcpListener, app: Router, limits: Limits, shutdown: impl Future<Output = ()>) {
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+            () = &mut shutdown => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of descriptors or memory: wait rather than spin.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let svc = tower::ServiceExt::map_request(app.clone(), move |mut req: axum::extract::Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(ConnectInfo(peer));
+            req
+        });
+        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), hyper_util::service::TowerToHyperService::new(svc));
+        let conn = graceful.watch(conn.into_owned());
+        tokio::spawn(async move {
+            // A client that hangs up or times out ends its connection; nothing to report.
+            let _ = conn.await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(DRAIN) => tracing::warn!("shutdown: connections still open after {DRAIN:?}; closing them"),
+    }
+}

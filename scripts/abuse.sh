@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The abuse load test of docs/benchmarks.md (outside CI): stablerail behind
+# a trusted proxy on a fresh devnet, alone on CPU 0; devnet/abuse.mjs on
+# CPU 1 measures a legit client's creates alone, then while one client
+# floods /api/intents from 10,000 rotating IPv6 /64s and another holds
+# 1,000 slow connections, and samples the service's RSS.
+#   LEGIT=200 SECONDS_OF_FLOOD=30 scripts/abuse.sh
+# BIN= measures another build; OUT= keeps the report (default
+# .stablerail/abuse/report.json).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
+bin=${BIN:-$PWD/target/release/stablerail}
+out=${OUT:-$PWD/.stablerail/abuse}
+mkdir -p "$out"
+dir=$(mktemp -d)
+port=$((21000 + RANDOM % 8000))
+taskset -c 1 "$bin" devnet up --dir "$dir/dn" --port "$port" --chains base >/dev/null || exit 1
+# The proxy is this host; each client may create 600 a minute; the header
+# timeout is the default.
+sed -i 's/^\[service\]$/[service]\ntrusted_proxies = ["127.0.0.1"]/' "$dir/dn/chains.toml"
+sed -i 's/^requests_per_minute = .*/requests_per_minute = 600/' "$dir/dn/chains.toml"
+url=http://127.0.0.1:$((port + 800))
+RUST_LOG=warn taskset -c 0 "$bin" serve --config "$dir/dn/chains.toml" --database "sqlite://$dir/dn/stablerail.db" \
+    --listen "127.0.0.1:$((port + 800))" >"$dir/serve.log" 2>&1 &
+server=$!
+for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 0.1; done
+ulimit -n 20000 2>/dev/null || true
+taskset -c 1 node devnet/abuse.mjs --url "$url" --pid "$server" --legit "${LEGIT:-200}" --seconds "${SECONDS_OF_FLOOD:-30}" | tee "$out/report.json"
+kill "$server" 2>/dev/null
+wait "$server" 2>/dev/null
+"$bin" devnet down --dir "$dir/dn" >/dev/null 2>&1
+rm -rf "$dir"
