@@ -160,7 +160,7 @@ async fn claims_on_sqlite_and_postgres() {
 /// not in the expected status is not moved.
 async fn check_settled_legs(db: &Db) {
     use stablerail::store::group::Group;
-    use stablerail::store::settlement::{Leg, LegSettled};
+    use stablerail::store::transition::intents::{Leg, LegSettled};
     queue(db, 6, 6).await;
     sqlx::query("UPDATE settlement_queue SET attempts = 3, locked_by = 'x', locked_until = 99").execute(&db.pool).await.unwrap();
     sqlx::query("UPDATE intents SET status = 'TARGET_SETTLING' WHERE id = 'i05'").execute(&db.pool).await.unwrap();
@@ -204,7 +204,7 @@ async fn check_settled_legs(db: &Db) {
 
     // Payouts starting together: the first authorization stored is the one
     // used; an intent in neither state is not moved.
-    use stablerail::store::settlement::StartPayout;
+    use stablerail::store::transition::intents::StartPayout;
     let payouts = std::sync::Arc::new(Group::<StartPayout>::default());
     let start = |id: &'static str, proof: Option<&str>| {
         let (payouts, db, proof) = (payouts.clone(), db.clone(), proof.map(str::to_string));
@@ -235,7 +235,7 @@ async fn settled_legs_on_sqlite_and_postgres() {
 async fn check_grouped_acceptance(db: &Db) {
     use rust_decimal::Decimal;
     use stablerail::store::group::Group;
-    use stablerail::store::intents::{Accept, Accepted, Reserve};
+    use stablerail::store::transition::intents::{Accept, Accepted, Reserve};
     for k in 0..10 {
         sqlx::query(
             "INSERT INTO intents (id, status, payer_chain, target_chain, payer_asset, target_asset, merchant_recipient, \
@@ -378,7 +378,8 @@ fn swap(k: usize) -> stablerail::store::swaps::SwapIntent {
 /// never hold the same swap; only the lease's holder settles it, once; a
 /// tracker that died (its lease run out) is taken over by the next.
 async fn check_swap_leases(db: &Db) {
-    use stablerail::store::swaps::{claim_due, finish, later, register, Outcome};
+    use stablerail::store::swaps::{claim_due, later, Outcome};
+    use stablerail::store::transition::swaps::{finish, register};
     const LEASE: i64 = 30_000;
     for k in 0..6 {
         register(db, &swap(k)).await.unwrap();
@@ -444,12 +445,13 @@ fn settlement(id: &str, replay_key: &str) -> stablerail::store::facilitator::Set
 /// again); one that settled keeps them; finishing is a compare-and-set,
 /// alone or grouped.
 async fn check_facilitator_ledger(db: &Db) {
-    use stablerail::store::facilitator::{self as ledger, Finish, Outcome, SettlementStatus};
+    use stablerail::store::facilitator::{self as ledger, Outcome, SettlementStatus};
     use stablerail::store::group::Group;
+    use stablerail::store::transition::settlements::{insert, Finish};
     let refused = |why: &str| Outcome { status: SettlementStatus::Failed, tx_hash: None, error_reason: Some(why.into()), refused: true };
     let first = settlement("xs_1", "base:k1");
-    ledger::insert(db, &first, None).await.unwrap();
-    assert!(ledger::insert(db, &settlement("xs_other", "base:k1"), None).await.unwrap_err().is_duplicate());
+    insert(db, &first, None).await.unwrap();
+    assert!(insert(db, &settlement("xs_other", "base:k1"), None).await.unwrap_err().is_duplicate());
 
     let finishes = Group::<Finish>::default();
     let finish = |id: &str, outcome: Outcome| Finish { id: id.into(), outcome };
@@ -461,7 +463,7 @@ async fn check_facilitator_ledger(db: &Db) {
     assert!(ledger::by_payload_hash(db, &first.payload_hash).await.unwrap().is_none(), "a released row answers nothing");
 
     // The same payment again, and this time it settles: it keeps its keys.
-    ledger::insert(db, &settlement("xs_2", "base:k1"), None).await.unwrap();
+    insert(db, &settlement("xs_2", "base:k1"), None).await.unwrap();
     let settled = Outcome { status: SettlementStatus::Settled, tx_hash: Some("0xabc".into()), error_reason: None, refused: false };
     assert!(finishes.write(db, finish("xs_2", settled.clone())).await.unwrap());
     assert!(!finishes.write(db, finish("xs_2", settled)).await.unwrap(), "finished once");
@@ -469,11 +471,11 @@ async fn check_facilitator_ledger(db: &Db) {
     assert_eq!((row.replay_key.as_str(), row.tx_hash.as_deref()), ("base:k1", Some("0xabc")));
     assert!(row.payment_id.is_some());
     assert_eq!(ledger::by_payload_hash(db, &first.payload_hash).await.unwrap().unwrap().id, "xs_2");
-    assert!(ledger::insert(db, &settlement("xs_3", "base:k1"), None).await.unwrap_err().is_duplicate());
+    assert!(insert(db, &settlement("xs_3", "base:k1"), None).await.unwrap_err().is_duplicate());
 
     // Finishes that come together are written together, each answered.
     for k in 0..6 {
-        ledger::insert(db, &settlement(&format!("xs_g{k}"), &format!("base:g{k}")), None).await.unwrap();
+        insert(db, &settlement(&format!("xs_g{k}"), &format!("base:g{k}")), None).await.unwrap();
     }
     let finishes = std::sync::Arc::new(finishes);
     let all = (0..6).map(|k| {

@@ -538,7 +538,7 @@ async fn execute_flow(b: Backend) {
 async fn execute_answers_from_the_failure_code(b: Backend) {
     use stablerail::failure::{Failure, Reason};
     use stablerail::intent::Status;
-    use stablerail::store::settlement as repo;
+    use stablerail::store::transition::intents as repo;
     let app = std::sync::Arc::new(App::start_with(b, "", 10).await);
     let (_, auth) = app.agent("carol", None).await;
     let engine_says = |why: Reason, to: Option<Status>| {

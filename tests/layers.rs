@@ -48,6 +48,74 @@ fn a_known_circle_is_found_and_comments_do_not_count() {
     assert_eq!(circles_in(dir.path()), Vec::<String>::new());
 }
 
+/// A status (an intent's, a facilitator settlement's, a registered swap's)
+/// is written only in `store/transition/`: nothing else inserts those rows
+/// or sets their `status`.
+#[test]
+fn a_status_is_written_only_in_the_transition_module() {
+    let found = status_writes_in(&common::repo_root().join("host/src"));
+    assert!(found.is_empty(), "status writes outside store/transition:\n{}", found.join("\n"));
+}
+
+/// The check can fail: an update of an intent's status and an insert of a
+/// swap elsewhere are found, an update of other columns is not.
+#[test]
+fn a_status_written_elsewhere_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("store/transition")).unwrap();
+    std::fs::write(dir.path().join("store/transition/intents.rs"), "const A: &str = \"UPDATE intents SET status = $1 WHERE id = $2\";\n")
+        .unwrap();
+    std::fs::write(
+        dir.path().join("ops.rs"),
+        "const B: &str = \"UPDATE intents SET updated_at = $1, \\\n status = $2 WHERE id = $3\";\nconst C: &str = \"UPDATE intents SET payer = $1 WHERE id = $2\";\nconst D: &str = \"INSERT INTO swap_intents (id) VALUES ($1)\";\n",
+    )
+    .unwrap();
+    let found = status_writes_in(dir.path());
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found.iter().all(|f| f.contains("ops.rs")), "{found:?}");
+}
+
+/// Writes of a status outside `store/transition/`, as `file: statement`.
+fn status_writes_in(root: &Path) -> Vec<String> {
+    const TABLES: [&str; 3] = ["intents", "x402_settlements", "swap_intents"];
+    let mut files = vec![];
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    walk(root, &mut files);
+    let mut out = vec![];
+    for f in files {
+        if f.strip_prefix(root).unwrap().starts_with("store/transition") {
+            continue;
+        }
+        // Statements span lines joined with `\`: read the text as one line.
+        let text = std::fs::read_to_string(&f).unwrap().replace("\\\n", " ");
+        for table in TABLES {
+            for (at, _) in text.match_indices(&format!("INSERT INTO {table} ")) {
+                out.push(format!("{}: {}", f.display(), &text[at..(at + 60).min(text.len())]));
+            }
+            for (at, _) in text.match_indices(&format!("UPDATE {table} SET ")) {
+                let rest = &text[at..];
+                let set = &rest[..rest.find(" WHERE ").unwrap_or(rest.len())];
+                let writes_status = set
+                    .split(',')
+                    .any(|a| a.trim_start().trim_start_matches(&format!("UPDATE {table} SET ")).trim_start().starts_with("status"));
+                if writes_status {
+                    out.push(format!("{}: {}", f.display(), set.chars().take(80).collect::<String>()));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Every circle, as `m1 -> m2 -> … -> m1`, among the members of each folder.
 fn circles_in(root: &Path) -> Vec<String> {
     let mut files = BTreeMap::new();

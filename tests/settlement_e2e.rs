@@ -405,7 +405,7 @@ async fn legs_wait_for_their_confirmations() {
 /// intent, even run twice, pays nothing more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn landed_payouts_are_reconciled_and_retries_never_pay_twice() {
-    use stablerail::store::settlement::{self as repo, Retry};
+    use stablerail::store::transition::intents::{self as repo, Retry};
     let dn = Devnet::start(22645, "base", "").await;
     let (done, _) = dn.settle_public(("base", "usdc"), ("base", "usdc"), "2", 4, x402_pay).await;
     let id = done["intent_id"].as_str().unwrap().to_string();

@@ -664,18 +664,18 @@ async fn facilitator(out: Output, cmd: FacilitatorCommand, store: StoreArgs) -> 
 
 async fn intent(out: Output, cmd: IntentCommand, store: StoreArgs) -> anyhow::Result<()> {
     use stablerail::intent::Status;
-    use stablerail::store::settlement::{self as repo, Retry};
+    use stablerail::store::transition::intents::{self as transition, Retry};
     let (_, db) = open(&store).await?;
     let answer = match cmd {
         IntentCommand::List { status, limit } => {
             let status =
                 status.map(|s| Status::parse(&s.to_uppercase()).ok_or_else(|| anyhow::anyhow!("unknown status `{s}`"))).transpose()?;
             let ids = match status {
-                Some(s) => repo::ids_with_status(&db, s, limit).await?,
+                Some(s) => transition::ids_with_status(&db, s, limit).await?,
                 None => {
                     let mut all = Vec::new();
                     for s in Status::ALL {
-                        all.extend(repo::ids_with_status(&db, s, limit).await?);
+                        all.extend(transition::ids_with_status(&db, s, limit).await?);
                     }
                     all
                 }
@@ -697,7 +697,7 @@ async fn intent(out: Output, cmd: IntentCommand, store: StoreArgs) -> anyhow::Re
             serde_json::Value::Array(rows)
         }
         IntentCommand::Retry { id } => {
-            let said = match repo::retry(&db, &id, now_ms()).await? {
+            let said = match transition::retry(&db, &id, now_ms()).await? {
                 Retry::Reopened => "re-opened: PARTIAL_SETTLEMENT -> SOURCE_SETTLED, payout queued".to_string(),
                 Retry::Requeued => "queued: due now".to_string(),
                 Retry::NotFound => anyhow::bail!("no intent {id}"),
@@ -707,7 +707,7 @@ async fn intent(out: Output, cmd: IntentCommand, store: StoreArgs) -> anyhow::Re
         }
         IntentCommand::Partial { id } => {
             let why = stablerail::failure::Reason::from(stablerail::failure::Failure::NeedsReconciliation);
-            anyhow::ensure!(repo::give_up(&db, &id, &why, now_ms()).await?, "intent {id} is not waiting for its payout");
+            anyhow::ensure!(transition::give_up(&db, &id, &why, now_ms()).await?, "intent {id} is not waiting for its payout");
             json!({ "intent_id": id, "result": "PARTIAL_SETTLEMENT" })
         }
     };

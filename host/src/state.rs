@@ -50,9 +50,9 @@ pub struct AppState {
     /// settle runs its first pass on it at once when a worker is free.
     pub engine: std::sync::OnceLock<Arc<crate::settle::Engine>>,
     /// Proofs accepted at the same moment commit together.
-    pub acceptances: crate::store::group::Group<crate::store::intents::Accept>,
+    pub acceptances: crate::store::group::Group<crate::store::transition::intents::Accept>,
     /// So do intents created at the same moment.
-    pub inserts: crate::store::group::Group<crate::store::intents::Inserts>,
+    pub inserts: crate::store::group::Group<crate::store::transition::intents::Inserts>,
 }
 
 pub type Shared = Arc<AppState>;

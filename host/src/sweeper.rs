@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::clock::now_ms;
 use crate::config::Retention;
 use crate::db::Db;
-use crate::store::{idempotency, intents, retention};
+use crate::store::{idempotency, retention};
 
 /// How often a retention pass runs (each deletes at most a batch per kind).
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
@@ -41,7 +41,7 @@ pub async fn prune(db: &Db, keep: &Retention) {
 
 pub async fn sweep(db: &Db) {
     let now = now_ms();
-    match intents::expire_due(db, now).await {
+    match crate::store::transition::intents::expire_due(db, now).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(expired = n, "expired unpaid intents"),
         Err(e) => tracing::warn!(error = %e, "expiry sweep failed"),

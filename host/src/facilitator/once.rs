@@ -101,7 +101,7 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
     let engine = s.engine.get();
     let slot = engine.and_then(|e| e.x402_slot());
     let lease = slot.as_ref().map(|(_, holder, until)| (holder.as_str(), *until));
-    match ledger::insert(&s.db, &rec, lease).await {
+    match crate::store::transition::settlements::insert(&s.db, &rec, lease).await {
         Ok(()) => match (engine, slot) {
             (Some(engine), Some((slot, _, _))) => {
                 let id = rec.id.clone();

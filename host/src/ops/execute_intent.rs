@@ -8,7 +8,8 @@ use crate::failure::Failure;
 use crate::intent::{Intent, Status};
 use crate::state::AppState;
 use crate::store::agents::Agent;
-use crate::store::intents::{self as repo, Accept, Accepted};
+use crate::store::intents as repo;
+use crate::store::transition::intents::{Accept, Accepted};
 
 /// The intent as it was read, and the status it had reached when the wait
 /// ended.

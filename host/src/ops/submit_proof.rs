@@ -4,7 +4,7 @@
 use super::intent_error::{load, lost_race, not_payable, IntentError};
 use crate::intent::{requirements, Intent};
 use crate::state::AppState;
-use crate::store::intents::{Accept, Accepted, Reserve};
+use crate::store::transition::intents::{Accept, Accepted, Reserve};
 
 /// The accepted intent (as it was read; it is PENDING now).
 pub async fn submit(s: &AppState, id: &str, proof: Option<&str>) -> Result<Intent, IntentError> {

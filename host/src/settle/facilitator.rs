@@ -151,7 +151,7 @@ impl Engine {
         tracing::info!(settlement = %rec.id, status = to.as_str(), tx = ?tx, reason = ?why.map(Reason::code), "facilitator settlement ended");
         let outcome =
             ledger::Outcome { status: to, tx_hash: tx.map(str::to_string), error_reason: why.map(|r| r.code().to_string()), refused };
-        self.x402_finishes.write(&self.deps.db, ledger::Finish { id: rec.id.clone(), outcome }).await?;
+        self.x402_finishes.write(&self.deps.db, crate::store::transition::settlements::Finish { id: rec.id.clone(), outcome }).await?;
         self.deps.x402_done.finish(&rec.id);
         Ok(Pass::Done(Ended { status: to, tx_hash: tx.map(str::to_string), reason: why }))
     }

@@ -13,6 +13,7 @@ use crate::family::{Finality, Upkeep};
 use crate::intent::Status;
 use crate::keys::Role;
 use crate::payment::ReceiptStatus;
+use crate::store::transition::intents as transition;
 use crate::store::{intents, settlement as repo};
 
 impl Engine {
@@ -46,7 +47,7 @@ impl Engine {
     /// PARTIAL_SETTLEMENT intents whose stored payout landed after all.
     pub async fn reconcile(&self) -> anyhow::Result<()> {
         let db = &self.deps.db;
-        for id in repo::ids_with_status(db, Status::PartialSettlement, 200).await? {
+        for id in transition::ids_with_status(db, Status::PartialSettlement, 200).await? {
             let stored = repo::list_txs(db, &id, "target").await?;
             let (Some(last), Some(i)) = (stored.last(), intents::get(db, &id).await?) else { continue };
             let Some(driver) = self.deps.drivers.for_chain(&i.target_chain) else { continue };
@@ -56,7 +57,7 @@ impl Engine {
             let Ok(units) = adapter.to_base_units(&i.receiving_amount).await? else { continue };
             let paid = super::transfer_of(&proxy, &i.merchant_recipient, &units);
             if let ReceiptStatus::Settled(_) = self.read_receipt(&adapter, paid, receipt).await? {
-                if repo::reconciled(db, &id, &last.tx_hash, now_ms()).await? {
+                if transition::reconciled(db, &id, &last.tx_hash, now_ms()).await? {
                     tracing::warn!(intent = %id, tx = %last.tx_hash, "a stored payout landed: PARTIAL_SETTLEMENT -> TARGET_SETTLED");
                 }
             }

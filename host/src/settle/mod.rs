@@ -30,6 +30,7 @@ use crate::intent::{Intent, Status};
 use crate::keys::{Keystore, Role};
 use crate::payment::{PaymentRequirements, ReceiptStatus, Transfer, VerifiedPayment};
 use crate::sanctions::SanctionsList;
+use crate::store::transition::intents as transition;
 use crate::store::{intents, settlement as repo};
 
 /// Most queue entries taken by one claim.
@@ -68,11 +69,11 @@ pub struct Engine {
     /// Transactions recorded confirmed by this replica (see `confirmed`).
     confirmed: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::OnceCell<()>>>>,
     /// Facilitator settlements ending together are written together.
-    x402_finishes: crate::store::group::Group<crate::store::facilitator::Finish>,
+    x402_finishes: crate::store::group::Group<crate::store::transition::settlements::Finish>,
     /// So are the intents' legs that settle together (a batch's receipt).
-    settled: crate::store::group::Group<repo::LegSettled>,
+    settled: crate::store::group::Group<transition::LegSettled>,
     /// And the payouts that start together.
-    payouts: crate::store::group::Group<repo::StartPayout>,
+    payouts: crate::store::group::Group<transition::StartPayout>,
 }
 
 /// A claimed intent as read with the others claimed at once, and every
@@ -305,7 +306,7 @@ impl Engine {
         tracing::info!(intent = %i.id, status = %to, code = why.code.code(), message = %why.message, "settlement ended");
         let outcome = if to == Status::Blocked { "blocked" } else { "failed" };
         crate::telemetry::settlement_leg(&i.payer_chain, "source", outcome, Some(elapsed_since(i.updated_at)));
-        repo::transition(&self.deps.db, &i.id, i.status, to, Some(&why), now_ms()).await?;
+        transition::transition(&self.deps.db, &i.id, i.status, to, Some(&why), now_ms()).await?;
         Ok(Next::Done)
     }
 

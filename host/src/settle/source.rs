@@ -15,6 +15,7 @@ use crate::failure::{Failure, Reason};
 use crate::intent::{Intent, Status};
 use crate::keys::Role;
 use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus, Transfer, VerifiedPayment};
+use crate::store::transition::intents as transition;
 use crate::store::{intents, settlement as repo};
 
 impl Engine {
@@ -56,12 +57,12 @@ impl Engine {
                 // The agent can fund its wallet and execute again.
                 Err(ProofError::InsufficientFunds(m)) => {
                     tracing::info!(intent = %i.id, detail = %m, "agent wallet is short; the intent awaits payment again");
-                    repo::back_to_awaiting(db, &i.id, &Failure::AgentWalletShort.into(), now_ms()).await?;
+                    transition::back_to_awaiting(db, &i.id, &Failure::AgentWalletShort.into(), now_ms()).await?;
                     return Ok(Next::Done);
                 }
                 Err(e) => return self.fail(&i, Status::VerificationFailed, Reason::proof(&e)).await,
             }
-            repo::set_source_proof(db, &i.id, &proof, &paid.replay_key, &paid.payer).await?;
+            transition::set_source_proof(db, &i.id, &proof, &paid.replay_key, &paid.payer).await?;
             i = intents::get(db, &i.id).await?.ok_or_else(|| anyhow::anyhow!("intent vanished"))?;
         }
         let proof = i.settle_proof.clone().unwrap_or_default();
@@ -203,7 +204,7 @@ impl Engine {
     /// source legs already waiting: those hold payer authorizations that
     /// expire, a payout has no deadline.
     async fn source_landed_by(&self, i: &Intent, tx: String) -> anyhow::Result<Next> {
-        let settled = repo::LegSettled { id: i.id.clone(), leg: repo::Leg::Source, tx_hash: tx };
+        let settled = transition::LegSettled { id: i.id.clone(), leg: transition::Leg::Source, tx_hash: tx };
         self.settled.write(&self.deps.db, settled).await?;
         crate::telemetry::settlement_leg(&i.payer_chain, "source", "settled", Some(super::elapsed_since(i.updated_at)));
         Ok(Next::Recorded)
@@ -238,7 +239,7 @@ impl Engine {
         } else {
             tracing::info!(intent = %i.id, code = code.code(), detail = why, "source leg not sent; retrying");
         }
-        repo::transition(&self.deps.db, &i.id, i.status, i.status, Some(&code.into()), now_ms()).await?;
+        transition::transition(&self.deps.db, &i.id, i.status, i.status, Some(&code.into()), now_ms()).await?;
         Ok(Next::Later(Duration::from_secs(if code == Failure::RelayerUnfunded { 2 } else { 1 }), false))
     }
 }

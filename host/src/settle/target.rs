@@ -17,6 +17,7 @@ use crate::intent::{Intent, Status};
 use crate::keys::Role;
 use crate::payment::{ProofError, ReceiptStatus, Terms, Transfer};
 use crate::store::settlement as repo;
+use crate::store::transition::intents as transition;
 
 /// Did the intent's quote include opening the recipient's token account?
 fn charged_account(i: &Intent) -> bool {
@@ -44,7 +45,7 @@ impl Engine {
                 crate::telemetry::sanctions_hit("payout");
                 tracing::warn!(intent = %i.id, "the recipient is on a sanctions list; no payout; needs reconciliation");
                 let from = [Status::TargetSettling, Status::SourceSettled];
-                repo::transition_from(db, &i.id, &from, Status::PartialSettlement, Some(&Failure::Declined.into()), now_ms()).await?;
+                transition::transition_from(db, &i.id, &from, Status::PartialSettlement, Some(&Failure::Declined.into()), now_ms()).await?;
                 return Ok(Next::Done);
             }
             None => {
@@ -69,7 +70,7 @@ impl Engine {
             }
         };
         // The first payout authorization ever stored is the one used.
-        let Some(proof) = self.payouts.write(db, repo::StartPayout { id: i.id.clone(), proof: fresh }).await? else {
+        let Some(proof) = self.payouts.write(db, transition::StartPayout { id: i.id.clone(), proof: fresh }).await? else {
             return Ok(Next::Later(Duration::ZERO, false));
         };
         let stored = super::leg_txs(db, &i.id, "target", read).await?;
@@ -89,7 +90,7 @@ impl Engine {
             // land (`run_steps`). Only then is a new one built: the merchant
             // is paid once.
             Err(ProofError::Expired) if stored.is_empty() => {
-                if repo::renew_payout(db, &i.id, &proof, now_ms()).await? {
+                if transition::renew_payout(db, &i.id, &proof, now_ms()).await? {
                     tracing::info!(intent = %i.id, "payout authorization expired unsent; authorizing a new one");
                 }
                 return Ok(Next::Later(Duration::ZERO, false));
@@ -108,7 +109,9 @@ impl Engine {
             Ok((hash, receipt)) => match self.read_receipt(&adapter, expected(&proxy, &req), receipt).await? {
                 ReceiptStatus::Settled(_) => {
                     tracing::info!(intent = %i.id, tx = %hash, "payment settled");
-                    self.settled.write(db, repo::LegSettled { id: i.id.clone(), leg: repo::Leg::Target, tx_hash: hash }).await?;
+                    self.settled
+                        .write(db, transition::LegSettled { id: i.id.clone(), leg: transition::Leg::Target, tx_hash: hash })
+                        .await?;
                     crate::telemetry::settlement_leg(&i.target_chain, "target", "settled", i.source_settled_at.map(elapsed_since));
                     Ok(Next::Recorded)
                 }
@@ -151,14 +154,14 @@ impl Engine {
         if spent && !self.payout_can_land(i).await {
             let why = Reason::from(Failure::NeedsReconciliation);
             let from = [Status::TargetSettling, Status::SourceSettled];
-            repo::transition_from(db, &i.id, &from, Status::PartialSettlement, Some(&why), now_ms()).await?;
+            transition::transition_from(db, &i.id, &from, Status::PartialSettlement, Some(&why), now_ms()).await?;
             tracing::error!(intent = %i.id, "payout retry budget spent and no stored payout can land: needs reconciliation");
             crate::telemetry::settlement_leg(&i.target_chain, "target", "partial", i.source_settled_at.map(elapsed_since));
             return Ok(Next::Done);
         }
         // The current reason is recorded even when it was SOURCE_SETTLED already.
         let from = [Status::TargetSettling, Status::SourceSettled];
-        repo::transition_from(db, &i.id, &from, Status::SourceSettled, Some(&code.into()), now_ms()).await?;
+        transition::transition_from(db, &i.id, &from, Status::SourceSettled, Some(&code.into()), now_ms()).await?;
         crate::telemetry::settlement_leg(&i.target_chain, "target", "retried", None);
         Ok(Next::Later(backoff(attempts, self.max_backoff()), true))
     }

@@ -61,7 +61,7 @@ pub struct Settlement {
     pub updated_at: i64,
 }
 
-const COLUMNS: &str = "id, replay_key, payload_hash, payment_id, client, chain, asset, network, scheme, payer, pay_to, amount, \
+pub(crate) const COLUMNS: &str = "id, replay_key, payload_hash, payment_id, client, chain, asset, network, scheme, payer, pay_to, amount, \
                        requirements, payload, status, error_reason, tx_hash, created_at, updated_at";
 
 fn settlement(r: &sqlx::any::AnyRow) -> Result<Settlement, StoreError> {
@@ -86,40 +86,6 @@ fn settlement(r: &sqlx::any::AnyRow) -> Result<Settlement, StoreError> {
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
-}
-
-/// Record a new settlement, queued and due now; with `lease` (holder,
-/// until), already leased to that holder, as a claim would. `Duplicate`
-/// when its authorization (or the payer's payment id) is already recorded.
-pub async fn insert(db: &Db, s: &Settlement, lease: Option<(&str, i64)>) -> Result<(), StoreError> {
-    sqlx::query(&format!(
-        "INSERT INTO x402_settlements ({COLUMNS}, available_at, locked_by, locked_until) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $18, $20, $21)"
-    ))
-    .bind(&s.id)
-    .bind(&s.replay_key)
-    .bind(&s.payload_hash)
-    .bind(&s.payment_id)
-    .bind(&s.client)
-    .bind(&s.chain)
-    .bind(&s.asset)
-    .bind(&s.network)
-    .bind(&s.scheme)
-    .bind(&s.payer)
-    .bind(&s.pay_to)
-    .bind(&s.amount)
-    .bind(&s.requirements)
-    .bind(&s.payload)
-    .bind(s.status.as_str())
-    .bind(&s.error_reason)
-    .bind(&s.tx_hash)
-    .bind(s.created_at)
-    .bind(s.updated_at)
-    .bind(lease.map(|l| l.0))
-    .bind(lease.map(|l| l.1))
-    .execute(&db.pool)
-    .await?;
-    Ok(())
 }
 
 pub async fn get(db: &Db, id: &str) -> Result<Option<Settlement>, StoreError> {
@@ -224,52 +190,6 @@ pub struct Outcome {
     /// settled again once the cause is gone (the payer funded), as when a
     /// refusal came before the row was written.
     pub refused: bool,
-}
-
-/// Sets a settlement's final columns; `$1`…`$5` are the outcome and time.
-const FINISHED: &str = "status = $1, tx_hash = $2, error_reason = $3, updated_at = $4, locked_by = NULL, locked_until = NULL, \
-     replay_key = CASE WHEN $5 = 1 THEN id ELSE replay_key END, payment_id = CASE WHEN $5 = 1 THEN NULL ELSE payment_id END";
-
-/// A settlement's end: compare-and-set `queued` → a final status, answered
-/// `false` if it was not queued. Written through a `Group`: settlements
-/// ending together (the settlements of one Multicall3 batch end when its
-/// receipt lands) take one statement per outcome instead of one each.
-#[derive(Debug, Clone)]
-pub struct Finish {
-    pub id: String,
-    pub outcome: Outcome,
-}
-
-impl crate::store::group::Write for Finish {
-    type Item = Finish;
-    type Out = bool;
-
-    async fn write(db: &Db, items: &[Finish]) -> Result<Vec<bool>, StoreError> {
-        let now_ms = crate::clock::now_ms();
-        let mut by_outcome: Vec<(&Outcome, Vec<&str>)> = vec![];
-        for f in items {
-            match by_outcome.iter_mut().find(|(o, _)| **o == f.outcome) {
-                Some((_, ids)) => ids.push(&f.id),
-                None => by_outcome.push((&f.outcome, vec![&f.id])),
-            }
-        }
-        let mut moved = std::collections::HashSet::new();
-        for (o, ids) in by_outcome {
-            let sql = format!(
-                "UPDATE x402_settlements SET {FINISHED} WHERE status = 'queued' AND id IN ({}) RETURNING id",
-                crate::store::numbered_params(6, ids.len())
-            );
-            let mut q =
-                sqlx::query(&sql).bind(o.status.as_str()).bind(&o.tx_hash).bind(&o.error_reason).bind(now_ms).bind(i32::from(o.refused));
-            for id in ids {
-                q = q.bind(id);
-            }
-            for r in q.fetch_all(&db.pool).await? {
-                moved.insert(r.try_get::<String, _>("id")?);
-            }
-        }
-        Ok(items.iter().map(|f| moved.contains(&f.id)).collect())
-    }
 }
 
 /// Claim the one success answer of a settled payment: `true` for the first

@@ -13,6 +13,7 @@ pub mod keys;
 pub mod retention;
 pub mod settlement;
 pub mod swaps;
+pub mod transition;
 
 pub use error::StoreError;
 

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use super::{valid_address, valid_tx_hash, SwapError, Swaps};
 use crate::db::Db;
-use crate::store::swaps::{self as repo, SwapIntent};
+use crate::store::swaps::SwapIntent;
 
 /// The body's fields, in the order they are checked.
 const FIELDS: [&str; 8] =
@@ -120,7 +120,7 @@ pub fn parse(swaps: &Swaps, body: &Value, now: i64) -> Result<SwapIntent, SwapEr
 
 /// Store a parsed registration, or find the same one stored before.
 pub async fn store(db: &Db, new: &SwapIntent) -> Result<SwapIntent, SwapError> {
-    let stored = repo::register(db, new).await?;
+    let stored = crate::store::transition::swaps::register(db, new).await?;
     // Addresses as written may differ in case (EVM checksums).
     let eq = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
     let same = stored.to_chain == new.to_chain

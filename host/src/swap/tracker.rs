@@ -142,7 +142,7 @@ async fn follow(deps: &Deps, lifi: &Lifi, holder: &str, i: &SwapIntent) -> Resul
 }
 
 async fn done(deps: &Deps, i: &SwapIntent, holder: &str, now: i64, o: Outcome<'_>) -> Result<(), SwapError> {
-    if !repo::finish(&deps.db, &i.id, holder, &o, now).await? {
+    if !crate::store::transition::swaps::finish(&deps.db, &i.id, holder, &o, now).await? {
         tracing::info!(intent = %i.id, "swap intent changed under the tracker; left as it is");
     }
     Ok(())

@@ -1,10 +1,9 @@
-//! The settlement engine's queries, by what they keep: the queue of work,
-//! the intents' transitions, and the signed transactions with their nonces.
+//! The settlement engine's queries, by what they keep: the queue of work
+//! and the signed transactions with their nonces. (The intents'
+//! transitions are in `store::transition`.)
 
 mod queue;
-mod transitions;
 mod txs;
 
 pub use queue::*;
-pub use transitions::*;
 pub use txs::*;
