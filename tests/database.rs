@@ -216,6 +216,26 @@ async fn check_settled_legs(db: &Db) {
     assert_eq!(start("i00", Some("other")).await.unwrap(), Some("p0".into()), "the stored authorization stays");
     assert_eq!(row("i00").await.0, "TARGET_SETTLING");
     assert_eq!(row("i03").await.0, "PENDING");
+
+    // Each change is an event, written with it: versions rising, the
+    // state it left named; a resumed payout and a lost lease's repeat are
+    // no change and no event; an intent that did not move has none.
+    use stablerail::store::transition::{events_of, Subject};
+    let events = |id: &'static str| async move {
+        events_of(db, Subject::Intent, id).await.unwrap().into_iter().map(|(v, f, t, _)| (v, f.unwrap_or_default(), t)).collect::<Vec<_>>()
+    };
+    let i00 = events("i00").await;
+    assert_eq!(
+        i00.iter().map(|(_, f, t)| (f.as_str(), t.as_str())).collect::<Vec<_>>(),
+        [("PENDING", "SOURCE_SETTLED"), ("SOURCE_SETTLED", "TARGET_SETTLING")],
+        "{i00:?}"
+    );
+    assert!(i00[0].0 < i00[1].0, "versions rise: {i00:?}");
+    assert_eq!(
+        events("i05").await.iter().map(|(_, f, t)| (f.clone(), t.clone())).collect::<Vec<_>>(),
+        [("TARGET_SETTLING".into(), "TARGET_SETTLED".into())]
+    );
+    assert!(events("i03").await.is_empty() && events("i04").await.is_empty());
 }
 
 #[tokio::test]
@@ -398,6 +418,12 @@ async fn check_swap_leases(db: &Db) {
     assert!(!finish(db, "swp_0", "c", &done, 200).await.unwrap(), "not the holder");
     assert!(finish(db, "swp_0", holder("swp_0"), &done, 200).await.unwrap());
     assert!(!finish(db, "swp_0", holder("swp_0"), &Outcome { status: "FAILED", ..done }, 300).await.unwrap(), "settled once");
+    use stablerail::store::transition::{events_of, Subject};
+    assert_eq!(
+        events_of(db, Subject::Swap, "swp_0").await.unwrap(),
+        [(1, None, "PENDING".into(), None), (2, Some("PENDING".into()), "DONE".into(), None)],
+        "registered once (the second registration is the same intent), finished once"
+    );
     later(db, "swp_1", holder("swp_1"), Some("WAIT_SOURCE_CONFIRMATIONS"), 5_000, 200).await.unwrap();
     let early = claim_due(db, "d", 1_000, LEASE, 10).await.unwrap();
     assert!(early.is_empty(), "swp_1 is not due yet, the rest still leased: {early:?}");
@@ -456,6 +482,12 @@ async fn check_facilitator_ledger(db: &Db) {
     let finishes = Group::<Finish>::default();
     let finish = |id: &str, outcome: Outcome| Finish { id: id.into(), outcome };
     assert!(finishes.write(db, finish("xs_1", refused("insufficient_funds"))).await.unwrap());
+    use stablerail::store::transition::{events_of, Subject};
+    assert_eq!(
+        events_of(db, Subject::Settlement, "xs_1").await.unwrap(),
+        [(1, None, "queued".into(), None), (2, Some("queued".into()), "failed".into(), Some("insufficient_funds".into()))],
+        "a refused duplicate recorded nothing"
+    );
     let row = ledger::get(db, "xs_1").await.unwrap().unwrap();
     assert_eq!((row.status, row.error_reason.as_deref()), (SettlementStatus::Failed, Some("insufficient_funds")));
     assert_eq!((row.replay_key.as_str(), row.payment_id), ("xs_1", None), "the authorization is let go");

@@ -28,6 +28,12 @@ async fn public_payment(dn: &Devnet, from: &str, to: &str, amount: &str, payer: 
     let (s, _) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
     assert_eq!(s, 409);
     assert_eq!(dn.balance(to, MERCHANT).await, merchant);
+    // Its every status, in order, from the events written with each change.
+    use stablerail::store::transition::{events_of, Subject};
+    let events = events_of(&dn.state.db, Subject::Intent, id).await.unwrap();
+    let path: Vec<&str> = events.iter().map(|(_, _, to, _)| to.as_str()).collect();
+    assert_eq!(path, ["AWAITING_PAYMENT", "PENDING", "SOURCE_SETTLED", "TARGET_SETTLING", "TARGET_SETTLED"], "{events:?}");
+    assert!(events.windows(2).all(|w| w[0].0 < w[1].0 && w[1].1.as_deref() == Some(w[0].2.as_str())), "{events:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -6,11 +6,23 @@ use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use sqlx::Row;
 
+use super::{record, Change, Subject};
 use crate::db::{Backend, Db};
 use crate::failure::Reason;
 use crate::intent::{Intent, Status};
 use crate::store::intents::{get, COLUMNS};
 use crate::store::StoreError;
+
+fn change(id: &str, version: i64, from: Option<Status>, to: Status, why: Option<&Reason>) -> Change {
+    Change {
+        subject: Subject::Intent,
+        id: id.to_string(),
+        version,
+        from: from.map(|f| f.as_str().to_string()),
+        to: to.as_str().to_string(),
+        code: why.map(|r| r.code.code().to_string()),
+    }
+}
 
 /// `from → to`, recording why when given. `false` if the intent was not in
 /// `from` (someone else moved it).
@@ -29,31 +41,44 @@ pub async fn transition_from(
     why: Option<&Reason>,
     now_ms: i64,
 ) -> Result<bool, StoreError> {
-    Ok(sqlx::query(
-        "UPDATE intents SET status = $1, error_message = COALESCE($2, error_message), \
-         error_code = COALESCE($6, error_code), updated_at = $3, version = version + 1 \
-         WHERE id = $4 AND status IN ($5, $7)",
-    )
-    .bind(to.as_str())
-    .bind(why.map(|r| r.message.as_str()))
-    .bind(now_ms)
-    .bind(id)
-    .bind(from[0].as_str())
-    .bind(why.map(|r| r.code.code()))
-    .bind(from[1].as_str())
-    .execute(&db.pool)
-    .await?
-    .rows_affected()
-        == 1)
+    let mut tx = db.pool.begin().await?;
+    // One statement per state it may be in, in one transaction: the event
+    // names the state it was in.
+    for (n, f) in from.iter().enumerate() {
+        if from[..n].contains(f) {
+            continue;
+        }
+        let moved = sqlx::query(
+            "UPDATE intents SET status = $1, error_message = COALESCE($2, error_message), \
+             error_code = COALESCE($6, error_code), updated_at = $3, version = version + 1 \
+             WHERE id = $4 AND status = $5 RETURNING version",
+        )
+        .bind(to.as_str())
+        .bind(why.map(|r| r.message.as_str()))
+        .bind(now_ms)
+        .bind(id)
+        .bind(f.as_str())
+        .bind(why.map(|r| r.code.code()))
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(row) = moved {
+            record(&mut tx, db.backend, &[change(id, row.try_get("version")?, Some(*f), to, why)], now_ms).await?;
+            tx.commit().await?;
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// A `/v2` agent's wallet could not pay: PENDING → AWAITING_PAYMENT, its
 /// own authorization forgotten, so the agent can fund the wallet and
 /// execute again before the intent expires.
 pub async fn back_to_awaiting(db: &Db, id: &str, why: &Reason, now_ms: i64) -> Result<bool, StoreError> {
-    Ok(sqlx::query(
+    let mut tx = db.pool.begin().await?;
+    let moved = sqlx::query(
         "UPDATE intents SET status = $1, settle_proof = NULL, replay_key = NULL, payer = NULL, error_code = $2, \
-         error_message = $3, updated_at = $4, version = version + 1 WHERE id = $5 AND status = $6 AND agent_id IS NOT NULL",
+         error_message = $3, updated_at = $4, version = version + 1 WHERE id = $5 AND status = $6 AND agent_id IS NOT NULL \
+         RETURNING version",
     )
     .bind(Status::AwaitingPayment.as_str())
     .bind(why.code.code())
@@ -61,10 +86,13 @@ pub async fn back_to_awaiting(db: &Db, id: &str, why: &Reason, now_ms: i64) -> R
     .bind(now_ms)
     .bind(id)
     .bind(Status::Pending.as_str())
-    .execute(&db.pool)
-    .await?
-    .rows_affected()
-        == 1)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = moved else { return Ok(false) };
+    let event = change(id, row.try_get("version")?, Some(Status::Pending), Status::AwaitingPayment, Some(why));
+    record(&mut tx, db.backend, &[event], now_ms).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// The `/v2` source authorization, made once by the agent's wallet.
@@ -101,27 +129,39 @@ impl crate::store::group::Write for StartPayout {
     type Out = Option<String>;
 
     async fn write(db: &Db, items: &[StartPayout]) -> Result<Vec<Option<String>>, StoreError> {
-        // $1 status, $2 time, $3 the other status; then (id, proof) pairs for
-        // the CASE, then the ids again for the IN list.
+        // $1 the new status, $2 time, $3 the status it must be in; then
+        // (id, proof) pairs for the CASE, then the ids again for the IN list.
         let n = items.len();
         let case: String = (0..n).map(|k| format!(" WHEN ${} THEN ${}", 4 + 2 * k, 5 + 2 * k)).collect();
         let sql = format!(
             "UPDATE intents SET target_settle_proof = COALESCE(target_settle_proof, CASE id{case} END), status = $1, \
-             updated_at = $2, version = version + 1 WHERE status IN ($3, $1) AND id IN ({}) RETURNING id, target_settle_proof",
+             updated_at = $2, version = version + 1 WHERE status = $3 AND id IN ({}) RETURNING id, target_settle_proof, version",
             crate::store::numbered_params(4 + 2 * n, n)
         );
-        let mut q =
-            sqlx::query(&sql).bind(Status::TargetSettling.as_str()).bind(crate::clock::now_ms()).bind(Status::SourceSettled.as_str());
-        for p in items {
-            q = q.bind(&p.id).bind(p.proof.as_deref());
-        }
-        for p in items {
-            q = q.bind(&p.id);
-        }
+        let now_ms = crate::clock::now_ms();
+        let mut tx = db.pool.begin().await?;
         let mut stored = std::collections::HashMap::new();
-        for r in q.fetch_all(&db.pool).await? {
-            stored.insert(r.try_get::<String, _>("id")?, r.try_get::<Option<String>, _>("target_settle_proof")?);
+        let mut events = vec![];
+        // Resumed first (already TARGET_SETTLING: no change of status), then
+        // started (SOURCE_SETTLED → TARGET_SETTLING), so none is both.
+        for from in [Status::TargetSettling, Status::SourceSettled] {
+            let mut q = sqlx::query(&sql).bind(Status::TargetSettling.as_str()).bind(now_ms).bind(from.as_str());
+            for p in items {
+                q = q.bind(&p.id).bind(p.proof.as_deref());
+            }
+            for p in items {
+                q = q.bind(&p.id);
+            }
+            for r in q.fetch_all(&mut *tx).await? {
+                let id = r.try_get::<String, _>("id")?;
+                if from == Status::SourceSettled {
+                    events.push(change(&id, r.try_get("version")?, Some(from), Status::TargetSettling, None));
+                }
+                stored.insert(id, r.try_get::<Option<String>, _>("target_settle_proof")?);
+            }
         }
+        record(&mut tx, db.backend, &events, now_ms).await?;
+        tx.commit().await?;
         Ok(items.iter().map(|p| stored.get(&p.id).cloned().flatten()).collect())
     }
 }
@@ -162,6 +202,8 @@ impl crate::store::group::Write for LegSettled {
                 None => by_tx.push((s.leg, &s.tx_hash, vec![&s.id])),
             }
         }
+        let mut tx = db.pool.begin().await?;
+        let mut events = vec![];
         for (leg, tx_hash, ids) in &by_tx {
             let (column, from, to) = match leg {
                 Leg::Source => ("source", Status::Pending, Status::SourceSettled),
@@ -169,15 +211,19 @@ impl crate::store::group::Write for LegSettled {
             };
             let sql = format!(
                 "UPDATE intents SET status = $1, {column}_tx_hash = $2, {column}_settled_at = $3, updated_at = $3, \
-                 error_message = NULL, error_code = NULL, version = version + 1 WHERE status = $4 AND id IN ({})",
+                 error_message = NULL, error_code = NULL, version = version + 1 WHERE status = $4 AND id IN ({}) RETURNING id, version",
                 crate::store::numbered_params(5, ids.len())
             );
             let mut q = sqlx::query(&sql).bind(to.as_str()).bind(*tx_hash).bind(now_ms).bind(from.as_str());
             for id in ids {
                 q = q.bind(*id);
             }
-            q.execute(&db.pool).await?;
+            for r in q.fetch_all(&mut *tx).await? {
+                events.push(change(&r.try_get::<String, _>("id")?, r.try_get("version")?, Some(from), to, None));
+            }
         }
+        record(&mut tx, db.backend, &events, now_ms).await?;
+        tx.commit().await?;
         for leg in [Leg::Source, Leg::Target] {
             let ids: Vec<&str> = items.iter().filter(|s| s.leg == leg).map(|s| s.id.as_str()).collect();
             if ids.is_empty() {
@@ -204,19 +250,23 @@ impl crate::store::group::Write for LegSettled {
 
 /// PARTIAL_SETTLEMENT → TARGET_SETTLED: a stored payout did land after all.
 pub async fn reconciled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Result<bool, StoreError> {
-    Ok(sqlx::query(
+    let mut tx = db.pool.begin().await?;
+    let moved = sqlx::query(
         "UPDATE intents SET status = $1, target_tx_hash = $2, target_settled_at = $3, updated_at = $3, \
-         error_message = NULL, error_code = NULL, version = version + 1 WHERE id = $4 AND status = $5",
+         error_message = NULL, error_code = NULL, version = version + 1 WHERE id = $4 AND status = $5 RETURNING version",
     )
     .bind(Status::TargetSettled.as_str())
     .bind(tx_hash)
     .bind(now_ms)
     .bind(id)
     .bind(Status::PartialSettlement.as_str())
-    .execute(&db.pool)
-    .await?
-    .rows_affected()
-        == 1)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = moved else { return Ok(false) };
+    let event = change(id, row.try_get("version")?, Some(Status::PartialSettlement), Status::TargetSettled, None);
+    record(&mut tx, db.backend, &[event], now_ms).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// TARGET_SETTLING with `proof` → TARGET_SETTLING with none: a payout
@@ -276,16 +326,20 @@ pub async fn retry(db: &Db, id: &str, now_ms: i64) -> Result<Retry, StoreError> 
     let status = Status::parse(&row.try_get::<String, _>("status")?).unwrap_or(Status::Expired);
     let outcome = match status {
         Status::PartialSettlement => {
-            sqlx::query(
+            let moved = sqlx::query(
                 "UPDATE intents SET status = $1, error_code = NULL, error_message = NULL, updated_at = $2, \
-                 version = version + 1 WHERE id = $3 AND status = $4",
+                 version = version + 1 WHERE id = $3 AND status = $4 RETURNING version",
             )
             .bind(Status::SourceSettled.as_str())
             .bind(now_ms)
             .bind(id)
             .bind(Status::PartialSettlement.as_str())
-            .execute(&mut *tx)
+            .fetch_optional(&mut *tx)
             .await?;
+            if let Some(row) = moved {
+                let event = change(id, row.try_get("version")?, Some(Status::PartialSettlement), Status::SourceSettled, None);
+                record(&mut tx, db.backend, &[event], now_ms).await?;
+            }
             Retry::Reopened
         }
         Status::Pending | Status::SourceSettled | Status::TargetSettling => Retry::Requeued,
@@ -310,26 +364,28 @@ pub async fn retry(db: &Db, id: &str, now_ms: i64) -> Result<Retry, StoreError> 
 /// payout lands after all, the keeper's reconciliation still records it.
 pub async fn give_up(db: &Db, id: &str, why: &Reason, now_ms: i64) -> Result<bool, StoreError> {
     let mut tx = db.pool.begin().await?;
-    let moved = sqlx::query(
-        "UPDATE intents SET status = $1, error_code = $2, error_message = $3, updated_at = $4, version = version + 1 \
-         WHERE id = $5 AND status IN ($6, $7)",
-    )
-    .bind(Status::PartialSettlement.as_str())
-    .bind(why.code.code())
-    .bind(&why.message)
-    .bind(now_ms)
-    .bind(id)
-    .bind(Status::SourceSettled.as_str())
-    .bind(Status::TargetSettling.as_str())
-    .execute(&mut *tx)
-    .await?
-    .rows_affected()
-        == 1;
-    if moved {
-        sqlx::query("DELETE FROM settlement_queue WHERE intent_id = $1").bind(id).execute(&mut *tx).await?;
+    for from in [Status::SourceSettled, Status::TargetSettling] {
+        let moved = sqlx::query(
+            "UPDATE intents SET status = $1, error_code = $2, error_message = $3, updated_at = $4, version = version + 1 \
+             WHERE id = $5 AND status = $6 RETURNING version",
+        )
+        .bind(Status::PartialSettlement.as_str())
+        .bind(why.code.code())
+        .bind(&why.message)
+        .bind(now_ms)
+        .bind(id)
+        .bind(from.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(row) = moved {
+            record(&mut tx, db.backend, &[change(id, row.try_get("version")?, Some(from), Status::PartialSettlement, Some(why))], now_ms)
+                .await?;
+            sqlx::query("DELETE FROM settlement_queue WHERE intent_id = $1").bind(id).execute(&mut *tx).await?;
+            tx.commit().await?;
+            return Ok(true);
+        }
     }
-    tx.commit().await?;
-    Ok(moved)
+    Ok(false)
 }
 
 /// Bound parameters per inserted row.
@@ -389,7 +445,11 @@ impl crate::store::group::Write for Inserts {
                 .bind(i64::from(i.payer_listed))
                 .bind(i.receiving_amount.parse().ok().and_then(micros));
         }
-        q.execute(&db.pool).await?;
+        let mut tx = db.pool.begin().await?;
+        q.execute(&mut *tx).await?;
+        let events: Vec<Change> = items.iter().map(|i| change(&i.id, 0, None, i.status, None)).collect();
+        record(&mut tx, db.backend, &events, crate::clock::now_ms()).await?;
+        tx.commit().await?;
         Ok(vec![(); items.len()])
     }
 }
@@ -462,9 +522,16 @@ impl crate::store::group::Write for Accept {
             key(&items[x]).cmp(&key(&items[y]))
         });
         let mut moved = vec![false; items.len()];
+        let mut events = vec![];
         let mut tx = db.pool.begin().await?;
         for n in order {
-            moved[n] = accept_in(db.backend, &mut tx, &items[n]).await?;
+            if let Some(version) = accept_in(db.backend, &mut tx, &items[n]).await? {
+                moved[n] = true;
+                events.push(change(&items[n].id, version, Some(Status::AwaitingPayment), Status::Pending, None));
+            }
+        }
+        if let Some(now) = items.iter().map(|a| a.now_ms).max() {
+            record(&mut tx, db.backend, &events, now).await?;
         }
         // Every accepted intent is handed to settlement by one statement.
         let queued: Vec<&Accept> = items.iter().zip(&moved).filter(|(_, m)| **m).map(|(a, _)| a).collect();
@@ -497,9 +564,9 @@ impl crate::store::group::Write for Accept {
     }
 }
 
-/// One acceptance's move inside the group's transaction: whether it moved
-/// (its queue entry is written with the others').
-async fn accept_in(backend: Backend, tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Accept) -> Result<bool, StoreError> {
+/// One acceptance's move inside the group's transaction: the intent's new
+/// version if it moved (its queue entry is written with the others').
+async fn accept_in(backend: Backend, tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Accept) -> Result<Option<i64>, StoreError> {
     // The float check rides on the move itself: the promised total is summed
     // inside the statement (`receiving_micros`), so on SQLite, one writer at
     // a time, check and move are one step. Postgres serializes the
@@ -529,7 +596,8 @@ async fn accept_in(backend: Backend, tx: &mut sqlx::Transaction<'_, sqlx::Any>, 
     };
     let sql = format!(
         "UPDATE intents SET status = $1, settle_proof = $2, replay_key = $3, payer = $4, updated_at = $5, \
-         error_code = NULL, error_message = NULL, version = version + 1 WHERE id = $6 AND status = $7 AND expires_at > $8{covered}"
+         error_code = NULL, error_message = NULL, version = version + 1 WHERE id = $6 AND status = $7 AND expires_at > $8{covered} \
+         RETURNING version"
     );
     let mut q = sqlx::query(&sql)
         .bind(Status::Pending.as_str())
@@ -547,7 +615,7 @@ async fn accept_in(backend: Backend, tx: &mut sqlx::Transaction<'_, sqlx::Any>, 
         }
         q = q.bind(room);
     }
-    Ok(q.execute(&mut **tx).await?.rows_affected() == 1)
+    Ok(q.fetch_optional(&mut **tx).await?.map(|r| r.try_get("version")).transpose()?)
 }
 
 /// `receiving_amount` in millionths, in SQL: what migration 0012 filled
@@ -574,11 +642,20 @@ fn float_lock_key(chain: &str, asset: &str) -> i64 {
 
 /// Record AWAITING_PAYMENT intents past their expiry as EXPIRED.
 pub async fn expire_due(db: &Db, now_ms: i64) -> Result<u64, StoreError> {
-    Ok(sqlx::query("UPDATE intents SET status = $1, updated_at = $2, version = version + 1 WHERE status = $3 AND expires_at <= $2")
-        .bind(Status::Expired.as_str())
-        .bind(now_ms)
-        .bind(Status::AwaitingPayment.as_str())
-        .execute(&db.pool)
-        .await?
-        .rows_affected())
+    let mut tx = db.pool.begin().await?;
+    let expired = sqlx::query(
+        "UPDATE intents SET status = $1, updated_at = $2, version = version + 1 WHERE status = $3 AND expires_at <= $2 RETURNING id, version",
+    )
+    .bind(Status::Expired.as_str())
+    .bind(now_ms)
+    .bind(Status::AwaitingPayment.as_str())
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut events = Vec::with_capacity(expired.len());
+    for r in &expired {
+        events.push(change(&r.try_get::<String, _>("id")?, r.try_get("version")?, Some(Status::AwaitingPayment), Status::Expired, None));
+    }
+    record(&mut tx, db.backend, &events, now_ms).await?;
+    tx.commit().await?;
+    Ok(expired.len() as u64)
 }

@@ -1,9 +1,103 @@
 //! Every write of a status: an intent's, a facilitator settlement's, a
 //! registered swap's (a row's first status included). Each is a
-//! compare-and-set on the status it expects. Nothing outside this module
-//! writes one (`tests/layers.rs` reads the source), so whatever must follow
-//! every change has one place to live.
+//! compare-and-set on the status it expects, and each change appends its
+//! event (`events`: subject, version, from, to, code, time) in the same
+//! database transaction, so whatever must follow every change (webhooks,
+//! live streams) reads one record that can neither miss a change nor show
+//! one that did not commit. Nothing outside this module writes a status
+//! (`tests/layers.rs` reads the source).
 
 pub mod intents;
 pub mod settlements;
 pub mod swaps;
+
+use crate::db::Backend;
+use crate::store::StoreError;
+
+/// Whose status changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    Intent,
+    Settlement,
+    Swap,
+}
+
+impl Subject {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subject::Intent => "intent",
+            Subject::Settlement => "x402_settlement",
+            Subject::Swap => "swap",
+        }
+    }
+}
+
+/// One change of a status, as `events` records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub subject: Subject,
+    pub id: String,
+    /// The subject's version after the change (intents count every write;
+    /// settlements and swaps are 1 when recorded, 2 when finished).
+    pub version: i64,
+    /// `None` for a row's first status.
+    pub from: Option<String>,
+    pub to: String,
+    /// The failure code that came with it, if any.
+    pub code: Option<String>,
+}
+
+/// Parameters per event row.
+const EVENT_PARAMS: usize = 8;
+/// Rows per statement (under SQLite's and Postgres' parameter limits).
+const EVENTS_PER_STATEMENT: usize = 100;
+
+/// Append `changes` inside the caller's transaction.
+pub(crate) async fn record(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    backend: Backend,
+    changes: &[Change],
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    for chunk in changes.chunks(EVENTS_PER_STATEMENT) {
+        let rows: Vec<String> =
+            (0..chunk.len()).map(|r| format!("({})", crate::store::ordered_params(backend, 1 + r * EVENT_PARAMS, EVENT_PARAMS))).collect();
+        let sql = format!(
+            "INSERT INTO events (id, subject_kind, subject_id, version, from_status, to_status, code, created_at) VALUES {}",
+            rows.join(", ")
+        );
+        let mut q = sqlx::query(&sql);
+        for c in chunk {
+            q = q
+                .bind(format!("evt_{}", ulid::Ulid::new()))
+                .bind(c.subject.as_str())
+                .bind(&c.id)
+                .bind(c.version)
+                .bind(c.from.as_deref())
+                .bind(&c.to)
+                .bind(c.code.as_deref())
+                .bind(now_ms);
+        }
+        q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// A subject's events, oldest first: (version, from, to, code).
+pub async fn events_of(
+    db: &crate::db::Db,
+    subject: Subject,
+    id: &str,
+) -> Result<Vec<(i64, Option<String>, String, Option<String>)>, StoreError> {
+    use sqlx::Row;
+    sqlx::query(
+        "SELECT version, from_status, to_status, code FROM events WHERE subject_kind = $1 AND subject_id = $2 ORDER BY version, created_at",
+    )
+    .bind(subject.as_str())
+    .bind(id)
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(|r| Ok((r.try_get("version")?, r.try_get("from_status")?, r.try_get("to_status")?, r.try_get("code")?)))
+    .collect()
+}

@@ -3,14 +3,20 @@
 
 use sqlx::Row;
 
+use super::{record, Change, Subject};
 use crate::db::Db;
 use crate::store::facilitator::{Outcome, Settlement, COLUMNS};
 use crate::store::StoreError;
+
+fn change(id: &str, version: i64, from: Option<&str>, to: &str, code: Option<&str>) -> Change {
+    Change { subject: Subject::Settlement, id: id.into(), version, from: from.map(Into::into), to: to.into(), code: code.map(Into::into) }
+}
 
 /// Record a new settlement, queued and due now; with `lease` (holder,
 /// until), already leased to that holder, as a claim would. `Duplicate`
 /// when its authorization (or the payer's payment id) is already recorded.
 pub async fn insert(db: &Db, s: &Settlement, lease: Option<(&str, i64)>) -> Result<(), StoreError> {
+    let mut tx = db.pool.begin().await?;
     sqlx::query(&format!(
         "INSERT INTO x402_settlements ({COLUMNS}, available_at, locked_by, locked_until) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $18, $20, $21)"
@@ -36,8 +42,11 @@ pub async fn insert(db: &Db, s: &Settlement, lease: Option<(&str, i64)>) -> Resu
     .bind(s.updated_at)
     .bind(lease.map(|l| l.0))
     .bind(lease.map(|l| l.1))
-    .execute(&db.pool)
+    .execute(&mut *tx)
     .await?;
+    let event = change(&s.id, 1, None, s.status.as_str(), s.error_reason.as_deref());
+    record(&mut tx, db.backend, &[event], s.created_at).await?;
+    tx.commit().await?;
     Ok(())
 }
 
@@ -69,6 +78,8 @@ impl crate::store::group::Write for Finish {
             }
         }
         let mut moved = std::collections::HashSet::new();
+        let mut events = vec![];
+        let mut tx = db.pool.begin().await?;
         for (o, ids) in by_outcome {
             let sql = format!(
                 "UPDATE x402_settlements SET {FINISHED} WHERE status = 'queued' AND id IN ({}) RETURNING id",
@@ -79,10 +90,14 @@ impl crate::store::group::Write for Finish {
             for id in ids {
                 q = q.bind(id);
             }
-            for r in q.fetch_all(&db.pool).await? {
-                moved.insert(r.try_get::<String, _>("id")?);
+            for r in q.fetch_all(&mut *tx).await? {
+                let id = r.try_get::<String, _>("id")?;
+                events.push(change(&id, 2, Some("queued"), o.status.as_str(), o.error_reason.as_deref()));
+                moved.insert(id);
             }
         }
+        record(&mut tx, db.backend, &events, now_ms).await?;
+        tx.commit().await?;
         Ok(items.iter().map(|f| moved.contains(&f.id)).collect())
     }
 }
