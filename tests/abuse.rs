@@ -222,6 +222,12 @@ async fn retention_deletes_what_nobody_needs_and_nothing_else() {
         rows.into_iter().map(|r| r.0).collect::<Vec<_>>()
     };
     assert_eq!(ids("intents").await, vec![live.clone()], "the expired intent is gone, the live one stays");
+    let (orphans,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM events WHERE subject_kind = 'intent' AND subject_id = $1")
+        .bind(&old)
+        .fetch_one(db)
+        .await
+        .unwrap();
+    assert_eq!(orphans, 0, "its events went with it");
     assert_eq!(ids("x402_settlements").await, vec!["xs_queued".to_string(), "xs_recent".to_string()]);
     let (payload,): (String,) = sqlx::query_as("SELECT payload FROM x402_settlements WHERE id = 'xs_recent'").fetch_one(db).await.unwrap();
     assert_eq!(payload, "", "the refused payload is dropped before the row");

@@ -1,8 +1,11 @@
 //! Deleting rows that anyone can create for free once nothing can come of
-//! them (`[retention]`), a batch at a time so the single writer is never
-//! held long. Each statement deletes only rows in a final state older than
+//! them (`[retention]`), with their events, a batch at a time so the single
+//! writer is never held long. Each statement deletes only rows in a final state older than
 //! their horizon; nothing that money could still depend on is touched.
 
+use sqlx::Row;
+
+use super::transition::Subject;
 use super::StoreError;
 use crate::config::Retention;
 use crate::db::Db;
@@ -30,19 +33,49 @@ fn horizon(now_ms: i64, hours: u64) -> i64 {
     now_ms - i64::try_from(hours).unwrap_or(i64::MAX / HOUR_MS).saturating_mul(HOUR_MS)
 }
 
+/// Delete one batch of the rows `select` finds (ids; `$1` the horizon, `$2`
+/// the batch size) from `table`, with their events, in one transaction.
+async fn delete_batch(db: &Db, table: &str, kind: Subject, select: &str, horizon: i64) -> Result<u64, StoreError> {
+    let mut tx = db.pool.begin().await?;
+    let ids: Vec<String> = sqlx::query(select)
+        .bind(horizon)
+        .bind(BATCH)
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|r| r.try_get("id"))
+        .collect::<Result<_, _>>()?;
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let list = crate::store::numbered_params(2, ids.len());
+    let events_sql = format!("DELETE FROM events WHERE subject_kind = $1 AND subject_id IN ({list})");
+    let mut events = sqlx::query(&events_sql).bind(kind.as_str());
+    let gone = format!("DELETE FROM {table} WHERE id IN ({})", crate::store::numbered_params(1, ids.len()));
+    let mut rows = sqlx::query(&gone);
+    for id in &ids {
+        events = events.bind(id);
+        rows = rows.bind(id);
+    }
+    events.execute(&mut *tx).await?;
+    let n = rows.execute(&mut *tx).await?.rows_affected();
+    tx.commit().await?;
+    Ok(n)
+}
+
 /// One batch of each kind.
 pub async fn prune(db: &Db, r: &Retention, now_ms: i64) -> Result<Pruned, StoreError> {
     // Expired without a payment: no queue entry, no transaction ever made.
-    let expired_intents = sqlx::query(
-        "DELETE FROM intents WHERE id IN (SELECT i.id FROM intents i WHERE i.status = 'EXPIRED' AND i.updated_at < $1 \
+    let expired_intents = delete_batch(
+        db,
+        "intents",
+        Subject::Intent,
+        "SELECT i.id FROM intents i WHERE i.status = 'EXPIRED' AND i.updated_at < $1 \
          AND NOT EXISTS (SELECT 1 FROM settlement_queue q WHERE q.intent_id = i.id) \
-         AND NOT EXISTS (SELECT 1 FROM chain_transactions t WHERE t.intent_id = i.id) LIMIT $2)",
+         AND NOT EXISTS (SELECT 1 FROM chain_transactions t WHERE t.intent_id = i.id) LIMIT $2",
+        horizon(now_ms, r.expired_intents_hours),
     )
-    .bind(horizon(now_ms, r.expired_intents_hours))
-    .bind(BATCH)
-    .execute(&db.pool)
-    .await?
-    .rows_affected();
+    .await?;
     // A refused settlement's payload (up to the body limit) is evidence for
     // a while, then only its summary is kept.
     let payloads_dropped = sqlx::query(
@@ -56,23 +89,22 @@ pub async fn prune(db: &Db, r: &Retention, now_ms: i64) -> Result<Pruned, StoreE
     .rows_affected();
     // A refused settlement with no transaction of its own: nothing on chain
     // refers to it. (One whose transaction failed keeps its row, like an intent.)
-    let failed_settlements = sqlx::query(
-        "DELETE FROM x402_settlements WHERE id IN (SELECT s.id FROM x402_settlements s WHERE s.status = 'failed' AND s.updated_at < $1 \
-         AND NOT EXISTS (SELECT 1 FROM chain_transactions t WHERE t.intent_id = s.id) LIMIT $2)",
+    let failed_settlements = delete_batch(
+        db,
+        "x402_settlements",
+        Subject::Settlement,
+        "SELECT s.id FROM x402_settlements s WHERE s.status = 'failed' AND s.updated_at < $1 \
+         AND NOT EXISTS (SELECT 1 FROM chain_transactions t WHERE t.intent_id = s.id) LIMIT $2",
+        horizon(now_ms, r.failed_settlements_hours),
     )
-    .bind(horizon(now_ms, r.failed_settlements_hours))
-    .bind(BATCH)
-    .execute(&db.pool)
-    .await?
-    .rows_affected();
-    let unseen_swaps = sqlx::query(
-        "DELETE FROM swap_intents WHERE id IN (SELECT id FROM swap_intents WHERE status = 'FAILED' \
-         AND error_code = 'source_not_confirmed' AND updated_at < $1 LIMIT $2)",
+    .await?;
+    let unseen_swaps = delete_batch(
+        db,
+        "swap_intents",
+        Subject::Swap,
+        "SELECT id FROM swap_intents WHERE status = 'FAILED' AND error_code = 'source_not_confirmed' AND updated_at < $1 LIMIT $2",
+        horizon(now_ms, r.unseen_swaps_hours),
     )
-    .bind(horizon(now_ms, r.unseen_swaps_hours))
-    .bind(BATCH)
-    .execute(&db.pool)
-    .await?
-    .rows_affected();
+    .await?;
     Ok(Pruned { expired_intents, payloads_dropped, failed_settlements, unseen_swaps })
 }
