@@ -7,6 +7,7 @@ pub mod api;
 pub mod auth;
 pub mod cached;
 pub mod chain;
+pub mod cli;
 pub mod client_ip;
 pub mod clock;
 pub mod config;

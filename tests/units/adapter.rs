@@ -5,21 +5,21 @@ mod check {
     #[test]
     fn a_flipped_signature_differs_in_one_character_and_stays_in_its_alphabet() {
         let p = json!({"payload": {"signature": "0x00ff"}});
-        let f = stablerail::adapter::check::flip_signature(&p, "/payload/signature", None).unwrap();
+        let f = stablerail::cli::adapter_check::flip_signature(&p, "/payload/signature", None).unwrap();
         assert_eq!(f["payload"]["signature"], "0xa0ff");
-        assert!(stablerail::adapter::check::flip_signature(&p, "/payload/nothing", None).is_none());
+        assert!(stablerail::cli::adapter_check::flip_signature(&p, "/payload/nothing", None).is_none());
         // In base64 bytes: one bit of the range's middle byte.
         let p = json!({"payload": {"transaction": "AAAAAA=="}});
-        let f = stablerail::adapter::check::flip_signature(&p, "/payload/transaction", Some([1, 4])).unwrap();
+        let f = stablerail::cli::adapter_check::flip_signature(&p, "/payload/transaction", Some([1, 4])).unwrap();
         assert_eq!(f["payload"]["transaction"], "AAABAA==", "byte 2 of [1, 4)");
-        assert!(stablerail::adapter::check::flip_signature(&p, "/payload/transaction", Some([3, 9])).is_none(), "past the end");
+        assert!(stablerail::cli::adapter_check::flip_signature(&p, "/payload/transaction", Some([3, 9])).is_none(), "past the end");
     }
 
     #[test]
     fn refusals_read_as_the_wit_names_them() {
-        assert_eq!(stablerail::adapter::check::refusal(&stablerail::payment::ProofError::NotYetValid), "not-yet-valid");
+        assert_eq!(stablerail::cli::adapter_check::refusal(&stablerail::payment::ProofError::NotYetValid), "not-yet-valid");
         assert_eq!(
-            stablerail::adapter::check::refusal(&stablerail::payment::ProofError::WrongAmount("1 != 2".into())),
+            stablerail::cli::adapter_check::refusal(&stablerail::payment::ProofError::WrongAmount("1 != 2".into())),
             "wrong-amount: 1 != 2"
         );
     }
@@ -27,7 +27,7 @@ mod check {
 
 /// `host/src/adapter/new.rs`
 mod new {
-    use stablerail::adapter::new::*;
+    use stablerail::cli::adapter_new::*;
     use stablerail::config::Family;
 
     #[test]

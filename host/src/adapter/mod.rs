@@ -6,11 +6,9 @@
 //! memory fails alone and leaves nothing behind.
 
 pub mod bindings;
-pub mod check;
 mod convert;
 mod engine;
 pub mod exports;
-pub mod new;
 mod registry;
 pub(crate) mod state;
 mod typed;
@@ -26,7 +24,9 @@ use bindings::types as wit;
 use bindings::{v0_1, v0_2, v0_3};
 pub use exports::Exports;
 
-pub use registry::{family_name, wit_family, AdapterFailure, Answer, AssetAdapter, Refusal, Registry, StartupError};
+pub use registry::{
+    describe_serves, domain_kind, family_name, wit_family, AdapterFailure, Answer, AssetAdapter, Refusal, Registry, StartupError,
+};
 pub(crate) use state::HostState;
 pub use state::{system_clock, Clock};
 

@@ -208,7 +208,7 @@ fn asset_context(chain_id: &str, chain: &config::Chain, key: &str, asset: &confi
     }
 }
 
-pub(super) fn domain_kind(d: config::DomainKind) -> wit::DomainKind {
+pub fn domain_kind(d: config::DomainKind) -> wit::DomainKind {
     match d {
         config::DomainKind::Standard => wit::DomainKind::Standard,
         config::DomainKind::Salted => wit::DomainKind::Salted,

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::bindings::types as wit;
-use super::{exports, family_name, wit_family, AssetAdapter, CallError, Limits, Runtime};
+use crate::adapter::bindings::types as wit;
+use crate::adapter::{exports, family_name, wit_family, AssetAdapter, CallError, Limits, Runtime};
 use crate::chain::{ChainClient, Recorded, RecordedAnswer};
 use crate::config::Family;
 use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus, SigningRequest, Terms, Transfer, VerifiedPayment};
@@ -179,7 +179,7 @@ pub async fn run(file: &Path, vectors: Option<&Vectors>, limits: Limits, cache_d
     let now = Arc::new(AtomicU64::new(vectors.map_or(0, |v| v.now)));
     let clock = {
         let now = now.clone();
-        Arc::new(move || now.load(Ordering::SeqCst)) as super::Clock
+        Arc::new(move || now.load(Ordering::SeqCst)) as crate::adapter::Clock
     };
     let mut c = Checks { rows: vec![], slowest: Duration::ZERO };
     let runtime = match Runtime::new(limits, cache_dir, clock) {
@@ -211,7 +211,7 @@ pub async fn run(file: &Path, vectors: Option<&Vectors>, limits: Limits, cache_d
             c.fail("interface", format!("exports no stablerail:adapter/scheme this host links ({links}); it exports {named:?}"));
         }
     }
-    let foreign: Vec<String> = inspection.imports.iter().filter(|i| !super::of_the_world(i)).cloned().collect();
+    let foreign: Vec<String> = inspection.imports.iter().filter(|i| !crate::adapter::of_the_world(i)).cloned().collect();
     if foreign.is_empty() {
         c.pass("imports", format!("{} imports, all of the world (stablerail:adapter, wasi)", inspection.imports.len()));
     } else {
@@ -222,13 +222,13 @@ pub async fn run(file: &Path, vectors: Option<&Vectors>, limits: Limits, cache_d
         return c.report(file, "-", "-");
     }
     // Linked with any foreign import trapping, so the rest still runs.
-    let adapter = match runtime.link(file, inspection, super::Foreign::Trap) {
+    let adapter = match runtime.link(file, inspection, crate::adapter::Foreign::Trap) {
         Ok(a) => Arc::new(a),
-        Err(e @ super::LoadError::ImportMismatch { .. }) => {
+        Err(e @ crate::adapter::LoadError::ImportMismatch { .. }) => {
             c.fail("imports", e.to_string());
             return c.report(file, "-", "-");
         }
-        Err(e @ super::LoadError::ExportMismatch { .. }) => {
+        Err(e @ crate::adapter::LoadError::ExportMismatch { .. }) => {
             c.fail("interface", e.to_string());
             return c.report(file, "-", "-");
         }
@@ -241,7 +241,7 @@ pub async fn run(file: &Path, vectors: Option<&Vectors>, limits: Limits, cache_d
     if d.serves.is_empty() {
         c.fail("serves", format!("{} {}: describe names no (family, scheme)", d.name, d.version));
     } else {
-        c.pass("serves", format!("{} {}: {}", d.name, d.version, super::registry::describe_serves(d)));
+        c.pass("serves", format!("{} {}: {}", d.name, d.version, crate::adapter::describe_serves(d)));
     }
     match vectors {
         Some(_) if d.serves.is_empty() => c.skip("vectors", "the adapter serves nothing to check the vectors against".into()),
@@ -292,7 +292,7 @@ impl Checks {
     }
 }
 
-async fn dynamic(c: &mut Checks, adapter: &Arc<super::Adapter>, v: &Vectors, now: &AtomicU64) {
+async fn dynamic(c: &mut Checks, adapter: &Arc<crate::adapter::Adapter>, v: &Vectors, now: &AtomicU64) {
     let family = wit_family(v.context.family);
     if !adapter.serves(family, &v.scheme) {
         c.fail("vectors", format!("the adapter does not serve {}/{}", family_name(family), v.scheme));
@@ -481,7 +481,7 @@ async fn round_trip(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirem
 
 /// Fuel and memory by the adapter's own high-water marks (exact, whatever
 /// the machine), and wall time as a backstop.
-fn limits_row(c: &mut Checks, adapter: &super::Adapter, fuel_budget: u64, memory_budget: usize) {
+fn limits_row(c: &mut Checks, adapter: &crate::adapter::Adapter, fuel_budget: u64, memory_budget: usize) {
     let fuel = adapter.usage.fuel.load(Ordering::Relaxed);
     let memory = adapter.usage.memory.load(Ordering::Relaxed) as u64;
     let slowest = c.slowest;
@@ -703,7 +703,7 @@ fn context(c: &Context) -> wit::AssetContext {
         decimals: c.decimals,
         eip712_name: c.eip712_name.clone(),
         eip712_version: c.eip712_version.clone(),
-        domain: super::registry::domain_kind(c.domain),
+        domain: crate::adapter::domain_kind(c.domain),
         params: c.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
     }
 }
