@@ -15,7 +15,6 @@ use crate::db::Db;
 use crate::keys::Keystore;
 use crate::ratelimit::Limiter;
 use crate::sanctions::SanctionsList;
-use crate::settle::Engine;
 use crate::state::{AppState, Shared};
 use crate::watch::{probe_chains, ChainProbe};
 
@@ -144,8 +143,7 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     if state.config.service.heap_trim_seconds > 0 {
         tokio::spawn(crate::heap::trim_every(std::time::Duration::from_secs(state.config.service.heap_trim_seconds)));
     }
-    let engine = Engine::new(state.engine_deps());
-    engine.spawn(state.config.service.settlement_workers);
+    let engine = state.start_workers(state.config.service.settlement_workers);
     let _ = state.engine.set(engine);
     for name in crate::keys::service_wallets(&state.config.families()) {
         tracing::info!(wallet = %name, address = %state.keys.address(&name).await?, "service wallet");

@@ -58,6 +58,21 @@ pub struct AppState {
 pub type Shared = Arc<AppState>;
 
 impl AppState {
+    /// Start this replica's background work: the settlement engine (`workers`
+    /// at once) and the swap tracker, each with its own share of the state.
+    pub fn start_workers(&self, workers: usize) -> std::sync::Arc<crate::settle::Engine> {
+        let engine = crate::settle::Engine::new(self.engine_deps());
+        engine.spawn(workers);
+        let tracker = crate::swap::tracker::Deps {
+            config: self.config.clone(),
+            swaps: self.swaps.clone(),
+            db: self.db.clone(),
+            drivers: self.drivers.clone(),
+        };
+        tokio::spawn(crate::swap::tracker::run(tracker));
+        engine
+    }
+
     /// The settlement engine's share of this state.
     pub fn engine_deps(&self) -> crate::settle::Deps {
         crate::settle::Deps {
@@ -66,7 +81,6 @@ impl AppState {
             db: self.db.clone(),
             keys: self.keys.clone(),
             drivers: self.drivers.clone(),
-            swaps: self.swaps.clone(),
             sanctions: self.sanctions.clone(),
             work: self.work.clone(),
             x402_work: self.x402_work.clone(),

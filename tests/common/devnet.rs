@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 use stablerail::adapter::system_clock;
 use stablerail::api::Shared;
 use stablerail::keys;
-use stablerail::settle::Engine;
 
 use super::app::MERCHANT;
 
@@ -113,7 +112,7 @@ impl Devnet {
         for n in 0..replicas {
             let replica =
                 if n == 0 { state.clone() } else { stablerail::server::build_state(&cfg, &db_url, system_clock()).await.unwrap() };
-            Engine::new(replica.engine_deps()).spawn(4);
+            replica.start_workers(4);
         }
         Devnet { dir, info, state }
     }

@@ -227,9 +227,9 @@ impl From<crate::swap::SwapError> for ApiError {
     }
 }
 
-impl From<crate::family::tron::approve::ApproveError> for ApiError {
-    fn from(e: crate::family::tron::approve::ApproveError) -> Self {
-        use crate::family::tron::approve::ApproveError;
+impl From<crate::ops::tron_approve::ApproveError> for ApiError {
+    fn from(e: crate::ops::tron_approve::ApproveError) -> Self {
+        use crate::ops::tron_approve::ApproveError;
         match e {
             ApproveError::Refused(r) => ApiError::BadRequest(r.to_string()),
             ApproveError::Node(detail) => {

@@ -9,7 +9,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::{ApiError, Shared};
-use crate::family::tron::approve::{self, Wired};
+use crate::ops::tron_approve::{self as approve, Wired};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

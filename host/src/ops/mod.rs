@@ -8,3 +8,4 @@ pub mod execute_intent;
 pub mod intent_error;
 pub mod read_intent;
 pub mod submit_proof;
+pub mod tron_approve;

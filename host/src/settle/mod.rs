@@ -47,8 +47,6 @@ pub struct Deps {
     pub db: Db,
     pub keys: Arc<Keystore>,
     pub drivers: Arc<Drivers>,
-    /// The swap providers, for the swap tracker this engine starts.
-    pub swaps: Arc<crate::swap::Swaps>,
     pub sanctions: Arc<SanctionsList>,
     /// Wakes this replica's workers when work is queued.
     pub work: Arc<tokio::sync::Notify>,
@@ -188,10 +186,6 @@ impl Engine {
         let me = self.clone();
         tokio::spawn(async move { me.dispatch_x402(x402_workers.max(1)).await });
         self.spawn_keeper();
-        let d = &self.deps;
-        let tracker =
-            crate::swap::tracker::Deps { config: d.config.clone(), swaps: d.swaps.clone(), db: d.db.clone(), drivers: d.drivers.clone() };
-        tokio::spawn(crate::swap::tracker::run(tracker));
     }
 
     async fn dispatch(self: Arc<Self>, workers: usize) {

@@ -10,7 +10,6 @@
 //! A node's refusal is read from its `code` (a typed value), never from its
 //! message text.
 
-pub mod approve;
 pub mod calls;
 mod landed;
 

@@ -17,7 +17,7 @@ use crate::chain::{ChainClient, Chains};
 use crate::clock::now_ms;
 use crate::config::{Availability, Config, Family};
 
-use super::calls::{self, approveCall};
+use crate::family::tron::calls::{self, approveCall};
 
 /// How long a prepared approve stays valid.
 pub const LIFETIME_MS: i64 = 60_000;
