@@ -196,6 +196,43 @@ impl<'a> Sought<'a> {
     }
 }
 
+/// The exactly-once rule every driver keeps: a signed transaction's bytes
+/// are stored under its row (durable before the call returns) and only then
+/// handed to `broadcast`. A crash after the store is a re-send of the same
+/// bytes (`Driver::resend`), never a second transaction. (An EVM relayer's
+/// transaction is stored with its nonce in one database transaction:
+/// `evm::tx::sign_store_send`.)
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn store_then_broadcast<T, F, Fut>(
+    db: &crate::db::Db,
+    row: &TxRow,
+    chain: &str,
+    sender: &str,
+    raw: &[u8],
+    id: &str,
+    broadcast: F,
+) -> Result<T, SendError>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<T, SendError>>,
+{
+    let new = crate::store::settlement::NewTx {
+        intent_id: &row.intent_id,
+        leg: &row.leg,
+        step: row.step,
+        label: &row.label,
+        chain,
+        sender,
+        nonce: -1,
+        raw,
+        tx_hash: id,
+    };
+    crate::store::settlement::insert_tx(db, &new, crate::clock::now_ms())
+        .await
+        .map_err(|e| SendError::Unavailable(format!("database: {e}")))?;
+    broadcast().await
+}
+
 /// Does a transaction's `input` hold `evidence` (an authorization's
 /// signature words `r ‖ s`) anywhere? How `Driver::landed` tells a
 /// front-runner's use of an authorization from another payment.

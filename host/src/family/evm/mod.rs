@@ -17,12 +17,11 @@ use serde_json::{json, Value};
 
 use super::{Balance, Driver, Finality, Resent, SendError, Submit, Upkeep};
 use crate::chain::{ChainClient, ChainError, Chains};
-use crate::clock::now_ms;
 use crate::config::{Config, Family};
 use crate::db::Db;
 use crate::keys::{Keystore, Role};
 use crate::payment::{SigningRequest, Submission, VerifiedPayment};
-use crate::store::settlement::{self as repo, StoredTx, TxRow};
+use crate::store::settlement::{StoredTx, TxRow};
 use tx::{Broadcast, GasLimit, Net, Nonces, TxCall};
 
 pub struct EvmDriver {
@@ -129,19 +128,9 @@ impl Driver for EvmDriver {
             }
             Submission::EvmRaw(raw) => {
                 let hash = format!("{:#x}", keccak256(raw));
-                let new = repo::NewTx {
-                    intent_id: &row.intent_id,
-                    leg: &row.leg,
-                    step: row.step,
-                    label: &row.label,
-                    chain,
-                    sender: "external",
-                    nonce: -1,
-                    raw,
-                    tx_hash: &hash,
-                };
-                repo::insert_tx(&self.db, &new, now_ms()).await.map_err(|e| SendError::Unavailable(format!("database: {e}")))?;
-                match tx::broadcast(&client, raw).await? {
+                let sent =
+                    super::store_then_broadcast(&self.db, &row, chain, "external", raw, &hash, || tx::broadcast(&client, raw)).await?;
+                match sent {
                     Broadcast::NonceTaken => Err(SendError::Lost(format!("{} was superseded", row.label))),
                     _ => Ok(hash),
                 }

@@ -17,12 +17,11 @@ use serde_json::{json, Value};
 
 use super::{Balance, Driver, Finality, Receipt, Resent, SendError, Submit, Upkeep};
 use crate::chain::{ChainClient, ChainError, Chains};
-use crate::clock::now_ms;
 use crate::config::{Availability, Config, Family};
 use crate::db::Db;
 use crate::keys::{Keystore, Role};
 use crate::payment::{SigningRequest, Submission};
-use crate::store::settlement::{self as repo, StoredTx, TxRow};
+use crate::store::settlement::{StoredTx, TxRow};
 use wire::Wire;
 
 /// Lamports per SOL: the native balance's decimals.
@@ -140,19 +139,7 @@ impl Driver for SolanaDriver {
         let client = self.client(chain)?;
         let (raw, id) = self.cosign(wallet, &c.transaction, usize::from(c.fee_payer_index)).await?;
         let sender = self.address(wallet).await.map_err(|e| SendError::Unavailable(format!("wallet: {e:#}")))?;
-        let new = repo::NewTx {
-            intent_id: &row.intent_id,
-            leg: &row.leg,
-            step: row.step,
-            label: &row.label,
-            chain,
-            sender: &sender,
-            nonce: -1,
-            raw: &raw,
-            tx_hash: &id,
-        };
-        repo::insert_tx(&self.db, &new, now_ms()).await.map_err(|e| SendError::Unavailable(format!("database: {e}")))?;
-        match broadcast(&client, &raw).await? {
+        match super::store_then_broadcast(&self.db, &row, chain, &sender, &raw, &id, || broadcast(&client, &raw)).await? {
             Broadcast::Accepted | Broadcast::Known => Ok(id),
             // Signed by the payer against a blockhash that is gone: it can
             // never land, and nothing moved.

@@ -27,7 +27,7 @@ use crate::config::{Availability, Config, Family};
 use crate::db::Db;
 use crate::keys::{Keystore, Role};
 use crate::payment::{SigningRequest, Submission, VerifiedPayment};
-use crate::store::settlement::{self as repo, StoredTx, TxRow};
+use crate::store::settlement::{StoredTx, TxRow};
 
 /// TRX has 6 decimals (sun).
 const TRX_DECIMALS: u8 = 6;
@@ -180,19 +180,7 @@ impl Driver for TronDriver {
         if sun < u64::try_from(fee_limit).unwrap_or(u64::MAX) {
             return Err(SendError::Unfunded(format!("{sender} holds {sun} sun, the transaction's fee_limit is {fee_limit}")));
         }
-        let new = repo::NewTx {
-            intent_id: &row.intent_id,
-            leg: &row.leg,
-            step: row.step,
-            label: &row.label,
-            chain,
-            sender: &sender,
-            nonce: -1,
-            raw: &bytes,
-            tx_hash: &id,
-        };
-        repo::insert_tx(&self.db, &new, now_ms()).await.map_err(|e| SendError::Unavailable(format!("database: {e}")))?;
-        match broadcast(&client, &bytes).await? {
+        match super::store_then_broadcast(&self.db, &row, chain, &sender, &bytes, &id, || broadcast(&client, &bytes)).await? {
             Broadcast::Accepted | Broadcast::Known => Ok(id),
             Broadcast::Expired => Err(SendError::WouldRevert("the transaction expired before it was sent".into())),
         }
