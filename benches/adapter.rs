@@ -134,7 +134,7 @@ fn bench(c: &mut Criterion) {
     let reg = Registry::from_config(
         &cfg,
         stablerail::server::runtime_for(&cfg, system_clock()).unwrap(),
-        &stablerail::chain::Chains::from_config(&cfg),
+        &stablerail::family::chain::Chains::from_config(&cfg),
     )
     .unwrap();
     let usdc = reg.asset("base", "usdc").unwrap();

@@ -161,7 +161,7 @@ async fn a_front_run_authorization_settles_the_intent_with_the_transaction_that_
     let sending = units(&intent["payment_requirements"]["amount"]);
     let receiving = common::devnet::scaled(intent["receiving_amount"].as_str().unwrap(), 6);
     let before = (dn.balance_of("base", "usdc", &payer).await, dn.balance_of("arbitrum", "usdc", common::app::MERCHANT).await);
-    let relayer = dn.state.keys.address(stablerail::keys::RELAYER).await.unwrap();
+    let relayer = dn.state.keys.address(stablerail::family::keys::RELAYER).await.unwrap();
     let nonce = || rpc(&base, "eth_getTransactionCount", json!([relayer, "latest"]));
     let sent_before = units_hex(&nonce().await);
 
@@ -371,7 +371,7 @@ async fn the_public_relayer_refuses_what_expires_before_its_block_and_payers_pay
     .await;
     let port = common::process::free_port();
     let _service = common::process::serve(&dn, port);
-    let relayer = dn.state.keys.address(stablerail::keys::RELAYER).await.unwrap();
+    let relayer = dn.state.keys.address(stablerail::family::keys::RELAYER).await.unwrap();
     let url = dn.rpc_url("base");
     let nonce = || rpc(&url, "eth_getTransactionCount", json!([relayer, "latest"]));
     let sent_before = nonce().await;

@@ -292,19 +292,19 @@ async fn imported_keys_and_keys_bound_to_names() {
     let cfg = stablerail::config::Config::load(&env.config).unwrap();
     let db = stablerail::db::Db::connect(&env.database).await.unwrap();
     let master = cfg.resolve(&cfg.service.master_key_file);
-    let keys = stablerail::keys::Keystore::open(db.clone(), &master).unwrap();
+    let keys = stablerail::family::keys::Keystore::open(db.clone(), &master).unwrap();
     assert_eq!(keys.address("treasury:evm").await.unwrap(), "0x70997970C51812dc3A010C7d01b50e0d17dc79C8");
     sqlx::query("UPDATE wallet_keys SET sealed = (SELECT sealed FROM wallet_keys WHERE name = 'treasury:evm') WHERE name = 'proxy:evm'")
         .execute(&db.pool)
         .await
         .unwrap();
     assert!(!keys.list().await.unwrap().iter().any(|(name, _)| name == "bad:evm"), "a refused import stores nothing");
-    let fresh = stablerail::keys::Keystore::open(db.clone(), &master).unwrap();
-    let err = fresh.signer(stablerail::keys::PROXY).await.unwrap_err().to_string();
+    let fresh = stablerail::family::keys::Keystore::open(db.clone(), &master).unwrap();
+    let err = fresh.signer(stablerail::family::keys::PROXY).await.unwrap_err().to_string();
     assert!(err.contains("does not open"), "{err}");
     // And a service wallet is never created behind the operator's back.
     sqlx::query("DELETE FROM wallet_keys WHERE name = 'relayer:evm'").execute(&db.pool).await.unwrap();
-    let err = fresh.signer(stablerail::keys::RELAYER).await.unwrap_err().to_string();
+    let err = fresh.signer(stablerail::family::keys::RELAYER).await.unwrap_err().to_string();
     assert!(err.contains("keys init"), "{err}");
 }
 

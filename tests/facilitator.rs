@@ -79,7 +79,7 @@ pub(crate) async fn post(port: u16, path: &str, key: &str, body: Value) -> (u16,
 }
 
 async fn relayer_nonce_of(dn: &Devnet) -> Value {
-    let relayer = dn.state.keys.address(stablerail::keys::RELAYER).await.unwrap();
+    let relayer = dn.state.keys.address(stablerail::family::keys::RELAYER).await.unwrap();
     rpc(&dn.rpc_url("base"), "eth_getTransactionCount", json!([relayer, "latest"])).await
 }
 
@@ -98,7 +98,7 @@ async fn an_x402_express_server_is_paid_through_stablerail_once() {
         { "x402Version": 1, "scheme": "exact", "network": "base" },
     ]);
     assert_eq!(supported["kinds"], kinds, "{supported}");
-    let relayer = dn.state.keys.address(stablerail::keys::RELAYER).await.unwrap();
+    let relayer = dn.state.keys.address(stablerail::family::keys::RELAYER).await.unwrap();
     assert_eq!(supported["signers"]["eip155:*"], json!([relayer]), "{supported}");
     assert!(supported["extensions"].as_array().unwrap().contains(&json!("payment-identifier")), "{supported}");
 

@@ -11,7 +11,7 @@ use common::devnet::{decode_proof, node, rpc, sol_pay, trc20_balance, tron_pay, 
 use common::process::{free_port, serve};
 use serde_json::{json, Value};
 use stablerail::config::Family;
-use stablerail::keys::Role;
+use stablerail::family::keys::Role;
 
 const SOLANA: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
 /// The shop's Solana owner; its token account is made at the start (an

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{keccak256, Address, U256};
 use rand::Rng;
 use serde_json::{json, Value};
-use stablerail::keys;
+use stablerail::family::keys;
 
 use common::devnet::{rpc, units, x402_pay, Devnet};
 use common::process::{anvil, free_port, http, kill, serve, serve_logged, stop_chain};

@@ -698,8 +698,8 @@ async fn sanctions_screen(b: Backend) {
 async fn recipients_that_cannot_receive(b: Backend) {
     let app = App::start(b, "").await;
     let token = app.state.config.chains["base"].assets["usdc"].token.clone();
-    let proxy = app.state.keys.address(stablerail::keys::PROXY).await.unwrap();
-    let relayer = app.state.keys.address(stablerail::keys::RELAYER).await.unwrap();
+    let proxy = app.state.keys.address(stablerail::family::keys::PROXY).await.unwrap();
+    let relayer = app.state.keys.address(stablerail::family::keys::RELAYER).await.unwrap();
     for (recipient, why) in [
         ("0x0000000000000000000000000000000000000000".to_string(), "zero address"),
         (token.to_lowercase(), "token contract"),

@@ -98,7 +98,7 @@ async fn schemathesis_finds_no_server_error_and_no_schema_break() {
     let now = stablerail::clock::now_ms();
     let account = stablerail::store::agents::create_account(&dn.state.db, "fuzz", now).await.unwrap();
     let agent = stablerail::store::agents::create_agent(&dn.state.db, Some(&account), "fuzzer", now).await.unwrap();
-    dn.state.keys.address(&stablerail::keys::agent_key(&agent.id)).await.unwrap();
+    dn.state.keys.address(&stablerail::family::keys::agent_key(&agent.id)).await.unwrap();
     let creds = stablerail::auth::issue_keys(&dn.state.db, &dn.state.pepper, &agent.id, now).await.unwrap();
     let port = common::process::free_port();
     let _service = common::process::serve(&dn, port);

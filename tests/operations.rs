@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::devnet::{rpc, Devnet};
 use common::process::{anvil, free_port, http, serve, stop_chain};
 use serde_json::json;
-use stablerail::keys;
+use stablerail::family::keys;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unfunded_relayer_waits_with_its_code_and_floors_show_in_readiness() {

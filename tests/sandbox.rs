@@ -30,8 +30,12 @@ fn registry_with(dir: &std::path::Path, fuel: u64, clock: stablerail::adapter::C
     let text = std::fs::read_to_string(&path).unwrap().replace("adapter_fuel = 200000000", &format!("adapter_fuel = {fuel}"));
     std::fs::write(&path, text).unwrap();
     let cfg = Config::load(&path).unwrap();
-    Registry::from_config(&cfg, stablerail::server::runtime_for(&cfg, clock).unwrap(), &stablerail::chain::Chains::from_config(&cfg))
-        .unwrap()
+    Registry::from_config(
+        &cfg,
+        stablerail::server::runtime_for(&cfg, clock).unwrap(),
+        &stablerail::family::chain::Chains::from_config(&cfg),
+    )
+    .unwrap()
 }
 
 fn req() -> PaymentRequirements {
@@ -218,7 +222,7 @@ async fn calls_beyond_the_instance_pool_wait_for_a_slot() {
         .replace("roles = [\"payer\", \"target\"]\n", &format!("roles = [\"payer\", \"target\"]\nrpc_urls = [\"{url}\"]\n"));
     let cfg = Config::load(&common::write_config(dir.path(), &config)).unwrap();
     let runtime = stablerail::server::runtime_for(&cfg, system_clock()).unwrap();
-    let reg = Registry::from_config(&cfg, runtime, &stablerail::chain::Chains::from_config(&cfg)).unwrap();
+    let reg = Registry::from_config(&cfg, runtime, &stablerail::family::chain::Chains::from_config(&cfg)).unwrap();
     let payment = stablerail::payment::VerifiedPayment {
         payer: "0x0000000000000000000000000000000000000003".into(),
         pay_to: "0x0000000000000000000000000000000000000002".into(),
@@ -267,7 +271,7 @@ fn startup_names_the_file_and_the_problem() {
         );
         let cfg = Config::parse(&text).unwrap();
         let rt = stablerail::server::runtime_for(&cfg, system_clock()).unwrap();
-        match Registry::from_config(&cfg, rt, &stablerail::chain::Chains::from_config(&cfg)) {
+        match Registry::from_config(&cfg, rt, &stablerail::family::chain::Chains::from_config(&cfg)) {
             Ok(_) => panic!("{adapter_file} should not be accepted"),
             // As the service prints it: the whole chain, each reason once.
             Err(e) => format!("{:#}", anyhow::Error::from(e)),

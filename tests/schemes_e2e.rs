@@ -8,7 +8,7 @@ use crate::common;
 
 use alloy_primitives::U256;
 use serde_json::{json, Value};
-use stablerail::keys;
+use stablerail::family::keys;
 
 use common::app::MERCHANT;
 use common::devnet::{craft, decode_proof, rpc, x402_pay, x402_pay_on, Devnet};

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use alloy_primitives::U256;
 use serde_json::{json, Value};
-use stablerail::keys;
+use stablerail::family::keys;
 
 use common::app::MERCHANT;
 use common::devnet::{rpc, units, x402_pay, Devnet};

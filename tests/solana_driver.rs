@@ -13,8 +13,8 @@ use ed25519_dalek::Verifier;
 use serde_json::{json, Value};
 use stablerail::adapter::system_clock;
 use stablerail::config::Family;
+use stablerail::family::keys::Role;
 use stablerail::family::{Finality, Resent, Submit};
-use stablerail::keys::Role;
 use stablerail::payment::{SigningRequest, SolanaCosign, Submission};
 use stablerail::store::settlement::{self as repo, TxRow};
 
@@ -89,7 +89,7 @@ async fn solana_driver_cosigns_stores_resends_and_follows_to_finality() {
     assert_eq!(sol, Some(ChainProbe::WrongChainId { node: genesis[..32].to_string(), config: "devnet".into() }));
     let right = std::fs::read_to_string(&path).unwrap().replace("solana:devnet", &format!("solana:{}", &genesis[..32]));
     let cfg = stablerail::config::Config::parse(&right).unwrap();
-    let probes = probe_chains(&cfg, &stablerail::chain::Chains::from_config(&cfg)).await;
+    let probes = probe_chains(&cfg, &stablerail::family::chain::Chains::from_config(&cfg)).await;
     assert_eq!(probes.iter().find(|(c, _)| c == "sol").map(|(_, p)| p.clone()), Some(ChainProbe::Ok));
 
     // `keys init` made the Solana service wallets: ed25519, base58 addresses.

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use stablerail::config::Family;
-use stablerail::keys::Role;
+use stablerail::family::keys::Role;
 
 use common::devnet::{rpc, x402_pay, Devnet};
 use common::process::{free_port, http, kill, serve, stored_txs, wait_status};

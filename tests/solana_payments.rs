@@ -9,7 +9,7 @@ use crate::common;
 use alloy_primitives::U256;
 use serde_json::{json, Value};
 use stablerail::config::Family;
-use stablerail::keys::Role;
+use stablerail::family::keys::Role;
 
 use common::app::MERCHANT;
 use common::devnet::{sol_pay, units, Devnet};

@@ -365,8 +365,7 @@ async fn an_agent_swaps_from_its_hosted_wallet_once_per_idempotency_key() {
     let dn = Devnet::start_swaps(25045, "base", "").await;
     let (usdc, usdt) = (dn.token("base", "usdc"), dn.token("base", "usdt"));
     let (agent, auth) = dn.agent().await;
-    let wallet =
-        dn.state.keys.address(&stablerail::keys::Role::Agent(agent.clone()).key_name(stablerail::config::Family::Evm)).await.unwrap();
+    let wallet = dn.agent_wallet(&agent, stablerail::config::Family::Evm).await;
     dn.mint("base", &wallet, U256::from(5_000_000u64)).await;
     common::devnet::rpc(&dn.rpc_url("base"), "anvil_setBalance", json!([wallet, "0x56bc75e2d63100000"])).await;
     let bearer = [("authorization", auth.as_str())];
@@ -536,8 +535,7 @@ async fn solana_swaps_move_both_sides_through_the_pool() {
 
     // The agent's hosted Solana wallet (fee payer and signer).
     let (agent, auth) = dn.agent().await;
-    let wallet =
-        dn.state.keys.address(&stablerail::keys::Role::Agent(agent.clone()).key_name(stablerail::config::Family::Solana)).await.unwrap();
+    let wallet = dn.agent_wallet(&agent, stablerail::config::Family::Solana).await;
     let (s, me) = dn.call("GET", "/v2/me", None, &[("authorization", auth.as_str())]).await;
     assert_eq!((s, &me["solana_wallet_address"]), (200, &json!(wallet)), "{me}");
     dn.sol_fund(&wallet, "usdc", 5_000_000);
@@ -604,7 +602,7 @@ async fn solana_swaps_move_both_sides_through_the_pool() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn tron_swaps_cross_through_the_bridge_from_hosted_wallets() {
     use stablerail::config::Family;
-    use stablerail::keys::Role;
+    use stablerail::family::keys::Role;
     let dn = Devnet::start_swaps(25245, "base,tron", "").await;
     let api = dn.tron_api();
     let tron_usdt = dn.info["tron"]["assets"]["usdt"]["address"].as_str().unwrap().to_string();
@@ -794,8 +792,7 @@ async fn a_provider_gone_bad_gets_nothing_signed() {
     let dn = Devnet::start_swaps(25345, "base", "").await;
     let (usdc, usdt) = (dn.token("base", "usdc"), dn.token("base", "usdt"));
     let (agent, auth) = dn.agent().await;
-    let wallet =
-        dn.state.keys.address(&stablerail::keys::Role::Agent(agent.clone()).key_name(stablerail::config::Family::Evm)).await.unwrap();
+    let wallet = dn.agent_wallet(&agent, stablerail::config::Family::Evm).await;
     dn.mint("base", &wallet, U256::from(10_000_000u64)).await;
     common::devnet::rpc(&dn.rpc_url("base"), "anvil_setBalance", json!([wallet, "0x56bc75e2d63100000"])).await;
     let stranger = dn.payer(3).0;

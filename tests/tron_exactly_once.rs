@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use stablerail::config::Family;
-use stablerail::keys::Role;
+use stablerail::family::keys::Role;
 
 use common::app::MERCHANT;
 use common::devnet::{tron_pay, tron_send, Devnet};

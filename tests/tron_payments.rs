@@ -10,7 +10,7 @@ use crate::common;
 use alloy_primitives::U256;
 use serde_json::{json, Value};
 use stablerail::config::Family;
-use stablerail::keys::Role;
+use stablerail::family::keys::Role;
 
 use common::app::MERCHANT;
 use common::devnet::{call_state, decode_proof, trc20_balance, tron_pay, tron_send, tron_sign, Devnet};

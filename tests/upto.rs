@@ -37,7 +37,7 @@ async fn a_metered_route_is_paid_what_it_used_up_to_the_signed_maximum() {
     let _service = serve(&dn, port);
 
     // /supported: upto on base, with the relayer as the facilitator address.
-    let relayer = dn.state.keys.address(stablerail::keys::RELAYER).await.unwrap();
+    let relayer = dn.state.keys.address(stablerail::family::keys::RELAYER).await.unwrap();
     let (s, supported) = common::process::http(port, "GET", "/x402/supported", None);
     assert_eq!(s, 200, "{supported}");
     let upto = json!({ "x402Version": 2, "scheme": "upto", "network": "eip155:8453", "extra": { "facilitatorAddress": relayer } });

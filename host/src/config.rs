@@ -421,17 +421,15 @@ pub enum Family {
     Tron,
 }
 
-impl Family {
-    /// The families of a devnet's `--chains` list (comma-separated): `solana`
-    /// and `tron` are their own clusters, every other name an EVM chain, and
-    /// EVM is always there (the devnet's config serves base).
-    pub fn of_devnet_chains(chains: &str) -> Vec<Family> {
-        let named = |n: &str| chains.split(',').any(|c| c == n);
-        let mut families = vec![Family::Evm];
-        families.extend(named("solana").then_some(Family::Solana));
-        families.extend(named("tron").then_some(Family::Tron));
-        families
-    }
+/// The families of a devnet's `--chains` list (comma-separated): `solana`
+/// and `tron` are their own clusters, every other name an EVM chain, and
+/// EVM is always there (the devnet's config serves base).
+pub fn devnet_families(chains: &str) -> Vec<Family> {
+    let named = |n: &str| chains.split(',').any(|c| c == n);
+    let mut families = vec![Family::Evm];
+    families.extend(named("solana").then_some(Family::Solana));
+    families.extend(named("tron").then_some(Family::Tron));
+    families
 }
 
 /// An EVM chain's transaction type for the service's own transactions.
@@ -539,6 +537,11 @@ impl Chain {
     /// The priority-fee cap a Solana payer's transaction must keep to.
     pub fn max_priority_fee_microlamports(&self) -> u64 {
         self.max_priority_fee_microlamports.unwrap_or(10_000_000_000)
+    }
+
+    /// The priority-fee cap its adapters are told of: Solana chains only.
+    pub fn adapter_priority_fee_cap(&self) -> Option<u64> {
+        (self.family == Family::Solana).then(|| self.max_priority_fee_microlamports())
     }
 
     /// CAIP-2 network id.
@@ -838,6 +841,16 @@ impl Config {
     pub fn families(&self) -> Vec<Family> {
         let exposed = self.exposed_chains();
         [Family::Evm, Family::Solana, Family::Tron].into_iter().filter(|f| exposed.iter().any(|c| self.chains[c].family == *f)).collect()
+    }
+
+    /// The families an agent has a hosted wallet in: every served one, and
+    /// EVM always (an agent's id names its EVM wallet).
+    pub fn agent_families(&self) -> Vec<Family> {
+        let mut families = self.families();
+        if !families.contains(&Family::Evm) {
+            families.insert(0, Family::Evm);
+        }
+        families
     }
 
     pub fn chains_with_role(&self, role: Role) -> Vec<String> {

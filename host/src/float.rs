@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use rust_decimal::Decimal;
 
-use crate::chain::ChainError;
+use crate::family::chain::ChainError;
+use crate::family::keys::Role;
 use crate::family::Drivers;
-use crate::keys::Role;
 
 /// How long a balance read is reused.
 const FRESH_FOR: Duration = Duration::from_secs(3);

@@ -9,10 +9,10 @@ use anyhow::Context;
 use crate::adapter::{system_clock, Clock, Limits, Registry, Runtime};
 use crate::api;
 use crate::auth::Pepper;
-use crate::chain::Chains;
 use crate::config::Config;
 use crate::db::Db;
-use crate::keys::Keystore;
+use crate::family::chain::Chains;
+use crate::family::keys::Keystore;
 use crate::ratelimit::Limiter;
 use crate::sanctions::SanctionsList;
 use crate::state::{AppState, Shared};
@@ -46,7 +46,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     // name). Without keys yet, `serve` refuses to start anyway.
     for family in config.families() {
         if let Some(driver) = drivers.of(family) {
-            if let Ok(address) = driver.address(&crate::keys::Role::Relayer).await {
+            if let Ok(address) = driver.address(&crate::family::keys::Role::Relayer).await {
                 registry.set_relayer(family, &address);
             }
         }
@@ -145,7 +145,7 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     }
     let engine = state.start_workers(state.config.service.settlement_workers);
     let _ = state.engine.set(engine);
-    for name in crate::keys::service_wallets(&state.config.families()) {
+    for name in crate::family::keys::service_wallets(&state.config.families()) {
         tracing::info!(wallet = %name, address = %state.keys.address(&name).await?, "service wallet");
     }
     tracing::info!(allocator = state.registry.runtime.allocator, adapters = state.registry.adapters.len(), "stablerail ready");

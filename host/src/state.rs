@@ -29,9 +29,9 @@ pub struct AppState {
     pub probe_cache: crate::watch::ProbeCache,
     /// Reverse proxies whose forwarded client addresses are believed.
     pub proxies: crate::client_ip::TrustedProxies,
-    pub keys: Arc<crate::keys::Keystore>,
+    pub keys: Arc<crate::family::keys::Keystore>,
     /// Every chain's transport.
-    pub chains: Arc<crate::chain::Chains>,
+    pub chains: Arc<crate::family::chain::Chains>,
     /// Each chain family's driver (signing, sending, finality, balances).
     pub drivers: Arc<crate::family::Drivers>,
     /// Wakes this replica's settlement workers when work is queued.

@@ -4,8 +4,8 @@
 
 use rust_decimal::Decimal;
 
-use crate::chain::ChainError;
 use crate::config::{Config, Family};
+use crate::family::chain::ChainError;
 use crate::family::{Balance, Drivers};
 
 /// Balances of `owner` on one chain; none when this build has no driver

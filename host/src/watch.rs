@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use crate::chain::Chains;
-use crate::config::{Config, Family};
+use crate::config::Config;
+use crate::family::chain::Chains;
+use crate::family::keys::Keystore;
 use crate::family::Drivers;
-use crate::keys::Keystore;
 
 #[derive(Default)]
 pub struct Watch {
@@ -103,7 +103,7 @@ pub async fn probe_withheld(config: Arc<Config>, chains: Arc<Chains>, watch: Arc
 /// (`Unreachable`) and is asked again with the next probe.
 pub async fn check_tokens(config: &Config, chains: &Chains, watch: &Watch, chain: &str) -> ChainProbe {
     let (Some(c), Some(client)) = (config.chains.get(chain), chains.get(chain)) else { return ChainProbe::Ok };
-    if c.family != Family::Evm {
+    if !c.family.facts().checks_token_facts {
         return ChainProbe::Ok;
     }
     let mut verdicts = Vec::new();
@@ -143,7 +143,7 @@ pub async fn balances(config: Arc<Config>, keys: Arc<Keystore>, drivers: Arc<Dri
 pub async fn check_balances(cfg: &Config, keys: &Keystore, drivers: &Drivers, watch: &Watch) {
     let mut low = BTreeMap::new();
     let wallets = match keys.list().await {
-        Ok(all) => all.into_iter().filter(|(name, _)| crate::keys::is_service_wallet(name)).collect::<Vec<_>>(),
+        Ok(all) => all.into_iter().filter(|(name, _)| crate::family::keys::is_service_wallet(name)).collect::<Vec<_>>(),
         Err(e) => {
             tracing::warn!(error = %e, "balance check: keystore unavailable");
             return;
@@ -151,7 +151,7 @@ pub async fn check_balances(cfg: &Config, keys: &Keystore, drivers: &Drivers, wa
     };
     let chains = cfg.exposed_chains();
     for (name, address) in wallets {
-        let family = crate::keys::family_of(&name);
+        let family = crate::family::keys::family_of(&name);
         for chain in chains.iter().filter(|c| watch.exposed(c) && cfg.chains[*c].family == family) {
             let balances = match crate::wallets::on_chain(drivers, chain, &address).await {
                 Ok(b) => b,
@@ -210,11 +210,7 @@ pub async fn probe_chains(config: &Config, chains: &Chains) -> Vec<(String, Chai
     let probes = config.exposed_chains().into_iter().filter_map(|name| {
         let client = chains.get(&name)?;
         let chain = config.chains.get(&name)?;
-        let want = match chain.family {
-            Family::Evm => chain.chain_id.map(|id| id.to_string()),
-            Family::Solana => chain.network().and_then(|n| n.strip_prefix("solana:").map(str::to_string)),
-            Family::Tron => None,
-        };
+        let want = chain.family.facts().identity(chain);
         Some(async move {
             let said = tokio::time::timeout(std::time::Duration::from_secs(3), client.identity()).await;
             let state = match (said, want) {

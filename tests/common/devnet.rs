@@ -10,7 +10,7 @@ use alloy_sol_types::{sol, SolCall};
 use serde_json::{json, Value};
 use stablerail::adapter::system_clock;
 use stablerail::api::Shared;
-use stablerail::keys;
+use stablerail::family::keys;
 
 use super::app::MERCHANT;
 
@@ -89,7 +89,7 @@ impl Devnet {
         // The files the devnet's config will name, and the service wallets,
         // before the chains start so that they can be funded.
         let db = stablerail::db::Db::connect(&db_url).await.unwrap();
-        let families = stablerail::config::Family::of_devnet_chains(chains);
+        let families = stablerail::config::devnet_families(chains);
         let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone(), &families).await.unwrap();
         db.pool.close().await;
         let out = Command::new("node")
@@ -341,6 +341,11 @@ impl Devnet {
     }
 
     /// A new agent of a new account: (agent id, `Authorization` header value).
+    /// An agent's hosted wallet address in `family`.
+    pub async fn agent_wallet(&self, agent: &str, family: stablerail::config::Family) -> String {
+        self.state.keys.address(&stablerail::family::keys::Role::Agent(agent.to_string()).key_name(family)).await.unwrap()
+    }
+
     pub async fn agent(&self) -> (String, String) {
         let now = stablerail::clock::now_ms();
         let account = stablerail::store::agents::create_account(&self.state.db, "acme", now).await.unwrap();

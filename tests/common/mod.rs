@@ -126,7 +126,7 @@ pub fn registry(dir: &Path, body: &str, clock: Clock) -> Result<Registry, anyhow
 pub fn registry_of(file: &Path, clock: Clock) -> Result<Registry, anyhow::Error> {
     let cfg = Config::load(file)?;
     let runtime = stablerail::server::runtime_for(&cfg, clock)?;
-    Ok(Registry::from_config(&cfg, runtime, &stablerail::chain::Chains::from_config(&cfg))?)
+    Ok(Registry::from_config(&cfg, runtime, &stablerail::family::chain::Chains::from_config(&cfg))?)
 }
 
 /// A minimal HTTP/1.1 client over std, for tests that talk to a `serve`
@@ -177,6 +177,6 @@ pub async fn init_keys(config: &Path, database: &str) {
     let cfg = Config::load(config).unwrap();
     let db = stablerail::server::connect(database).await.unwrap();
     let files = (cfg.resolve(&cfg.service.master_key_file), cfg.resolve(&cfg.service.pepper_file));
-    stablerail::keys::init(&files.0, &files.1, db.clone(), &cfg.families()).await.unwrap();
+    stablerail::family::keys::init(&files.0, &files.1, db.clone(), &cfg.families()).await.unwrap();
     db.pool.close().await;
 }

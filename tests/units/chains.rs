@@ -1,6 +1,6 @@
 /// `host/src/chain.rs`
 mod chain {
-    use stablerail::chain::redact_url;
+    use stablerail::family::chain::redact_url;
 
     #[test]
     fn urls_lose_keys_and_credentials() {

@@ -90,7 +90,7 @@ mod group {
 mod keys {
     use stablerail::config::Family;
     use stablerail::db::Db;
-    use stablerail::keys::*;
+    use stablerail::family::keys::*;
 
     #[test]
     fn roles_name_their_keys_by_family() {

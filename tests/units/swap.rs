@@ -46,7 +46,7 @@ mod lifi {
 /// `host/src/swap/tracker.rs`
 mod tracker {
     use serde_json::json;
-    use stablerail::swap::tracker::*;
+    use stablerail::family::solana::credited as solana_received;
 
     #[test]
     fn solana_credit_is_post_minus_pre_for_the_owner_and_mint() {

@@ -13,6 +13,14 @@ pub(super) fn family(f: p::Family) -> wit::Family {
     }
 }
 
+pub(super) fn family_of(f: wit::Family) -> p::Family {
+    match f {
+        wit::Family::Evm => p::Family::Evm,
+        wit::Family::Solana => p::Family::Solana,
+        wit::Family::Tron => p::Family::Tron,
+    }
+}
+
 pub(super) fn terms(t: &p::Terms) -> wit::Terms {
     wit::Terms { amount: t.amount.clone(), pay_to: t.pay_to.clone(), max_timeout_seconds: t.max_timeout_seconds }
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Engine, Store, Trap};
 
-use crate::chain::ChainClient;
+use crate::family::chain::ChainClient;
 use bindings::types as wit;
 use bindings::{v0_1, v0_2, v0_3};
 pub use exports::Exports;

@@ -10,8 +10,8 @@ use hashlink::LruCache;
 
 use super::bindings::types as wit;
 use super::{convert, Adapter, CallError, LoadError, Runtime};
-use crate::chain::{ChainClient, Chains};
 use crate::config::{self, Config};
+use crate::family::chain::{ChainClient, Chains};
 use crate::payment as p;
 
 #[derive(Debug, thiserror::Error)]
@@ -165,19 +165,11 @@ impl Registry {
 }
 
 pub fn wit_family(f: config::Family) -> wit::Family {
-    match f {
-        config::Family::Evm => wit::Family::Evm,
-        config::Family::Solana => wit::Family::Solana,
-        config::Family::Tron => wit::Family::Tron,
-    }
+    convert::family(f)
 }
 
 pub fn family_name(f: wit::Family) -> &'static str {
-    match f {
-        wit::Family::Evm => "evm",
-        wit::Family::Solana => "solana",
-        wit::Family::Tron => "tron",
-    }
+    convert::family_of(f).facts().name
 }
 
 pub fn describe_serves(d: &wit::Description) -> String {
@@ -190,8 +182,8 @@ pub const MAX_PRIORITY_FEE_PARAM: &str = "max-priority-fee-microlamports";
 
 fn asset_context(chain_id: &str, chain: &config::Chain, key: &str, asset: &config::Asset) -> wit::AssetContext {
     let mut params: Vec<(String, String)> = asset.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    if chain.family == config::Family::Solana && !asset.params.contains_key(MAX_PRIORITY_FEE_PARAM) {
-        params.push((MAX_PRIORITY_FEE_PARAM.into(), chain.max_priority_fee_microlamports().to_string()));
+    if let Some(cap) = chain.adapter_priority_fee_cap().filter(|_| !asset.params.contains_key(MAX_PRIORITY_FEE_PARAM)) {
+        params.push((MAX_PRIORITY_FEE_PARAM.into(), cap.to_string()));
     }
     wit::AssetContext {
         chain: chain_id.into(),

@@ -9,7 +9,7 @@ use wasmtime::ResourceLimiter;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::v0_1::stablerail::adapter::{chain, clock, crypto, log, types};
-use crate::chain::ChainClient;
+use crate::family::chain::ChainClient;
 
 /// The host's idea of "now", in Unix seconds. Swappable so tests can move time.
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
@@ -118,11 +118,11 @@ impl chain::Host for HostState {
         match &self.chain {
             None => Err(chain::QueryError::Denied("this call has no chain".into())),
             Some(client) => client.query_blocking(&method, &params).map_err(|e| match e {
-                crate::chain::ChainError::Denied(m) => {
+                crate::family::chain::ChainError::Denied(m) => {
                     chain::QueryError::Denied(format!("`{m}` is not a read-only method of this chain's family"))
                 }
                 // The node's answer is the adapter's to read; it holds no URL.
-                crate::chain::ChainError::Node { code, message, data } => {
+                crate::family::chain::ChainError::Node { code, message, data } => {
                     chain::QueryError::Rpc(serde_json::json!({ "code": code, "message": message, "data": data }).to_string())
                 }
                 other => chain::QueryError::Unavailable(other.to_string()),

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::Family;
 use axum::extract::State;
 use axum::{Extension, Json};
 use serde::Serialize;
@@ -84,10 +83,6 @@ fn wallet_view(w: Wallet) -> WalletBalances {
             }
         })
         .collect();
-    let chain_type = match w.family {
-        Family::Evm => "ethereum",
-        Family::Solana => "solana",
-        Family::Tron => "tron",
-    };
+    let chain_type = w.family.facts().chain_type;
     WalletBalances { address: w.address, chain_type, balances }
 }

@@ -16,8 +16,9 @@ use serde_json::Value;
 
 use crate::adapter::bindings::types as wit;
 use crate::adapter::{exports, family_name, wit_family, AssetAdapter, CallError, Limits, Runtime};
-use crate::chain::{ChainClient, Recorded, RecordedAnswer};
 use crate::config::Family;
+use crate::family::chain::{ChainClient, Recorded, RecordedAnswer};
+use crate::family::keys::KeyKind;
 use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus, SigningRequest, Terms, Transfer, VerifiedPayment};
 
 /// An author's vectors: one (chain, asset) the adapter serves, the terms
@@ -426,10 +427,10 @@ async fn round_trip(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirem
     let key = alloy_signer_local::PrivateKeySigner::random();
     // A Solana wallet: a fresh ed25519 key.
     let ed = ed25519_dalek::SigningKey::from_bytes(&rand::random::<[u8; 32]>());
-    let sender = match v.context.family {
-        Family::Evm => key.address().to_checksum(None),
-        Family::Tron => tron_wire::address::show(&key.address()),
-        Family::Solana => bs58::encode(ed.verifying_key().to_bytes()).into_string(),
+    let facts = v.context.family.facts();
+    let sender = match facts.key_kind {
+        KeyKind::Secp256k1 => facts.show_address(key.address().as_slice()),
+        KeyKind::Ed25519 => facts.show_address(ed.verifying_key().as_bytes()),
     };
     let transfer = Transfer {
         sender: sender.clone(),
@@ -446,12 +447,15 @@ async fn round_trip(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirem
         Err(crate::payment::AdapterError::Unsupported(m)) => return c.skip(CHECK, format!("host-held wallets do not pay this way: {m}")),
         Err(e) => return c.fail(CHECK, format!("authorize refused: {e:?}")),
     };
-    let digest = match (&request, v.context.family) {
-        (SigningRequest::Eip712Digest(d), Family::Evm) => d.clone(),
-        (SigningRequest::TronRawData(raw), Family::Tron) => tron_wire::raw::tx_id(raw).to_vec(),
+    let digest = match &request {
+        _ if !facts.signs(&request) => {
+            return c.fail(CHECK, format!("asks a {:?} wallet to sign {request:?}", v.context.family));
+        }
+        SigningRequest::Eip712Digest(d) => d.clone(),
+        SigningRequest::TronRawData(raw) => tron_wire::raw::tx_id(raw).to_vec(),
         // ed25519 signs the message itself.
-        (SigningRequest::SolanaMessage(_), Family::Solana) => vec![],
-        (other, family) => return c.fail(CHECK, format!("asks a {family:?} wallet to sign {other:?}")),
+        SigningRequest::SolanaMessage(_) => vec![],
+        other => return c.fail(CHECK, format!("asks a {:?} wallet to sign {other:?}", v.context.family)),
     };
     let signature = match &request {
         SigningRequest::SolanaMessage(message) => {

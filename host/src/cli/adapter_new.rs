@@ -24,6 +24,8 @@ const KIT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../adapters/kit");
 
 /// A shipped adapter a new crate starts from.
 pub struct Skeleton {
+    /// The family it is for, by name.
+    family: &'static str,
     /// Its scheme name, replaced by the new one in the source and vectors.
     pub shipped: &'static str,
     what: &'static str,
@@ -40,6 +42,7 @@ pub struct Skeleton {
 }
 
 pub const EVM: Skeleton = Skeleton {
+    family: "evm",
     shipped: "eip3009",
     what: "the shipped EIP-3009 adapter",
     sources: &[("src/lib.rs", include_str!("../../../adapters/eip3009/src/lib.rs"))],
@@ -54,6 +57,7 @@ serde_json = "1"
 };
 
 pub const TRON: Skeleton = Skeleton {
+    family: "tron",
     shipped: "tron-permit2",
     what: "the shipped TRON Permit2 adapter",
     sources: &[
@@ -78,6 +82,7 @@ hex = "0.4"
 /// suite's component of that version); its skeleton is moved onto the kit's
 /// 0.4.0 bindings, whose only change for it is the signing request's type.
 pub const SOLANA: Skeleton = Skeleton {
+    family: "solana",
     shipped: "solana-spl",
     what: "the shipped Solana SPL adapter",
     sources: &[
@@ -117,11 +122,8 @@ spl-associated-token-account-interface = "2"
 };
 
 fn skeleton(family: Family) -> &'static Skeleton {
-    match family {
-        Family::Evm => &EVM,
-        Family::Tron => &TRON,
-        Family::Solana => &SOLANA,
-    }
+    let name = family.facts().name;
+    [&EVM, &TRON, &SOLANA].into_iter().find(|s| s.family == name).expect("a skeleton for every family")
 }
 
 /// Why no crate was written.

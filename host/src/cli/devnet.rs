@@ -65,8 +65,8 @@ pub async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
             let db = crate::server::connect(&database).await?;
             // The devnet's config names these files; its wallets exist before
             // the chains start so that they can be funded.
-            let families = crate::config::Family::of_devnet_chains(&chains);
-            let made = crate::keys::init(&dir.join("master.key"), &dir.join("pepper"), db, &families).await?;
+            let families = crate::config::devnet_families(&chains);
+            let made = crate::family::keys::init(&dir.join("master.key"), &dir.join("pepper"), db, &families).await?;
             let adapters = std::fs::canonicalize("adapters/target/wasm32-wasip2/release").unwrap_or_else(|_| "adapters".into());
             let mut args = vec![
                 "--dir".into(),
@@ -95,8 +95,8 @@ pub async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
                 &json!({
                     "dir": dir.display().to_string(),
                     "chains": chains,
-                    "relayer": made.wallet(crate::keys::RELAYER),
-                    "proxy": made.wallet(crate::keys::PROXY),
+                    "relayer": made.wallet(crate::family::keys::RELAYER),
+                    "proxy": made.wallet(crate::family::keys::PROXY),
                     "payer": info["payers"][0]["address"],
                     "payer_private_key": info["payers"][0]["private_key"],
                     "solana": info.get("solana").map(|s| json!({ "rpc": s["rpc"], "caip2": s["caip2"], "usdc_mint": s["assets"]["usdc"]["address"] })),

@@ -102,14 +102,10 @@ pub async fn agent(out: Output, cmd: AgentCommand, store: StoreArgs) -> anyhow::
     let agent_id = match cmd {
         AgentCommand::Create { name, account } => {
             let a = repo::create_agent(&db, account.as_deref(), &name, now_ms()).await?;
-            let keys = crate::keys::Keystore::open(db.clone(), &cfg.resolve(&cfg.service.master_key_file))?;
+            let keys = crate::family::keys::Keystore::open(db.clone(), &cfg.resolve(&cfg.service.master_key_file))?;
             // A hosted wallet for each family the service serves (EVM always).
-            let mut families = cfg.families();
-            if !families.contains(&crate::config::Family::Evm) {
-                families.insert(0, crate::config::Family::Evm);
-            }
-            for family in families {
-                keys.ensure(&crate::keys::Role::Agent(a.id.clone()).key_name(family)).await?;
+            for family in cfg.agent_families() {
+                keys.ensure(&crate::family::keys::Role::Agent(a.id.clone()).key_name(family)).await?;
             }
             a.id
         }

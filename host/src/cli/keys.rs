@@ -25,13 +25,13 @@ pub async fn keys(out: Output, cmd: KeysCommand, store: StoreArgs) -> anyhow::Re
     match cmd {
         KeysCommand::Init => {
             let files = (cfg.resolve(&cfg.service.master_key_file), cfg.resolve(&cfg.service.pepper_file));
-            let done = crate::keys::init(&files.0, &files.1, db, &cfg.families()).await?;
+            let done = crate::family::keys::init(&files.0, &files.1, db, &cfg.families()).await?;
             emit(out, &serde_json::to_value(&done)?);
         }
         KeysCommand::Import { name } => {
             let mut key = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut key)?;
-            let keys = crate::keys::Keystore::open(db, &cfg.resolve(&cfg.service.master_key_file))?;
+            let keys = crate::family::keys::Keystore::open(db, &cfg.resolve(&cfg.service.master_key_file))?;
             let address = keys.import(&name, &key).await?;
             emit(out, &json!({ "name": name, "address": address }));
         }

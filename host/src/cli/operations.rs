@@ -59,7 +59,7 @@ pub async fn wallets(out: Output, store: StoreArgs) -> anyhow::Result<()> {
     let state = crate::server::build_state(&store.config, store.database()?, system_clock()).await?;
     let mut rows = Vec::new();
     for (name, address) in state.keys.list().await? {
-        let family = crate::keys::family_of(&name);
+        let family = crate::family::keys::family_of(&name);
         let mut chains = serde_json::Map::new();
         for chain in state.config.exposed_chains().into_iter().filter(|c| state.config.chains[c].family == family) {
             let shown = match crate::wallets::on_chain(&state.drivers, &chain, &address).await {
@@ -83,7 +83,7 @@ pub async fn config_check(out: Output, path: &std::path::Path) -> anyhow::Result
     use crate::watch::ChainProbe;
     let cfg = crate::server::load_config(path)?;
     let runtime = crate::server::runtime_for(&cfg, system_clock())?;
-    let chains = crate::chain::Chains::from_config(&cfg);
+    let chains = crate::family::chain::Chains::from_config(&cfg);
     let registry = crate::adapter::Registry::from_config(&cfg, runtime, &chains)?;
     let probes = crate::watch::probe_chains(&cfg, &chains).await;
     let chains: serde_json::Map<String, serde_json::Value> = probes.iter().map(|(c, p)| (c.clone(), p.as_str().into())).collect();

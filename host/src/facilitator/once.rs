@@ -62,7 +62,7 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
     // payTo on each chain, whatever addresses the requests come from.
     if *caller == Caller::Public {
         let chain = &t.adapter.ctx.chain;
-        let key = |a: &str| if t.family == crate::config::Family::Evm { a.to_lowercase() } else { a.to_string() };
+        let key = |a: &str| t.family.facts().canonical(a);
         let over = s.public_budget.check(format!("payer:{chain}:{}", key(&paid.payer))).is_err()
             || s.public_budget.check(format!("payto:{chain}:{}", key(&paid.pay_to))).is_err();
         if over {
@@ -262,7 +262,7 @@ pub fn answer_key(t: &Target, payload: &Value) -> String {
     // Only what the payer signed and chose decides: `accepted` and `payload`
     // (a resource server may add `resource` or its own extensions).
     let r = &t.req;
-    let address = |a: &str| if t.family == crate::config::Family::Evm { a.to_ascii_lowercase() } else { a.to_string() };
+    let address = |a: &str| t.family.facts().canonical(a);
     let under = serde_json::json!({
         "scheme": r.scheme, "network": r.network, "asset": address(&r.asset), "payTo": address(&r.pay_to), "amount": r.amount,
     });

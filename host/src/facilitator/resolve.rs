@@ -52,7 +52,7 @@ impl Target {
     /// chain cannot refuse a spent payload at verify (a Solana transaction
     /// checks out offline until its blockhash expires), the ledger must.
     pub fn answers_once(&self) -> bool {
-        self.family == Family::Solana
+        self.family.facts().payload_answers_once
     }
 
     /// An `upto` charge of nothing: verified, and answered without a transaction.
@@ -62,10 +62,7 @@ impl Target {
 
     /// Two addresses of this family are the same (EVM hex ignores case).
     pub fn same_address(&self, a: &str, b: &str) -> bool {
-        match self.family {
-            Family::Evm => a.eq_ignore_ascii_case(b),
-            _ => a == b,
-        }
+        self.family.facts().same_address(a, b)
     }
 }
 
@@ -82,10 +79,7 @@ pub fn resolve(s: &AppState, r: &Request) -> Result<Target, Reason> {
         .find(|(id, c)| c.network().as_deref() == Some(&req.network) && cfg.chain_exposed(c) && s.watch.exposed(id))
         .ok_or(Reason::InvalidNetwork)?;
     let scheme = X402Scheme::parse(&req.scheme).ok_or(Reason::UnsupportedScheme)?;
-    let same = |token: &str| match chain.family {
-        Family::Evm => token.eq_ignore_ascii_case(&req.asset),
-        _ => token == req.asset,
-    };
+    let same = |token: &str| chain.family.facts().same_address(token, &req.asset);
     let (key, asset) = chain
         .assets
         .iter()
@@ -98,12 +92,12 @@ pub fn resolve(s: &AppState, r: &Request) -> Result<Target, Reason> {
         return Err(Reason::InvalidPaymentRequirements);
     }
     let adapter = s.registry.asset(chain_id, key).ok_or(Reason::InvalidPaymentRequirements)?;
-    if chain.family == Family::Solana {
+    if chain.family.facts().x402_fee_payer {
         // The fee payer signs last, and only this facilitator's relayer can.
         let extra: Value = serde_json::from_str(&req.extra).unwrap_or(Value::Null);
         let fee_payer = extra.get("feePayer").and_then(Value::as_str);
         if fee_payer.is_none() || fee_payer != adapter.relayer() {
-            return Err(Reason::Payload(Family::Solana, Fault::FeePayerNotManaged));
+            return Err(Reason::Payload(chain.family, Fault::FeePayerNotManaged));
         }
     }
     Ok(Target { adapter, family: chain.family, scheme, decimals: asset.decimals, req, payload: r.payload.to_string() })

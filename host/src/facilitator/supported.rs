@@ -4,22 +4,13 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::config::{Family, X402Scheme};
-use crate::keys::Role;
+use crate::config::X402Scheme;
+use crate::family::keys::Role;
 use crate::state::AppState;
 use crate::x402::v1;
 use crate::x402::wire::{SupportedKind, SupportedResponse};
 
 const PAYMENT_IDENTIFIER: &str = "payment-identifier";
-
-/// The CAIP-2 pattern of a family's networks, as `signers` keys them.
-fn pattern(family: Family) -> &'static str {
-    match family {
-        Family::Evm => "eip155:*",
-        Family::Solana => "solana:*",
-        Family::Tron => "tron:*",
-    }
-}
 
 /// Every exposed network with a served exact asset, in v2 and, where x402
 /// v1 names the network, in v1; every one with an `upto` asset, in v2 (the
@@ -28,6 +19,7 @@ fn pattern(family: Family) -> &'static str {
 /// is also each kind's `feePayer`).
 pub async fn supported(s: &AppState) -> SupportedResponse {
     let cfg = &s.config;
+    // Keyed by CAIP-2 namespace; `signers` names each as `<namespace>:*`.
     let mut relayers: BTreeMap<&'static str, String> = BTreeMap::new();
     let mut v2: Vec<SupportedKind> = vec![];
     let mut permit2 = false;
@@ -40,16 +32,17 @@ pub async fn supported(s: &AppState) -> SupportedResponse {
         if v2.iter().any(|k| k.network == network && k.scheme == scheme) {
             continue;
         }
-        let family = pattern(c.family);
+        let facts = c.family.facts();
+        let family = facts.caip2_namespace;
         if !relayers.contains_key(family) {
             let Some(driver) = s.drivers.of(c.family) else { continue };
             let Ok(address) = driver.address(&Role::Relayer).await else { continue };
             relayers.insert(family, address);
         }
-        permit2 |= c.family == Family::Evm && asset.scheme == "permit2";
-        let extra = match (c.family, asset.x402_scheme) {
-            (Family::Solana, _) => Some(json!({ "feePayer": relayers[family] })),
-            (_, X402Scheme::Upto) => Some(json!({ "facilitatorAddress": relayers[family] })),
+        permit2 |= facts.x402_gas_sponsoring && asset.scheme == "permit2";
+        let extra = match asset.x402_scheme {
+            _ if facts.x402_fee_payer => Some(json!({ "feePayer": relayers[family] })),
+            X402Scheme::Upto => Some(json!({ "facilitatorAddress": relayers[family] })),
             _ => None,
         };
         v2.push(SupportedKind { x402_version: 2, scheme: scheme.into(), network, extra });
@@ -64,6 +57,6 @@ pub async fn supported(s: &AppState) -> SupportedResponse {
         extensions.extend(["eip2612GasSponsoring".to_string(), "erc20ApprovalGasSponsoring".to_string()]);
     }
     extensions.push(PAYMENT_IDENTIFIER.into());
-    let signers = relayers.into_iter().map(|(k, a)| (k.to_string(), vec![a])).collect();
+    let signers = relayers.into_iter().map(|(k, a)| (format!("{k}:*"), vec![a])).collect();
     SupportedResponse { kinds: v2.into_iter().chain(v1_kinds).collect(), extensions, signers }
 }

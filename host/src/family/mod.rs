@@ -5,19 +5,43 @@
 //! transaction to finality, and reading balances. The engine's state machine
 //! knows none of it; a new family is a folder here, an adapter and config.
 
+pub mod chain;
 pub mod evm;
+pub mod facts;
+pub mod keys;
 pub mod solana;
 pub mod tron;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::chain::{ChainError, Chains};
+use self::chain::{ChainError, Chains};
+use self::keys::{Keystore, Role};
 use crate::config::{Config, Family};
 use crate::db::Db;
-use crate::keys::{Keystore, Role};
 use crate::payment::{SigningRequest, Submission, VerifiedPayment};
 use crate::store::settlement::{StoredTx, TxRow};
+
+pub use facts::Facts;
+
+/// Every family this build has.
+pub const ALL: [Family; 3] = [Family::Evm, Family::Solana, Family::Tron];
+
+impl Family {
+    /// The family's facts: the one place the host asks what differs.
+    pub fn facts(self) -> &'static Facts {
+        match self {
+            Family::Evm => &evm::facts::FACTS,
+            Family::Solana => &solana::facts::FACTS,
+            Family::Tron => &tron::facts::FACTS,
+        }
+    }
+
+    /// The family named `name` (`evm`, `solana`, `tron`).
+    pub fn named(name: &str) -> Option<Family> {
+        ALL.into_iter().find(|f| f.facts().name == name)
+    }
+}
 
 /// Why signed bytes did not go out, or what the node made of them. The
 /// strings are for the logs only.
@@ -142,17 +166,17 @@ pub trait Driver: Send + Sync {
         Ok(vec![])
     }
 
-    /// May a payout have to open the recipient's token account first (a
-    /// Solana associated token account)?
-    fn opens_accounts(&self) -> bool {
-        false
-    }
-
     /// Can `owner` receive `token` on `chain` without the sender paying to
     /// open an account for it first (a Solana associated token account)?
     /// Families without such accounts always can.
     async fn can_receive(&self, _chain: &str, _token: &str, _owner: &str) -> Result<bool, SendError> {
         Ok(true)
+    }
+
+    /// What confirmed transaction `receipt` credited `recipient` in `token`,
+    /// in base units; `None` where the family cannot tell.
+    fn credited(&self, _receipt: &Receipt, _token: &str, _recipient: &str) -> Option<alloy_primitives::U256> {
+        None
     }
 
     /// The sender (the account that signed and owns it) of transaction `tx`

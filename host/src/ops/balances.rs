@@ -4,8 +4,8 @@
 
 use rust_decimal::{Decimal, RoundingStrategy};
 
-use crate::chain::ChainError;
 use crate::config::Family;
+use crate::family::chain::ChainError;
 use crate::family::Balance;
 use crate::state::AppState;
 use crate::store::agents::Agent;
@@ -41,13 +41,9 @@ pub struct Priced {
     pub value_usd: Option<Decimal>,
 }
 
-/// The native coin as LI.FI's token lists name it.
+/// The native coin as LI.FI's token lists name it: the zero address.
 fn native_address(family: Family) -> &'static str {
-    match family {
-        Family::Evm => "0x0000000000000000000000000000000000000000",
-        Family::Solana => "11111111111111111111111111111111",
-        Family::Tron => "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
-    }
+    family.facts().zero_address()
 }
 
 fn priced(s: &AppState, family: Family, b: Balance) -> Priced {
@@ -75,7 +71,7 @@ pub async fn balances(s: &AppState, agent: &Agent) -> Result<Vec<Wallet>, Balanc
     let account = agent.account_id.as_deref().ok_or(BalancesError::NoOwner)?;
     let mut wallets = Vec::new();
     for (name, address) in crate::store::agents::account_wallets(&s.db, account).await? {
-        let family = crate::keys::family_of(&name);
+        let family = crate::family::keys::family_of(&name);
         let balances = crate::wallets::of_family(&s.config, &s.drivers, family, &address).await.map_err(BalancesError::Chain)?;
         let balances = balances.into_iter().map(|b| priced(s, family, b)).collect();
         wallets.push(Wallet { address, family, balances });

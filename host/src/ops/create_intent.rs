@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::adapter::CallError;
-use crate::config::{Availability, Family, Role};
+use crate::config::{Availability, Role};
 use crate::intent::fees::{self, AmountError};
 use crate::intent::{self, AmountMode, Intent, Status};
 use crate::payment::{AdapterError, Terms};
@@ -186,7 +186,7 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
         Some(a) => a,
         None => s
             .keys
-            .address(&crate::keys::Role::Collection.key_name(cfg.chains[&payer_chain].family))
+            .address(&crate::family::keys::Role::Collection.key_name(cfg.chains[&payer_chain].family))
             .await
             .map_err(|e| CreateError::Internal(format!("collection wallet: {e:#}")))?,
     };
@@ -262,24 +262,16 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
 /// token contract itself, and the service's own wallets.
 async fn refuse_unreceivable(s: &AppState, chain: &str, asset: &str, recipient: &str) -> Result<(), CreateError> {
     let c = &s.config.chains[chain];
-    let same = |a: &str| match c.family {
-        Family::Evm | Family::Tron if a.starts_with("0x") => a.eq_ignore_ascii_case(recipient),
-        _ => a == recipient,
-    };
-    let zero = match c.family {
-        Family::Evm => "0x0000000000000000000000000000000000000000",
-        // base58check of 0x41 followed by twenty zero bytes
-        Family::Tron => "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
-        Family::Solana => "11111111111111111111111111111111",
-    };
-    if same(zero) || (c.family == Family::Tron && same("0x0000000000000000000000000000000000000000")) {
+    let facts = c.family.facts();
+    let same = |a: &str| facts.same_address(a, recipient);
+    if facts.is_zero(recipient) {
         return Err(bad("invalid recipient address format: the zero address cannot receive payments"));
     }
     if c.assets.get(asset).is_some_and(|a| !a.token.is_empty() && same(&a.token)) {
         return Err(bad("invalid recipient address format: the token contract cannot receive payments"));
     }
     let mut own = vec![];
-    for role in crate::keys::SERVICE_ROLES {
+    for role in crate::family::keys::SERVICE_ROLES {
         own.push(s.keys.address(&role.key_name(c.family)).await.map_err(|e| CreateError::Internal(format!("service wallet: {e:#}")))?);
     }
     own.extend(c.collection_address.clone());
@@ -294,7 +286,7 @@ async fn refuse_unreceivable(s: &AppState, chain: &str, asset: &str, recipient: 
 /// the recipient's token account (and may open one), whatever it holds.
 fn unknown_recipient_account_fee(s: &AppState, chain: &str) -> Decimal {
     let c = &s.config.chains[chain];
-    let opens = s.drivers.for_chain(chain).is_some_and(|d| d.opens_accounts());
+    let opens = c.family.facts().opens_accounts;
     if opens && c.create_recipient_accounts {
         crate::decimal::parse(&c.recipient_account_fee).unwrap_or(Decimal::ZERO)
     } else {
@@ -335,8 +327,9 @@ fn check_chain(s: &AppState, chain: &str, role: Role) -> Result<(), CreateError>
         return Ok(());
     }
     if let Some(c) = cfg.chains.get(chain) {
-        if c.family == Family::Tron && c.enabled && c.roles.contains(&role) {
-            return Err(bad("TRON is not enabled on this deployment"));
+        // Configured but turned off by its deployment flag (`TRON_ENABLED`).
+        if let Some(gate) = c.gate.as_deref().filter(|g| c.enabled && c.roles.contains(&role) && !cfg.flag(g)) {
+            return Err(bad(format!("{} is not enabled on this deployment", gate.trim_end_matches("_ENABLED"))));
         }
     }
     Err(match role {

@@ -13,9 +13,9 @@ use tron_wire::address;
 use tron_wire::raw::{self, Reference, Transaction};
 
 use crate::adapter::Registry;
-use crate::chain::{ChainClient, Chains};
 use crate::clock::now_ms;
-use crate::config::{Availability, Config, Family};
+use crate::config::{Availability, Config};
+use crate::family::chain::{ChainClient, Chains};
 
 use crate::family::tron::calls::{self, approveCall};
 
@@ -86,7 +86,7 @@ impl Wired {
     /// or `None`: the helpers are then not registered.
     pub fn find(config: &Config, registry: &Registry, chains: &Chains) -> Option<Wired> {
         config.chains.iter().find_map(|(name, c)| {
-            if c.family != Family::Tron || !config.chain_exposed(c) {
+            if !c.family.facts().wallet_approves || !config.chain_exposed(c) {
                 return None;
             }
             let asset = c.assets.get("usdt").filter(|a| config.availability(a) == Availability::Available)?;

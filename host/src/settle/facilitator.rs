@@ -17,7 +17,7 @@ use super::{expected, Engine, StepError};
 use crate::adapter::AssetAdapter;
 use crate::clock::now_ms;
 use crate::config::X402Scheme;
-use crate::keys::Role;
+use crate::family::keys::Role;
 use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus};
 use crate::store::facilitator::{self as ledger, Settlement, SettlementStatus};
 use crate::store::settlement as repo;

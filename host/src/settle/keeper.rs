@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use super::Engine;
 use crate::clock::now_ms;
+use crate::family::keys::Role;
 use crate::family::{Finality, Upkeep};
 use crate::intent::Status;
-use crate::keys::Role;
 use crate::payment::ReceiptStatus;
 use crate::store::transition::intents as transition;
 use crate::store::{intents, settlement as repo};

@@ -9,8 +9,8 @@ use super::{Engine, StepError};
 use crate::adapter::AssetAdapter;
 use crate::clock::now_ms;
 use crate::failure::Failure;
+use crate::family::keys::Role;
 use crate::family::{Driver, Finality, Receipt, Resent, Submit};
-use crate::keys::Role;
 use crate::payment::{AdapterError, SettleStep};
 use crate::store::settlement::{self as repo, TxRow};
 

@@ -13,8 +13,8 @@ use super::{backoff, elapsed_since, expected, Engine, Next, StepError, PAYOUT_VA
 use crate::adapter::Answer;
 use crate::clock::now_ms;
 use crate::failure::{Failure, Reason};
+use crate::family::keys::Role;
 use crate::intent::{Intent, Status};
-use crate::keys::Role;
 use crate::payment::{ProofError, ReceiptStatus, Terms, Transfer};
 use crate::store::settlement as repo;
 use crate::store::transition::intents as transition;

@@ -1,4 +1,4 @@
-//! Sealed wallet keys (`wallet_keys`). The sealing is `crate::keys`'s; this
+//! Sealed wallet keys (`wallet_keys`). The sealing is `crate::family::keys`'s; this
 //! only stores and finds rows.
 
 use sqlx::Row;

@@ -13,7 +13,6 @@ use super::quote::{account, token, wallet};
 use super::route::RouteRequest;
 use super::Amount;
 use super::{amount, given, SwapError, Swaps};
-use crate::config::Family;
 
 /// Gas for an approve when the node cannot estimate it.
 const APPROVE_GAS: u64 = 100_000;
@@ -85,7 +84,8 @@ pub async fn approval(swaps: &Swaps, q: &ApprovalQuery) -> Result<ApprovalRespon
     let token_out = given(&q.token_out).ok_or(SwapError::ParamRequired("token_out"))?;
     let spend = amount(given(&q.amount).ok_or(SwapError::ParamRequired("amount"))?)?;
     let from = swaps.chain(chain_name)?;
-    if from.family != Family::Evm {
+    // Approvals here are ERC-20 approvals on an EVM chain (one with a chain id).
+    if from.chain_id.is_none() {
         return Err(SwapError::UnsupportedChain(chain_name.to_string()));
     }
     let to = match given(&q.to_chain) {
@@ -100,7 +100,7 @@ pub async fn approval(swaps: &Swaps, q: &ApprovalQuery) -> Result<ApprovalRespon
     let request_id = ulid::Ulid::new().to_string();
     let (token_addr, owner): (Address, Address) =
         (token_in.parse().map_err(|_| SwapError::Invalid("token"))?, user.parse().map_err(|_| SwapError::Invalid("user_address"))?);
-    if native(Family::Evm, &token_addr) {
+    if native(from.family, &token_addr) {
         return Ok(ApprovalResponse {
             request_id,
             needs_approval: false,
@@ -129,7 +129,7 @@ pub async fn approval(swaps: &Swaps, q: &ApprovalQuery) -> Result<ApprovalRespon
     super::guard::check_spender(swaps, &from, spender_text)?;
     let spender: Address = spender_text.parse().map_err(|_| SwapError::Unavailable("unreadable approval address".into()))?;
     let client = swaps.client(&from.name)?;
-    let wanted = Spend { chain: &from.name, family: Family::Evm, token: token_addr, owner, spender };
+    let wanted = Spend { chain: &from.name, family: from.family, token: token_addr, owner, spender };
     let allowance = erc20::allowance(swaps, &wanted).await?;
     if allowance >= U256::from(spend) {
         return Ok(ApprovalResponse {

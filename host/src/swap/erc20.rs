@@ -19,9 +19,6 @@ pub use calls::approve_data;
 const TRON_APPROVE_LIFETIME_MS: i64 = 60_000;
 /// Its fee_limit: 50 TRX, as the approval helpers.
 const TRON_APPROVE_FEE_LIMIT: i64 = 50_000_000;
-/// TRX as LI.FI names it.
-const TRX: &str = "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb";
-
 /// One token spent from `owner` through `spender` on `chain`.
 pub struct Spend<'a> {
     pub chain: &'a str,
@@ -33,19 +30,13 @@ pub struct Spend<'a> {
 
 /// `text` as a 20-byte address of `family` (TRON: base58check).
 pub fn parse(family: Family, text: &str) -> Option<Address> {
-    match family {
-        Family::Tron => tron_wire::address::parse(text),
-        _ => text.parse().ok(),
-    }
+    family.facts().address20(text)
 }
 
 /// The native coin as routers name it (EVM: zero or 0xEeee…; TRON: LI.FI's
 /// TRX address): never approved.
 pub fn native(family: Family, token: &Address) -> bool {
-    match family {
-        Family::Tron => parse(Family::Tron, TRX).as_ref() == Some(token),
-        _ => *token == Address::ZERO || *token == Address::repeat_byte(0xee),
-    }
+    family.facts().is_native(token)
 }
 
 pub async fn allowance(swaps: &Swaps, s: &Spend<'_>) -> Result<U256, SwapError> {

@@ -23,8 +23,8 @@ use super::Amount;
 use super::{guard, valid_address, SwapChain, SwapError, Swaps, DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS};
 use crate::config::Family;
 use crate::db::Db;
+use crate::family::keys::Role;
 use crate::family::{Driver, Drivers, Finality, SendError, Submit};
-use crate::keys::Role;
 use crate::payment::{EvmCall, SolanaCosign, Submission, TronTransaction};
 use crate::store::settlement::{self as repo, TxRow};
 
@@ -202,7 +202,7 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
         Some(RouteTx::Tron { to: contract, raw_data, .. }) => {
             let refused = |e: &str| SwapError::Unavailable(format!("TRON swap transaction: {e}"));
             // TRX goes along only when TRX is what is swapped.
-            let trx = erc20::parse(Family::Tron, &r.from_token).is_some_and(|t| erc20::native(Family::Tron, &t));
+            let trx = erc20::parse(from.family, &r.from_token).is_some_and(|t| erc20::native(from.family, &t));
             let call_value = if trx { r.from_amount } else { 0 };
             tron_call(&raw_data, &me, &contract, call_value, crate::clock::now_ms()).map_err(refused)?;
             if let Some(a) = plan_approvals(swaps, &from, &r, &me, route.approval_address.as_deref()).await? {

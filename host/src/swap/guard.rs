@@ -12,7 +12,6 @@ use serde_json::{json, Value};
 use super::erc20;
 use super::route::{Route, RouteTx};
 use super::{SwapChain, SwapError, Swaps};
-use crate::config::Family;
 
 /// `Transfer(address,address,uint256)`; `eth_simulateV1` reports native
 /// transfers with it too, from the 0xEeee… pseudo-address.
@@ -57,13 +56,8 @@ fn known<'a>(swaps: &'a Swaps, chain: &str) -> &'a [String] {
 /// 20-byte address, whatever its spelling; Solana the base58 key).
 pub fn is_known(swaps: &Swaps, chain: &SwapChain, address: &str) -> bool {
     let list = known(swaps, &chain.name);
-    match chain.family {
-        Family::Solana => list.iter().any(|k| k == address),
-        family => {
-            let Some(wanted) = erc20::parse(family, address) else { return false };
-            list.iter().any(|k| erc20::parse(family, k) == Some(wanted))
-        }
-    }
+    let facts = chain.family.facts();
+    list.iter().any(|k| facts.same_account(k, address))
 }
 
 /// The spender a route asks the wallet to approve must be a known contract.
@@ -161,7 +155,7 @@ pub async fn simulate_evm(
     let answer = match client.rpc("eth_simulateV1", params).await {
         Ok(v) => v,
         // A node that cannot simulate cannot vouch for the route: fail closed.
-        Err(e @ crate::chain::ChainError::Node { .. }) => {
+        Err(e @ crate::family::chain::ChainError::Node { .. }) => {
             return Err(refused(format!("{}: the node cannot simulate the swap: {e}", from.name)))
         }
         Err(e) => return Err(SwapError::Unavailable(format!("{}: {e}", from.name))),
@@ -203,10 +197,7 @@ fn check_events(
     let family = from.family;
     // The native coin as `eth_simulateV1` reports its transfers.
     let native_or = |a: Address| if erc20::native(family, &a) { Address::repeat_byte(0xee) } else { a };
-    let show = |a: &Address| match family {
-        Family::Tron => tron_wire::address::show(a),
-        _ => a.to_string(),
-    };
+    let show = |a: &Address| family.facts().show_address(a.as_slice());
     let input = native_or(erc20::parse(family, asked.from_token).ok_or(SwapError::Invalid("from_token"))?);
     let output = match asked.output {
         Some((recipient, least)) => {
@@ -267,7 +258,7 @@ pub async fn simulate_tron(
 ) -> Result<(), SwapError> {
     use alloy_primitives::hex;
     let (_, call) = tron_wire::raw::single_call(raw_data).map_err(|e| refused(format!("{}: {e}", from.name)))?;
-    let wallet = erc20::parse(Family::Tron, asked.wallet).ok_or(SwapError::WalletNotReady)?;
+    let wallet = tron_wire::address::parse(asked.wallet).ok_or(SwapError::WalletNotReady)?;
     let client = swaps.client(&from.name)?;
     let body = json!({
         "owner_address": hex::encode(&call.owner_address),
@@ -371,7 +362,7 @@ pub async fn simulate_solana(
     const TOKEN_PROGRAMS: [&str; 2] = [SOLANA_BASE_PROGRAMS[2], SOLANA_BASE_PROGRAMS[3]];
     const WRAPPED_SOL: &str = "So11111111111111111111111111111111111111112";
     let client = swaps.client(&from.name)?;
-    let unavailable = |e: crate::chain::ChainError| SwapError::Unavailable(format!("{}: {e}", from.name));
+    let unavailable = |e: crate::family::chain::ChainError| SwapError::Unavailable(format!("{}: {e}", from.name));
     let wallet = asked.wallet;
     let mut addresses = vec![wallet.to_string()];
     let mut before: Vec<SolAccount> = Vec::new();
@@ -410,7 +401,7 @@ pub async fn simulate_solana(
     };
     let config = json!({ "encoding": "base64", "sigVerify": false, "accounts": { "encoding": "base64", "addresses": addresses } });
     let sim = client.rpc("simulateTransaction", json!([transaction, config])).await.map_err(|e| match e {
-        e @ crate::chain::ChainError::Node { .. } => refused(format!("{}: the node cannot simulate the swap: {e}", from.name)),
+        e @ crate::family::chain::ChainError::Node { .. } => refused(format!("{}: the node cannot simulate the swap: {e}", from.name)),
         e => unavailable(e),
     })?;
     let value = sim.get("value").ok_or_else(|| refused("simulation answered without a value"))?;

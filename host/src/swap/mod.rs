@@ -23,8 +23,8 @@ pub mod upstream;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::chain::{ChainClient, Chains};
 use crate::config::{Config, Family};
+use crate::family::chain::{ChainClient, Chains};
 
 /// What a quote fixes.
 #[derive(Debug, Clone, Copy)]
@@ -162,21 +162,12 @@ impl Swaps {
 
 /// Whether `text` is an account or token address of `family`.
 pub fn valid_address(family: Family, text: &str) -> bool {
-    match family {
-        Family::Evm => text.len() == 42 && text.starts_with("0x") && text[2..].bytes().all(|b| b.is_ascii_hexdigit()),
-        Family::Solana => bs58::decode(text).into_vec().is_ok_and(|b| b.len() == 32),
-        Family::Tron => tron_wire::address::parse(text).is_some(),
-    }
+    family.facts().is_address(text)
 }
 
 /// Whether `text` is a transaction id of `family`.
 pub fn valid_tx_hash(family: Family, text: &str) -> bool {
-    let hex64 = |t: &str| t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit());
-    match family {
-        Family::Evm => text.strip_prefix("0x").is_some_and(hex64),
-        Family::Tron => hex64(text.strip_prefix("0x").unwrap_or(text)),
-        Family::Solana => bs58::decode(text).into_vec().is_ok_and(|b| b.len() == 64),
-    }
+    family.facts().is_tx_id(text)
 }
 
 /// A query parameter as given, empty counted as absent.

@@ -101,7 +101,7 @@ pub fn parse(swaps: &Swaps, body: &Value, now: i64) -> Result<SwapIntent, SwapEr
         from_chain,
         to_chain,
         // EVM hashes compare in lower case; the others are case-sensitive.
-        source_tx_hash: if from.family == crate::config::Family::Evm { hash.to_lowercase() } else { hash },
+        source_tx_hash: from.family.facts().canonical(&hash),
         from_token,
         to_token,
         payer_address: payer,

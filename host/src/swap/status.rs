@@ -7,7 +7,6 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::lifi::Status;
 use super::{given, valid_tx_hash, SwapError, Swaps};
-use crate::config::Family;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct StatusResponse {
@@ -59,7 +58,7 @@ pub async fn status(swaps: &Swaps, q: &StatusQuery) -> Result<StatusResponse, Sw
     let chain = |v: &Option<String>| given(v).map(|c| swaps.chain(c)).transpose();
     let (from, to) = (chain(&q.from_chain)?, chain(&q.to_chain)?);
     // A hash of the source chain's family (of any family when it is not named).
-    let families = from.as_ref().map_or(vec![Family::Evm, Family::Solana, Family::Tron], |c| vec![c.family]);
+    let families = from.as_ref().map_or(crate::family::ALL.to_vec(), |c| vec![c.family]);
     if !families.into_iter().any(|f| valid_tx_hash(f, tx)) {
         return Err(SwapError::Invalid("tx_hash"));
     }

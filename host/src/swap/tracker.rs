@@ -9,21 +9,17 @@
 
 use std::time::Duration;
 
-use alloy_primitives::{Address, B256, U256};
 use serde_json::Value;
 
 use super::lifi::{Lifi, Status};
 use super::{SwapError, Swaps};
 use crate::clock::now_ms;
-use crate::config::Family;
 use crate::family::Finality;
 use crate::store::swaps::{self as repo, Outcome, SwapIntent};
 
 /// How long a replica holds a swap while it looks.
 const LEASE_MS: i64 = 30_000;
 const BATCH: i64 = 20;
-/// keccak256("Transfer(address,address,uint256)").
-const TRANSFER: B256 = alloy_primitives::b256!("ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef");
 
 /// What the tracker reads and writes through: its own share of the
 /// service's parts, so that it depends on nothing above it.
@@ -77,10 +73,7 @@ async fn follow(deps: &Deps, lifi: &Lifi, holder: &str, i: &SwapIntent) -> Resul
         Finality::Confirmed(r) => r,
     };
     if i.from_chain == i.to_chain {
-        let received = match chain.family {
-            Family::Solana => solana_received(&receipt.json, &i.to_token, &i.recipient_address).map(|a| a.to_string()),
-            _ => received(&receipt.json, &i.to_token, &i.recipient_address).map(|a| a.to_string()),
-        };
+        let received = driver.credited(&receipt, &i.to_token, &i.recipient_address).map(|a| a.to_string());
         return done(
             deps,
             i,
@@ -146,46 +139,4 @@ async fn done(deps: &Deps, i: &SwapIntent, holder: &str, now: i64, o: Outcome<'_
         tracing::info!(intent = %i.id, "swap intent changed under the tracker; left as it is");
     }
     Ok(())
-}
-
-/// What an EVM receipt's Transfer logs of `token` paid `to`, summed.
-fn received(receipt: &Value, token: &str, to: &str) -> Option<U256> {
-    let (token, to): (Address, Address) = (token.parse().ok()?, to.parse().ok()?);
-    let logs = receipt.get("logs")?.as_array()?;
-    let mut total = U256::ZERO;
-    for log in logs {
-        let emitter = log.get("address").and_then(Value::as_str).and_then(|a| a.parse::<Address>().ok());
-        let topics: Vec<B256> = log
-            .get("topics")
-            .and_then(Value::as_array)
-            .map(|t| t.iter().filter_map(|x| x.as_str()?.parse().ok()).collect())
-            .unwrap_or_default();
-        if emitter == Some(token) && topics.first() == Some(&TRANSFER) && topics.get(2) == Some(&to.into_word()) {
-            total += log
-                .get("data")
-                .and_then(Value::as_str)
-                .and_then(|d| U256::from_str_radix(d.trim_start_matches("0x"), 16).ok())
-                .unwrap_or_default();
-        }
-    }
-    Some(total)
-}
-
-/// What a Solana transaction credited `owner`'s token accounts of `mint`:
-/// post minus pre token balances, summed (each account by its index).
-pub fn solana_received(tx: &Value, mint: &str, owner: &str) -> Option<u128> {
-    let rows = |key: &str| -> Vec<(u64, u128)> {
-        let list = tx.pointer(&format!("/meta/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
-        list.iter()
-            .filter(|b| b.get("mint").and_then(Value::as_str) == Some(mint) && b.get("owner").and_then(Value::as_str) == Some(owner))
-            .filter_map(|b| Some((b.get("accountIndex")?.as_u64()?, b.pointer("/uiTokenAmount/amount")?.as_str()?.parse().ok()?)))
-            .collect()
-    };
-    let (pre, post) = (rows("preTokenBalances"), rows("postTokenBalances"));
-    let mut total: u128 = 0;
-    for (index, after) in post {
-        let before = pre.iter().find(|(i, _)| *i == index).map_or(0, |(_, a)| *a);
-        total += after.saturating_sub(before);
-    }
-    Some(total)
 }

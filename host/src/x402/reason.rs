@@ -87,7 +87,7 @@ impl Reason {
             SettlementPending,
             ChainUnavailable,
         ];
-        for family in [Family::Evm, Family::Solana, Family::Tron] {
+        for family in crate::family::ALL {
             all.extend(Fault::ALL.into_iter().map(|f| Payload(family, f)));
         }
         all

@@ -4,8 +4,8 @@ use alloy_primitives::{Address, U256};
 use alloy_sol_types::{sol, SolCall};
 use serde_json::{json, Value};
 
-use crate::chain::{ChainError, Chains};
 use crate::config::{Availability, Config};
+use crate::family::chain::{ChainError, Chains};
 use crate::family::Balance;
 
 sol! {

@@ -27,8 +27,8 @@ use serde_json::json;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
 use super::tx::{self, gas_for, FeeCache, GasLimit, Net, Nonces, Signed, TxCall};
-use crate::chain::ChainClient;
 use crate::db::Db;
+use crate::family::chain::ChainClient;
 use crate::family::SendError;
 use crate::store::settlement as repo;
 

@@ -9,7 +9,7 @@ use alloy_primitives::Address;
 
 use super::tx;
 use super::EvmDriver;
-use crate::chain::ChainClient;
+use crate::family::chain::ChainClient;
 use crate::family::{SendError, Upkeep};
 use crate::store::settlement as repo;
 

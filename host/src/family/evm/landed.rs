@@ -13,11 +13,12 @@ use alloy_primitives::{Address, U256};
 use serde_json::{json, Value};
 
 use super::tx;
-use crate::chain::ChainClient;
+use crate::family::chain::ChainClient;
 use crate::family::{carries, SendError, Sought};
 
 /// keccak256("Transfer(address,address,uint256)")
 const TRANSFER: &str = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+const TRANSFER_TOPIC: alloy_primitives::B256 = alloy_primitives::b256!("ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef");
 /// At most this many blocks are searched back (providers cap log ranges).
 const MAX_BLOCKS: u64 = 50_000;
 /// Block timestamps are whole seconds, and a node's clock is not ours.
@@ -66,4 +67,27 @@ pub async fn transfers(chain: &ChainClient, block_time_ms: u64, sought: &Sought<
         }
     }
     Ok(out)
+}
+
+/// What a receipt's Transfer logs of `token` paid `to`, summed.
+pub fn credited(receipt: &Value, token: &str, to: &str) -> Option<U256> {
+    let (token, to): (Address, Address) = (token.parse().ok()?, to.parse().ok()?);
+    let logs = receipt.get("logs")?.as_array()?;
+    let mut total = U256::ZERO;
+    for log in logs {
+        let emitter = log.get("address").and_then(Value::as_str).and_then(|a| a.parse::<Address>().ok());
+        let topics: Vec<alloy_primitives::B256> = log
+            .get("topics")
+            .and_then(Value::as_array)
+            .map(|t| t.iter().filter_map(|x| x.as_str()?.parse().ok()).collect())
+            .unwrap_or_default();
+        if emitter == Some(token) && topics.first() == Some(&TRANSFER_TOPIC) && topics.get(2) == Some(&to.into_word()) {
+            total += log
+                .get("data")
+                .and_then(Value::as_str)
+                .and_then(|d| U256::from_str_radix(d.trim_start_matches("0x"), 16).ok())
+                .unwrap_or_default();
+        }
+    }
+    Some(total)
 }

@@ -4,6 +4,7 @@
 
 pub mod balances;
 pub mod batch;
+pub mod facts;
 mod keeper;
 pub mod landed;
 pub mod token_facts;
@@ -16,10 +17,10 @@ use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
 
 use super::{Balance, Driver, Finality, Resent, SendError, Submit, Upkeep};
-use crate::chain::{ChainClient, ChainError, Chains};
 use crate::config::{Config, Family};
 use crate::db::Db;
-use crate::keys::{Keystore, Role};
+use crate::family::chain::{ChainClient, ChainError, Chains};
+use crate::family::keys::{Keystore, Role};
 use crate::payment::{SigningRequest, Submission, VerifiedPayment};
 use crate::store::settlement::{StoredTx, TxRow};
 use tx::{Broadcast, GasLimit, Net, Nonces, TxCall};
@@ -62,7 +63,7 @@ impl EvmDriver {
     /// A failed transaction the relayer sent: what it paid goes to
     /// `stablerail_relayer_wasted_fee_total`.
     async fn count_wasted(&self, chain: &str, receipt: &Value) {
-        let Ok(relayer) = self.keys.address(crate::keys::RELAYER).await else { return };
+        let Ok(relayer) = self.keys.address(crate::family::keys::RELAYER).await else { return };
         if !receipt.get("from").and_then(Value::as_str).is_some_and(|f| f.eq_ignore_ascii_case(&relayer)) {
             return;
         }
@@ -198,6 +199,10 @@ impl Driver for EvmDriver {
         let sought = super::Sought::new(token, payment, evidence, since_ms, |a| a.parse::<Address>().ok())?;
         let block_ms = self.config.chains.get(chain).map_or(1000, |c| c.block_time_ms());
         landed::transfers(&client, block_ms, &sought).await
+    }
+
+    fn credited(&self, receipt: &crate::family::Receipt, token: &str, recipient: &str) -> Option<alloy_primitives::U256> {
+        landed::credited(&receipt.json, token, recipient)
     }
 
     async fn sender_of(&self, chain: &str, tx: &str) -> Result<Option<String>, SendError> {

@@ -8,8 +8,8 @@ use alloy_primitives::{address, Address, Bytes, B256, U256};
 use alloy_sol_types::{sol, Eip712Domain, SolCall};
 use serde_json::json;
 
-use crate::chain::{ChainClient, ChainError};
 use crate::config::{Asset, DomainKind};
+use crate::family::chain::{ChainClient, ChainError};
 
 sol! {
     function decimals() external view returns (uint8);

@@ -8,8 +8,8 @@ use alloy_primitives::{keccak256, Address, Bytes, TxKind, U256};
 use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
 
-use crate::chain::{ChainClient, ChainError};
 use crate::config::TxType;
+use crate::family::chain::{ChainClient, ChainError};
 use crate::family::{Receipt, SendError};
 use crate::store::settlement as repo;
 

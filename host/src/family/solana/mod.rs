@@ -6,6 +6,7 @@
 //! A node's refusal is read from its error's `data.err` (the transaction
 //! error, a typed value), never from its message text.
 
+pub mod facts;
 pub mod wire;
 
 use std::sync::Arc;
@@ -16,10 +17,10 @@ use ed25519_dalek::Signer;
 use serde_json::{json, Value};
 
 use super::{Balance, Driver, Finality, Receipt, Resent, SendError, Submit, Upkeep};
-use crate::chain::{ChainClient, ChainError, Chains};
 use crate::config::{Availability, Config, Family};
 use crate::db::Db;
-use crate::keys::{Keystore, Role};
+use crate::family::chain::{ChainClient, ChainError, Chains};
+use crate::family::keys::{Keystore, Role};
 use crate::payment::{SigningRequest, Submission};
 use crate::store::settlement::{StoredTx, TxRow};
 use wire::Wire;
@@ -202,16 +203,16 @@ impl Driver for SolanaDriver {
         }
     }
 
+    fn credited(&self, receipt: &Receipt, token: &str, recipient: &str) -> Option<alloy_primitives::U256> {
+        credited(&receipt.json, token, recipient).map(alloy_primitives::U256::from)
+    }
+
     async fn sender_of(&self, chain: &str, tx: &str) -> Result<Option<String>, SendError> {
         let client = self.client(chain)?;
         let params = json!([tx, { "encoding": "json", "commitment": "confirmed", "maxSupportedTransactionVersion": 0 }]);
         let found = rpc(&client, "getTransaction", params).await?;
         // The fee payer, the first signer: whose transaction it is.
         Ok(found.pointer("/transaction/message/accountKeys/0").and_then(Value::as_str).map(str::to_string))
-    }
-
-    fn opens_accounts(&self) -> bool {
-        true
     }
 
     async fn can_receive(&self, chain: &str, token: &str, owner: &str) -> Result<bool, SendError> {
@@ -263,4 +264,23 @@ impl Driver for SolanaDriver {
         // No nonces: a Solana transaction's lifetime is its blockhash.
         Ok(())
     }
+}
+
+/// What a Solana transaction credited `owner`'s token accounts of `mint`:
+/// post minus pre token balances, summed (each account by its index).
+pub fn credited(tx: &Value, mint: &str, owner: &str) -> Option<u128> {
+    let rows = |key: &str| -> Vec<(u64, u128)> {
+        let list = tx.pointer(&format!("/meta/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
+        list.iter()
+            .filter(|b| b.get("mint").and_then(Value::as_str) == Some(mint) && b.get("owner").and_then(Value::as_str) == Some(owner))
+            .filter_map(|b| Some((b.get("accountIndex")?.as_u64()?, b.pointer("/uiTokenAmount/amount")?.as_str()?.parse().ok()?)))
+            .collect()
+    };
+    let (pre, post) = (rows("preTokenBalances"), rows("postTokenBalances"));
+    let mut total: u128 = 0;
+    for (index, after) in post {
+        let before = pre.iter().find(|(i, _)| *i == index).map_or(0, |(_, a)| *a);
+        total += after.saturating_sub(before);
+    }
+    Some(total)
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tron_wire::address;
 use tron_wire::raw::{self, Reference};
 
-use crate::chain::ChainClient;
+use crate::family::chain::ChainClient;
 
 sol! {
     function approve(address spender, uint256 value) returns (bool);

@@ -14,7 +14,7 @@ use alloy_primitives::{Address, U256};
 use serde_json::{json, Value};
 
 use super::call;
-use crate::chain::ChainClient;
+use crate::family::chain::ChainClient;
 use crate::family::{carries, SendError, Sought};
 
 /// keccak256("Transfer(address,address,uint256)"), as a node shows topics.

@@ -11,6 +11,7 @@
 //! message text.
 
 pub mod calls;
+pub mod facts;
 mod landed;
 
 use std::sync::Arc;
@@ -21,11 +22,11 @@ use serde_json::{json, Value};
 use tron_wire::raw::{self, Raw, Transaction};
 
 use super::{Balance, Driver, Finality, Receipt, Resent, SendError, Submit, Upkeep};
-use crate::chain::{ChainClient, ChainError, Chains};
 use crate::clock::now_ms;
 use crate::config::{Availability, Config, Family};
 use crate::db::Db;
-use crate::keys::{Keystore, Role};
+use crate::family::chain::{ChainClient, ChainError, Chains};
+use crate::family::keys::{Keystore, Role};
 use crate::payment::{SigningRequest, Submission, VerifiedPayment};
 use crate::store::settlement::{StoredTx, TxRow};
 

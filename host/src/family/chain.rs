@@ -36,60 +36,9 @@ impl Chains {
     }
 }
 
-const EVM_READS: &[&str] = &[
-    "eth_call",
-    "eth_chainId",
-    "eth_blockNumber",
-    "eth_getBalance",
-    "eth_getCode",
-    "eth_getStorageAt",
-    "eth_getTransactionCount",
-    "eth_getTransactionByHash",
-    "eth_getTransactionReceipt",
-    "eth_getBlockByNumber",
-    "eth_getLogs",
-    "eth_estimateGas",
-    "eth_gasPrice",
-    "eth_maxPriorityFeePerGas",
-    "eth_feeHistory",
-];
-
-const SOLANA_READS: &[&str] = &[
-    "getAccountInfo",
-    "getMultipleAccounts",
-    "getBalance",
-    "getTokenAccountBalance",
-    "getTokenAccountsByOwner",
-    "getLatestBlockhash",
-    "isBlockhashValid",
-    "getSignatureStatuses",
-    "getTransaction",
-    "getSlot",
-    "getBlockHeight",
-    "getMinimumBalanceForRentExemption",
-    "getFeeForMessage",
-    "simulateTransaction",
-];
-
-const TRON_READS: &[&str] = &[
-    "/wallet/triggerconstantcontract",
-    "/wallet/estimateenergy",
-    "/wallet/gettransactioninfobyid",
-    "/wallet/gettransactionbyid",
-    "/wallet/getnowblock",
-    "/wallet/getaccount",
-    "/wallet/getaccountresource",
-    "/wallet/getcontract",
-    "/wallet/getchainparameters",
-];
-
 /// The read-only methods an adapter of `family` may call.
 pub fn read_allow_list(family: Family) -> &'static [&'static str] {
-    match family {
-        Family::Evm => EVM_READS,
-        Family::Solana => SOLANA_READS,
-        Family::Tron => TRON_READS,
-    }
+    family.facts().reads
 }
 
 /// Why a chain call did not produce a result. Transport failures carry

@@ -73,13 +73,10 @@ impl Key {
     /// The address in `family`'s form: EIP-55 hex (EVM), base58check of
     /// 0x41 ‖ 20 bytes (TRON), base58 of the public key (Solana).
     pub fn address(&self, family: Family) -> String {
-        match (self, family) {
-            (Key::Secp256k1(k), Family::Tron) => {
-                let body = [&[0x41u8][..], k.address().as_slice()].concat();
-                bs58::encode(body).with_check().into_string()
-            }
-            (Key::Secp256k1(k), _) => k.address().to_checksum(None),
-            (Key::Ed25519(k), _) => bs58::encode(k.verifying_key().as_bytes()).into_string(),
+        let show = family.facts().show_address;
+        match self {
+            Key::Secp256k1(k) => show(k.address().as_slice()),
+            Key::Ed25519(k) => show(k.verifying_key().as_bytes()),
         }
     }
 }
@@ -95,10 +92,7 @@ pub enum KeyKind {
 
 impl KeyKind {
     pub fn of(family: Family) -> KeyKind {
-        match family {
-            Family::Evm | Family::Tron => KeyKind::Secp256k1,
-            Family::Solana => KeyKind::Ed25519,
-        }
+        family.facts().key_kind
     }
 }
 
@@ -118,11 +112,7 @@ pub enum Role {
 impl Role {
     /// The keystore name of this role's wallet in `family`.
     pub fn key_name(&self, family: Family) -> String {
-        let f = match family {
-            Family::Evm => "evm",
-            Family::Solana => "solana",
-            Family::Tron => "tron",
-        };
+        let f = family.facts().name;
         match self {
             Role::Relayer => format!("relayer:{f}"),
             Role::Collection => format!("collection:{f}"),
@@ -157,11 +147,7 @@ const BOUND: &str = "v2:";
 /// under a name of the operator's choosing is a secp256k1 key with an EVM
 /// address.
 pub fn family_of(name: &str) -> Family {
-    match name.rsplit(':').next() {
-        Some("solana") => Family::Solana,
-        Some("tron") => Family::Tron,
-        _ => Family::Evm,
-    }
+    name.rsplit(':').next().and_then(Family::named).unwrap_or(Family::Evm)
 }
 
 pub fn agent_key(agent_id: &str) -> String {
