@@ -24,7 +24,7 @@ use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::SolStruct;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde::Deserialize;
-use stablerail::adapter::bindings::types as wit;
+use stablerail::adapter::wit::types as wit;
 use stablerail::adapter::{system_clock, Registry};
 use stablerail::config::Config;
 use stablerail::payment::{PaymentRequirements, Terms};
@@ -205,7 +205,7 @@ fn bench(c: &mut Criterion) {
     let verify_in_sandbox = || {
         let proof = next_proof();
         adapter
-            .call(None, |g, s| g.verify(s, stablerail::adapter::exports::Context { asset: &usdc.ctx, relayer: None }, &wit_req, proof))
+            .call(None, |g, s| g.verify(s, stablerail::adapter::Context { asset: &usdc.ctx, relayer: None }, &wit_req, proof))
             .unwrap()
             .unwrap()
     };

@@ -2,7 +2,7 @@
 //! (`crate::payment`). 0.2.0 uses 0.1.0's records, so one set of
 //! conversions serves both versions.
 
-use super::bindings::types as wit;
+use super::wit::types as wit;
 use crate::payment as p;
 
 pub(super) fn family(f: p::Family) -> wit::Family {

@@ -5,24 +5,24 @@
 //! a fuel budget and a memory cap, so a call that traps, loops or hoards
 //! memory fails alone and leaves nothing behind.
 
-pub mod bindings;
 mod convert;
 mod engine;
-pub mod exports;
 mod registry;
 pub(crate) mod state;
-mod typed;
+pub mod wit;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store, Trap};
 
 use crate::family::chain::ChainClient;
-use bindings::types as wit;
-use bindings::{v0_1, v0_2, v0_3};
-pub use exports::Exports;
+use wit::types;
+pub use wit::{Context, Scheme};
+
+/// One instance's `scheme` exports, at its version.
+pub type Exports<'a> = &'a dyn Scheme;
 
 pub use registry::{
     describe_serves, domain_kind, family_name, wit_family, AdapterFailure, Answer, AssetAdapter, Refusal, Registry, StartupError,
@@ -53,7 +53,7 @@ pub enum LoadError {
     Unreadable { file: PathBuf, reason: String },
     #[error("adapter file {file}: not a loadable WebAssembly component: {reason}")]
     NotAComponent { file: PathBuf, reason: String },
-    #[error("adapter file {file}: does not export stablerail:adapter/scheme at a version this host links ({}); it exports: {}", exports::VERSIONS.join(", "), list(.exported))]
+    #[error("adapter file {file}: does not export stablerail:adapter/scheme at a version this host links ({}); it exports: {}", wit::versions().collect::<Vec<_>>().join(", "), list(.exported))]
     UnknownInterface { file: PathBuf, exported: Vec<String> },
     #[error("adapter file {file}: imports outside the stablerail:adapter world: {}", list(.imports))]
     ForeignImports { file: PathBuf, imports: Vec<String> },
@@ -134,12 +134,11 @@ impl Runtime {
         let (engine, allocator) = engine::build(limits.memory_bytes);
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        // Every version imports 0.1.0's interfaces: one linker serves them all.
-        v0_1::Adapter::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+        wit::v0_1::add_to_linker(&mut linker)?;
         // Without WASI: its sync functions block on the runtime, which an
         // async thread may not. Each adapter's copy traps on them instead.
         let mut inline = Linker::new(&engine);
-        v0_1::Adapter::add_to_linker::<HostState, HasSelf<HostState>>(&mut inline, |s| s)?;
+        wit::v0_1::add_to_linker(&mut inline)?;
         let slots = Arc::new(tokio::sync::Semaphore::new(engine::POOL_INSTANCES as usize));
         Ok(Arc::new(Runtime { engine, linker, inline, limits, cache_dir, clock, allocator, slots }))
     }
@@ -164,7 +163,7 @@ impl Runtime {
         let ty = component.component_type();
         let imports = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
         let exports: Vec<String> = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
-        let interface = exports::VERSIONS.iter().rev().find(|v| exports.contains(&format!("stablerail:adapter/scheme@{v}"))).copied();
+        let interface = wit::versions().rev().find(|v| exports.contains(&format!("stablerail:adapter/scheme@{v}")));
         Ok(Inspection { component, imports, exports, interface })
     }
 
@@ -191,12 +190,12 @@ impl Runtime {
             reason: format!("{e:#}"),
         })?;
         let misfit = |e: wasmtime::Error| LoadError::ExportMismatch { file: file.into(), version, reason: format!("{e:#}") };
-        let pre = Pre::new(version, pre).map_err(misfit)?;
+        let pre = wit::link(version, pre).map_err(misfit)?;
         let mut inline = self.inline.clone();
         let inline_pre = inline
             .define_unknown_imports_as_traps(&component)
             .and_then(|_| inline.instantiate_pre(&component))
-            .and_then(|p| Pre::new(version, p))
+            .and_then(|p| wit::link(version, p))
             .map_err(misfit)?;
         let name: Arc<str> = file.file_name().map(|n| n.to_string_lossy().into()).unwrap_or_else(|| "adapter".into());
         let mut adapter = Adapter {
@@ -207,7 +206,7 @@ impl Runtime {
             name,
             interface: version,
             imports,
-            description: wit::Description { name: String::new(), version: String::new(), serves: vec![], config_keys: vec![] },
+            description: types::Description { name: String::new(), version: String::new(), serves: vec![], config_keys: vec![] },
             usage: Usage::default(),
         };
         // The first instance: its exports' types checked, then described.
@@ -251,42 +250,19 @@ fn stub_foreign(linker: &mut Linker<HostState>, engine: &Engine, component: &Com
     Ok(())
 }
 
-/// A linked component, by the interface version it exports.
-enum Pre {
-    V0_1(v0_1::AdapterPre<HostState>),
-    V0_2(v0_2::AdapterPre<HostState>),
-    V0_3(v0_3::AdapterPre<HostState>),
-    /// The newest: exports typed once per adapter (`typed`).
-    V0_4(wasmtime::component::InstancePre<HostState>, typed::Indices),
-}
-
-impl Pre {
-    fn new(version: &str, pre: wasmtime::component::InstancePre<HostState>) -> wasmtime::Result<Pre> {
-        Ok(match version {
-            "0.1.0" => Pre::V0_1(v0_1::AdapterPre::new(pre)?),
-            "0.2.0" => Pre::V0_2(v0_2::AdapterPre::new(pre)?),
-            "0.3.0" => Pre::V0_3(v0_3::AdapterPre::new(pre)?),
-            _ => {
-                let indices = typed::Indices::new(pre.component())?;
-                Pre::V0_4(pre, indices)
-            }
-        })
-    }
-}
-
 /// One loaded adapter, ready to be instantiated per call.
 pub struct Adapter {
     runtime: Arc<Runtime>,
-    pre: Pre,
+    pre: Box<dyn wit::Linked>,
     /// The same component linked without WASI (`call_inline`).
-    inline_pre: Pre,
+    inline_pre: Box<dyn wit::Linked>,
     pub file: PathBuf,
     pub name: Arc<str>,
     /// The `stablerail:adapter` version it was built against, e.g. "0.1.0".
     pub interface: &'static str,
     /// Interfaces the component imports (host imports and WASI).
     pub imports: Vec<String>,
-    pub description: wit::Description,
+    pub description: types::Description,
     /// The most fuel and memory any one call has used.
     pub usage: Usage,
 }
@@ -329,7 +305,7 @@ impl Adapter {
         state.chain_deferred = true;
         let slice = rt.limits.fuel.min(INLINE_FUEL);
         let (mut wanted, mut clock) = (false, false);
-        let answer = self.run_then(&self.inline_pre, state, slice, f, |s| (wanted, clock) = (s.chain_wanted, s.clock_read));
+        let answer = self.run_then(&*self.inline_pre, state, slice, f, |s| (wanted, clock) = (s.chain_wanted, s.clock_read));
         match answer {
             _ if wanted => None,
             Err(CallError::OutOfFuel(_) | CallError::Trap(..)) => None,
@@ -343,12 +319,12 @@ impl Adapter {
         fuel: u64,
         f: impl FnOnce(Exports<'_>, &mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        self.run_then(&self.pre, state, fuel, f, |_| {})
+        self.run_then(&*self.pre, state, fuel, f, |_| {})
     }
 
     fn run_then<R>(
         &self,
-        pre: &Pre,
+        pre: &dyn wit::Linked,
         state: HostState,
         fuel: u64,
         f: impl FnOnce(Exports<'_>, &mut Store<HostState>) -> wasmtime::Result<R>,
@@ -357,23 +333,9 @@ impl Adapter {
         let rt = &self.runtime;
         let mut store = Store::new(&rt.engine, state);
         store.limiter(|s| &mut s.limiter);
-        let outcome = store.set_fuel(fuel).and_then(|_| match pre {
-            Pre::V0_1(pre) => {
-                let instance = pre.instantiate(&mut store)?;
-                f(Exports::V0_1(instance.stablerail_adapter_scheme()), &mut store)
-            }
-            Pre::V0_2(pre) => {
-                let instance = pre.instantiate(&mut store)?;
-                f(Exports::V0_2(instance.stablerail_adapter0_2_0_scheme()), &mut store)
-            }
-            Pre::V0_3(pre) => {
-                let instance = pre.instantiate(&mut store)?;
-                f(Exports::V0_3(instance.stablerail_adapter0_3_0_scheme()), &mut store)
-            }
-            Pre::V0_4(pre, indices) => {
-                let instance = pre.instantiate(&mut store)?;
-                f(Exports::V0_4(typed::Scheme { instance, indices }), &mut store)
-            }
+        let outcome = store.set_fuel(fuel).and_then(|_| {
+            let scheme = pre.instantiate(&mut store)?;
+            f(&*scheme, &mut store)
         });
         after(store.data());
         let used = fuel.saturating_sub(store.get_fuel().unwrap_or(0));
@@ -394,7 +356,7 @@ impl Adapter {
     }
 
     /// Does this adapter say it serves `scheme` for `family`?
-    pub fn serves(&self, family: wit::Family, scheme: &str) -> bool {
+    pub fn serves(&self, family: types::Family, scheme: &str) -> bool {
         self.description.serves.iter().any(|s| s.family == family && s.scheme == scheme)
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use hashlink::LruCache;
 
-use super::bindings::types as wit;
+use super::wit::types as wit;
 use super::{convert, Adapter, CallError, LoadError, Runtime};
 use crate::config::{self, Config};
 use crate::family::chain::{ChainClient, Chains};
@@ -255,15 +255,12 @@ impl<T, E: Into<Refusal>> Answer<T> for Result<Result<T, E>, CallError> {
 /// One call of a guest function, given the instance's exports, its store
 /// and the asset it serves.
 trait GuestCall<R>:
-    Fn(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, super::exports::Context) -> wasmtime::Result<R> + Send + Sync + 'static
+    Fn(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, super::Context) -> wasmtime::Result<R> + Send + Sync + 'static
 {
 }
 
 impl<R, F> GuestCall<R> for F where
-    F: Fn(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, super::exports::Context) -> wasmtime::Result<R>
-        + Send
-        + Sync
-        + 'static
+    F: Fn(super::Exports<'_>, &mut wasmtime::Store<super::HostState>, super::Context) -> wasmtime::Result<R> + Send + Sync + 'static
 {
 }
 
@@ -296,7 +293,7 @@ impl AssetAdapter {
         // runs long) is run again there.
         if !READS_THE_CHAIN.contains(&function) {
             let started = std::time::Instant::now();
-            let ctx = super::exports::Context { asset: &self.ctx, relayer: self.relayer.get().map(String::as_str) };
+            let ctx = super::Context { asset: &self.ctx, relayer: self.relayer.get().map(String::as_str) };
             if let Some((answer, pure)) = self.adapter.call_inline(|g, s| f(g, s, ctx)) {
                 done(self, &answer, started);
                 return (answer, pure);
@@ -306,7 +303,7 @@ impl AssetAdapter {
         tokio::task::spawn_blocking(move || {
             let _slot = slot;
             let started = std::time::Instant::now();
-            let ctx = super::exports::Context { asset: &me.ctx, relayer: me.relayer.get().map(String::as_str) };
+            let ctx = super::Context { asset: &me.ctx, relayer: me.relayer.get().map(String::as_str) };
             let answer = me.adapter.call(Some(me.chain.clone()), |g, s| f(g, s, ctx));
             done(&me, &answer, started);
             answer

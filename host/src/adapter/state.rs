@@ -8,7 +8,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime::ResourceLimiter;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::bindings::v0_1::stablerail::adapter::{chain, clock, crypto, log, types};
+use super::wit::v0_1::stablerail::adapter::{chain, clock, crypto, log, types};
 use crate::family::chain::ChainClient;
 
 /// The host's idea of "now", in Unix seconds. Swappable so tests can move time.

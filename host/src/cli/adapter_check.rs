@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::adapter::bindings::types as wit;
-use crate::adapter::{exports, family_name, wit_family, AssetAdapter, CallError, Limits, Runtime};
+use crate::adapter::wit::{self as interface, types as wit};
+use crate::adapter::{family_name, wit_family, AssetAdapter, CallError, Limits, Runtime};
 use crate::config::Family;
 use crate::family::chain::{ChainClient, Recorded, RecordedAnswer};
 use crate::family::keys::KeyKind;
@@ -199,8 +199,8 @@ pub async fn run(file: &Path, vectors: Option<&Vectors>, limits: Limits, cache_d
         }
     };
     c.pass("loads", format!("a valid WebAssembly component ({} imports, {} exports)", inspection.imports.len(), inspection.exports.len()));
-    let links = exports::VERSIONS.join(", ");
-    let newest = exports::VERSIONS[exports::VERSIONS.len() - 1];
+    let links = interface::versions().collect::<Vec<_>>().join(", ");
+    let newest = interface::versions().last().unwrap_or_default();
     let version = inspection.interface;
     match version {
         Some(v) => c.pass(
