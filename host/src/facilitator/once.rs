@@ -13,13 +13,13 @@ use sha2::{Digest, Sha256};
 use super::resolve::{Request, Target};
 use super::{check, failed, Caller, Status};
 use crate::clock::now_ms;
-use crate::config::X402Scheme;
 use crate::db::Db;
 use crate::payment::VerifiedPayment;
 use crate::settle::Ended;
 use crate::state::AppState;
 use crate::store::facilitator::{self as ledger, Settlement, SettlementStatus};
 use crate::x402::reason::{self, Reason};
+use crate::x402::scheme;
 use crate::x402::wire::SettleResponse;
 
 /// How often a waiter reads the ledger without being woken (settlements
@@ -232,7 +232,7 @@ fn settled(t: &Target, transaction: String, payer: &str, network: &str, amount: 
         payer: Some(payer.into()),
         transaction,
         network: network.into(),
-        amount: (t.scheme == X402Scheme::Upto).then(|| amount.to_string()),
+        amount: scheme::rules(t.scheme).reports_amount.then(|| amount.to_string()),
     }
 }
 

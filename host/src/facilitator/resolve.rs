@@ -10,8 +10,8 @@ use crate::config::{Availability, Family, X402Scheme};
 use crate::payment::PaymentRequirements;
 use crate::state::AppState;
 use crate::x402::reason::{Fault, Reason};
-use crate::x402::v1;
 use crate::x402::wire::FacilitatorRequest;
+use crate::x402::{scheme, v1};
 
 /// A request in v2 terms, remembering how the caller spoke.
 pub struct Request {
@@ -57,7 +57,7 @@ impl Target {
 
     /// An `upto` charge of nothing: verified, and answered without a transaction.
     pub fn charges_nothing(&self) -> bool {
-        self.scheme == X402Scheme::Upto && self.req.amount.trim_start_matches('0').is_empty()
+        scheme::rules(self.scheme).zero_amount && self.req.amount.trim_start_matches('0').is_empty()
     }
 
     /// Two addresses of this family are the same (EVM hex ignores case).
@@ -86,9 +86,9 @@ pub fn resolve(s: &AppState, r: &Request) -> Result<Target, Reason> {
         .filter(|(k, a)| cfg.availability(a) == Availability::Available && !s.watch.asset_withheld(chain_id, k))
         .filter(|(_, a)| same(&a.token))
         .find(|(_, a)| a.x402_scheme == scheme)
-        .ok_or(if scheme == X402Scheme::Exact { Reason::InvalidPaymentRequirements } else { Reason::UnsupportedScheme })?;
+        .ok_or(scheme::rules(scheme).unmatched)?;
     let zero = req.amount.trim_start_matches('0').is_empty();
-    if req.amount.is_empty() || !req.amount.bytes().all(|b| b.is_ascii_digit()) || (zero && scheme == X402Scheme::Exact) {
+    if req.amount.is_empty() || !req.amount.bytes().all(|b| b.is_ascii_digit()) || (zero && !scheme::rules(scheme).zero_amount) {
         return Err(Reason::InvalidPaymentRequirements);
     }
     let adapter = s.registry.asset(chain_id, key).ok_or(Reason::InvalidPaymentRequirements)?;

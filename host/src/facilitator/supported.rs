@@ -4,11 +4,10 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::config::X402Scheme;
 use crate::family::keys::Role;
 use crate::state::AppState;
-use crate::x402::v1;
 use crate::x402::wire::{SupportedKind, SupportedResponse};
+use crate::x402::{scheme, v1};
 
 const PAYMENT_IDENTIFIER: &str = "payment-identifier";
 
@@ -40,16 +39,18 @@ pub async fn supported(s: &AppState) -> SupportedResponse {
             relayers.insert(family, address);
         }
         permit2 |= facts.x402_gas_sponsoring && asset.scheme == "permit2";
-        let extra = match asset.x402_scheme {
-            _ if facts.x402_fee_payer => Some(json!({ "feePayer": relayers[family] })),
-            X402Scheme::Upto => Some(json!({ "facilitatorAddress": relayers[family] })),
-            _ => None,
+        let extra = if facts.x402_fee_payer {
+            Some(json!({ "feePayer": relayers[family] }))
+        } else if scheme::rules(asset.x402_scheme).names_facilitator {
+            Some(json!({ "facilitatorAddress": relayers[family] }))
+        } else {
+            None
         };
         v2.push(SupportedKind { x402_version: 2, scheme: scheme.into(), network, extra });
     }
     let v1_kinds: Vec<SupportedKind> = v2
         .iter()
-        .filter(|k| k.scheme == X402Scheme::Exact.as_str())
+        .filter(|k| scheme::named(&k.scheme).is_some_and(|r| r.in_v1))
         .filter_map(|k| v1::name(&k.network).map(|n| SupportedKind { x402_version: 1, network: n.into(), ..k.clone() }))
         .collect();
     let mut extensions = vec![];

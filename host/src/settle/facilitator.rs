@@ -16,12 +16,12 @@ use std::time::Duration;
 use super::{expected, Engine, StepError};
 use crate::adapter::AssetAdapter;
 use crate::clock::now_ms;
-use crate::config::X402Scheme;
 use crate::family::keys::Role;
 use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus};
 use crate::store::facilitator::{self as ledger, Settlement, SettlementStatus};
 use crate::store::settlement as repo;
 use crate::x402::reason::Reason;
+use crate::x402::scheme;
 
 /// What to do with a settlement after one pass.
 enum Pass {
@@ -224,9 +224,9 @@ impl Engine {
                 Err(e) => return self.x402_refuse(rec, refusal(&e)).await,
             }
         }
-        // An exact payment's call may share a batch; any other scheme's is
-        // sent by the relayer itself (the upto proxy checks its caller).
-        let shareable = X402Scheme::parse(&rec.scheme) == Some(X402Scheme::Exact);
+        // A batchable scheme's call may share a batch; any other's is sent
+        // by the relayer itself (the upto proxy checks its caller).
+        let shareable = scheme::named(&rec.scheme).is_some_and(|r| r.batchable);
         match self.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored, shareable).await {
             Ok((hash, receipt)) => match self.read_receipt(&adapter, expected(&rec.payer, &req), receipt).await? {
                 ReceiptStatus::Settled(_) => {

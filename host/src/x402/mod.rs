@@ -5,5 +5,6 @@
 
 pub mod finished;
 pub mod reason;
+pub mod scheme;
 pub mod v1;
 pub mod wire;
