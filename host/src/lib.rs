@@ -13,7 +13,6 @@ pub mod config;
 pub mod crypto;
 pub mod db;
 pub mod decimal;
-pub mod facilitator;
 pub mod failure;
 pub mod family;
 pub mod float;

@@ -28,7 +28,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     let db = connect(database).await?;
     let pepper = Pepper::load(&config.resolve(&config.service.pepper_file))?;
     let files: Vec<PathBuf> = config.compliance.sanctions_files.iter().map(|f| config.resolve(f)).collect();
-    let sanctions = SanctionsList::load(&files)?;
+    let sanctions = Arc::new(SanctionsList::load(&files)?);
     if !sanctions.is_empty() {
         tracing::info!(entries = sanctions.len(), "sanctions lists loaded");
     }
@@ -52,6 +52,19 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         }
     }
     let swaps = Arc::new(crate::swap::Swaps::new(config.clone(), chains.clone()));
+    let watch: Arc<crate::watch::Watch> = Default::default();
+    let x402 = Arc::new(crate::x402::facilitator::Facilitator {
+        config: config.clone(),
+        registry: registry.clone(),
+        db: db.clone(),
+        drivers: drivers.clone(),
+        sanctions: sanctions.clone(),
+        watch: watch.clone(),
+        public_budget,
+        work: Default::default(),
+        done: Default::default(),
+        worker: Default::default(),
+    });
     Ok(Arc::new(AppState {
         swaps,
         chains,
@@ -60,21 +73,18 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         drivers,
         db,
         pepper,
-        sanctions: Arc::new(sanctions),
+        sanctions,
         limiter,
         facilitator_limiter,
         proxies,
         probe_cache: Default::default(),
         unseen_swaps,
         site_limiter,
-        public_budget,
         keys,
         work: Default::default(),
-        x402_work: Default::default(),
-        x402_done: Default::default(),
-        watch: Default::default(),
+        x402,
+        watch,
         floats: Default::default(),
-        engine: Default::default(),
         acceptances: Default::default(),
         inserts: Default::default(),
     }))
@@ -143,8 +153,8 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     if state.config.service.heap_trim_seconds > 0 {
         tokio::spawn(crate::heap::trim_every(std::time::Duration::from_secs(state.config.service.heap_trim_seconds)));
     }
-    let engine = state.start_workers(state.config.service.settlement_workers);
-    let _ = state.engine.set(engine);
+    let started = state.start_workers(state.config.service.settlement_workers);
+    let _ = state.x402.worker.set(started.x402);
     for name in crate::family::keys::service_wallets(&state.config.families()) {
         tracing::info!(wallet = %name, address = %state.keys.address(&name).await?, "service wallet");
     }

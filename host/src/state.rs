@@ -18,9 +18,6 @@ pub struct AppState {
     pub limiter: crate::ratelimit::Limiter,
     /// Keyless facilitator callers, per IP (`[facilitator] public`).
     pub facilitator_limiter: crate::ratelimit::Limiter,
-    /// Keyless settlements, per payer and per payTo: rotating IPs does not
-    /// buy one payer or one shop more of the relayer's gas.
-    pub public_budget: crate::ratelimit::Limiter,
     /// Requests per IPv6 site (/48), above its clients' own limits.
     pub site_limiter: crate::ratelimit::Limiter,
     /// Swap registrations whose transaction is not on its chain yet, per client.
@@ -36,19 +33,14 @@ pub struct AppState {
     pub drivers: Arc<crate::family::Drivers>,
     /// Wakes this replica's settlement workers when work is queued.
     pub work: Arc<tokio::sync::Notify>,
-    /// Wakes this replica's facilitator workers when a settlement is queued.
-    pub x402_work: Arc<tokio::sync::Notify>,
-    /// Wakes requests waiting on a facilitator settlement when it ends.
-    pub x402_done: Arc<crate::x402::finished::Finished>,
+    /// The x402 wing's operations and worker.
+    pub x402: Arc<crate::x402::facilitator::Facilitator>,
     /// The swap provider's client and discovery cache.
     pub swaps: Arc<crate::swap::Swaps>,
     /// Chains withheld until they answer; wallets below their floors.
     pub watch: Arc<crate::watch::Watch>,
     /// The proxy wallets' balances, read for the public flow's float check.
     pub floats: Arc<crate::float::Floats>,
-    /// This replica's running settlement engine, once started: a facilitator
-    /// settle runs its first pass on it at once when a worker is free.
-    pub engine: std::sync::OnceLock<Arc<crate::settle::Engine>>,
     /// Proofs accepted at the same moment commit together.
     pub acceptances: crate::store::group::Group<crate::store::transition::intents::Accept>,
     /// So do intents created at the same moment.
@@ -57,12 +49,22 @@ pub struct AppState {
 
 pub type Shared = Arc<AppState>;
 
+/// The workers `start_workers` started.
+pub struct Started {
+    pub engine: Arc<crate::settle::Engine>,
+    pub x402: Arc<crate::x402::worker::Worker>,
+}
+
 impl AppState {
     /// Start this replica's background work: the settlement engine (`workers`
-    /// at once) and the swap tracker, each with its own share of the state.
-    pub fn start_workers(&self, workers: usize) -> std::sync::Arc<crate::settle::Engine> {
-        let engine = crate::settle::Engine::new(self.engine_deps());
+    /// at once) and the x402 worker on one step runner, and the swap
+    /// tracker, each with its own share of the state.
+    pub fn start_workers(&self, workers: usize) -> Started {
+        let steps = crate::settle::Steps::new(self.engine_deps());
+        let engine = crate::settle::Engine::with_steps(steps.clone());
         engine.spawn(workers);
+        let x402 = crate::x402::worker::Worker::new(steps, self.x402.work.clone(), self.x402.done.clone());
+        x402.spawn();
         let tracker = crate::swap::tracker::Deps {
             config: self.config.clone(),
             swaps: self.swaps.clone(),
@@ -70,7 +72,7 @@ impl AppState {
             drivers: self.drivers.clone(),
         };
         tokio::spawn(crate::swap::tracker::run(tracker));
-        engine
+        Started { engine, x402 }
     }
 
     /// The settlement engine's share of this state.
@@ -83,8 +85,6 @@ impl AppState {
             drivers: self.drivers.clone(),
             sanctions: self.sanctions.clone(),
             work: self.work.clone(),
-            x402_work: self.x402_work.clone(),
-            x402_done: self.x402_done.clone(),
         }
     }
 }

@@ -13,8 +13,8 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::{ApiError, Shared};
-use crate::facilitator::{self, Caller, Status};
 use crate::store::facilitator::Lookup;
+use crate::x402::facilitator::{self, Caller, Status};
 use crate::x402::wire::{FacilitatorRequest, SettleResponse, SettlementView, SupportedResponse, VerifyResponse};
 
 /// Facilitator keys (`Authorization: Bearer srfk_…`), or keyless callers
@@ -68,7 +68,7 @@ fn status(st: Status) -> StatusCode {
         (status = 503, description = "The chain could not be asked", body = VerifyResponse)))]
 pub async fn verify(State(s): State<Shared>, Extension(who): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
     let req = parse(&body)?;
-    let (st, answer) = facilitator::verify(&s, &req, &who).await;
+    let (st, answer) = facilitator::verify(&s.x402, &req, &who).await;
     Ok((status(st), Json(answer)).into_response())
 }
 
@@ -83,7 +83,7 @@ pub async fn verify(State(s): State<Shared>, Extension(who): Extension<Caller>, 
         (status = 503, description = "The chain could not be asked; nothing was sent", body = SettleResponse)))]
 pub async fn settle(State(s): State<Shared>, Extension(who): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
     let req = parse(&body)?;
-    let (st, answer) = facilitator::settle(&s, &req, &who).await;
+    let (st, answer) = facilitator::settle(&s.x402, &req, &who).await;
     Ok((status(st), Json(answer)).into_response())
 }
 
@@ -94,7 +94,7 @@ pub async fn supported(State(s): State<Shared>) -> Result<Json<SupportedResponse
     if !s.config.facilitator.enabled {
         return Err(ApiError::NotFound("no such endpoint".into()));
     }
-    Ok(Json(facilitator::supported(&s).await))
+    Ok(Json(facilitator::supported(&s.x402).await))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -180,7 +180,7 @@ pub async fn facilitator(out: Output, cmd: FacilitatorCommand, store: StoreArgs)
                 _ => anyhow::bail!("name one of --id, --transaction, --payer"),
             };
             let page = crate::store::facilitator::Page { client: None, limit: 100, before: None };
-            serde_json::to_value(crate::facilitator::lookup(&db, by, page).await?)?
+            serde_json::to_value(crate::x402::facilitator::lookup(&db, by, page).await?)?
         }
     };
     emit(out, &answer);

@@ -52,11 +52,11 @@ impl Engine {
             let (Some(last), Some(i)) = (stored.last(), intents::get(db, &id).await?) else { continue };
             let Some(driver) = self.deps.drivers.for_chain(&i.target_chain) else { continue };
             let Ok(Finality::Confirmed(receipt)) = driver.finality(&i.target_chain, &last.tx_hash, 1).await else { continue };
-            let adapter = self.adapter(&i.target_chain, &i.target_asset)?;
+            let adapter = self.steps.adapter(&i.target_chain, &i.target_asset)?;
             let proxy = driver.address(&Role::Proxy).await?;
             let Ok(units) = adapter.to_base_units(&i.receiving_amount).await? else { continue };
             let paid = super::transfer_of(&proxy, &i.merchant_recipient, &units);
-            if let ReceiptStatus::Settled(_) = self.read_receipt(&adapter, paid, receipt).await? {
+            if let ReceiptStatus::Settled(_) = self.steps.read_receipt(&adapter, paid, receipt).await? {
                 if transition::reconciled(db, &id, &last.tx_hash, now_ms()).await? {
                     tracing::warn!(intent = %id, tx = %last.tx_hash, "a stored payout landed: PARTIAL_SETTLEMENT -> TARGET_SETTLED");
                 }

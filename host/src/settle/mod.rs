@@ -10,25 +10,25 @@
 //! key; and each payout authorization's nonce is derived from the intent
 //! id, so the token itself refuses a second payout.
 
-mod facilitator;
-pub use facilitator::{Ended, Slot};
 pub mod keeper;
 mod source;
-mod steps;
+pub mod steps;
 mod target;
+
+pub use steps::Steps;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::adapter::{AdapterFailure, Answer, AssetAdapter, Registry};
+use crate::adapter::Registry;
 use crate::clock::now_ms;
 use crate::config::Config;
 use crate::db::Db;
 use crate::failure::{Failure, Reason};
-use crate::family::keys::{Keystore, Role};
-use crate::family::{Driver, Drivers, Receipt, SendError};
+use crate::family::keys::Keystore;
+use crate::family::{Drivers, SendError};
 use crate::intent::{Intent, Status};
-use crate::payment::{PaymentRequirements, ReceiptStatus, Transfer, VerifiedPayment};
+use crate::payment::{PaymentRequirements, VerifiedPayment};
 use crate::sanctions::SanctionsList;
 use crate::store::transition::intents as transition;
 use crate::store::{intents, settlement as repo};
@@ -50,25 +50,13 @@ pub struct Deps {
     pub sanctions: Arc<SanctionsList>,
     /// Wakes this replica's workers when work is queued.
     pub work: Arc<tokio::sync::Notify>,
-    /// Wakes this replica's facilitator workers when a settlement is queued.
-    pub x402_work: Arc<tokio::sync::Notify>,
-    /// Wakes requests waiting on a facilitator settlement when it ends.
-    pub x402_done: Arc<crate::x402::finished::Finished>,
 }
 
 pub struct Engine {
     deps: Deps,
-    setup_locks: tokio::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    /// This replica's free facilitator workers (none until `spawn`), shared
-    /// by the claim loop and requests that settle at once, and the name its
-    /// leases are held under.
-    x402_free: Arc<tokio::sync::Semaphore>,
-    x402_holder: String,
-    /// Transactions recorded confirmed by this replica (see `confirmed`).
-    confirmed: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::OnceCell<()>>>>,
-    /// Facilitator settlements ending together are written together.
-    x402_finishes: crate::store::group::Group<crate::store::transition::settlements::Finish>,
-    /// So are the intents' legs that settle together (a batch's receipt).
+    /// The step runner, shared with the x402 worker.
+    steps: Arc<Steps>,
+    /// The intents' legs that settle together are written together (a batch's receipt).
     settled: crate::store::group::Group<transition::LegSettled>,
     /// And the payouts that start together.
     payouts: crate::store::group::Group<transition::StartPayout>,
@@ -104,7 +92,7 @@ enum Next {
 /// Why a leg's transactions did not all land this pass. The strings are
 /// for the logs only.
 #[derive(Debug)]
-enum StepError {
+pub(crate) enum StepError {
     /// Nothing new is on its way: try again later; the code says why.
     NotSent(Failure, String),
     /// A transaction is out and not final yet: wait, it may still land.
@@ -132,7 +120,7 @@ impl From<SendError> for StepError {
 
 /// The transfer a receipt must show: `amount` of the requirements' asset
 /// from `payer` to `payTo`.
-fn expected(payer: &str, req: &PaymentRequirements) -> VerifiedPayment {
+pub(crate) fn expected(payer: &str, req: &PaymentRequirements) -> VerifiedPayment {
     transfer_of(payer, &req.pay_to, &req.amount)
 }
 
@@ -149,7 +137,7 @@ fn transfer_of(payer: &str, pay_to: &str, amount: &str) -> VerifiedPayment {
 
 /// Time since `at_ms`: a leg's start for its latency metric (the proof's
 /// acceptance is the intent's last update on a source leg's way).
-fn elapsed_since(at_ms: i64) -> Duration {
+pub(crate) fn elapsed_since(at_ms: i64) -> Duration {
     Duration::from_millis((now_ms() - at_ms).max(0) as u64)
 }
 
@@ -162,29 +150,22 @@ fn backoff(attempts: i64, cap: Duration) -> Duration {
 }
 
 impl Engine {
+    /// An engine with a step runner of its own.
     pub fn new(deps: Deps) -> Arc<Engine> {
-        Arc::new(Engine {
-            deps,
-            setup_locks: Default::default(),
-            x402_free: Arc::new(tokio::sync::Semaphore::new(0)),
-            x402_holder: ulid::Ulid::new().to_string(),
-            confirmed: Default::default(),
-            x402_finishes: Default::default(),
-            settled: Default::default(),
-            payouts: Default::default(),
-        })
+        Engine::with_steps(Steps::new(deps))
+    }
+
+    /// An engine sharing `steps` (with the x402 worker).
+    pub fn with_steps(steps: Arc<Steps>) -> Arc<Engine> {
+        Arc::new(Engine { deps: steps.deps.clone(), steps, settled: Default::default(), payouts: Default::default() })
     }
 
     /// Settle queued intents until the process ends, at most `workers` at
-    /// once, and facilitator settlements, at most `facilitator.workers`. One
-    /// loop per replica claims work, as much as there are free workers, so
-    /// idle workers cost the database nothing.
+    /// once. One loop per replica claims work, as much as there are free
+    /// workers, so idle workers cost the database nothing.
     pub fn spawn(self: &Arc<Self>, workers: usize) {
         let me = self.clone();
         tokio::spawn(async move { me.dispatch(workers.max(1)).await });
-        let x402_workers = self.deps.config.facilitator.workers;
-        let me = self.clone();
-        tokio::spawn(async move { me.dispatch_x402(x402_workers.max(1)).await });
         self.spawn_keeper();
     }
 
@@ -288,14 +269,6 @@ impl Engine {
         }
     }
 
-    fn adapter(&self, chain: &str, asset: &str) -> anyhow::Result<Arc<AssetAdapter>> {
-        self.deps.registry.asset(chain, asset).ok_or_else(|| anyhow::anyhow!("{chain}/{asset} is not served"))
-    }
-
-    fn driver(&self, chain: &str) -> anyhow::Result<Arc<dyn Driver>> {
-        self.deps.drivers.for_chain(chain).ok_or_else(|| anyhow::anyhow!("no driver for {chain}'s family in this build"))
-    }
-
     async fn fail(&self, i: &Intent, to: Status, why: Reason) -> anyhow::Result<Next> {
         tracing::info!(intent = %i.id, status = %to, code = why.code.code(), message = %why.message, "settlement ended");
         let outcome = if to == Status::Blocked { "blocked" } else { "failed" };
@@ -306,67 +279,6 @@ impl Engine {
 
     fn max_backoff(&self) -> Duration {
         Duration::from_secs(self.deps.config.service.retry_max_backoff_seconds.max(1))
-    }
-
-    /// Have a host-held wallet authorize `transfer`: the adapter says what
-    /// to sign, the family's driver signs it, the adapter assembles the proof.
-    async fn authorize(
-        &self,
-        adapter: &Arc<AssetAdapter>,
-        driver: &dyn Driver,
-        wallet: &Role,
-        req: &PaymentRequirements,
-        transfer: Transfer,
-    ) -> anyhow::Result<String> {
-        let request = adapter.authorize(&transfer).await.or_refused("authorize")?;
-        let signature = driver.sign(wallet, &request).await?;
-        Ok(adapter.assemble(req, &transfer, &request, signature).await.or_refused("assemble")?)
-    }
-
-    async fn read_receipt(
-        &self,
-        adapter: &Arc<AssetAdapter>,
-        payment: VerifiedPayment,
-        receipt: Arc<Receipt>,
-    ) -> Result<ReceiptStatus, AdapterFailure> {
-        adapter.read_receipt(&payment, &receipt.text).await.or_refused("read-receipt")
-    }
-
-    /// A payment the service could not land (its call would revert, or
-    /// reverted, or its authorization is refused as used or expired): did
-    /// the money move anyway, under the same authorization, by someone
-    /// else's transaction? The final transaction that moved it, by the
-    /// chain's record and the adapter's reading of its receipt. `Err` when
-    /// the chain cannot say now: then nothing is concluded.
-    async fn moved_anyway(
-        &self,
-        chain: &str,
-        adapter: &Arc<AssetAdapter>,
-        payment: VerifiedPayment,
-        proof: &str,
-        since_ms: i64,
-    ) -> anyhow::Result<Option<String>> {
-        let driver = self.driver(chain)?;
-        let evidence = signature_words(proof);
-        if evidence.is_empty() {
-            return Ok(None);
-        }
-        let found = driver.landed(chain, &adapter.ctx.token, &payment, &evidence, since_ms).await?;
-        let confirmations = self.deps.config.chains.get(chain).map_or(1, |c| c.confirmations.max(1));
-        for tx in found {
-            match driver.finality(chain, &tx, confirmations).await? {
-                crate::family::Finality::Confirmed(receipt) => {
-                    if let ReceiptStatus::Settled(_) = self.read_receipt(adapter, payment.clone(), receipt).await? {
-                        tracing::warn!(chain, tx = %tx, payer = %payment.payer, "the authorization was landed by another sender; the money moved");
-                        return Ok(Some(tx));
-                    }
-                }
-                // Mined but not final yet: come back when it is.
-                crate::family::Finality::Pending => anyhow::bail!("{tx} moved the payment and is not final yet"),
-                crate::family::Finality::Failed => {}
-            }
-        }
-        Ok(None)
     }
 
     fn later_unavailable(&self, i: &Intent, why: &str) -> Next {
@@ -393,7 +305,7 @@ pub fn signature_words(proof: &str) -> Vec<u8> {
 
 /// A settlement of one step that the host signs is checked by the chain
 /// (simulated) as it is sent, which covers what `preflight` checks.
-fn checked_on_send(steps: &[crate::payment::SettleStep]) -> bool {
+pub(crate) fn checked_on_send(steps: &[crate::payment::SettleStep]) -> bool {
     use crate::payment::{SettleStep, Submission};
     matches!(steps, [SettleStep { submission: Submission::EvmCall(_) | Submission::SolanaCosign(_), .. }])
 }

@@ -21,14 +21,14 @@ use crate::store::{intents, settlement as repo};
 impl Engine {
     pub(super) async fn source_leg(&self, mut i: Intent, read: Option<Vec<(String, repo::StoredTx)>>) -> anyhow::Result<Next> {
         let db = &self.deps.db;
-        let adapter = self.adapter(&i.payer_chain, &i.payer_asset)?;
+        let adapter = self.steps.adapter(&i.payer_chain, &i.payer_asset)?;
         let req = i.payment_requirements.clone();
         if i.settle_proof.is_none() {
             // `/v2` execute: the agent's hosted wallet authorizes the payment.
             let Some(agent) = i.agent_id.clone() else {
                 return self.fail(&i, Status::VerificationFailed, Failure::ProofInvalid.into()).await;
             };
-            let driver = self.driver(&i.payer_chain)?;
+            let driver = self.steps.driver(&i.payer_chain)?;
             let wallet = Role::Agent(agent);
             let sender = driver.address(&wallet).await?;
             let now = (now_ms() / 1000) as u64;
@@ -40,7 +40,7 @@ impl Engine {
                 valid_before: now + 600,
                 nonce: keccak256(format!("{}:source", i.id)).to_vec(),
             };
-            match self.prepare_wallet(&i.id, "source", &adapter, &wallet, &sender, &req.amount).await {
+            match self.steps.prepare_wallet(&i.id, "source", &adapter, &wallet, &sender, &req.amount).await {
                 Ok(()) => {}
                 Err(StepError::NotSent(code, m)) => return self.later_waiting(&i, code, &m).await,
                 Err(StepError::Pending(m)) => return Ok(self.later_unavailable(&i, &m)),
@@ -49,7 +49,7 @@ impl Engine {
                     return self.fail(&i, Status::VerificationFailed, Failure::AgentWalletNotReady.into()).await;
                 }
             }
-            let proof = self.authorize(&adapter, driver.as_ref(), &wallet, &req, transfer).await?;
+            let proof = self.steps.authorize(&adapter, driver.as_ref(), &wallet, &req, transfer).await?;
             let paid = adapter.verify(&req, &proof).await.or_refused("verify (own proof)")?;
             match adapter.preflight(&paid).await? {
                 Ok(()) => {}
@@ -140,16 +140,16 @@ impl Engine {
                 return Ok(next);
             }
         }
-        match self.run_steps(&i.id, "source", &i.payer_chain, &Role::Relayer, &steps, stored, true).await {
+        match self.steps.run_steps(&i.id, "source", &i.payer_chain, &Role::Relayer, &steps, stored, true).await {
             Ok((hash, receipt)) => {
                 let payer = i.payer.clone().unwrap_or_default();
-                match self.read_receipt(&adapter, expected(&payer, &req), receipt).await? {
+                match self.steps.read_receipt(&adapter, expected(&payer, &req), receipt).await? {
                     ReceiptStatus::Settled(_) => self.source_landed_by(&i, hash).await,
                     ReceiptStatus::Failed(m) => {
                         tracing::info!(intent = %i.id, detail = %m, "source transaction mined without the transfer");
                         // Its call failed alone inside a batch whose others
                         // landed: sent again while the authorization is still good.
-                        if self.failed_call_retryable(&i.id, "source", &i.payer_chain, &hash, &adapter, &req, &proof).await? {
+                        if self.steps.failed_call_retryable(&i.id, "source", &i.payer_chain, &hash, &adapter, &req, &proof).await? {
                             return Ok(Next::Later(Duration::from_secs(1), true));
                         }
                         self.source_not_landed(&i, &adapter, &req, &proof, Failure::SourceReverted.into()).await
@@ -196,7 +196,7 @@ impl Engine {
         let Some(payer) = &i.payer else { return Ok(None) };
         // The authorization was signed for this intent's requirements, so it
         // cannot have been used before the intent existed.
-        self.moved_anyway(&i.payer_chain, adapter, expected(payer, req), proof, i.created_at).await
+        self.steps.moved_anyway(&i.payer_chain, adapter, expected(payer, req), proof, i.created_at).await
     }
 
     /// The source leg is settled by `tx` (the service's, or one that landed

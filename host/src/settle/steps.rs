@@ -5,16 +5,99 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Engine, StepError};
-use crate::adapter::AssetAdapter;
+use super::{signature_words, Deps, StepError};
+use crate::adapter::{AdapterFailure, Answer, AssetAdapter};
 use crate::clock::now_ms;
 use crate::failure::Failure;
 use crate::family::keys::Role;
 use crate::family::{Driver, Finality, Receipt, Resent, Submit};
-use crate::payment::{AdapterError, SettleStep};
+use crate::payment::{AdapterError, PaymentRequirements, ReceiptStatus, SettleStep, Transfer, VerifiedPayment};
 use crate::store::settlement::{self as repo, TxRow};
 
-impl Engine {
+/// Runs settle steps for whichever worker holds them: the intents engine
+/// (`settle::Engine`) and the x402 worker (`x402::worker`) share one, so a
+/// batch's confirmation is recorded once and a wallet is prepared once.
+pub struct Steps {
+    pub(crate) deps: Deps,
+    setup_locks: tokio::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Transactions recorded confirmed by this replica (see `confirmed`).
+    confirmed: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::OnceCell<()>>>>,
+}
+
+impl Steps {
+    pub fn new(deps: Deps) -> Arc<Steps> {
+        Arc::new(Steps { deps, setup_locks: Default::default(), confirmed: Default::default() })
+    }
+
+    pub(crate) fn adapter(&self, chain: &str, asset: &str) -> anyhow::Result<Arc<AssetAdapter>> {
+        self.deps.registry.asset(chain, asset).ok_or_else(|| anyhow::anyhow!("{chain}/{asset} is not served"))
+    }
+
+    pub(crate) fn driver(&self, chain: &str) -> anyhow::Result<Arc<dyn Driver>> {
+        self.deps.drivers.for_chain(chain).ok_or_else(|| anyhow::anyhow!("no driver for {chain}'s family in this build"))
+    }
+
+    /// Have a host-held wallet authorize `transfer`: the adapter says what
+    /// to sign, the family's driver signs it, the adapter assembles the proof.
+    pub(crate) async fn authorize(
+        &self,
+        adapter: &Arc<AssetAdapter>,
+        driver: &dyn Driver,
+        wallet: &Role,
+        req: &PaymentRequirements,
+        transfer: Transfer,
+    ) -> anyhow::Result<String> {
+        let request = adapter.authorize(&transfer).await.or_refused("authorize")?;
+        let signature = driver.sign(wallet, &request).await?;
+        Ok(adapter.assemble(req, &transfer, &request, signature).await.or_refused("assemble")?)
+    }
+
+    pub(crate) async fn read_receipt(
+        &self,
+        adapter: &Arc<AssetAdapter>,
+        payment: VerifiedPayment,
+        receipt: Arc<Receipt>,
+    ) -> Result<ReceiptStatus, AdapterFailure> {
+        adapter.read_receipt(&payment, &receipt.text).await.or_refused("read-receipt")
+    }
+
+    /// A payment the service could not land (its call would revert, or
+    /// reverted, or its authorization is refused as used or expired): did
+    /// the money move anyway, under the same authorization, by someone
+    /// else's transaction? The final transaction that moved it, by the
+    /// chain's record and the adapter's reading of its receipt. `Err` when
+    /// the chain cannot say now: then nothing is concluded.
+    pub(crate) async fn moved_anyway(
+        &self,
+        chain: &str,
+        adapter: &Arc<AssetAdapter>,
+        payment: VerifiedPayment,
+        proof: &str,
+        since_ms: i64,
+    ) -> anyhow::Result<Option<String>> {
+        let driver = self.driver(chain)?;
+        let evidence = signature_words(proof);
+        if evidence.is_empty() {
+            return Ok(None);
+        }
+        let found = driver.landed(chain, &adapter.ctx.token, &payment, &evidence, since_ms).await?;
+        let confirmations = self.deps.config.chains.get(chain).map_or(1, |c| c.confirmations.max(1));
+        for tx in found {
+            match driver.finality(chain, &tx, confirmations).await? {
+                crate::family::Finality::Confirmed(receipt) => {
+                    if let ReceiptStatus::Settled(_) = self.read_receipt(adapter, payment.clone(), receipt).await? {
+                        tracing::warn!(chain, tx = %tx, payer = %payment.payer, "the authorization was landed by another sender; the money moved");
+                        return Ok(Some(tx));
+                    }
+                }
+                // Mined but not final yet: come back when it is.
+                crate::family::Finality::Pending => anyhow::bail!("{tx} moved the payment and is not final yet"),
+                crate::family::Finality::Failed => {}
+            }
+        }
+        Ok(None)
+    }
+
     /// Get every step on chain, in order: re-send what was stored, sign and
     /// store (then send) what was not. A step is known by its label, so a
     /// retry whose adapter no longer needs an earlier step (an approval that
@@ -24,7 +107,7 @@ impl Engine {
     /// may share a transaction with other relayer calls (a Multicall3
     /// batch), which a call that checks its sender cannot.
     #[allow(clippy::too_many_arguments)]
-    pub(super) async fn run_steps(
+    pub(crate) async fn run_steps(
         &self,
         owner: &str,
         leg: &str,
@@ -99,7 +182,7 @@ impl Engine {
     /// carries is still good: its row is dropped, so the next pass sends it
     /// again. The authorization is the same, so money moves at most once.
     #[allow(clippy::too_many_arguments)]
-    pub(super) async fn failed_call_retryable(
+    pub(crate) async fn failed_call_retryable(
         &self,
         owner: &str,
         leg: &str,
@@ -164,7 +247,7 @@ impl Engine {
     /// settle (e.g. approving Permit2 on a Permit2-only chain), sent from that
     /// wallet and recorded under `<leg>-setup`. One at a time per (chain,
     /// asset, wallet) in this replica, so concurrent payouts approve once.
-    pub(super) async fn prepare_wallet(
+    pub(crate) async fn prepare_wallet(
         &self,
         owner: &str,
         leg: &str,

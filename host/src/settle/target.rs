@@ -27,8 +27,8 @@ fn charged_account(i: &Intent) -> bool {
 impl Engine {
     pub(super) async fn target_leg(&self, i: Intent, read: Option<Vec<(String, repo::StoredTx)>>) -> anyhow::Result<Next> {
         let db = &self.deps.db;
-        let adapter = self.adapter(&i.target_chain, &i.target_asset)?;
-        let driver = self.driver(&i.target_chain)?;
+        let adapter = self.steps.adapter(&i.target_chain, &i.target_asset)?;
+        let driver = self.steps.driver(&i.target_chain)?;
         // The merchant is paid by the service's proxy wallet on both flows: a
         // `/v2` agent pays once, on the payer chain.
         let wallet = Role::Proxy;
@@ -66,7 +66,7 @@ impl Engine {
                     valid_before: (now_ms() / 1000) as u64 + PAYOUT_VALIDITY_SECS,
                     nonce: keccak256(format!("{}:target", i.id)).to_vec(),
                 };
-                Some(self.authorize(&adapter, driver.as_ref(), &wallet, &req, transfer).await?)
+                Some(self.steps.authorize(&adapter, driver.as_ref(), &wallet, &req, transfer).await?)
             }
         };
         // The first payout authorization ever stored is the one used.
@@ -74,7 +74,7 @@ impl Engine {
             return Ok(Next::Later(Duration::ZERO, false));
         };
         let stored = super::leg_txs(db, &i.id, "target", read).await?;
-        if let Err(e) = self.prepare_wallet(&i.id, "target", &adapter, &wallet, &proxy, &req.amount).await {
+        if let Err(e) = self.steps.prepare_wallet(&i.id, "target", &adapter, &wallet, &proxy, &req.amount).await {
             let code = match e {
                 StepError::NotSent(Failure::ChainUnavailable, _) => Failure::ChainUnavailable,
                 StepError::NotSent(Failure::RelayerUnfunded, _) => Failure::PayoutWalletShort,
@@ -105,8 +105,8 @@ impl Engine {
             }
             Err(_) => vec![],
         };
-        match self.run_steps(&i.id, "target", &i.target_chain, &Role::Relayer, &steps, stored, true).await {
-            Ok((hash, receipt)) => match self.read_receipt(&adapter, expected(&proxy, &req), receipt).await? {
+        match self.steps.run_steps(&i.id, "target", &i.target_chain, &Role::Relayer, &steps, stored, true).await {
+            Ok((hash, receipt)) => match self.steps.read_receipt(&adapter, expected(&proxy, &req), receipt).await? {
                 ReceiptStatus::Settled(_) => {
                     tracing::info!(intent = %i.id, tx = %hash, "payment settled");
                     self.settled
@@ -117,7 +117,7 @@ impl Engine {
                 }
                 ReceiptStatus::Failed(m) => {
                     // A call that failed alone inside a batch goes out again.
-                    self.failed_call_retryable(&i.id, "target", &i.target_chain, &hash, &adapter, &req, &proof).await?;
+                    self.steps.failed_call_retryable(&i.id, "target", &i.target_chain, &hash, &adapter, &req, &proof).await?;
                     self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await
                 }
                 ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
@@ -171,7 +171,7 @@ impl Engine {
     /// cannot be asked, it may still land.
     async fn payout_can_land(&self, i: &Intent) -> bool {
         let Ok(stored) = repo::list_txs(&self.deps.db, &i.id, "target").await else { return true };
-        let Ok(driver) = self.driver(&i.target_chain) else { return true };
+        let Ok(driver) = self.steps.driver(&i.target_chain) else { return true };
         for t in &stored {
             if driver.can_land(&i.target_chain, t).await {
                 return true;

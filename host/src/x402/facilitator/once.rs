@@ -11,16 +11,16 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::resolve::{Request, Target};
+use super::Facilitator;
 use super::{check, failed, Caller, Status};
 use crate::clock::now_ms;
 use crate::db::Db;
 use crate::payment::VerifiedPayment;
-use crate::settle::Ended;
-use crate::state::AppState;
 use crate::store::facilitator::{self as ledger, Settlement, SettlementStatus};
 use crate::x402::reason::{self, Reason};
 use crate::x402::scheme;
 use crate::x402::wire::SettleResponse;
+use crate::x402::worker::Ended;
 
 /// How often a waiter reads the ledger without being woken (settlements
 /// sent by another replica wake nobody here).
@@ -31,7 +31,7 @@ pub fn replay_key(t: &Target, paid: &VerifiedPayment) -> String {
     format!("{}:{}", t.adapter.ctx.chain, paid.replay_key)
 }
 
-pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (Status, SettleResponse) {
+pub async fn settle(s: &Facilitator, r: &Request, t: &Target, caller: &Caller) -> (Status, SettleResponse) {
     let f = &s.config.facilitator;
     let (first_wait, repeat_wait) = (Duration::from_secs(f.settle_wait_seconds), Duration::from_secs(f.settle_retry_wait_seconds));
     let network = r.network.as_str();
@@ -98,16 +98,16 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
         updated_at: now,
     };
     // A free worker here settles it at once, under the lease it is recorded with.
-    let engine = s.engine.get();
-    let slot = engine.and_then(|e| e.x402_slot());
+    let worker = s.worker.get();
+    let slot = worker.and_then(|w| w.slot());
     let lease = slot.as_ref().map(|(_, holder, until)| (holder.as_str(), *until));
     match crate::store::transition::settlements::insert(&s.db, &rec, lease).await {
-        Ok(()) => match (engine, slot) {
-            (Some(engine), Some((slot, _, _))) => {
+        Ok(()) => match (worker, slot) {
+            (Some(worker), Some((slot, _, _))) => {
                 let id = rec.id.clone();
                 let deadline = Instant::now() + first_wait;
                 // The pass goes on in its own task when the bound comes first.
-                match tokio::time::timeout(first_wait, engine.settle_now(rec, slot)).await {
+                match tokio::time::timeout(first_wait, worker.settle_now(rec, slot)).await {
                     Ok(Some(ended)) => answer(s, t, &id, ended, &paid.payer, &paid.amount, network).await,
                     // Waiting for the chain or a retry: the claim loop has it now.
                     Ok(None) => wait(s, t, &id, deadline.saturating_duration_since(Instant::now()), network, false).await,
@@ -115,7 +115,7 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
                 }
             }
             _ => {
-                s.x402_work.notify_one();
+                s.work.notify_one();
                 wait(s, t, &rec.id, first_wait, network, true).await
             }
         },
@@ -148,15 +148,15 @@ pub async fn settle(s: &AppState, r: &Request, t: &Target, caller: &Caller) -> (
 /// `settlement_pending` with the transaction that is out (x402 clients
 /// settle the same payload again, which waits here again without sending
 /// anything new). Never "failed" for a transfer that may still land.
-async fn wait(s: &AppState, t: &Target, id: &str, bound: Duration, network: &str, queued: bool) -> (Status, SettleResponse) {
-    let signal = s.x402_done.signal(id);
+async fn wait(s: &Facilitator, t: &Target, id: &str, bound: Duration, network: &str, queued: bool) -> (Status, SettleResponse) {
+    let signal = s.done.signal(id);
     let answer = follow(s, t, id, bound, network, &signal, queued).await;
-    s.x402_done.leave(id, signal);
+    s.done.leave(id, signal);
     answer
 }
 
 async fn follow(
-    s: &AppState,
+    s: &Facilitator,
     t: &Target,
     id: &str,
     bound: Duration,
@@ -203,7 +203,7 @@ async fn follow(
 
 /// The answer for a settlement that ended: a success is answered once
 /// where the chain cannot refuse a spent payment (`answers_once`).
-async fn answer(s: &AppState, t: &Target, id: &str, ended: Ended, payer: &str, amount: &str, network: &str) -> (Status, SettleResponse) {
+async fn answer(s: &Facilitator, t: &Target, id: &str, ended: Ended, payer: &str, amount: &str, network: &str) -> (Status, SettleResponse) {
     let tx = ended.tx_hash.unwrap_or_default();
     match ended.status {
         SettlementStatus::Settled => {

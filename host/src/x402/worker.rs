@@ -1,5 +1,5 @@
-//! The engine's side of the x402 facilitator: queued settlements are
-//! leased like intents and sent through the same steps (stored before
+//! The x402 worker: queued facilitator settlements are leased like
+//! intents and sent through the same step runner as intents (`settle::Steps`) (stored before
 //! broadcast, a retry re-sends the stored bytes, relayer calls batched), and
 //! end `settled` or `failed` only when the chain says so.
 //!
@@ -13,11 +13,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{expected, Engine, StepError};
+use super::finished::Finished;
 use crate::adapter::AssetAdapter;
 use crate::clock::now_ms;
 use crate::family::keys::Role;
 use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus};
+use crate::settle::{checked_on_send, elapsed_since, expected, Deps, StepError, Steps};
 use crate::store::facilitator::{self as ledger, Settlement, SettlementStatus};
 use crate::store::settlement as repo;
 use crate::x402::reason::Reason;
@@ -42,14 +43,51 @@ pub struct Slot {
     _permit: tokio::sync::OwnedSemaphorePermit,
 }
 
-impl Engine {
+/// This replica's facilitator workers.
+pub struct Worker {
+    deps: Deps,
+    /// The step runner, shared with the intents engine.
+    steps: Arc<Steps>,
+    /// Free workers (none until `spawn`), shared by the claim loop and
+    /// requests that settle at once, and the name leases are held under.
+    free: Arc<tokio::sync::Semaphore>,
+    holder: String,
+    /// Settlements ending together are written together.
+    finishes: crate::store::group::Group<crate::store::transition::settlements::Finish>,
+    /// Wakes the claim loop when a settlement is queued.
+    work: Arc<tokio::sync::Notify>,
+    /// Wakes requests waiting on a settlement when it ends.
+    done: Arc<Finished>,
+}
+
+impl Worker {
+    pub fn new(steps: Arc<Steps>, work: Arc<tokio::sync::Notify>, done: Arc<Finished>) -> Arc<Worker> {
+        Arc::new(Worker {
+            deps: steps.deps.clone(),
+            steps,
+            free: Arc::new(tokio::sync::Semaphore::new(0)),
+            holder: ulid::Ulid::new().to_string(),
+            finishes: Default::default(),
+            work,
+            done,
+        })
+    }
+
+    /// Settle queued facilitator settlements until the process ends, at
+    /// most `facilitator.workers` at once.
+    pub fn spawn(self: &Arc<Self>) {
+        let workers = self.deps.config.facilitator.workers;
+        let me = self.clone();
+        tokio::spawn(async move { me.dispatch(workers.max(1)).await });
+    }
+
     /// Lease due facilitator settlements and run them, at most `workers` at
     /// once; woken by `/x402/settle`, polling now and then for other replicas'.
-    pub(super) async fn dispatch_x402(self: Arc<Self>, workers: usize) {
-        let holder = self.x402_holder.clone();
-        let free = self.x402_free.clone();
+    async fn dispatch(self: Arc<Self>, workers: usize) {
+        let holder = self.holder.clone();
+        let free = self.free.clone();
         free.add_permits(workers);
-        let lease = self.x402_lease_ms();
+        let lease = self.lease_ms();
         loop {
             let available = free.available_permits();
             if available == 0 {
@@ -64,7 +102,7 @@ impl Engine {
                         let me = self.clone();
                         tokio::spawn(async move {
                             match ledger::get(&me.deps.db, &id).await {
-                                Ok(Some(rec)) => drop(me.x402_step(&rec, None).await),
+                                Ok(Some(rec)) => drop(me.step(&rec, None).await),
                                 Ok(None) => {}
                                 Err(e) => tracing::warn!(settlement = %id, error = %e, "reading a claimed facilitator settlement failed"),
                             }
@@ -73,7 +111,7 @@ impl Engine {
                     }
                 }
                 Ok(_) => {
-                    let _ = tokio::time::timeout(Duration::from_millis(250), self.deps.x402_work.notified()).await;
+                    let _ = tokio::time::timeout(Duration::from_millis(250), self.work.notified()).await;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "claiming facilitator settlements failed");
@@ -86,9 +124,9 @@ impl Engine {
     /// The lease a request's own settlement is recorded with (`locked_by`,
     /// `locked_until`), and a free worker for it: `None` when every worker is
     /// busy (the settlement is then queued for the claim loop).
-    pub fn x402_slot(&self) -> Option<(Slot, String, i64)> {
-        let permit = self.x402_free.clone().try_acquire_owned().ok()?;
-        Some((Slot { _permit: permit }, self.x402_holder.clone(), now_ms() + self.x402_lease_ms()))
+    pub fn slot(&self) -> Option<(Slot, String, i64)> {
+        let permit = self.free.clone().try_acquire_owned().ok()?;
+        Some((Slot { _permit: permit }, self.holder.clone(), now_ms() + self.lease_ms()))
     }
 
     /// Run the first pass of a settlement just recorded under `slot`'s lease
@@ -98,7 +136,7 @@ impl Engine {
     pub async fn settle_now(self: &Arc<Self>, rec: Settlement, slot: Slot) -> Option<Ended> {
         let me = self.clone();
         tokio::spawn(async move {
-            let ended = me.x402_step(&rec, Some(vec![])).await;
+            let ended = me.step(&rec, Some(vec![])).await;
             drop(slot);
             ended
         })
@@ -107,13 +145,13 @@ impl Engine {
         .flatten()
     }
 
-    fn x402_lease_ms(&self) -> i64 {
+    fn lease_ms(&self) -> i64 {
         self.deps.config.service.claim_lease_seconds as i64 * 1000
     }
 
-    async fn x402_step(&self, rec: &Settlement, stored: Option<Vec<repo::StoredTx>>) -> Option<Ended> {
+    async fn step(&self, rec: &Settlement, stored: Option<Vec<repo::StoredTx>>) -> Option<Ended> {
         let id = rec.id.as_str();
-        let pass = match self.x402_pass(rec, stored).await {
+        let pass = match self.pass(rec, stored).await {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(settlement = id, error = %format!("{e:#}"), "facilitator settlement pass failed; will retry");
@@ -131,16 +169,16 @@ impl Engine {
         }
     }
 
-    async fn x402_finish(&self, rec: &Settlement, to: SettlementStatus, tx: Option<&str>, why: Option<Reason>) -> anyhow::Result<Pass> {
-        self.x402_end(rec, to, tx, why, false).await
+    async fn finish(&self, rec: &Settlement, to: SettlementStatus, tx: Option<&str>, why: Option<Reason>) -> anyhow::Result<Pass> {
+        self.end(rec, to, tx, why, false).await
     }
 
     /// Failed with nothing sent for it: the authorization is free again.
-    async fn x402_refuse(&self, rec: &Settlement, why: Reason) -> anyhow::Result<Pass> {
-        self.x402_end(rec, SettlementStatus::Failed, None, Some(why), true).await
+    async fn refuse(&self, rec: &Settlement, why: Reason) -> anyhow::Result<Pass> {
+        self.end(rec, SettlementStatus::Failed, None, Some(why), true).await
     }
 
-    async fn x402_end(
+    async fn end(
         &self,
         rec: &Settlement,
         to: SettlementStatus,
@@ -151,8 +189,8 @@ impl Engine {
         tracing::info!(settlement = %rec.id, status = to.as_str(), tx = ?tx, reason = ?why.map(Reason::code), "facilitator settlement ended");
         let outcome =
             ledger::Outcome { status: to, tx_hash: tx.map(str::to_string), error_reason: why.map(|r| r.code().to_string()), refused };
-        self.x402_finishes.write(&self.deps.db, crate::store::transition::settlements::Finish { id: rec.id.clone(), outcome }).await?;
-        self.deps.x402_done.finish(&rec.id);
+        self.finishes.write(&self.deps.db, crate::store::transition::settlements::Finish { id: rec.id.clone(), outcome }).await?;
+        self.done.finish(&rec.id);
         Ok(Pass::Done(Ended { status: to, tx_hash: tx.map(str::to_string), reason: why }))
     }
 
@@ -160,7 +198,7 @@ impl Engine {
     /// authorization unused). `Ok` also when the adapter's `verify` call
     /// itself fails: then nothing more is known, and the chain's own check
     /// as each step is sent stands.
-    async fn x402_preflight(
+    async fn preflight(
         &self,
         adapter: &Arc<AssetAdapter>,
         req: &PaymentRequirements,
@@ -179,13 +217,13 @@ impl Engine {
     /// One pass over a queued settlement this replica holds. `stored`: its
     /// transactions stored so far, when known (none for a row just
     /// recorded); read here otherwise.
-    async fn x402_pass(&self, rec: &Settlement, stored: Option<Vec<repo::StoredTx>>) -> anyhow::Result<Pass> {
+    async fn pass(&self, rec: &Settlement, stored: Option<Vec<repo::StoredTx>>) -> anyhow::Result<Pass> {
         let db = &self.deps.db;
         let id = rec.id.as_str();
         if rec.status != SettlementStatus::Queued {
             return Ok(Pass::Done(Ended { status: rec.status, tx_hash: rec.tx_hash.clone(), reason: None }));
         }
-        let adapter = self.adapter(&rec.chain, &rec.asset)?;
+        let adapter = self.steps.adapter(&rec.chain, &rec.asset)?;
         let family =
             self.deps.config.chains.get(&rec.chain).map(|c| c.family).ok_or_else(|| anyhow::anyhow!("{} is not configured", rec.chain))?;
         let refusal = |e: &ProofError| Reason::refusal(family, e);
@@ -206,9 +244,9 @@ impl Engine {
             Ok(s) => s,
             Err(ProofError::ChainUnavailable(m)) => return unavailable(&m),
             Err(e) if stored.is_empty() => {
-                return match self.x402_moved(rec, &adapter, &req).await {
-                    Ok(Some(tx)) => self.x402_finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
-                    Ok(None) => self.x402_refuse(rec, refusal(&e)).await,
+                return match self.moved(rec, &adapter, &req).await {
+                    Ok(Some(tx)) => self.finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
+                    Ok(None) => self.refuse(rec, refusal(&e)).await,
                     Err(e) => unavailable(&format!("{e:#}")),
                 };
             }
@@ -217,30 +255,30 @@ impl Engine {
         // A settlement the chain checks as it is sent (one simulated relayer
         // call) is preflighted only to explain a refusal; a longer one (an
         // approval goes first) before anything is sent.
-        if stored.is_empty() && !super::checked_on_send(&steps) {
-            match self.x402_preflight(&adapter, &req, rec).await? {
+        if stored.is_empty() && !checked_on_send(&steps) {
+            match self.preflight(&adapter, &req, rec).await? {
                 Ok(()) => {}
                 Err(ProofError::ChainUnavailable(m)) => return unavailable(&m),
-                Err(e) => return self.x402_refuse(rec, refusal(&e)).await,
+                Err(e) => return self.refuse(rec, refusal(&e)).await,
             }
         }
         // A batchable scheme's call may share a batch; any other's is sent
         // by the relayer itself (the upto proxy checks its caller).
         let shareable = scheme::named(&rec.scheme).is_some_and(|r| r.batchable);
-        match self.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored, shareable).await {
-            Ok((hash, receipt)) => match self.read_receipt(&adapter, expected(&rec.payer, &req), receipt).await? {
+        match self.steps.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored, shareable).await {
+            Ok((hash, receipt)) => match self.steps.read_receipt(&adapter, expected(&rec.payer, &req), receipt).await? {
                 ReceiptStatus::Settled(_) => {
-                    crate::telemetry::settlement_leg(&rec.chain, "x402", "settled", Some(super::elapsed_since(rec.created_at)));
-                    self.x402_finish(rec, SettlementStatus::Settled, Some(&hash), None).await
+                    crate::telemetry::settlement_leg(&rec.chain, "x402", "settled", Some(elapsed_since(rec.created_at)));
+                    self.finish(rec, SettlementStatus::Settled, Some(&hash), None).await
                 }
                 ReceiptStatus::Failed(m) => {
                     tracing::info!(settlement = id, detail = %m, "facilitator transaction mined without the transfer");
-                    if self.failed_call_retryable(id, "x402", &rec.chain, &hash, &adapter, &req, &rec.payload).await? {
+                    if self.steps.failed_call_retryable(id, "x402", &rec.chain, &hash, &adapter, &req, &rec.payload).await? {
                         return Ok(Pass::Later(Duration::from_secs(1)));
                     }
-                    match self.x402_moved(rec, &adapter, &req).await {
-                        Ok(Some(tx)) => self.x402_finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
-                        Ok(None) => self.x402_finish(rec, SettlementStatus::Failed, None, Some(Reason::TransactionState)).await,
+                    match self.moved(rec, &adapter, &req).await {
+                        Ok(Some(tx)) => self.finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
+                        Ok(None) => self.finish(rec, SettlementStatus::Failed, None, Some(Reason::TransactionState)).await,
                         Err(e) => unavailable(&format!("{e:#}")),
                     }
                 }
@@ -254,26 +292,26 @@ impl Engine {
             Err(StepError::WouldRevert(m)) => {
                 // This step did not go out: say why if the adapter can.
                 tracing::info!(settlement = id, detail = %m, "facilitator settlement would revert");
-                match self.x402_moved(rec, &adapter, &req).await {
-                    Ok(Some(tx)) => return self.x402_finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
+                match self.moved(rec, &adapter, &req).await {
+                    Ok(Some(tx)) => return self.finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
                     Ok(None) => {}
                     Err(e) => return unavailable(&format!("{e:#}")),
                 }
-                let why = match self.x402_preflight(&adapter, &req, rec).await? {
+                let why = match self.preflight(&adapter, &req, rec).await? {
                     Err(e) => refusal(&e),
                     Ok(()) => Reason::TransactionState,
                 };
                 if repo::list_txs(db, id, "x402").await?.is_empty() {
-                    self.x402_refuse(rec, why).await
+                    self.refuse(rec, why).await
                 } else {
-                    self.x402_finish(rec, SettlementStatus::Failed, None, Some(why)).await
+                    self.finish(rec, SettlementStatus::Failed, None, Some(why)).await
                 }
             }
             Err(StepError::Reverted(m)) => {
                 tracing::info!(settlement = id, detail = %m, "facilitator transaction reverted");
-                match self.x402_moved(rec, &adapter, &req).await {
-                    Ok(Some(tx)) => self.x402_finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
-                    Ok(None) => self.x402_finish(rec, SettlementStatus::Failed, None, Some(Reason::TransactionState)).await,
+                match self.moved(rec, &adapter, &req).await {
+                    Ok(Some(tx)) => self.finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
+                    Ok(None) => self.finish(rec, SettlementStatus::Failed, None, Some(Reason::TransactionState)).await,
                     Err(e) => unavailable(&format!("{e:#}")),
                 }
             }
@@ -285,8 +323,8 @@ impl Engine {
     /// a minute before the settlement was recorded: a payload reaches its
     /// resource server moments before it reaches us, and one used longer
     /// ago is a replay, not a front-run.
-    async fn x402_moved(&self, rec: &Settlement, adapter: &Arc<AssetAdapter>, req: &PaymentRequirements) -> anyhow::Result<Option<String>> {
+    async fn moved(&self, rec: &Settlement, adapter: &Arc<AssetAdapter>, req: &PaymentRequirements) -> anyhow::Result<Option<String>> {
         const FRONT_RUN_SLACK_MS: i64 = 60_000;
-        self.moved_anyway(&rec.chain, adapter, expected(&rec.payer, req), &rec.payload, rec.created_at - FRONT_RUN_SLACK_MS).await
+        self.steps.moved_anyway(&rec.chain, adapter, expected(&rec.payer, req), &rec.payload, rec.created_at - FRONT_RUN_SLACK_MS).await
     }
 }

@@ -15,11 +15,32 @@ pub use supported::supported;
 
 use crate::db::Db;
 use crate::payment::VerifiedPayment;
-use crate::state::AppState;
 use crate::store::facilitator::{self as ledger, SettlementStatus};
 use crate::x402::reason::{Fault, Reason};
 use crate::x402::wire::{FacilitatorRequest, SettleResponse, SettlementView, VerifyResponse};
 use resolve::{resolve, Request, Target};
+
+/// What the facilitator's operations work with: the service's shared parts
+/// and the x402 wing's own (its worker and its signals). Built once with the
+/// service's state, which holds it; the operations never see the HTTP layer.
+pub struct Facilitator {
+    pub config: std::sync::Arc<crate::config::Config>,
+    pub registry: std::sync::Arc<crate::adapter::Registry>,
+    pub db: Db,
+    pub drivers: std::sync::Arc<crate::family::Drivers>,
+    pub sanctions: std::sync::Arc<crate::sanctions::SanctionsList>,
+    pub watch: std::sync::Arc<crate::watch::Watch>,
+    /// Keyless settlements, per payer and per payTo: rotating IPs does not
+    /// buy one payer or one shop more of the relayer's gas.
+    pub public_budget: crate::ratelimit::Limiter,
+    /// Wakes this replica's x402 workers when a settlement is queued.
+    pub work: std::sync::Arc<tokio::sync::Notify>,
+    /// Wakes requests waiting on a settlement when it ends.
+    pub done: std::sync::Arc<crate::x402::finished::Finished>,
+    /// This replica's running x402 worker, once started: a settle runs its
+    /// first pass on it at once when a worker is free.
+    pub worker: std::sync::OnceLock<std::sync::Arc<crate::x402::worker::Worker>>,
+}
 
 /// Who is calling: a resource server with a facilitator key, or anyone
 /// (when `[facilitator] public = true`).
@@ -81,7 +102,7 @@ fn failed(reason: Reason, payer: Option<String>, transaction: String, network: &
 /// signature, amount, recipient, window (adapter `verify`), then balance
 /// and allowance (`preflight`), so that a transfer that would revert is
 /// invalid here, not a surprise at settle.
-async fn check(s: &AppState, t: &Target, caller: &Caller, preflight: bool) -> Result<VerifiedPayment, (Reason, Option<String>)> {
+async fn check(s: &Facilitator, t: &Target, caller: &Caller, preflight: bool) -> Result<VerifiedPayment, (Reason, Option<String>)> {
     let paid = match t.adapter.verify(&t.req, &t.payload).await {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => {
@@ -146,7 +167,7 @@ async fn check(s: &AppState, t: &Target, caller: &Caller, preflight: bool) -> Re
 
 /// Keyless callers spend the operator's gas: a minimum amount and,
 /// optionally, an allowlist of payTo addresses.
-fn publicly_allowed(s: &AppState, t: &Target, paid: &VerifiedPayment) -> bool {
+fn publicly_allowed(s: &Facilitator, t: &Target, paid: &VerifiedPayment) -> bool {
     let f = &s.config.facilitator;
     let min = crate::decimal::parse(&f.public_min_amount).unwrap_or_default();
     let amount = crate::decimal::parse(&paid.amount).unwrap_or_default();
@@ -168,7 +189,7 @@ fn labels(t: &Result<Target, Reason>) -> (&'static str, String) {
 }
 
 /// `POST /x402/verify`.
-pub async fn verify(s: &AppState, body: &FacilitatorRequest, caller: &Caller) -> (Status, VerifyResponse) {
+pub async fn verify(s: &Facilitator, body: &FacilitatorRequest, caller: &Caller) -> (Status, VerifyResponse) {
     let target = Request::of(body).map_err(|(r, _)| r).and_then(|r| resolve(s, &r));
     let (scheme, network) = labels(&target);
     let answer = match target {
@@ -188,7 +209,7 @@ pub async fn verify(s: &AppState, body: &FacilitatorRequest, caller: &Caller) ->
 /// transfer to be final up to `settle_wait_seconds`, then answers
 /// `settlement_pending` with the broadcast transaction. Answers name the
 /// network as the request did (a v1 name for v1).
-pub async fn settle(s: &AppState, body: &FacilitatorRequest, caller: &Caller) -> (Status, SettleResponse) {
+pub async fn settle(s: &Facilitator, body: &FacilitatorRequest, caller: &Caller) -> (Status, SettleResponse) {
     let request = Request::of(body);
     let target = request.as_ref().map_err(|(r, _)| *r).and_then(|r| resolve(s, r));
     let (scheme, label) = labels(&target);

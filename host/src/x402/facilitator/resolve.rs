@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::Facilitator;
 use crate::adapter::AssetAdapter;
 use crate::config::{Availability, Family, X402Scheme};
 use crate::payment::PaymentRequirements;
-use crate::state::AppState;
 use crate::x402::reason::{Fault, Reason};
 use crate::x402::wire::FacilitatorRequest;
 use crate::x402::{scheme, v1};
@@ -70,7 +70,7 @@ impl Target {
 /// deployment exposes, a token it serves (not withheld) in the x402 scheme
 /// asked for. An `upto` amount may be 0 (the resource server charged
 /// nothing); an `exact` one may not.
-pub fn resolve(s: &AppState, r: &Request) -> Result<Target, Reason> {
+pub fn resolve(s: &Facilitator, r: &Request) -> Result<Target, Reason> {
     let req: PaymentRequirements = serde_json::from_value(r.requirements.clone()).map_err(|_| Reason::InvalidPaymentRequirements)?;
     let cfg = &s.config;
     let (chain_id, chain) = cfg

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
+use super::Facilitator;
 use crate::family::keys::Role;
-use crate::state::AppState;
 use crate::x402::wire::{SupportedKind, SupportedResponse};
 use crate::x402::{scheme, v1};
 
@@ -16,7 +16,7 @@ const PAYMENT_IDENTIFIER: &str = "payment-identifier";
 /// relayer that must send its settlements as `facilitatorAddress`); the
 /// extensions that apply; the relayer that signs on each family (Solana's
 /// is also each kind's `feePayer`).
-pub async fn supported(s: &AppState) -> SupportedResponse {
+pub async fn supported(s: &Facilitator) -> SupportedResponse {
     let cfg = &s.config;
     // Keyed by CAIP-2 namespace; `signers` names each as `<namespace>:*`.
     let mut relayers: BTreeMap<&'static str, String> = BTreeMap::new();
