@@ -26,6 +26,6 @@ service=$$
   "$bin" devnet down --dir "$dir" >/dev/null 2>&1 || true ) &
 echo
 echo "==> serving on http://127.0.0.1:8402 (Ctrl-C stops the service, then the devnet)"
-echo "    in another shell: node devnet/demo.mjs"
+echo "    in another shell: node devnet/clients/demo.mjs"
 echo "    API contract: http://127.0.0.1:8402/api/openapi.json"
 exec "$bin" serve --config "$dir/chains.toml" --database "sqlite://$PWD/$dir/stablerail.db" "$@"

@@ -24,7 +24,7 @@ fi
 
 # Canonical Permit2's bytecode for the devnet, from npm (cached, hash pinned),
 # fetched once here rather than by devnets starting side by side.
-node devnet/canonical.mjs >/dev/null
+node devnet/setup/canonical.mjs >/dev/null
 
 # schemathesis (PyPI, pinned) fuzzes the served OpenAPI document in the tests.
 SCHEMATHESIS_VERSION=4.32.5

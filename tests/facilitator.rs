@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use alloy_primitives::U256;
 use base64::Engine as _;
-use common::devnet::{devnet_dir, rpc, x402_pay, Devnet};
+use common::devnet::{devnet_script, rpc, x402_pay, Devnet};
 use common::process::{free_port, serve, Reaped};
 use serde_json::{json, Value};
 
@@ -33,7 +33,7 @@ pub(crate) fn payload(req: &Value, key: &str) -> Value {
     serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap()
 }
 
-/// The `@x402/express` resource server (devnet/x402-server.mjs) selling
+/// The `@x402/express` resource server (devnet/clients/x402-server.mjs) selling
 /// `GET /paid` for `amount` of base's devnet USDC, its facilitator this
 /// stablerail with `key`; answers on the returned port.
 fn start_shop(dn: &Devnet, port: u16, key: &str, amount: &str) -> (u16, Reaped) {
@@ -51,8 +51,7 @@ pub(crate) fn start_shop_with(port: u16, key: &str, mut sale: Value) -> (u16, Re
     sale["port"] = json!(shop_port);
     sale["facilitator"] = json!(format!("http://127.0.0.1:{port}/x402"));
     sale["key"] = json!(key);
-    let mut shop =
-        Command::new("node").arg(devnet_dir().join("x402-server.mjs")).arg(sale.to_string()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut shop = Command::new("node").arg(devnet_script("x402-server.mjs")).arg(sale.to_string()).stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(shop.stdout.take().unwrap()), &mut line).unwrap();
     assert!(line.starts_with("ready"), "{line}");
@@ -62,7 +61,7 @@ pub(crate) fn start_shop_with(port: u16, key: &str, mut sale: Value) -> (u16, Re
 /// `@x402/fetch` buys `url` (with chain access when `rpc` is given, as
 /// Permit2 payments need); its printed `{status, body, payment}`.
 pub(crate) fn buy(url: &str, payer_key: &str, asset: &str, rpc: Option<&str>) -> Value {
-    let out = Command::new("node").arg(devnet_dir().join("x402-fetch.mjs")).args([url, payer_key, asset]).args(rpc).output().unwrap();
+    let out = Command::new("node").arg(devnet_script("x402-fetch.mjs")).args([url, payer_key, asset]).args(rpc).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }

@@ -20,7 +20,7 @@ const SOL_SHOP: &str = "GokivDYuQXPZCWRkwMhdH2h91KpDQXBEmpgBgs55bnpH";
 const MERCHANT: &str = "0x00000000000000000000000000000000000e5678";
 
 /// verify then settle through `@x402/core`'s HTTPFacilitatorClient
-/// (devnet/x402-facilitate.mjs): {supported, verify, settle}.
+/// (devnet/clients/x402-facilitate.mjs): {supported, verify, settle}.
 fn facilitate(port: u16, key: &str, payload: &Value, requirements: &Value) -> Value {
     let input = json!({ "url": format!("http://127.0.0.1:{port}/x402"), "key": key, "payload": payload, "requirements": requirements });
     serde_json::from_str(&node("x402-facilitate.mjs", &[], &input.to_string())).unwrap()

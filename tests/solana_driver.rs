@@ -1,5 +1,5 @@
 //! The Solana driver against the devnet's Solana node (JSON-RPC over
-//! LiteSVM, `devnet/solana.mjs`), with payer-signed transactions built by
+//! LiteSVM, `devnet/nodes/solana.mjs`), with payer-signed transactions built by
 //! `@solana/kit`: co-signing as fee payer, stored before sent, finality from
 //! signature statuses, re-sending stored bytes until their blockhash
 //! expires and only then calling them dropped, balances, message signing.
@@ -18,7 +18,7 @@ use stablerail::family::{Finality, Resent, Submit};
 use stablerail::payment::{SigningRequest, SolanaCosign, Submission};
 use stablerail::store::settlement::{self as repo, TxRow};
 
-use common::devnet::{devnet_dir, rpc};
+use common::devnet::{devnet_script, rpc};
 
 const PORT: u16 = 23745;
 
@@ -28,7 +28,7 @@ struct SolanaNode(Child);
 impl SolanaNode {
     fn start() -> (SolanaNode, String) {
         let child = Command::new("node")
-            .arg(devnet_dir().join("solana.mjs"))
+            .arg(devnet_script("solana.mjs"))
             .args(["--port", &PORT.to_string(), "--slot-ms", "200"])
             .spawn()
             .expect("node runs");
@@ -47,7 +47,7 @@ impl Drop for SolanaNode {
 /// A payer-signed SOL transfer with `fee_payer`'s slot empty.
 fn craft(url: &str, fee_payer: &str, lamports: u64) -> Value {
     let out = Command::new("node")
-        .arg(devnet_dir().join("sol-craft.mjs"))
+        .arg(devnet_script("sol-craft.mjs"))
         .args(["--rpc", url, "--fee-payer", fee_payer, "--lamports", &lamports.to_string()])
         .output()
         .unwrap();

@@ -1,4 +1,4 @@
-//! The devnet's TRON node (devnet/tron.mjs: the full node's HTTP API over an
+//! The devnet's TRON node (devnet/nodes/tron.mjs: the full node's HTTP API over an
 //! anvil with TRON's chain id), driven by tronweb as a wallet would: the node
 //! builds a TriggerSmartContract, tronweb signs and broadcasts it, and the
 //! node executes it as its owner. It refuses what a real node refuses, with

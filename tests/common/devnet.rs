@@ -1,4 +1,4 @@
-//! A devnet for end-to-end tests: anvil chains started by devnet/up.mjs, the
+//! A devnet for end-to-end tests: anvil chains started by devnet/setup/up.mjs, the
 //! service built on its config, and helpers to pay, read and wait.
 
 use std::path::PathBuf;
@@ -25,6 +25,17 @@ pub fn devnet_dir() -> PathBuf {
     super::repo_root().join("devnet")
 }
 
+/// A devnet script by its file name, in whichever role folder holds it
+/// (clients, setup, node stand-ins, vectors, bench).
+pub fn devnet_script(name: &str) -> PathBuf {
+    let dir = devnet_dir();
+    ["clients", "setup", "nodes", "vectors", "bench"]
+        .iter()
+        .map(|folder| dir.join(folder).join(name))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("no devnet script {name}"))
+}
+
 pub struct Devnet {
     pub dir: tempfile::TempDir,
     pub info: Value,
@@ -33,7 +44,7 @@ pub struct Devnet {
 
 impl Drop for Devnet {
     fn drop(&mut self) {
-        let _ = Command::new("node").arg(devnet_dir().join("down.mjs")).arg("--dir").arg(self.dir.path()).output();
+        let _ = Command::new("node").arg(devnet_script("down.mjs")).arg("--dir").arg(self.dir.path()).output();
     }
 }
 
@@ -93,7 +104,7 @@ impl Devnet {
         let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone(), &families).await.unwrap();
         db.pool.close().await;
         let out = Command::new("node")
-            .arg(devnet_dir().join("up.mjs"))
+            .arg(devnet_script("up.mjs"))
             .args(["--dir", &dir.path().display().to_string(), "--port", &port.to_string(), "--chains", chains])
             .args(made.devnet_funding_args())
             .args(swaps.is_none().then_some("--no-swaps"))
@@ -446,7 +457,7 @@ impl Devnet {
     }
 }
 
-/// The scripts that are also functions (devnet/command.mjs): called in the
+/// The scripts that are also functions (devnet/clients/command.mjs): called in the
 /// suite's one script host, not each in a Node of its own.
 const HOSTED: &[&str] = &["pay.mjs", "craft.mjs", "sol-pay.mjs", "tron-pay.mjs"];
 
@@ -457,7 +468,7 @@ pub fn node(script: &str, args: &[&str], stdin: &str) -> String {
         return script_host::call(script, args, stdin);
     }
     let mut child = Command::new("node")
-        .arg(devnet_dir().join(script))
+        .arg(devnet_script(script))
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -481,7 +492,7 @@ pub fn x402_pay_on(requirements: &Value, private_key: &str, rpc: &str) -> String
     node("pay.mjs", &[private_key, rpc], &requirements.to_string())
 }
 
-/// A Permit2 payload signed with viem by hand (devnet/craft.mjs): `case`
+/// A Permit2 payload signed with viem by hand (devnet/clients/craft.mjs): `case`
 /// names what it carries or which fault it has.
 pub fn craft(requirements: &Value, private_key: &str, rpc: &str, case: &str) -> String {
     let input = json!({ "requirements": requirements, "key": private_key, "rpc": rpc, "case": case });
@@ -490,7 +501,7 @@ pub fn craft(requirements: &Value, private_key: &str, rpc: &str, case: &str) -> 
 
 /// A Solana payment of `requirements` by the payer with ed25519 `seed`:
 /// the real @x402/svm client, or with `case` a hand-built transaction with
-/// that fault (devnet/sol-pay.mjs). Returns the settle_proof.
+/// that fault (devnet/clients/sol-pay.mjs). Returns the settle_proof.
 pub fn sol_pay(requirements: &Value, seed: &str, rpc: &str, case: Option<&str>) -> String {
     let mut args = vec![seed, rpc];
     args.extend(case);
@@ -498,7 +509,7 @@ pub fn sol_pay(requirements: &Value, seed: &str, rpc: &str, case: Option<&str>) 
 }
 
 /// A TRC-20 transfer by tronweb against the devnet's TRON node
-/// (devnet/tron-send.mjs): built by the node, signed, broadcast unless
+/// (devnet/clients/tron-send.mjs): built by the node, signed, broadcast unless
 /// `extra` says otherwise. Returns {from, transaction, broadcast?, info?}.
 pub fn tron_send(api: &str, key: &str, token: &str, to: &str, amount: impl std::fmt::Display, extra: &[&str]) -> Value {
     let amount = amount.to_string();
@@ -508,7 +519,7 @@ pub fn tron_send(api: &str, key: &str, token: &str, to: &str, amount: impl std::
 }
 
 /// A TRON Permit2 payment of `requirements` signed over TIP-712 by tronweb
-/// (devnet/tron-pay.mjs) with the payer's `key`: the settle_proof.
+/// (devnet/clients/tron-pay.mjs) with the payer's `key`: the settle_proof.
 /// POST `body` as JSON to `url` (a TRON node's HTTP API, a devnet
 /// control endpoint) and read the JSON answer.
 pub async fn post_json(url: &str, body: Value) -> Value {
@@ -558,7 +569,7 @@ pub async fn call_state(state: &Shared, method: &str, uri: &str, body: Option<Va
     (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
-/// A transaction sent by viem with `key` (devnet/send-tx.mjs), waited
+/// A transaction sent by viem with `key` (devnet/clients/send-tx.mjs), waited
 /// for: {hash, status, block}.
 pub fn send_tx(rpc: &str, key: &str, to: &str, data: &str, value: &str, gas: Option<&str>) -> Value {
     let mut args = vec!["--rpc", rpc, "--key", key, "--to", to, "--data", data, "--value", value];
@@ -592,7 +603,7 @@ pub fn scaled(amount: &str, decimals: u32) -> U256 {
     U256::from_str_radix(&scaled.trunc().to_string(), 10).unwrap()
 }
 
-/// devnet/script-host.mjs, started on the first call and shared by every
+/// devnet/clients/script-host.mjs, started on the first call and shared by every
 /// test: one Node that has imported viem and the x402 clients once. Calls
 /// are JSON lines matched to their answers by id, so tests call side by side.
 mod script_host {
@@ -620,7 +631,7 @@ mod script_host {
             // waits on it, since it lives as long as the process.
             #[allow(clippy::zombie_processes)]
             let mut child = Command::new("node")
-                .arg(super::devnet_dir().join("script-host.mjs"))
+                .arg(super::devnet_script("script-host.mjs"))
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())

@@ -26,7 +26,7 @@ pub fn build(max_memory: usize) -> (Engine, &'static str) {
         // Reset a reused slot's pages with memset rather than madvise +
         // page faults. Adapters are linked with a small stack
         // (adapters/.cargo/config.toml), so a call's memory sits in this
-        // window; this halves instantiate+call time (see benches/adapter.rs).
+        // window; this halves instantiate+call time (see devnet/bench/adapter.rs).
         .linear_memory_keep_resident(256 << 10)
         .table_keep_resident(64 << 10)
         // Where the kernel has PAGEMAP_SCAN (Linux 6.7+), only the pages a

@@ -53,12 +53,12 @@ pub async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
             emit(output, &devnet_fund(&dir, &chain, asset.as_deref(), &address, &amount).await?)
         }
         DevnetCommand::Down { dir, scripts } => {
-            node(scripts.join("down.mjs"), vec!["--dir".into(), dir.display().to_string()])?;
+            node(scripts.join("setup/down.mjs"), vec!["--dir".into(), dir.display().to_string()])?;
             emit(output, &json!({ "dir": dir.display().to_string(), "result": "stopped" }));
         }
         DevnetCommand::Up { dir, port, chains, scripts } => {
             // Start from clean chains each time.
-            node(scripts.join("down.mjs"), vec!["--dir".into(), dir.display().to_string()])?;
+            node(scripts.join("setup/down.mjs"), vec!["--dir".into(), dir.display().to_string()])?;
             std::fs::create_dir_all(&dir)?;
             let dir = std::fs::canonicalize(&dir)?;
             let database = format!("sqlite://{}", dir.join("stablerail.db").display());
@@ -79,7 +79,7 @@ pub async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
                 adapters.display().to_string(),
             ];
             args.extend(made.devnet_funding_args());
-            let out = node(scripts.join("up.mjs"), args)?;
+            let out = node(scripts.join("setup/up.mjs"), args)?;
             let info: serde_json::Value = serde_json::from_str(out.trim())?;
             let chains: Vec<serde_json::Value> = info["chains"]
                 .as_object()
@@ -102,7 +102,7 @@ pub async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
                     "solana": info.get("solana").map(|s| json!({ "rpc": s["rpc"], "caip2": s["caip2"], "usdc_mint": s["assets"]["usdc"]["address"] })),
                     "tron": info.get("tron").map(|t| json!({ "http": t["http"], "usdt": t["assets"]["usdt"]["address"], "permit2": t["permit2"], "proxy_wallet": made.wallet("proxy:tron") })),
                     "serve": format!("stablerail serve --config {}/chains.toml --database {database}", dir.display()),
-                    "demo": format!("node {}/demo.mjs --dir {}", scripts.display(), dir.display()),
+                    "demo": format!("node {}/clients/demo.mjs --dir {}", scripts.display(), dir.display()),
                 }),
             );
         }

@@ -349,7 +349,7 @@ impl Initialized {
         self.wallets.iter().find(|w| w.name == name).map(|w| w.address.clone()).unwrap_or_default()
     }
 
-    /// What `devnet/up.mjs` funds, per family: each relayer and proxy gets
+    /// What `devnet/setup/up.mjs` funds, per family: each relayer and proxy gets
     /// the native coin (the proxy pays merchants and, on Permit2 chains,
     /// approves Permit2 once), each proxy the devnet's tokens, and the
     /// Solana collection wallet its token accounts.

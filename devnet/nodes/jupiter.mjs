@@ -23,7 +23,7 @@ import {
 import {
   findAssociatedTokenPda, getCreateAssociatedTokenIdempotentInstructionAsync, getTransferCheckedInstruction, TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
-import { putTokenAccount, MINTS } from "./solana-up.mjs";
+import { putTokenAccount, MINTS } from "../setup/solana-up.mjs";
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);

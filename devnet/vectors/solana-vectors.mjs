@@ -4,7 +4,7 @@
 // own client (sol-pay.mjs) against it for the requirements the adapter
 // makes of the terms, and the chain's answers are that node's answers to
 // the exact questions the adapter asks. Writes JSON to standard output.
-//   node devnet/solana-vectors.mjs > adapters/solana-spl/vectors.json
+//   node devnet/vectors/solana-vectors.mjs > adapters/solana-spl/vectors.json
 import { execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -14,9 +14,10 @@ import {
   createKeyPairSignerFromPrivateKeyBytes, getBase58Decoder, getBase64Encoder, getCompiledTransactionMessageDecoder, getTransactionDecoder,
 } from "@solana/kit";
 import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
-import { MINTS, startSolana } from "./solana-up.mjs";
+import { MINTS, startSolana } from "../setup/solana-up.mjs";
 
-const here = path.dirname(new URL(import.meta.url).pathname);
+// The devnet folder (this file is in one of its role folders).
+const here = path.join(path.dirname(new URL(import.meta.url).pathname), "..");
 const key = async (label) => createKeyPairSignerFromPrivateKeyBytes(crypto.createHash("sha256").update(`stablerail vectors ${label}`).digest());
 const [relayer, payTo, other] = await Promise.all(["relayer", "pay-to", "other"].map(async (l) => (await key(l)).address));
 
@@ -46,7 +47,7 @@ try {
     scheme: "exact", network: node.caip2, amount: terms.amount, asset: MINTS.usdc, payTo, maxTimeoutSeconds: terms.max_timeout_seconds,
     extra: { feePayer: relayer, decimals: 6, asset: MINTS.usdc, amount: terms.amount },
   };
-  const b64 = execFileSync(process.execPath, [path.join(here, "sol-pay.mjs"), payer.seed, node.rpc], { input: JSON.stringify(requirements) });
+  const b64 = execFileSync(process.execPath, [path.join(here, "clients", "sol-pay.mjs"), payer.seed, node.rpc], { input: JSON.stringify(requirements) });
   const proof = JSON.parse(Buffer.from(b64.toString(), "base64").toString("utf8"));
   const raw = Buffer.from(proof.payload.transaction, "base64");
   // The payer's signature: slot 1 (slot 0 is the fee payer's, empty).

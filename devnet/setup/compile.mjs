@@ -7,13 +7,14 @@ import crypto from "node:crypto";
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
-const here = path.dirname(new URL(import.meta.url).pathname);
+// The devnet folder (this file is in one of its role folders).
+const here = path.join(path.dirname(new URL(import.meta.url).pathname), "..");
 
 const EVM_VERSION = "berlin";
 
 export function compile(name) {
   // Every contract source goes in, so imports between them resolve.
-  const dir = path.join(here, "contracts");
+  const dir = path.join(here, "setup", "contracts");
   const sources = {};
   const hasher = crypto.createHash("sha256");
   for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".sol")).sort()) {

@@ -11,7 +11,8 @@ import path from "node:path";
 import { keccak256, maxUint256 } from "viem";
 import { compile } from "./compile.mjs";
 
-const here = path.dirname(new URL(import.meta.url).pathname);
+// The devnet folder (this file is in one of its role folders).
+const here = path.join(path.dirname(new URL(import.meta.url).pathname), "..");
 const artifact = (pkg, name) => {
   const a = JSON.parse(fs.readFileSync(path.join(here, "node_modules", pkg, "build", `${name}.json`), "utf8"));
   const bytecode = a.bytecode ?? a.evm?.bytecode?.object;

@@ -29,7 +29,7 @@ use stablerail::adapter::{system_clock, Registry};
 use stablerail::config::Config;
 use stablerail::payment::{PaymentRequirements, Terms};
 
-#[path = "../tests/common/eip3009.rs"]
+#[path = "../../tests/common/eip3009.rs"]
 mod eip3009;
 use eip3009::{usdc_domain, TransferWithAuthorization, COLLECTOR, USDC};
 

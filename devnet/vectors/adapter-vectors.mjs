@@ -2,9 +2,9 @@
 // client: the payer's proof is signed by @x402/evm for the requirements the
 // adapter makes of the terms, and the chain's answers are the ABI encodings
 // the adapter's reads expect. Writes JSON to standard output.
-//   node devnet/adapter-vectors.mjs eip3009 > adapters/eip3009/vectors.json
-//   node devnet/adapter-vectors.mjs permit2 > adapters/permit2/vectors.json
-//   node devnet/adapter-vectors.mjs upto > adapters/upto/vectors.json
+//   node devnet/vectors/adapter-vectors.mjs eip3009 > adapters/eip3009/vectors.json
+//   node devnet/vectors/adapter-vectors.mjs permit2 > adapters/permit2/vectors.json
+//   node devnet/vectors/adapter-vectors.mjs upto > adapters/upto/vectors.json
 import { encodeFunctionData, encodeAbiParameters, parseAbi, keccak256, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ExactEvmScheme } from "@x402/evm/exact/client";

@@ -2,7 +2,7 @@
 // create an intent, sign it with the x402 client as a devnet payer, submit
 // the proof, and follow it to TARGET_SETTLED.
 //
-//   node devnet/demo.mjs [--url http://127.0.0.1:8402] [--dir .stablerail/devnet]
+//   node devnet/clients/demo.mjs [--url http://127.0.0.1:8402] [--dir .stablerail/devnet]
 //                        [--from base] [--to arbitrum] [--amount 10]
 import fs from "node:fs";
 import path from "node:path";
@@ -13,7 +13,8 @@ const arg = (n, d) => {
   const i = process.argv.indexOf(`--${n}`);
   return i > 0 ? process.argv[i + 1] : d;
 };
-const here = path.dirname(new URL(import.meta.url).pathname);
+// The devnet folder (this file is in one of its role folders).
+const here = path.join(path.dirname(new URL(import.meta.url).pathname), "..");
 const url = arg("url", "http://127.0.0.1:8402");
 const dir = path.resolve(arg("dir", path.join(here, "..", ".stablerail", "devnet")));
 const devnet = JSON.parse(fs.readFileSync(path.join(dir, "devnet.json"), "utf8"));

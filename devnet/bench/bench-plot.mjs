@@ -1,6 +1,6 @@
-// Draw scripts/bench-peers.sh's rows as one SVG: throughput by concurrency
+// Draw scripts/bench.sh peers's rows as one SVG: throughput by concurrency
 // (left) and latency percentiles p50/p99 by concurrency (right).
-//   node devnet/bench-plot.mjs results.jsonl > benchmarks.svg
+//   node devnet/bench/bench-plot.mjs results.jsonl > benchmarks.svg
 import fs from "node:fs";
 
 const rows = fs.readFileSync(process.argv[2], "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));

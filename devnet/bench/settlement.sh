@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Settlement throughput against the x402 reference facilitator, same devnet,
-# same run. Prints a JSON report (see devnet/bench.mjs). BIN: another build
+# same run. Prints a JSON report (see devnet/bench/bench.mjs). BIN: another build
 # of stablerail to measure (an earlier commit's, for an after ÷ before).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 scripts/build.sh
 bin=${BIN:-target/release/stablerail}
 dir=.stablerail/bench
@@ -13,4 +13,4 @@ RUST_LOG=${RUST_LOG:-info} $bin serve --config "$dir/chains.toml" --database "sq
 server=$!
 trap 'kill $server 2>/dev/null || true; $bin devnet down --dir "$dir" >/dev/null 2>&1 || true' EXIT
 for _ in $(seq 1 100); do curl -sf http://127.0.0.1:19402/api/health >/dev/null && break; sleep 0.1; done
-node devnet/bench.mjs --dir "$dir" --url http://127.0.0.1:19402 --n "${N:-40}"
+node devnet/bench/bench.mjs --dir "$dir" --url http://127.0.0.1:19402 --n "${N:-40}"

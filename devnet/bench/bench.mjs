@@ -6,7 +6,7 @@
 //   C. one stablerail intent alone, for its latency.
 // Signing happens before any clock starts. Prints one JSON report.
 //
-//   node devnet/bench.mjs --dir DIR --url http://127.0.0.1:PORT [--n 40] [--c C] [--skip-reference]
+//   node devnet/bench/bench.mjs --dir DIR --url http://127.0.0.1:PORT [--n 40] [--c C] [--skip-reference]
 // --c: at most C proofs posted at once (C clients, each posting its next
 // proof once the last was accepted); without it every proof is posted at
 // once. A payer of an intent does not wait for the settlement (the service
@@ -78,7 +78,7 @@ async function prepare(n) {
   return out;
 }
 // Proofs go through node:http with kept-alive connections, one per payer
-// (as devnet/bench-x402.mjs posts its bodies): a fraction of fetch()'s CPU,
+// (as devnet/bench/bench-x402.mjs posts its bodies): a fraction of fetch()'s CPU,
 // which shares its core with the devnets.
 const agent = new nodeHttp.Agent({ keepAlive: true, maxSockets: C });
 const target = new URL(url);

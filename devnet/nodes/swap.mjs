@@ -21,7 +21,7 @@ import crypto from "node:crypto";
 import { createPublicClient, encodeAbiParameters, encodeFunctionData, http as transport, parseAbiItem, decodeEventLog } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 import { utils as tronUtils } from "tronweb";
-import { routerArtifact, factoryArtifact, bridgeArtifact } from "./uniswap.mjs";
+import { routerArtifact, factoryArtifact, bridgeArtifact } from "../setup/uniswap.mjs";
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);

@@ -11,7 +11,8 @@ import path from "node:path";
 import { createKeyPairSignerFromPrivateKeyBytes, none, some } from "@solana/kit";
 import { AccountState, findAssociatedTokenPda, getMintEncoder, getTokenEncoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 
-const here = path.dirname(new URL(import.meta.url).pathname);
+// The devnet folder (this file is in one of its role folders).
+const here = path.join(path.dirname(new URL(import.meta.url).pathname), "..");
 const DECIMALS = 6;
 const HOLDING = 1_000_000n * 10n ** BigInt(DECIMALS);
 
@@ -38,7 +39,7 @@ export const MINTS = { usdc: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", usd
 
 export async function startSolana({ dir, port, gas = [], tokens = [], accounts: empty = [], payers = 4 }) {
   const rpc = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [path.join(here, "solana.mjs"), "--port", String(port)], { detached: true, stdio: "ignore" });
+  const child = spawn(process.execPath, [path.join(here, "nodes", "solana.mjs"), "--port", String(port)], { detached: true, stdio: "ignore" });
   child.unref();
   fs.writeFileSync(path.join(dir, "solana.pid"), String(child.pid));
   for (let i = 0; ; i++) {

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 
 const i = process.argv.indexOf("--dir");
-const dir = path.resolve(i > 0 ? process.argv[i + 1] : path.join(path.dirname(new URL(import.meta.url).pathname), "..", ".stablerail", "devnet"));
+const dir = path.resolve(i > 0 ? process.argv[i + 1] : path.join(path.dirname(new URL(import.meta.url).pathname), "..", "..", ".stablerail", "devnet"));
 for (const f of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
   if (!f.endsWith(".pid")) continue;
   const pid = Number(fs.readFileSync(path.join(dir, f), "utf8"));

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The abuse load test of docs/benchmarks.md (outside CI): stablerail behind
-# a trusted proxy on a fresh devnet, alone on CPU 0; devnet/abuse.mjs on
+# a trusted proxy on a fresh devnet, alone on CPU 0; devnet/bench/abuse.mjs on
 # CPU 1 measures a legit client's creates alone, then while one client
 # floods /api/intents from 10,000 rotating IPv6 /64s and another holds
 # 1,000 slow connections, and samples the service's RSS.
-#   LEGIT=200 SECONDS_OF_FLOOD=30 scripts/abuse.sh
+#   LEGIT=200 SECONDS_OF_FLOOD=30 scripts/bench.sh abuse
 # BIN= measures another build; OUT= keeps the report (default
 # .stablerail/abuse/report.json).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
 bin=${BIN:-$PWD/target/release/stablerail}
 out=${OUT:-$PWD/.stablerail/abuse}
@@ -26,7 +26,7 @@ RUST_LOG=warn taskset -c 0 "$bin" serve --config "$dir/dn/chains.toml" --databas
 server=$!
 for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 0.1; done
 ulimit -n 20000 2>/dev/null || true
-taskset -c 1 node devnet/abuse.mjs --url "$url" --pid "$server" --legit "${LEGIT:-200}" --seconds "${SECONDS_OF_FLOOD:-30}" | tee "$out/report.json"
+taskset -c 1 node devnet/bench/abuse.mjs --url "$url" --pid "$server" --legit "${LEGIT:-200}" --seconds "${SECONDS_OF_FLOOD:-30}" | tee "$out/report.json"
 kill "$server" 2>/dev/null
 wait "$server" 2>/dev/null
 "$bin" devnet down --dir "$dir/dn" >/dev/null 2>&1

@@ -3,12 +3,13 @@
 // for the requirements the adapter makes of the terms, and the chain's
 // answers are what /wallet/triggerconstantcontract and /wallet/getnowblock
 // return for the reads the adapter makes. Writes JSON to standard output.
-//   node devnet/tron-vectors.mjs > adapters/tron-permit2/vectors.json
+//   node devnet/vectors/tron-vectors.mjs > adapters/tron-permit2/vectors.json
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { TronWeb } from "tronweb";
 
-const here = path.dirname(new URL(import.meta.url).pathname);
+// The devnet folder (this file is in one of its role folders).
+const here = path.join(path.dirname(new URL(import.meta.url).pathname), "..");
 // Nile's chain id and its SUN.io Permit2 and x402 exact-Permit2 proxy.
 const chainId = 3448148188;
 const permit2 = "TCJjTtzwRJYPapGTdyJdKcr7MqkngRRWQx";
@@ -31,7 +32,7 @@ const requirements = {
   extra: { assetTransferMethod: "permit2", permit2Address: permit2, spender: proxy, decimals: 6, asset: token, amount: terms.amount },
 };
 const now = Math.floor(Date.now() / 1000);
-const b64 = execFileSync("node", [path.join(here, "tron-pay.mjs"), `0x${keyOf(1)}`, String(chainId)], { input: JSON.stringify(requirements) });
+const b64 = execFileSync("node", [path.join(here, "clients", "tron-pay.mjs"), `0x${keyOf(1)}`, String(chainId)], { input: JSON.stringify(requirements) });
 const proof = JSON.parse(Buffer.from(b64.toString(), "base64").toString("utf8"));
 
 // A view call as the adapter asks it, and the node's answer.

@@ -4,11 +4,11 @@
 # another build of stablerail back to back in the same run (the ratio is
 # this ÷ that). The service runs alone on CPU 0, wrk on CPU 1; the rate
 # limit is lifted. Rows go to $OUT/create.jsonl.
-#   BASE_BIN=/tmp/stablerail-before scripts/bench-create.sh
+#   BASE_BIN=/tmp/stablerail-before scripts/bench.sh create
 # Postgres: PG (default postgres://postgres@127.0.0.1:5432), a fresh
 # database per row.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 scripts/build.sh >/dev/null
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; } >/dev/null
 out=${OUT:-$PWD/.stablerail/bench-create}

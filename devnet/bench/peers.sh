@@ -2,22 +2,22 @@
 # stablerail beside its peers, in one run, each row on a fresh devnet (anvil
 # slows as its chain grows):
 #   - stablerail /x402/settle and x402-rs (`x402-facilitator` 0.11), driven
-#     by one generator with x402 v1 bodies (devnet/bench-x402.mjs, the
+#     by one generator with x402 v1 bodies (devnet/bench/bench-x402.mjs, the
 #     bodies of ../shared/bench/x402rs_bench.mjs), at each concurrency;
-#   - stablerail's intents at the same concurrency (devnet/bench.mjs --c:
+#   - stablerail's intents at the same concurrency (devnet/bench/bench.mjs --c:
 #     C payers, each posting a proof and waiting for its source leg);
 #   - the TypeScript reference facilitator (@x402/evm), sequential, once.
 # Fair measurement on 2 cores: the service under test (stablerail or
 # x402-rs) runs alone on CPU 0; the load generator and anvil on CPU 1.
 # Every row goes to $OUT/results.jsonl, each concurrency's ratios are
 # printed, and $OUT/benchmarks.svg is drawn from the rows.
-#   N=200 CONC="1 32 200" scripts/bench-peers.sh
+#   N=200 CONC="1 32 200" scripts/bench.sh peers
 # x402-rs runs when its binary is installed (`cargo install
 # x402-facilitator --locked`, or X402RS_BIN). BIN= measures another build
 # of stablerail; ROWS= picks rows (default "x402 intents peer reference");
 # SERVE_LOG= is the service's RUST_LOG (warn), e.g. sqlx::query=debug.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
 bin=${BIN:-$PWD/target/release/stablerail}
 rows=" ${ROWS:-x402 intents peer reference} "
@@ -69,7 +69,7 @@ for c in ${CONC:-1 32 200}; do
     if [[ $rows == *" x402 "* ]]; then
     devnet base
     serve
-    row stablerail-x402-settle "$c" "$(FAC=$url/x402 DIR=$dir/dn N=$n C=$c load devnet/bench-x402.mjs)"
+    row stablerail-x402-settle "$c" "$(FAC=$url/x402 DIR=$dir/dn N=$n C=$c load devnet/bench/bench-x402.mjs)"
     unserve
     undevnet
     fi
@@ -77,7 +77,7 @@ for c in ${CONC:-1 32 200}; do
     if [[ $rows == *" intents "* ]]; then
     devnet base,arbitrum
     serve
-    report=$(load devnet/bench.mjs --dir "$dir/dn" --url "$url" --n "$n" --c "$c" --skip-reference)
+    report=$(load devnet/bench/bench.mjs --dir "$dir/dn" --url "$url" --n "$n" --c "$c" --skip-reference)
     row stablerail-intents "$c" "$(node -e 'const j=JSON.parse(process.argv[1]);const s=j.stablerail;console.log(JSON.stringify({n:j.n,per_second:s.source_leg.per_second,completion_ms:s.source_leg.completion_ms,latency_ms:s.source_leg.latency_ms,proof_to_target_settled_per_second:s.proof_to_target_settled.per_second}))' "$report")"
     unserve
     undevnet
@@ -91,7 +91,7 @@ for c in ${CONC:-1 32 200}; do
             taskset -c "$SERVICE_CPU" "$peer" >"$dir/peer.log" 2>&1 &
         server=$!
         for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$((port + 900))/supported" >/dev/null && break; sleep 0.1; done
-        row x402-rs "$c" "$(FAC=http://127.0.0.1:$((port + 900)) DIR=$dir/dn N=$n C=$c load devnet/bench-x402.mjs)"
+        row x402-rs "$c" "$(FAC=http://127.0.0.1:$((port + 900)) DIR=$dir/dn N=$n C=$c load devnet/bench/bench-x402.mjs)"
         unserve
         undevnet
     fi
@@ -108,11 +108,11 @@ if [[ $rows == *" reference "* ]]; then
 echo "== the TypeScript reference (@x402/evm), sequential"
 devnet base,arbitrum
 serve
-report=$(load devnet/bench.mjs --dir "$dir/dn" --url "$url" --n "$n" --c 1)
+report=$(load devnet/bench/bench.mjs --dir "$dir/dn" --url "$url" --n "$n" --c 1)
 row typescript-reference 1 "$(node -e 'const j=JSON.parse(process.argv[1]);console.log(JSON.stringify({n:j.n,per_second:j.reference_facilitator.per_second}))' "$report")"
 unserve
 undevnet
 fi
 
-node devnet/bench-plot.mjs "$results" >"$out/benchmarks.svg"
+node devnet/bench/bench-plot.mjs "$results" >"$out/benchmarks.svg"
 echo "rows: $results; picture: $out/benchmarks.svg"

@@ -1,4 +1,4 @@
-// The abuse load of scripts/abuse.sh, against a running service behind a
+// The abuse load of scripts/bench.sh abuse, against a running service behind a
 // trusted proxy (the generator writes X-Forwarded-For as that proxy would):
 //   1. a legit client creates intents at a steady pace, alone: its latencies;
 //   2. the same, while a flooder posts creates as fast as it can from

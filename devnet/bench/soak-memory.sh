@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Resident memory of one `serve` while it settles ROUNDS × N intents
-# (devnet/bench.mjs --n N, base → arbitrum): VmRSS after each round, to
+# (devnet/bench/bench.mjs --n N, base → arbitrum): VmRSS after each round, to
 # $OUT/memory.jsonl, then the growth from the 2nd round to the last. Flat
 # after warm-up means nothing is kept per intent beyond caches of a fixed
 # size. Each reading is taken once the service has rested REST seconds
 # (default 12: past one `heap_trim_seconds` period, so it reads what the
 # service holds, not what the last burst left in malloc's arenas).
 # Not in CI (minutes of load).
-#   N=1000 ROUNDS=5 scripts/soak-memory.sh     (BIN: another build to soak)
+#   N=1000 ROUNDS=5 scripts/bench.sh soak-memory     (BIN: another build to soak)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 scripts/build.sh >/dev/null
 bin=${BIN:-$PWD/target/release/stablerail}
 out=${OUT:-$PWD/.stablerail/soak}
@@ -27,7 +27,7 @@ for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 
 rss() { awk '/VmRSS/ {print $2}' "/proc/$server/status"; }
 echo "{\"round\":0,\"intents\":0,\"rss_kib\":$(rss)}" | tee -a "$out/memory.jsonl"
 for r in $(seq 1 "${ROUNDS:-5}"); do
-    node devnet/bench.mjs --dir "$dir/dn" --url "$url" --n "${N:-1000}" --skip-reference >/dev/null
+    node devnet/bench/bench.mjs --dir "$dir/dn" --url "$url" --n "${N:-1000}" --skip-reference >/dev/null
     sleep "${REST:-12}"
     echo "{\"round\":$r,\"intents\":$((r * ${N:-1000})),\"rss_kib\":$(rss)}" | tee -a "$out/memory.jsonl"
 done

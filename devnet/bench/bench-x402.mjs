@@ -3,7 +3,7 @@
 // ../shared/bench/x402rs_bench.mjs, with each request's latency kept. The
 // same generator drives stablerail and x402-rs, so only the facilitator
 // differs. Signing happens before the clock starts.
-//   FAC=http://127.0.0.1:PORT/x402 DIR=devnet-dir N=200 C=32 node devnet/bench-x402.mjs
+//   FAC=http://127.0.0.1:PORT/x402 DIR=devnet-dir N=200 C=32 node devnet/bench/bench-x402.mjs
 // Prints one JSON line: per_second, latency_ms {p50,p90,p99,max}, ok, bad,
 // merchant_credited_units. Requests go through node:http with kept-alive
 // connections, one per worker: a fraction of fetch()'s CPU, so the

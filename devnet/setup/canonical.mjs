@@ -9,7 +9,8 @@ import path from "node:path";
 import crypto from "node:crypto";
 import { execFileSync } from "node:child_process";
 
-const here = path.dirname(new URL(import.meta.url).pathname);
+// The devnet folder (this file is in one of its role folders).
+const here = path.join(path.dirname(new URL(import.meta.url).pathname), "..");
 const PACKAGE = "@uniswap/v4-periphery@1.0.3";
 const FILE = "package/lib/permit2/test/utils/DeployPermit2.sol";
 const SHA256 = "be8301e6e6d3cc47188b29965bdc8456d53b800cabfcf702091fd907269cbd6a";

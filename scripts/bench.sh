@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The one entry to the benchmarks (outside CI; each prints its report):
+#   scripts/bench.sh peers        stablerail beside x402-rs and the TypeScript reference
+#   scripts/bench.sh settlement   intents through both legs on a fresh devnet
+#   scripts/bench.sh create       intent creation
+#   scripts/bench.sh swap         swap quotes and registrations
+#   scripts/bench.sh abuse        a legit client's latency under a flood and slow sockets
+#   scripts/bench.sh soak-memory  resident memory over rounds of payments
+#   scripts/bench.sh adapter      the adapter host's criterion benches
+# Each takes its settings from the environment (see the head of its script
+# in devnet/bench/). Everything a benchmark runs lives in devnet/bench/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+name=${1:-}
+case "$name" in
+  adapter) shift; exec cargo bench --release -p stablerail --bench adapter "$@" ;;
+  peers|settlement|create|swap|abuse|soak-memory) shift; exec devnet/bench/"$name".sh "$@" ;;
+  *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
