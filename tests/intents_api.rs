@@ -152,6 +152,13 @@ async fn create_agent_intent_and_ownership(b: Backend) {
     assert_error(s, &e, StatusCode::NOT_FOUND, "payment intent not found");
     let (s, e) = app.call("POST", &format!("/v2/intents/{id}/execute"), None, &[("authorization", &bob_auth)]).await;
     assert_error(s, &e, StatusCode::NOT_FOUND, "payment intent not found");
+
+    // Paid through the public flow, an agent's intent still names its owner
+    // in the submit-proof answer (SPEC: omitted only for /api-created ones).
+    let proof = pay(&r["payment_requirements"], &PrivateKeySigner::random(), 7, None);
+    let (s, ok) = app.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, StatusCode::OK, "{ok}");
+    assert_eq!(ok["agent_id"], alice, "{ok}");
     app.close().await;
 }
 

@@ -117,9 +117,8 @@ pub async fn submit_proof(
 ) -> Result<Json<Accepted>, ApiError> {
     let Json(body) = body?;
     let i = submit_proof::submit(&s, &id, body.settle_proof.as_deref()).await?;
-    let mut accepted = Accepted::new(&i, Status::Pending, "proof accepted; settlement in progress");
-    accepted.agent_id = None; // `/api`: never who owns it
-    Ok(Json(accepted))
+    // SPEC: the answer names the intent's agent (none for /api-created ones).
+    Ok(Json(Accepted::new(&i, Status::Pending, "proof accepted; settlement in progress")))
 }
 
 /// Pay one of the caller's intents from its hosted wallet. Waits a few
