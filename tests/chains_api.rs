@@ -117,7 +117,7 @@ fn environment_overrides_the_config_flag() {
 }
 
 #[tokio::test]
-async fn shipped_config_serves_the_matrix_and_keeps_tron_unwired() {
+async fn shipped_config_serves_the_matrix_and_tron_behind_its_flag() {
     common::adapters_dir();
     let shipped = common::repo_root().join("chains.toml");
     let dir = tempfile::tempdir().unwrap();
@@ -148,13 +148,14 @@ async fn shipped_config_serves_the_matrix_and_keeps_tron_unwired() {
         })
     );
 
-    // Turning TRON on serves no TRON asset yet: its USDT entry waits for the
-    // operator's x402 proxy address on TRON (`unwired`), which no public
-    // source gives. Nothing is invented to fill it.
+    // Turning TRON on serves mainnet USDT through the x402 proxy x402-rs
+    // publishes (checked on chain before it is served); Nile stays off
+    // until the operator names its USDT.
     let on = std::fs::read_to_string(&path).unwrap().replace("TRON_ENABLED = false", "TRON_ENABLED = true");
     let cfg = stablerail::config::Config::parse(&on).unwrap();
-    let served: Vec<&str> = cfg.served_assets().map(|(chain, ..)| chain).collect();
-    assert!(served.contains(&"solana") && !served.iter().any(|c| c.starts_with("tron")), "{served:?}");
+    let served: Vec<(&str, &str)> = cfg.served_assets().map(|(chain, _, key, _)| (chain, key)).collect();
+    assert!(served.contains(&("solana", "usdc")) && served.contains(&("tron", "usdt")), "{served:?}");
+    assert!(!served.iter().any(|(c, _)| *c == "tron-nile"), "{served:?}");
 }
 
 #[test]

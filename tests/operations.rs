@@ -181,3 +181,32 @@ async fn assets_whose_chain_disagrees_with_the_config_are_withheld() {
 fn checksum(address: &str) -> String {
     address.parse::<alloy_primitives::Address>().unwrap().to_checksum(None)
 }
+
+/// A TRON asset is checked on its chain before the chain is exposed: the
+/// token, the Permit2 and the x402 proxy the config names must each hold a
+/// contract (the node's `/wallet/getcontract`). A proxy address with none
+/// withholds the asset, says why on `/readyz`, and refuses intents on it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tron_asset_whose_proxy_holds_no_contract_is_withheld() {
+    let dn = Devnet::start(28845, "base,tron", "").await;
+    // TRON's zero address: valid base58check, no contract.
+    let nowhere = "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb";
+    common::config::merge_into_file(&dn.config_path(), &format!("[chains.tron.assets.usdt.params]\nproxy-address = \"{nowhere}\"\n"));
+    let port = free_port();
+    let _service = serve(&dn, port);
+    let (_, ready) = http(port, "GET", "/readyz", None);
+    assert_eq!(
+        ready["checks"]["assets_withheld"],
+        json!({ "tron usdt": format!("no contract at the x402 proxy address {nowhere}") }),
+        "{ready}"
+    );
+    let (s, e) = http(
+        port,
+        "POST",
+        "/api/intents",
+        Some(
+            json!({ "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": "tron", "payer_asset": "usdt", "target_chain": "base" }),
+        ),
+    );
+    assert_eq!((s, e["message"].as_str()), (503, Some("usdt on tron is temporarily unavailable")), "{e}");
+}

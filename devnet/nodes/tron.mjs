@@ -271,6 +271,13 @@ const routes = {
     if (wei === 0n && code === "0x") return {};
     return { address: show(a, visible), balance: Number(wei / 10n ** 12n), create_time: 0 };
   },
+  // A contract's record, or {} where the address holds none (as a full node answers).
+  "/wallet/getcontract": async ({ value, visible }) => {
+    const a = evm(value);
+    const code = await eth("eth_getCode", [a, "latest"]);
+    if (code === "0x") return {};
+    return { contract_address: show(a, visible), bytecode: code.slice(2) };
+  },
   // Devnet only, like anvil's anvil_*: move the clock, hold and release broadcasts.
   "/devnet/advance_time": async ({ seconds }) => {
     skewMs += Number(seconds) * 1000;

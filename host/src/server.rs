@@ -126,7 +126,7 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
         async move {
             match probe {
                 ChainProbe::Ok => {
-                    let probe = crate::watch::check_tokens(&state.config, &state.chains, &state.watch, &chain).await;
+                    let probe = crate::watch::check_tokens(&state.config, &state.drivers, &state.watch, &chain).await;
                     (chain, probe)
                 }
                 other => (chain, other),
@@ -146,7 +146,7 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
         }
         state.watch.record(&chain, &probe);
     }
-    tokio::spawn(crate::watch::probe_withheld(state.config.clone(), state.chains.clone(), state.watch.clone()));
+    tokio::spawn(crate::watch::probe_withheld(state.config.clone(), state.chains.clone(), state.drivers.clone(), state.watch.clone()));
     tokio::spawn(crate::watch::balances(state.config.clone(), state.keys.clone(), state.drivers.clone(), state.watch.clone()));
     let every = std::time::Duration::from_secs(state.config.service.sweep_interval_seconds.max(1));
     tokio::spawn(crate::sweeper::run(state.db.clone(), every, state.config.retention.clone()));

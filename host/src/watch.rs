@@ -73,7 +73,7 @@ pub struct ProbeCache {
 }
 
 /// Ask again, every `chain_probe_seconds`, the chains that are withheld.
-pub async fn probe_withheld(config: Arc<Config>, chains: Arc<Chains>, watch: Arc<Watch>) {
+pub async fn probe_withheld(config: Arc<Config>, chains: Arc<Chains>, drivers: Arc<Drivers>, watch: Arc<Watch>) {
     let every = Duration::from_secs(config.service.chain_probe_seconds.max(1));
     loop {
         tokio::time::sleep(every).await;
@@ -82,7 +82,7 @@ pub async fn probe_withheld(config: Arc<Config>, chains: Arc<Chains>, watch: Arc
         }
         for (chain, probe) in probe_chains(&config, &chains).await {
             let probe = if probe == ChainProbe::Ok && !watch.exposed(&chain) {
-                check_tokens(&config, &chains, &watch, &chain).await
+                check_tokens(&config, &drivers, &watch, &chain).await
             } else {
                 probe
             };
@@ -96,19 +96,18 @@ pub async fn probe_withheld(config: Arc<Config>, chains: Arc<Chains>, watch: Arc
     }
 }
 
-/// Before a chain is exposed (at start, and when it answers again): read
-/// the facts of each of its served EVM tokens and withhold every asset whose
-/// chain disagrees with chains.toml, with one log line naming the
+/// Before a chain is exposed (at start, and when it answers again): ask
+/// its family's driver what the chain says of each served asset (EVM:
+/// token facts and contracts; TRON: the token's, Permit2's and the x402
+/// proxy's contracts) and withhold every asset whose chain disagrees with
+/// chains.toml, with one log line naming the
 /// difference. A chain that cannot be asked stays withheld
 /// (`Unreachable`) and is asked again with the next probe.
-pub async fn check_tokens(config: &Config, chains: &Chains, watch: &Watch, chain: &str) -> ChainProbe {
-    let (Some(c), Some(client)) = (config.chains.get(chain), chains.get(chain)) else { return ChainProbe::Ok };
-    if !c.family.facts().checks_token_facts {
-        return ChainProbe::Ok;
-    }
+pub async fn check_tokens(config: &Config, drivers: &Drivers, watch: &Watch, chain: &str) -> ChainProbe {
+    let Some(driver) = drivers.for_chain(chain) else { return ChainProbe::Ok };
     let mut verdicts = Vec::new();
     for (key, asset) in config.served_assets().filter(|(name, ..)| *name == chain).map(|(_, _, k, a)| (k, a)) {
-        match crate::family::evm::token_facts::differences(&client, c.chain_id, asset).await {
+        match driver.asset_differences(chain, asset).await {
             Ok(diffs) => verdicts.push((format!("{chain} {key}"), diffs)),
             Err(e) => {
                 tracing::warn!(chain = %chain, asset = %key, error = %e, "token facts unreadable; chain withheld until they are read");

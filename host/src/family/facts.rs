@@ -41,8 +41,6 @@ pub struct Facts {
     /// Does a hosted wallet approve a spender before it can pay (TRON's
     /// Permit2 proxy), through `/v2/agents/tron-approve`?
     pub wallet_approves: bool,
-    /// Are served tokens' facts (name, version, decimals) read from the chain?
-    pub checks_token_facts: bool,
     /// How routers and token lists name the native coin (never approved).
     pub native_tokens: &'static [&'static str],
     /// A strict check of an account or token address's text.

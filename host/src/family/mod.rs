@@ -179,6 +179,14 @@ pub trait Driver: Send + Sync {
         None
     }
 
+    /// What `chain` says differently from chains.toml about a served asset
+    /// (no contract at a configured address, other decimals or EIP-712
+    /// domain), one sentence each: each withholds the asset until the
+    /// chain agrees. Families with nothing to check find none.
+    async fn asset_differences(&self, _chain: &str, _asset: &crate::config::Asset) -> Result<Vec<String>, ChainError> {
+        Ok(vec![])
+    }
+
     /// The sender (the account that signed and owns it) of transaction `tx`
     /// if the chain knows it yet (in a block, or in the node's pool where it
     /// keeps one); `None` while it does not.

@@ -22,7 +22,6 @@ pub static FACTS: Facts = Facts {
     x402_fee_payer: false,
     x402_gas_sponsoring: true,
     wallet_approves: false,
-    checks_token_facts: true,
     native_tokens: &["0x0000000000000000000000000000000000000000", "0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE"],
     is_address: |t| is_hex(t, 40),
     address20: |t| t.parse().ok(),

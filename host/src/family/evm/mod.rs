@@ -205,6 +205,12 @@ impl Driver for EvmDriver {
         landed::credited(&receipt.json, token, recipient)
     }
 
+    async fn asset_differences(&self, chain: &str, asset: &crate::config::Asset) -> Result<Vec<String>, ChainError> {
+        let Some(client) = self.chains.get(chain) else { return Ok(vec![]) };
+        let chain_id = self.config.chains.get(chain).and_then(|c| c.chain_id);
+        token_facts::differences(&client, chain_id, asset).await
+    }
+
     async fn sender_of(&self, chain: &str, tx: &str) -> Result<Option<String>, SendError> {
         let client = self.chain(chain)?;
         let found = tx::rpc(&client, "eth_getTransactionByHash", json!([tx])).await?;

@@ -20,7 +20,6 @@ pub static FACTS: Facts = Facts {
     x402_fee_payer: true,
     x402_gas_sponsoring: false,
     wallet_approves: false,
-    checks_token_facts: false,
     native_tokens: &["11111111111111111111111111111111"],
     is_address: |t| bs58::decode(t).into_vec().is_ok_and(|b| b.len() == 32),
     address20: |_| None,

@@ -23,7 +23,6 @@ pub static FACTS: Facts = Facts {
     x402_fee_payer: false,
     x402_gas_sponsoring: false,
     wallet_approves: true,
-    checks_token_facts: false,
     native_tokens: &["T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb"],
     is_address: |t| tron_wire::address::parse(t).is_some(),
     address20: tron_wire::address::parse,

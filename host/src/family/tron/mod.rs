@@ -241,6 +241,31 @@ impl Driver for TronDriver {
         landed::transfers(&client, block_ms, &sought).await
     }
 
+    /// The token, and for Permit2 assets the Permit2 and x402 proxy
+    /// addresses the config names, must each hold a contract.
+    async fn asset_differences(&self, chain: &str, asset: &crate::config::Asset) -> Result<Vec<String>, ChainError> {
+        let Some(client) = self.chains.get(chain) else { return Ok(vec![]) };
+        let mut named = vec![("token", asset.token.as_str())];
+        for (role, key) in [("Permit2", "permit2-address"), ("x402 proxy", "proxy-address")] {
+            if let Some(at) = asset.params.get(key) {
+                named.push((role, at.as_str()));
+            }
+        }
+        let mut out = Vec::new();
+        for (role, at) in named {
+            let Some(address) = tron_wire::address::parse(at) else {
+                out.push(format!("the {role} address `{at}` is not a TRON address"));
+                continue;
+            };
+            let raw = alloy_primitives::hex::encode(tron_wire::address::raw(&address));
+            let found = client.rpc("/wallet/getcontract", serde_json::json!({ "value": raw, "visible": false })).await?;
+            if found.get("bytecode").and_then(serde_json::Value::as_str).is_none_or(str::is_empty) {
+                out.push(format!("no contract at the {role} address {at}"));
+            }
+        }
+        Ok(out)
+    }
+
     async fn sender_of(&self, chain: &str, tx: &str) -> Result<Option<String>, SendError> {
         let client = self.client(chain)?;
         let found = call(&client, "/wallet/gettransactionbyid", json!({ "value": tx })).await?;
