@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
-use super::erc20::{self, native, Spend};
+use super::erc20::{self, Spend};
 use super::quote::{account, token, wallet};
 use super::route::RouteRequest;
 use super::Amount;
@@ -100,7 +100,7 @@ pub async fn approval(swaps: &Swaps, q: &ApprovalQuery) -> Result<ApprovalRespon
     let request_id = ulid::Ulid::new().to_string();
     let (token_addr, owner): (Address, Address) =
         (token_in.parse().map_err(|_| SwapError::Invalid("token"))?, user.parse().map_err(|_| SwapError::Invalid("user_address"))?);
-    if native(from.family, &token_addr) {
+    if from.family.facts().is_native(&token_addr) {
         return Ok(ApprovalResponse {
             request_id,
             needs_approval: false,

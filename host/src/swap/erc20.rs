@@ -28,17 +28,6 @@ pub struct Spend<'a> {
     pub spender: Address,
 }
 
-/// `text` as a 20-byte address of `family` (TRON: base58check).
-pub fn parse(family: Family, text: &str) -> Option<Address> {
-    family.facts().address20(text)
-}
-
-/// The native coin as routers name it (EVM: zero or 0xEeee…; TRON: LI.FI's
-/// TRX address): never approved.
-pub fn native(family: Family, token: &Address) -> bool {
-    family.facts().is_native(token)
-}
-
 pub async fn allowance(swaps: &Swaps, s: &Spend<'_>) -> Result<U256, SwapError> {
     let client = swaps.client(s.chain)?;
     if s.family == Family::Tron {
@@ -61,9 +50,9 @@ pub async fn allowance(swaps: &Swaps, s: &Spend<'_>) -> Result<U256, SwapError> 
 /// (USDT on ethereum: a non-zero allowance cannot be changed but to 0).
 pub fn resets_first(swaps: &Swaps, s: &Spend<'_>) -> bool {
     swaps.config.chains.get(s.chain).is_some_and(|c| {
-        c.assets
-            .values()
-            .any(|a| parse(s.family, &a.token) == Some(s.token) && a.params.get("reset-allowance-first").is_some_and(|v| v == "true"))
+        c.assets.values().any(|a| {
+            s.family.facts().address20(&a.token) == Some(s.token) && a.params.get("reset-allowance-first").is_some_and(|v| v == "true")
+        })
     })
 }
 

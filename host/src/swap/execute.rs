@@ -20,7 +20,7 @@ use utoipa::ToSchema;
 use super::erc20::{self, Spend};
 use super::route::{RouteRequest, RouteTx};
 use super::Amount;
-use super::{guard, valid_address, SwapChain, SwapError, Swaps, DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS};
+use super::{guard, SwapChain, SwapError, Swaps, DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS};
 use crate::config::Family;
 use crate::db::Db;
 use crate::family::keys::Role;
@@ -111,10 +111,10 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
         swaps.chain(tron_chain).map_err(|_| SwapError::TronNotConfigured)?;
     }
     let (from, to) = (swaps.chain(&r.chain)?, swaps.chain(&r.to_chain)?);
-    if !valid_address(from.family, &r.from_token) {
+    if !from.family.facts().is_address(&r.from_token) {
         return Err(SwapError::Invalid("from_token"));
     }
-    if !valid_address(to.family, &r.to_token) {
+    if !to.family.facts().is_address(&r.to_token) {
         return Err(SwapError::Invalid("to_token"));
     }
     let driver = drivers.of(from.family).ok_or_else(|| SwapError::NoCaip2(r.chain.clone()))?;
@@ -202,7 +202,7 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
         Some(RouteTx::Tron { to: contract, raw_data, .. }) => {
             let refused = |e: &str| SwapError::Unavailable(format!("TRON swap transaction: {e}"));
             // TRX goes along only when TRX is what is swapped.
-            let trx = erc20::parse(from.family, &r.from_token).is_some_and(|t| erc20::native(from.family, &t));
+            let trx = from.family.facts().address20(&r.from_token).is_some_and(|t| from.family.facts().is_native(&t));
             let call_value = if trx { r.from_amount } else { 0 };
             tron_call(&raw_data, &me, &contract, call_value, crate::clock::now_ms()).map_err(refused)?;
             if let Some(a) = plan_approvals(swaps, &from, &r, &me, route.approval_address.as_deref()).await? {
@@ -262,14 +262,14 @@ async fn plan_approvals<'a>(
     me: &str,
     spender: Option<&str>,
 ) -> Result<Option<Approvals<'a>>, SwapError> {
-    let token = erc20::parse(from.family, &r.from_token).ok_or(SwapError::Invalid("from_token"))?;
-    if erc20::native(from.family, &token) {
+    let token = from.family.facts().address20(&r.from_token).ok_or(SwapError::Invalid("from_token"))?;
+    if from.family.facts().is_native(&token) {
         return Ok(None);
     }
     let spender = spender
-        .and_then(|a| erc20::parse(from.family, a))
+        .and_then(|a| from.family.facts().address20(a))
         .ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
-    let owner = erc20::parse(from.family, me).ok_or(SwapError::WalletNotReady)?;
+    let owner = from.family.facts().address20(me).ok_or(SwapError::WalletNotReady)?;
     let spend = Spend { chain: &from.name, family: from.family, token, owner, spender };
     let amount = U256::from(r.from_amount);
     let allowance = erc20::allowance(swaps, &spend).await?;

@@ -9,7 +9,6 @@
 use alloy_primitives::{b256, Address, B256, U256};
 use serde_json::{json, Value};
 
-use super::erc20;
 use super::route::{Route, RouteTx};
 use super::{SwapChain, SwapError, Swaps};
 
@@ -70,7 +69,7 @@ pub fn check_spender(swaps: &Swaps, chain: &SwapChain, spender: &str) -> Result<
 
 /// The route's static shape: known contracts, and value only with a native input.
 pub fn check_route(swaps: &Swaps, from: &SwapChain, route: &Route, asked: &Asked<'_>) -> Result<(), SwapError> {
-    let native_input = erc20::parse(from.family, asked.from_token).is_some_and(|t| erc20::native(from.family, &t));
+    let native_input = from.family.facts().address20(asked.from_token).is_some_and(|t| from.family.facts().is_native(&t));
     if let (Some(spender), false) = (&route.approval_address, native_input) {
         check_spender(swaps, from, spender)?;
     }
@@ -196,13 +195,13 @@ fn check_events(
 ) -> Result<(), SwapError> {
     let family = from.family;
     // The native coin as `eth_simulateV1` reports its transfers.
-    let native_or = |a: Address| if erc20::native(family, &a) { Address::repeat_byte(0xee) } else { a };
+    let native_or = |a: Address| if family.facts().is_native(&a) { Address::repeat_byte(0xee) } else { a };
     let show = |a: &Address| family.facts().show_address(a.as_slice());
-    let input = native_or(erc20::parse(family, asked.from_token).ok_or(SwapError::Invalid("from_token"))?);
+    let input = native_or(family.facts().address20(asked.from_token).ok_or(SwapError::Invalid("from_token"))?);
     let output = match asked.output {
         Some((recipient, least)) => {
-            let token = native_or(erc20::parse(family, asked.to_token).ok_or(SwapError::Invalid("to_token"))?);
-            let recipient = erc20::parse(family, recipient).ok_or(SwapError::Invalid("to_user_address"))?;
+            let token = native_or(family.facts().address20(asked.to_token).ok_or(SwapError::Invalid("to_token"))?);
+            let recipient = family.facts().address20(recipient).ok_or(SwapError::Invalid("to_user_address"))?;
             Some((token, recipient, least))
         }
         None => None,

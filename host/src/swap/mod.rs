@@ -160,16 +160,6 @@ impl Swaps {
     }
 }
 
-/// Whether `text` is an account or token address of `family`.
-pub fn valid_address(family: Family, text: &str) -> bool {
-    family.facts().is_address(text)
-}
-
-/// Whether `text` is a transaction id of `family`.
-pub fn valid_tx_hash(family: Family, text: &str) -> bool {
-    family.facts().is_tx_id(text)
-}
-
 /// A query parameter as given, empty counted as absent.
 pub fn given(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|s| !s.is_empty())

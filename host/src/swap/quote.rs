@@ -6,7 +6,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::route::{RouteRequest, RouteTx};
 use super::Amount;
-use super::{amount, erc20, given, guard, slippage, valid_address, SwapChain, SwapError, Swaps};
+use super::{amount, erc20, given, guard, slippage, SwapChain, SwapError, Swaps};
 
 /// How long a Solana swap transaction may be sent: its blockhash lives
 /// 150 blocks (about 60 s at 400 ms).
@@ -99,12 +99,12 @@ pub fn wallet(address: Option<&str>) -> Option<String> {
 }
 
 pub fn token(chain: &SwapChain, text: &str, which: &'static str) -> Result<String, SwapError> {
-    valid_address(chain.family, text).then(|| text.to_string()).ok_or(SwapError::Invalid(which))
+    chain.family.facts().is_address(text).then(|| text.to_string()).ok_or(SwapError::Invalid(which))
 }
 
 pub fn account(chain: &SwapChain, text: Option<String>, which: &'static str) -> Result<Option<String>, SwapError> {
     match text {
-        Some(t) if !valid_address(chain.family, &t) => Err(SwapError::Invalid(which)),
+        Some(t) if !chain.family.facts().is_address(&t) => Err(SwapError::Invalid(which)),
         other => Ok(other),
     }
 }
@@ -156,11 +156,11 @@ async fn vouch(
     }
     let Some(RouteTx::Evm { to: router, data, value, .. }) = &route.transaction else { return Ok(()) };
     let mut bundle = Vec::new();
-    let token = erc20::parse(from.family, input).ok_or(SwapError::Invalid("input_token"))?;
-    if let (Some(spender), false) = (route.approval_address.as_deref(), erc20::native(from.family, &token)) {
+    let token = from.family.facts().address20(input).ok_or(SwapError::Invalid("input_token"))?;
+    if let (Some(spender), false) = (route.approval_address.as_deref(), from.family.facts().is_native(&token)) {
         let spender =
-            erc20::parse(from.family, spender).ok_or_else(|| SwapError::Refused(format!("spender {spender} is not an address")))?;
-        let owner = erc20::parse(from.family, user).ok_or(SwapError::Invalid("user_address"))?;
+            from.family.facts().address20(spender).ok_or_else(|| SwapError::Refused(format!("spender {spender} is not an address")))?;
+        let owner = from.family.facts().address20(user).ok_or(SwapError::Invalid("user_address"))?;
         let spend = erc20::Spend { chain: &from.name, family: from.family, token, owner, spender };
         if erc20::allowance(swaps, &spend).await? < max_input {
             bundle.push(guard::EvmCall { to: token, data: erc20::approve_data(spender, max_input), value: U256::ZERO });

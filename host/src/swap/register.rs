@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::{valid_address, valid_tx_hash, SwapError, Swaps};
+use super::{SwapError, Swaps};
 use crate::db::Db;
 use crate::store::swaps::SwapIntent;
 
@@ -83,11 +83,11 @@ pub fn parse(swaps: &Swaps, body: &Value, now: i64) -> Result<SwapIntent, SwapEr
     let [hash, from_chain, to_chain, from_token, to_token, payer, recipient, sent] = <[String; 8]>::try_from(f).expect("eight fields");
     let (from, to) = (swaps.chain(&from_chain)?, swaps.chain(&to_chain)?);
     for (ok, name) in [
-        (valid_tx_hash(from.family, &hash), "source_tx_hash"),
-        (valid_address(from.family, &from_token), "from_token"),
-        (valid_address(to.family, &to_token), "to_token"),
-        (valid_address(from.family, &payer), "payer_address"),
-        (valid_address(to.family, &recipient), "recipient_address"),
+        (from.family.facts().is_tx_id(&hash), "source_tx_hash"),
+        (from.family.facts().is_address(&from_token), "from_token"),
+        (to.family.facts().is_address(&to_token), "to_token"),
+        (from.family.facts().is_address(&payer), "payer_address"),
+        (to.family.facts().is_address(&recipient), "recipient_address"),
     ] {
         if !ok {
             return Err(SwapError::Invalid(name));

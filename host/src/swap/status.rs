@@ -6,7 +6,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::lifi::Status;
-use super::{given, valid_tx_hash, SwapError, Swaps};
+use super::{given, SwapError, Swaps};
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct StatusResponse {
@@ -59,7 +59,7 @@ pub async fn status(swaps: &Swaps, q: &StatusQuery) -> Result<StatusResponse, Sw
     let (from, to) = (chain(&q.from_chain)?, chain(&q.to_chain)?);
     // A hash of the source chain's family (of any family when it is not named).
     let families = from.as_ref().map_or(crate::family::ALL.to_vec(), |c| vec![c.family]);
-    if !families.into_iter().any(|f| valid_tx_hash(f, tx)) {
+    if !families.into_iter().any(|f| f.facts().is_tx_id(tx)) {
         return Err(SwapError::Invalid("tx_hash"));
     }
     match swaps.lifi.status(tx, from.map(|c| c.lifi_id), to.map(|c| c.lifi_id), given(&q.bridge)).await? {
