@@ -36,8 +36,10 @@ impl Env {
             self.chains.push(common::process::Reaped(child));
             common::wait_for_port(port);
             stub_tokens(port, chain, id, &text);
-            text =
-                text.replacen(&format!("[chains.{chain}]\n"), &format!("[chains.{chain}]\nrpc_urls = [\"http://127.0.0.1:{port}\"]\n"), 1);
+            // The anvil takes the place of any node the config names.
+            let node = format!("rpc_urls = [\"http://127.0.0.1:{port}\"]\n");
+            text = text.replacen(&format!("rpc_urls = [\"{}\"]\n", common::empty_chain::URL), "", 1);
+            text = text.replacen(&format!("[chains.{chain}]\n"), &format!("[chains.{chain}]\n{node}"), 1);
         }
         std::fs::write(&self.config, text).unwrap();
         self

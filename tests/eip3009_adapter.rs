@@ -404,8 +404,9 @@ fn receipts_are_read_for_the_exact_transfer() {
 
 #[test]
 fn chain_checks_report_an_unreachable_chain() {
-    // No rpc_urls: preflight cannot ask the chain and says so, rather than
-    // passing a payment it could not check.
+    // A chain that answers no eth_call (the empty chain): preflight cannot
+    // read the authorization's state or the balance and says so, rather
+    // than passing a payment it could not check.
     let f = fixture();
     let req = f.requirements("1000000");
     let auth = f.authorization(1_000_000);

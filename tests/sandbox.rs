@@ -218,8 +218,7 @@ async fn calls_beyond_the_instance_pool_wait_for_a_slot() {
         }
     });
     let dir = tempfile::tempdir().unwrap();
-    let config = common::BASE_USDC
-        .replace("roles = [\"payer\", \"target\"]\n", &format!("roles = [\"payer\", \"target\"]\nrpc_urls = [\"{url}\"]\n"));
+    let config = common::BASE_USDC.replace(common::empty_chain::URL, &url);
     let cfg = Config::load(&common::write_config(dir.path(), &config)).unwrap();
     let runtime = stablerail::server::runtime_for(&cfg, system_clock()).unwrap();
     let reg = Registry::from_config(&cfg, runtime, &stablerail::family::chain::Chains::from_config(&cfg)).unwrap();

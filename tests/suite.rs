@@ -27,6 +27,7 @@ mod requirements_matrix;
 mod sandbox;
 mod schemes_e2e;
 mod settlement_e2e;
+mod smart_wallets;
 mod solana_driver;
 mod solana_exactly_once;
 mod solana_payments;

@@ -1,7 +1,8 @@
-//! Three versions of the adapter interface in one server: the EIP-3009
-//! adapter (built on the kit, `stablerail:adapter@0.4.0`), the `lab-v2`
-//! fixture (`0.2.0`) and the `lab-v1` fixture (`0.1.0`) are loaded,
-//! described and called side by side, directly and through the HTTP API.
+//! Four versions of the adapter interface in one server: the EIP-3009
+//! adapter (built on the kit, `stablerail:adapter@0.5.0`), the `lab-v4`
+//! fixture (`0.4.0`), the `lab-v2` fixture (`0.2.0`) and the `lab-v1`
+//! fixture (`0.1.0`) are loaded, described and called side by side,
+//! directly and through the HTTP API.
 
 use crate::common;
 
@@ -44,6 +45,18 @@ token = "0x0000000000000000000000000000000000000002"
 decimals = 6
 eip712_name = "Lab One"
 eip712_version = "3"
+
+[chains.lab4]
+family = "evm"
+chain_id = 31339
+roles = ["payer"]
+collection_address = "0x00000000000000000000000000000000000000c4"
+
+[chains.lab4.assets.usdc]
+state = "live"
+scheme = "lab-v4"
+token = "0x0000000000000000000000000000000000000004"
+decimals = 6
 "#;
 
 async fn call(app: &axum::Router, method: &str, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
@@ -55,7 +68,7 @@ async fn call(app: &axum::Router, method: &str, uri: &str, body: Option<Value>) 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn adapters_of_three_interface_versions_serve_side_by_side() {
+async fn adapters_of_four_interface_versions_serve_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
     let path = common::write_config(dir.path(), &format!("{}{LAB}", common::BASE_USDC));
     let db = format!("sqlite://{}", dir.path().join("sr.db").display());
@@ -63,8 +76,17 @@ async fn adapters_of_three_interface_versions_serve_side_by_side() {
     let state = stablerail::server::build_state(&path, &db, system_clock()).await.unwrap();
     let (v4, v2) = (state.registry.asset("base", "usdc").unwrap(), state.registry.asset("lab", "usdc").unwrap());
     let v1 = state.registry.asset("lab1", "usdc").unwrap();
-    assert_eq!((v4.adapter.interface, v2.adapter.interface, v1.adapter.interface), ("0.4.0", "0.2.0", "0.1.0"));
+    let lab4 = state.registry.asset("lab4", "usdc").unwrap();
+    assert_eq!((v4.adapter.interface, v2.adapter.interface, v1.adapter.interface), ("0.5.0", "0.2.0", "0.1.0"));
     assert_eq!((&*v4.adapter.name, &*v2.adapter.name, &*v1.adapter.name), ("eip3009", "lab-v2", "lab-v1"));
+    assert_eq!((lab4.adapter.interface, &*lab4.adapter.name), ("0.4.0", "lab-v4"));
+
+    // 0.4.0 refuses a proof with 0.1.0's proof-error, which 0.5.0 replaced:
+    // the host reads both as its own.
+    let terms = Terms { amount: "7".into(), pay_to: MERCHANT.into(), max_timeout_seconds: 60 };
+    let r = lab4.requirements(&terms).await.unwrap().unwrap();
+    let refused = lab4.verify(&r, "{}").await.unwrap().unwrap_err();
+    assert_eq!(refused, stablerail::payment::ProofError::SignerMismatch("lab-v4 accepts no proofs (2 bytes)".into()));
 
     // 0.2.0 receives the token's EIP-712 domain as one record.
     let terms = Terms { amount: "1500000".into(), pay_to: MERCHANT.into(), max_timeout_seconds: 60 };
@@ -92,7 +114,7 @@ async fn adapters_of_three_interface_versions_serve_side_by_side() {
     // One server, both versions: each chain listed, an intent on each.
     let app = stablerail::api::router(state.clone());
     let (_, chains) = call(&app, "GET", "/api/chains", None).await;
-    assert_eq!(chains["chains"], json!(["base", "lab", "lab1"]));
+    assert_eq!(chains["chains"], json!(["base", "lab", "lab1", "lab4"]));
     for (chain, name) in [("base", "USD Coin"), ("lab", "Lab Dollar"), ("lab1", "Lab One")] {
         let body = json!({ "recipient": MERCHANT, "amount": "1.5", "payer_chain": chain });
         let (status, intent) = call(&app, "POST", "/api/intents", Some(body)).await;

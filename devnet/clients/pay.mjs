@@ -3,19 +3,20 @@
 // (base64 of the x402 v2 PaymentPayload).
 //
 //   echo '<requirements>' | node pay.mjs 0x<payer private key> [rpc url]
+//   echo '<requirements>' | node pay.mjs smart:<base64 wallet JSON> [rpc url]   (smart-signer.mjs)
 //
 // With an RPC URL the signer can read chain state, which Permit2 payments
 // need: the client checks the payer's Permit2 allowance and, when it falls
 // short, signs whichever gas-sponsoring extension `extra.extensions` offers.
 import { createPublicClient, http } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { toClientEvmSigner } from "@x402/evm";
 import { command } from "./command.mjs";
+import { payerSigner } from "./smart-signer.mjs";
 
 export async function main(args, input) {
   const requirements = JSON.parse(input);
-  const account = privateKeyToAccount(args[0]);
+  const account = payerSigner(args[0]);
   const rpc = args[1];
   const signer = rpc ? toClientEvmSigner(account, createPublicClient({ transport: http(rpc) })) : account;
   const scheme = new ExactEvmScheme(signer);

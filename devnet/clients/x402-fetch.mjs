@@ -3,12 +3,13 @@
 // Solana keypair. Unmodified packages.
 //
 //   node x402-fetch.mjs <url> 0x<payer private key> <asset> [rpc url]
+//   node x402-fetch.mjs <url> smart:<base64 wallet JSON> <asset> [rpc url]   (smart-signer.mjs)
 //   node x402-fetch.mjs <url> <payer ed25519 seed hex> <mint> <solana rpc url>
 //
 // Prints {status, body, payment} where payment is the decoded
 // PAYMENT-RESPONSE header (the facilitator's settle answer).
 import { createPublicClient, http } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { payerSigner } from "./smart-signer.mjs";
 import { x402Client, wrapFetchWithPayment, x402HTTPClient } from "@x402/fetch";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { UptoEvmScheme } from "@x402/evm/upto/client";
@@ -18,8 +19,8 @@ import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
 
 const [url, key, asset, rpc] = process.argv.slice(2);
 const client = new x402Client();
-if (key.startsWith("0x")) {
-  const account = privateKeyToAccount(key);
+if (key.startsWith("0x") || key.startsWith("smart:")) {
+  const account = payerSigner(key);
   const signer = rpc ? toClientEvmSigner(account, createPublicClient({ transport: http(rpc) })) : account;
   client.register("eip155:*", new ExactEvmScheme(signer));
   client.register("eip155:*", new UptoEvmScheme(signer));

@@ -14,6 +14,7 @@ import { createPublicClient, createWalletClient, http, parseEther, toFunctionSel
 import { x402ExactPermit2ProxyABI, x402UptoPermit2ProxyABI } from "@x402/evm";
 import { privateKeyToAccount, mnemonicToAccount } from "viem/accounts";
 import { compile } from "./compile.mjs";
+import { deployFiatToken, fiatTokenAbi } from "./fiattoken.mjs";
 import { multicall3Creation, permit2Runtime, MULTICALL3_ADDRESS, PERMIT2_ADDRESS } from "./canonical.mjs";
 
 // The devnet folder (this file is in one of its role folders).
@@ -22,10 +23,15 @@ const ANVIL = path.join(here, "node_modules/@foundry-rs/anvil-linux-amd64/bin/an
 const PROXY_ADDRESS = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
 const UPTO_PROXY_ADDRESS = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";
 
-// Token fixtures, one per kind of contract the spec's (chain, asset) table needs.
-// fiat: DevUSD (EIP-3009 + EIP-2612, standard or salted domain);
+// Tokens, one per kind of contract the spec's (chain, asset) table needs.
+// fiattoken: Circle's FiatTokenV2_2 (USDC and the USDC-derived tokens,
+// domain version "2"; fiattoken.mjs), published; the rest are fixtures of
+// our own where no published contract fits:
+// fiat: DevUSD (EIP-3009 + EIP-2612 with a domain FiatToken cannot have:
+// USDT0's OpenZeppelin domain with EIP-5267, version "1", or polygon's
+// salted one; MegaUSD's version "1");
 // tether: TetherLike (no permit, no domain; `reset` = ethereum USDT's approve rule).
-const usdc = (decimals = 6) => ({ kind: "fiat", scheme: "eip3009", name: "USD Coin", version: "2", decimals });
+const usdc = (decimals = 6) => ({ kind: "fiattoken", scheme: "eip3009", name: "USD Coin", version: "2", decimals });
 // USDT0 is an OpenZeppelin-based token: it has eip712Domain() (EIP-5267).
 const usdt0 = (name) => ({ kind: "fiat", scheme: "eip3009", name, version: "1", decimals: 6, erc5267: true });
 const tether = (decimals, reset = false) => ({ kind: "tether", scheme: "permit2", decimals, reset });
@@ -104,7 +110,7 @@ async function waitFor(rpc, child) {
   throw new Error(`anvil at ${rpc} did not start`);
 }
 
-const artifacts = { fiat: compile("DevUSD"), tether: compile("TetherLike"), proxy: compile("X402Permit2Proxy"), upto: compile("X402UptoPermit2Proxy") };
+const artifacts = { fiattoken: { abi: fiatTokenAbi }, fiat: compile("DevUSD"), tether: compile("TetherLike"), proxy: compile("X402Permit2Proxy"), upto: compile("X402UptoPermit2Proxy") };
 const permit2Code = permit2Runtime();
 const deployer = mnemonicToAccount(MNEMONIC, { addressIndex: 0 });
 const payers = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => {
@@ -149,6 +155,7 @@ async function placeCanonical(pub, wallet) {
 }
 
 async function deployAsset(pub, wallet, a) {
+  if (a.kind === "fiattoken") return deployFiatToken(pub, wallet, deploy, a, txType);
   return a.kind === "fiat"
     ? deploy(pub, wallet, artifacts.fiat, [a.name, a.version, "USD", a.decimals, Boolean(a.salted), Boolean(a.erc5267)])
     : deploy(pub, wallet, artifacts.tether, ["Tether USD", "USDT", a.decimals, Boolean(a.reset)]);
@@ -178,7 +185,7 @@ for (const name of chains) {
     throw e;
   }
   const chain = { id: c.id, name, nativeCurrency: { name: "ETH", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [rpc] } } };
-  const pub = createPublicClient({ chain, transport: http(rpc) });
+  const pub = createPublicClient({ chain, transport: http(rpc), pollingInterval: 50 });
   const wallet = createWalletClient({ chain, account: deployer, transport: http(rpc) });
   await placeCanonical(pub, wallet);
   const assets = {};
@@ -326,7 +333,7 @@ scheme = "${a.scheme}"
 token = "${a.address}"
 decimals = ${a.decimals}
 `;
-    if (a.kind === "fiat") toml += `eip712_name = ${JSON.stringify(a.name)}\neip712_version = "${a.version}"\n`;
+    if (a.kind !== "tether") toml += `eip712_name = ${JSON.stringify(a.name)}\neip712_version = "${a.version}"\n`;
     toml += `domain = "${a.kind === "tether" ? "none" : a.salted ? "salted" : "standard"}"\n`;
     if (a.reset) toml += `params = { reset-allowance-first = "true" }\n`;
   }

@@ -76,6 +76,11 @@ const receipts = {
   settled: receipt("0x1", terms.pay_to, amount),
   failed: [receipt("0x0", terms.pay_to, amount), receipt("0x1", terms.pay_to, amount - 1n), receipt("0x1", "0x000000000000000000000000000000000000dEaD", amount)],
 };
+// Payers are EOAs: no code (the adapter asks before it checks a
+// signature), for the vectors' payer and the round trip's wallet
+// (`adapter check`'s fixed key, keccak256("stablerail adapter check wallet")).
+const ROUND_TRIP_WALLET = "0x18820040E13957645300D6ADf6994449012c3965";
+const noCode = [payer.address, ROUND_TRIP_WALLET].map((a) => ({ method: "eth_getCode", params: [a, "latest"], result: "0x" }));
 // upto also reads the payer's Permit2 allowance.
 const allowance = which === "upto" ? [call(token, "allowance", [payer.address, PERMIT2], word(10n ** 12n))] : [];
 console.log(JSON.stringify({
@@ -87,5 +92,5 @@ console.log(JSON.stringify({
   other_pay_to: "0x000000000000000000000000000000000000dEaD",
   requirements: { scheme, extra: which === "upto" ? { facilitatorAddress: relayer, name: "USD Coin", version: "2" } : { name: "USD Coin", version: "2" } },
   proofs: [{ name: "x402-v2", proof, payer: payer.address, signature: "/payload/signature", replay: [used(true)], receipts }],
-  chain: [used(false), call(token, "balanceOf", [payer.address], word(10n ** 12n)), ...allowance],
+  chain: [used(false), call(token, "balanceOf", [payer.address], word(10n ** 12n)), ...allowance, ...noCode],
 }, null, 2));

@@ -516,6 +516,12 @@ pub struct Chain {
     /// other is refused. Empty: no hosted wallet swaps here.
     #[serde(default)]
     pub swap_contracts: Vec<String>,
+    /// ERC-6492 factories (EVM): a payer's smart wallet that is not
+    /// deployed yet is deployed through one of these, at the service's gas,
+    /// before its EIP-3009 authorization is settled. Empty (the default):
+    /// counterfactual wallets are refused (`eip6492_factory_not_allowed`).
+    #[serde(default)]
+    pub erc6492_factories: Vec<String>,
     #[serde(default)]
     pub assets: BTreeMap<String, Asset>,
 }
@@ -818,6 +824,12 @@ impl Config {
             .map_err(|e| ConfigError::Invalid(format!("fees.platform_fee_percentage: {e}")))?;
         for (id, chain) in &self.chains {
             crate::decimal::parse(&chain.fee).map_err(|e| ConfigError::Invalid(format!("chains.{id}.fee: {e}")))?;
+            if !chain.erc6492_factories.is_empty() && chain.family != Family::Evm {
+                return bad(format!("chains.{id}.erc6492_factories: ERC-6492 wallets are EVM's"));
+            }
+            if let Some(f) = chain.erc6492_factories.iter().find(|f| !chain.family.facts().is_address(f)) {
+                return bad(format!("chains.{id}.erc6492_factories: `{f}` is not an address"));
+            }
         }
         Ok(())
     }

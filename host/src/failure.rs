@@ -153,6 +153,8 @@ pub fn proof_message(e: &ProofError) -> String {
         ProofError::AlreadyUsed => "authorization was already used".into(),
         ProofError::InsufficientFunds(m) => format!("insufficient funds: {m}"),
         ProofError::NotApproved(m) => format!("token allowance missing: {m}"),
+        ProofError::UndeployedSmartWallet(m) => format!("the paying smart wallet is not deployed: {m}"),
+        ProofError::FactoryNotAllowed(m) => format!("the paying smart wallet's factory is not allowed here: {m}"),
     };
     format!("proof validation failed: {detail}")
 }

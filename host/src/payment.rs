@@ -161,6 +161,11 @@ pub enum ProofError {
     InsufficientFunds(String),
     NotApproved(String),
     ChainUnavailable(String),
+    /// The payer is a smart wallet not deployed yet (ERC-6492), and the
+    /// scheme cannot deploy it before paying (0.5.0 on).
+    UndeployedSmartWallet(String),
+    /// The wallet's ERC-6492 factory is not on the chain's allowlist.
+    FactoryNotAllowed(String),
 }
 
 /// Why an adapter refused any other request.

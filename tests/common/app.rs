@@ -24,6 +24,7 @@ pub const MERCHANT: &str = "0x000000000000000000000000000000000000bEEF";
 /// base and arbitrum (EIP-3009 USDC, collection wallets, fees), polygon
 /// with USDT0 unwired, base USDT behind USDT_ENABLED, TRON behind its flag.
 pub fn config(extra: &str) -> String {
+    const EMPTY_CHAIN: &str = super::empty_chain::URL;
     format!(
         r#"
 [fees]
@@ -40,6 +41,7 @@ TRON_ENABLED = false
 family = "evm"
 chain_id = 8453
 roles = ["payer", "target"]
+rpc_urls = ["{EMPTY_CHAIN}"]
 fee = "0.01"
 explorer_tx_url = "https://basescan.org/tx/{{tx}}"
 collection_address = "{COLLECTOR_BASE}"

@@ -6,6 +6,7 @@ pub mod app;
 pub mod config;
 pub mod devnet;
 pub mod eip3009;
+pub mod empty_chain;
 pub mod process;
 
 use std::path::{Path, PathBuf};
@@ -89,12 +90,14 @@ impl TestClock {
     }
 }
 
-/// base (8453) with live EIP-3009 USDC, mainnet values.
+/// base (8453) with live EIP-3009 USDC, mainnet values, on a chain where
+/// nothing is deployed (`empty_chain`): payers are EOAs.
 pub const BASE_USDC: &str = r#"
 [chains.base]
 family = "evm"
 chain_id = 8453
 roles = ["payer", "target"]
+rpc_urls = ["http://127.0.0.1:21445"]
 
 [chains.base.assets.usdc]
 state = "live"

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stablerail_adapter_kit::amount::{base_units, parse_units};
 use stablerail_adapter_kit::evm::eip3009::*;
+use stablerail_adapter_kit::evm::payer::{self, Deployment, Signed};
 use stablerail_adapter_kit::evm::{self, parse_address, parse_b256, same_address, token_domain};
 use stablerail_adapter_kit::types::{
     AdapterError, AssetContext, Description, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SchemeRef, SettleStep,
@@ -37,7 +38,13 @@ struct Authorization {
 struct Checked {
     payment: VerifiedPayment,
     auth: TransferWithAuthorization,
+    /// What the token is given.
     signature: Vec<u8>,
+    /// The payer has code: the token asks it (ERC-1271), and its 65-byte
+    /// signatures are passed as they are, never re-encoded as (v, r, s).
+    contract: bool,
+    /// A smart wallet to deploy first (ERC-6492, allowed factory).
+    deployment: Option<Deployment>,
 }
 
 pub struct Eip3009;
@@ -85,37 +92,13 @@ impl Guest for Eip3009 {
 
     fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<Vec<SettleStep>, ProofError> {
         let c = check(&ctx, &requirements, &proof)?;
-        let a = c.auth;
-        let data = if c.signature.len() == 65 {
-            let (v, r, s) = evm::split_signature(&c.signature);
-            transferWithAuthorization_0Call {
-                from: a.from,
-                to: a.to,
-                value: a.value,
-                validAfter: a.validAfter,
-                validBefore: a.validBefore,
-                nonce: a.nonce,
-                v,
-                r,
-                s,
-            }
-            .abi_encode()
-        } else {
-            transferWithAuthorization_1Call {
-                from: a.from,
-                to: a.to,
-                value: a.value,
-                validAfter: a.validAfter,
-                validBefore: a.validBefore,
-                nonce: a.nonce,
-                signature: Bytes::from(c.signature),
-            }
-            .abi_encode()
-        };
-        Ok(vec![SettleStep {
+        let mut steps: Vec<SettleStep> = c.deployment.iter().map(|d| payer::deployment_step(&ctx, d)).collect();
+        let data = transfer_call(&c.auth, &c.signature, c.contract);
+        steps.push(SettleStep {
             label: "transferWithAuthorization".into(),
             submission: Submission::EvmCall(EvmCall { to: requirements.asset, data, value: "0".into(), gas_limit: None }),
-        }])
+        });
+        Ok(steps)
     }
 
     fn read_receipt(ctx: AssetContext, payment: VerifiedPayment, receipt: String) -> Result<ReceiptStatus, AdapterError> {
@@ -187,7 +170,22 @@ fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<C
     evm::check_window(auth.validAfter, auth.validBefore)?;
 
     let domain = token_domain(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
-    evm::check_signer(&evm::signing_hash(&auth, &domain), &signature, &auth.from)?;
+    let (signature, contract, deployment) = match payer::check(&evm::signing_hash(&auth, &domain), &signature, &auth.from)? {
+        Signed::Checked { signature, contract } => (signature, contract, None),
+        Signed::Counterfactual { deployment, inner } => {
+            payer::require_allowed(ctx, &deployment)?;
+            // The wallet's signature is good only if the transfer goes
+            // through once the wallet exists: one simulation says both.
+            let token = parse_address(&ctx.token).map_err(ProofError::Unsupported)?;
+            if !payer::simulate_after_deployment(ctx, &deployment, &token, transfer_call(&auth, &inner, true))? {
+                return Err(ProofError::InvalidSignature(format!(
+                    "the transfer fails after deploying {} through factory {}",
+                    auth.from, deployment.factory
+                )));
+            }
+            (inner, true, Some(deployment))
+        }
+    };
 
     let window = |v: U256| u64::try_from(v).unwrap_or(u64::MAX);
     let payment = VerifiedPayment {
@@ -198,7 +196,38 @@ fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<C
         valid_before: window(auth.validBefore),
         replay_key: format!("eip3009:{}:{}:{:#x}:{}", ctx.network, ctx.token.to_lowercase(), auth.from, auth.nonce),
     };
-    Ok(Checked { payment, auth, signature })
+    Ok(Checked { payment, auth, signature, contract, deployment })
+}
+
+/// `transferWithAuthorization`: (v, r, s) for an EOA's 65 bytes, the
+/// `bytes` form (FiatToken 2.2) for anything a contract validates.
+fn transfer_call(a: &TransferWithAuthorization, signature: &[u8], contract: bool) -> Vec<u8> {
+    if signature.len() == 65 && !contract {
+        let (v, r, s) = evm::split_signature(signature);
+        transferWithAuthorization_0Call {
+            from: a.from,
+            to: a.to,
+            value: a.value,
+            validAfter: a.validAfter,
+            validBefore: a.validBefore,
+            nonce: a.nonce,
+            v,
+            r,
+            s,
+        }
+        .abi_encode()
+    } else {
+        transferWithAuthorization_1Call {
+            from: a.from,
+            to: a.to,
+            value: a.value,
+            validAfter: a.validAfter,
+            validBefore: a.validBefore,
+            nonce: a.nonce,
+            signature: Bytes::from(signature.to_vec()),
+        }
+        .abi_encode()
+    }
 }
 
 fn nonce_of(replay_key: &str) -> Result<B256, ProofError> {

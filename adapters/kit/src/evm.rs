@@ -4,7 +4,7 @@
 //! ```ignore
 //! use stablerail_adapter_kit::evm::{self, eip3009::TransferWithAuthorization};
 //! let digest = evm::signing_hash(&auth, &evm::token_domain(&ctx)?);
-//! evm::check_signer(&digest, &signature, &auth.from)?;
+//! let signed = evm::payer::check(&digest, &signature, &auth.from)?;
 //! ```
 //!
 //! Hashing goes through the host's native Keccak ([`signing_hash`],
@@ -23,6 +23,8 @@ use crate::types::{
     VerifiedPayment,
 };
 use crate::{chain, host};
+
+pub mod payer;
 
 /// EIP-3009 `transferWithAuthorization`: the typed data a payer signs and
 /// the token's calls.
@@ -257,31 +259,6 @@ pub fn as_adapter_error(e: ProofError) -> AdapterError {
         ProofError::ChainUnavailable(m) => AdapterError::ChainUnavailable(m),
         other => AdapterError::Malformed(format!("{other:?}")),
     }
-}
-
-/// A non-65-byte signature: the signer must be a contract wallet that
-/// accepts it under ERC-1271.
-pub fn erc1271_check(wallet: &Address, digest: &B256, signature: &[u8]) -> Result<(), ProofError> {
-    const MAGIC: [u8; 4] = [0x16, 0x26, 0xba, 0x7e];
-    let call = isValidSignatureCall { hash: *digest, signature: signature.to_vec().into() };
-    let out = eth_call(wallet, call.abi_encode())?;
-    match isValidSignatureCall::abi_decode_returns(&out) {
-        Ok(m) if m.0 == MAGIC => Ok(()),
-        _ => Err(ProofError::InvalidSignature(format!("{}-byte signature is not a valid ERC-1271 signature of {wallet}", signature.len()))),
-    }
-}
-
-/// Check that `signature` over `digest` was made by `signer` (an EOA, or a
-/// contract wallet for longer signatures).
-pub fn check_signer(digest: &B256, signature: &[u8], signer: &Address) -> Result<(), ProofError> {
-    if signature.len() != 65 {
-        return erc1271_check(signer, digest, signature);
-    }
-    let got = recover(digest, signature).map_err(ProofError::InvalidSignature)?;
-    if got != *signer {
-        return Err(ProofError::SignerMismatch(format!("signed by {got}, not {signer}")));
-    }
-    Ok(())
 }
 
 /// x402's window: valid from `valid_after`, and at least

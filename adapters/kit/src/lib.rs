@@ -1,5 +1,5 @@
 //! `stablerail-adapter-kit`: the guest SDK for stablerail chain adapters,
-//! on the newest interface this host links (`stablerail:adapter@0.4.0`).
+//! on the newest interface this host links (`stablerail:adapter@0.5.0`).
 //!
 //! An adapter is a crate of `crate-type = ["cdylib"]` built for
 //! `wasm32-wasip2`. It implements [`Guest`] and exports it:
@@ -40,28 +40,30 @@
 //! `stablerail adapter check FILE.wasm --vectors vectors.json` checks what
 //! it builds. The interface's compatibility promise is in `wit/README.md`.
 
-/// The generated bindings of `stablerail:adapter@0.4.0` (exports and host
+/// The generated bindings of `stablerail:adapter@0.5.0` (exports and host
 /// imports). Most adapters need only [`types`], [`Guest`] and [`export!`].
 #[cfg(feature = "bindings")]
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "stablerail:adapter/adapter@0.4.0",
-        path: "../../wit/0.4.0",
+        world: "stablerail:adapter/adapter@0.5.0",
+        path: "../../wit/0.5.0",
         generate_all,
         pub_export_macro: true,
         default_bindings_module: "stablerail_adapter_kit::bindings",
     });
 }
 
-/// Every type of the interface under one name. 0.4.0 keeps 0.1.0's records
-/// and replaces two: the asset context (0.3.0's, with the EIP-712 domain
-/// as one record and the host's relayer) and the signing request (0.4.0's).
+/// Every type of the interface under one name. 0.5.0 keeps 0.1.0's records
+/// and replaces three: the asset context (0.3.0's, with the EIP-712 domain
+/// as one record and the host's relayer), the signing request (0.4.0's) and
+/// the proof error (0.5.0's, with the smart-wallet refusals).
 #[cfg(feature = "bindings")]
 pub mod types {
     pub use crate::bindings::stablerail::adapter0_1_0::types::*;
     pub use crate::bindings::stablerail::adapter0_2_0::types::{DomainShape, Eip712Domain};
     pub use crate::bindings::stablerail::adapter0_3_0::types::AssetContext;
     pub use crate::bindings::stablerail::adapter0_4_0::types::SigningRequest;
+    pub use crate::bindings::stablerail::adapter0_5_0::types::ProofError;
 }
 
 pub mod amount;
@@ -79,7 +81,7 @@ pub mod x402;
 #[cfg(feature = "bindings")]
 pub use bindings::export;
 #[cfg(feature = "bindings")]
-pub use bindings::exports::stablerail::adapter0_4_0::scheme::Guest;
+pub use bindings::exports::stablerail::adapter0_5_0::scheme::Guest;
 
 /// A setting of this (chain, asset) from `chains.toml` `params`.
 #[cfg(feature = "bindings")]

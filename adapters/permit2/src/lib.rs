@@ -289,7 +289,7 @@ fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &s
     evm::check_window(permit.witness.validAfter, permit.deadline)?;
     let now = host::now();
     let domain = setup.domain(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
-    evm::check_signer(&evm::signing_hash(&permit, &domain), &signature, &owner)?;
+    let (signature, _) = evm::payer::check_deployed(&evm::signing_hash(&permit, &domain), &signature, &owner)?;
 
     let ext: Extensions = match &p.extensions {
         Some(v) => serde_json::from_value(v.clone()).map_err(|e| ProofError::Malformed(format!("extensions: {e}")))?,

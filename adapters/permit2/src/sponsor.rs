@@ -67,7 +67,12 @@ pub fn check_permit(e: &Expect, info: &PermitInfo) -> Result<Sponsor, ProofError
     let signature = hex::decode(&info.signature).map_err(|_| ProofError::InvalidSignature("permit signature is not hex".into()))?;
     let permit = Permit { owner: e.payer, spender: e.permit2, value, nonce, deadline };
     let domain = token_domain(e.ctx).map_err(|err| ProofError::Unsupported(format!("{err:?}")))?;
-    match evm::check_signer(&evm::signing_hash(&permit, &domain), &signature, &e.payer) {
+    match evm::payer::check_deployed(&evm::signing_hash(&permit, &domain), &signature, &e.payer) {
+        // The proxy hands the token (v, r, s) only.
+        Ok((signature, _)) if signature.len() != 65 => Err(ProofError::InvalidSignature(format!(
+            "EIP-2612 permit signature is {} bytes; the x402 proxy passes a 65-byte (v, r, s) permit only",
+            signature.len()
+        ))),
         Err(ProofError::SignerMismatch(m)) if e.ctx.eip712.as_ref().is_some_and(|d| d.shape == DomainShape::Salted) => {
             // Name the usual mistake: a chainId domain for a salted token.
             let chain_domain = Eip712Domain { salt: None, chain_id: e.ctx.chain_id.map(U256::from), ..domain };
@@ -79,7 +84,7 @@ pub fn check_permit(e: &Expect, info: &PermitInfo) -> Result<Sponsor, ProofError
             Err(ProofError::SignerMismatch(format!("EIP-2612 permit {m}{hint}")))
         }
         Err(ProofError::SignerMismatch(m)) => Err(ProofError::SignerMismatch(format!("EIP-2612 permit {m}"))),
-        other => other.map(|()| Sponsor::Permit { value, nonce, deadline, signature }),
+        other => other.map(|(signature, _)| Sponsor::Permit { value, nonce, deadline, signature }),
     }
 }
 

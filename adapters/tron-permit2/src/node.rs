@@ -5,7 +5,8 @@ use alloy_primitives::{hex, Address, B256, U256};
 use serde_json::{json, Value};
 
 use crate::stablerail::adapter0_1_0::chain::{self, QueryError};
-use crate::stablerail::adapter0_1_0::types::{AdapterError, ProofError, ReceiptStatus, SettledTransfer};
+use crate::stablerail::adapter0_1_0::types::{AdapterError, ReceiptStatus, SettledTransfer};
+use crate::stablerail::adapter0_5_0::types::ProofError;
 use tron_wire::address;
 use tron_wire::raw::Reference;
 

@@ -213,7 +213,7 @@ fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &s
     }
     let charge = parse_units(&req.amount).map_err(malformed)?;
     evm::check_window(permit.witness.validAfter, permit.deadline)?;
-    evm::check_signer(&evm::signing_hash(&permit, &setup.domain(ctx)?), &signature, &owner)?;
+    let (signature, _) = evm::payer::check_deployed(&evm::signing_hash(&permit, &setup.domain(ctx)?), &signature, &owner)?;
 
     let window = |v: U256| u64::try_from(v).unwrap_or(u64::MAX);
     let payment = VerifiedPayment {

@@ -180,10 +180,22 @@ pub fn describe_serves(d: &wit::Description) -> String {
 /// `max_priority_fee_microlamports` (an asset's own setting wins).
 pub const MAX_PRIORITY_FEE_PARAM: &str = "max-priority-fee-microlamports";
 
+/// The asset parameters through which an EVM adapter learns the chain's
+/// `erc6492_factories` (comma-separated) and `multicall3_address` (absent:
+/// the canonical one), for smart-wallet payers (WIT 0.5.0).
+pub const ERC6492_FACTORIES_PARAM: &str = "erc6492-factories";
+pub const MULTICALL3_PARAM: &str = "multicall3";
+
 fn asset_context(chain_id: &str, chain: &config::Chain, key: &str, asset: &config::Asset) -> wit::AssetContext {
     let mut params: Vec<(String, String)> = asset.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     if let Some(cap) = chain.adapter_priority_fee_cap().filter(|_| !asset.params.contains_key(MAX_PRIORITY_FEE_PARAM)) {
         params.push((MAX_PRIORITY_FEE_PARAM.into(), cap.to_string()));
+    }
+    if chain.family == config::Family::Evm {
+        params.push((ERC6492_FACTORIES_PARAM.into(), chain.erc6492_factories.join(",")));
+        if let Some(m) = &chain.multicall3_address {
+            params.push((MULTICALL3_PARAM.into(), m.clone()));
+        }
     }
     wit::AssetContext {
         chain: chain_id.into(),
@@ -376,7 +388,7 @@ impl AssetAdapter {
     ) -> Result<Result<Vec<p::SettleStep>, p::ProofError>, CallError> {
         let (req, proof) = (convert::requirements(req), proof.to_string());
         let r = self.call("settle", move |g, s, ctx| g.settle(s, ctx, &req, &proof)).await?;
-        Ok(r.map(|steps| steps.into_iter().map(Into::into).collect()).map_err(Into::into))
+        Ok(r.map(|steps| steps.into_iter().map(Into::into).collect()))
     }
 
     pub async fn read_receipt(

@@ -416,15 +416,22 @@ async fn receipts(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequiremen
     c.pass(&check, format!("settled in {} (block {}); {} other receipt(s) read failed", settled.tx_hash, settled.block, r.failed.len()));
 }
 
+/// The secp256k1 key of the round trip's host-held wallet: fixed, so a
+/// vectors file can record what the chain says of its address (an EVM
+/// payer's code, read before its signature is checked).
+/// keccak256("stablerail adapter check wallet"); address
+/// 0x18820040E13957645300D6ADf6994449012c3965.
+pub const ROUND_TRIP_KEY: [u8; 32] = alloy_primitives::hex!("30025954976c56a882062225ea3bc2a537f27a54a39883010c2d279cb8723675");
+
 /// A host-held wallet's payment, end to end: what `authorize` asks to be
-/// signed, signed by a fresh key as the host would (an EVM digest as it is;
+/// signed, signed by the round trip's key as the host would (an EVM digest as it is;
 /// a TRON `raw_data` by its txID, sha256 of the bytes; a Solana message by
 /// ed25519), `assemble`d, and
 /// accepted by `verify` as that key's payment.
 async fn round_trip(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirements, v: &Vectors) {
     use alloy_signer::SignerSync;
     const CHECK: &str = "authorize/assemble";
-    let key = alloy_signer_local::PrivateKeySigner::random();
+    let key = alloy_signer_local::PrivateKeySigner::from_bytes(&ROUND_TRIP_KEY.into()).expect("a valid secp256k1 key");
     // A Solana wallet: a fresh ed25519 key.
     let ed = ed25519_dalek::SigningKey::from_bytes(&rand::random::<[u8; 32]>());
     let facts = v.context.family.facts();

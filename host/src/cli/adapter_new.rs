@@ -36,8 +36,9 @@ pub struct Skeleton {
     siblings: &'static [&'static str],
     /// Its other dependencies, as manifest lines.
     dependencies: &'static str,
-    /// Text replaced in its sources, each of which must occur: what moves a
-    /// shipped adapter of an older interface onto the kit's bindings.
+    /// Text replaced in its sources, each of which must occur once in one
+    /// of them: what moves a shipped adapter of an older interface onto the
+    /// kit's bindings.
     pub rewrites: &'static [(&'static str, &'static str)],
 }
 
@@ -80,7 +81,8 @@ hex = "0.4"
 
 /// The shipped Solana adapter keeps its own 0.3.0 bindings (it is the
 /// suite's component of that version); its skeleton is moved onto the kit's
-/// 0.4.0 bindings, whose only change for it is the signing request's type.
+/// 0.5.0 bindings, whose only changes for it are the signing request's type
+/// (0.4.0) and the proof error's (0.5.0).
 pub const SOLANA: Skeleton = Skeleton {
     family: "solana",
     shipped: "solana-spl",
@@ -111,11 +113,19 @@ spl-associated-token-account-interface = "2"
     rewrites: &[
         (
             "wit_bindgen::generate!({\n    world: \"stablerail:adapter/adapter@0.3.0\",\n    path: \"../../wit/0.3.0\",\n    generate_all,\n});\n",
-            "// The kit's bindings of 0.4.0, under the names the modules use.\nuse stablerail_adapter_kit::bindings::{exports, stablerail};\n",
+            "// The kit's bindings of 0.5.0, under the names the modules use.\nuse stablerail_adapter_kit::bindings::{exports, stablerail};\n",
         ),
         (
             "use exports::stablerail::adapter0_3_0::scheme::Guest;\n",
-            "use exports::stablerail::adapter0_4_0::scheme::Guest;\nuse stablerail::adapter0_4_0::types::SigningRequest;\n",
+            "use exports::stablerail::adapter0_5_0::scheme::Guest;\nuse stablerail::adapter0_4_0::types::SigningRequest;\nuse stablerail::adapter0_5_0::types::ProofError;\n",
+        ),
+        (
+            "use crate::stablerail::adapter0_1_0::types::{AdapterError, ProofError};\n",
+            "use crate::stablerail::adapter0_1_0::types::AdapterError;\nuse crate::stablerail::adapter0_5_0::types::ProofError;\n",
+        ),
+        (
+            "use crate::stablerail::adapter0_1_0::types::{PaymentRequirements, ProofError};\n",
+            "use crate::stablerail::adapter0_1_0::types::PaymentRequirements;\nuse crate::stablerail::adapter0_5_0::types::ProofError;\n",
         ),
         ("\nexport!(SolanaSpl);\n", "\nstablerail_adapter_kit::export!(SolanaSpl with_types_in stablerail_adapter_kit::bindings);\n"),
     ],
@@ -250,10 +260,8 @@ strip = true
 pub fn source(name: &str, skeleton: &Skeleton, text: &str, lib: bool) -> String {
     let shipped = skeleton.shipped;
     let mut text = text.to_string();
-    if lib {
-        for (from, to) in skeleton.rewrites {
-            text = text.replace(from, to);
-        }
+    for (from, to) in skeleton.rewrites {
+        text = text.replace(from, to);
     }
     let body = text
         .replace(&format!("name: \"{shipped}\".into()"), &format!("name: {name:?}.into()"))

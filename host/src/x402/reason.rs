@@ -66,6 +66,11 @@ pub enum Reason {
     SettlementPending,
     /// The chain could not be asked: nothing is known either way.
     ChainUnavailable,
+    /// An ERC-6492 payer (a smart wallet not deployed yet) where the scheme
+    /// cannot deploy it first (Permit2).
+    UndeployedSmartWallet,
+    /// An ERC-6492 payer whose factory is not on the chain's allowlist.
+    FactoryNotAllowed,
 }
 
 impl Reason {
@@ -86,6 +91,8 @@ impl Reason {
             NotAllowed,
             SettlementPending,
             ChainUnavailable,
+            UndeployedSmartWallet,
+            FactoryNotAllowed,
         ];
         for family in crate::family::ALL {
             all.extend(Fault::ALL.into_iter().map(|f| Payload(family, f)));
@@ -109,6 +116,8 @@ impl Reason {
             Reason::NotAllowed => "payment_not_allowed",
             Reason::SettlementPending => "settlement_pending",
             Reason::ChainUnavailable => "unexpected_settle_error",
+            Reason::UndeployedSmartWallet => "invalid_exact_evm_payload_undeployed_smart_wallet",
+            Reason::FactoryNotAllowed => "eip6492_factory_not_allowed",
         }
     }
 
@@ -139,6 +148,8 @@ impl Reason {
             Reason::NotAllowed => "this payment is not allowed without a facilitator key",
             Reason::SettlementPending => "the transfer is broadcast and not final yet; settle the same payload again",
             Reason::ChainUnavailable => "the chain could not be reached; nothing was settled, try again",
+            Reason::UndeployedSmartWallet => "the payer is a smart wallet that is not deployed yet; this scheme cannot deploy it",
+            Reason::FactoryNotAllowed => "the payer's smart wallet would be deployed by a factory this facilitator does not allow",
         }
     }
 
@@ -161,6 +172,8 @@ impl Reason {
             ProofError::InsufficientFunds(_) => Reason::InsufficientFunds,
             ProofError::NotApproved(_) => Reason::AllowanceRequired,
             ProofError::ChainUnavailable(_) => Reason::ChainUnavailable,
+            ProofError::UndeployedSmartWallet(_) => Reason::UndeployedSmartWallet,
+            ProofError::FactoryNotAllowed(_) => Reason::FactoryNotAllowed,
         }
     }
 }

@@ -10,10 +10,12 @@ use wasmtime::Store;
 use super::HostState;
 use crate::payment as p;
 
+mod indexed;
 pub mod v0_1;
 pub mod v0_2;
 pub mod v0_3;
 pub mod v0_4;
+pub mod v0_5;
 
 /// The host's records: 0.1.0's, which every later version uses.
 pub use v0_1::stablerail::adapter::types;
@@ -21,7 +23,8 @@ pub use v0_1::stablerail::adapter::types;
 type Link = fn(InstancePre<HostState>) -> wasmtime::Result<Box<dyn Linked>>;
 
 /// Every version this host links, oldest first, with how to link it.
-const LINKS: [(&str, Link); 4] = [("0.1.0", v0_1::link), ("0.2.0", v0_2::link), ("0.3.0", v0_3::link), ("0.4.0", v0_4::link)];
+const LINKS: [(&str, Link); 5] =
+    [("0.1.0", v0_1::link), ("0.2.0", v0_2::link), ("0.3.0", v0_3::link), ("0.4.0", v0_4::link), ("0.5.0", v0_5::link)];
 
 /// The interface versions this host links, oldest first.
 pub fn versions() -> impl DoubleEndedIterator<Item = &'static str> + ExactSizeIterator {
@@ -73,9 +76,9 @@ pub trait Scheme {
         ctx: Context,
         req: &types::PaymentRequirements,
         proof: &str,
-    ) -> Call<Result<types::VerifiedPayment, types::ProofError>>;
+    ) -> Call<Result<types::VerifiedPayment, p::ProofError>>;
 
-    fn preflight(&self, s: S, ctx: Context, payment: &types::VerifiedPayment) -> Call<Result<(), types::ProofError>>;
+    fn preflight(&self, s: S, ctx: Context, payment: &types::VerifiedPayment) -> Call<Result<(), p::ProofError>>;
 
     fn settle(
         &self,
@@ -83,7 +86,7 @@ pub trait Scheme {
         ctx: Context,
         req: &types::PaymentRequirements,
         proof: &str,
-    ) -> Call<Result<Vec<types::SettleStep>, types::ProofError>>;
+    ) -> Call<Result<Vec<types::SettleStep>, p::ProofError>>;
 
     fn read_receipt(
         &self,
@@ -141,14 +144,14 @@ macro_rules! same_calls {
             $c: Context,
             req: &types::PaymentRequirements,
             proof: &str,
-        ) -> Call<Result<types::VerifiedPayment, types::ProofError>> {
+        ) -> Call<Result<types::VerifiedPayment, $crate::payment::ProofError>> {
             let $me = self;
-            $guest.call_verify(s, &$ctx, req, proof)
+            Ok($guest.call_verify(s, &$ctx, req, proof)?.map_err(Into::into))
         }
 
-        fn preflight(&self, s: S, $c: Context, payment: &types::VerifiedPayment) -> Call<Result<(), types::ProofError>> {
+        fn preflight(&self, s: S, $c: Context, payment: &types::VerifiedPayment) -> Call<Result<(), $crate::payment::ProofError>> {
             let $me = self;
-            $guest.call_preflight(s, &$ctx, payment)
+            Ok($guest.call_preflight(s, &$ctx, payment)?.map_err(Into::into))
         }
 
         fn settle(
@@ -157,9 +160,9 @@ macro_rules! same_calls {
             $c: Context,
             req: &types::PaymentRequirements,
             proof: &str,
-        ) -> Call<Result<Vec<types::SettleStep>, types::ProofError>> {
+        ) -> Call<Result<Vec<types::SettleStep>, $crate::payment::ProofError>> {
             let $me = self;
-            $guest.call_settle(s, &$ctx, req, proof)
+            Ok($guest.call_settle(s, &$ctx, req, proof)?.map_err(Into::into))
         }
 
         fn read_receipt(

@@ -1,18 +1,11 @@
-//! `stablerail:adapter@0.4.0`, the newest: TRON transfers are signed as
-//! their `raw_data` (the host computes the txID itself). Its `scheme`
-//! exports are type-checked once per adapter instead of on every instance.
-//!
-//! bindgen's `AdapterPre::instantiate` looks every export up and checks its
-//! type against the host's on each new instance: a fifth of a cold call,
-//! for an answer that cannot change, since a component's types are the same
-//! in all its instances. Here the exports are found by index when the
-//! adapter is linked, their types checked once on the adapter's first
-//! instance (`check_types`, before `describe` at load), and each call only
-//! looks its function up by that index.
+//! `stablerail:adapter@0.4.0`: TRON transfers are signed as their
+//! `raw_data` (the host computes the txID itself). Its `scheme` exports are
+//! found by index and type-checked once per adapter (`indexed.rs`).
 
 use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre, TypedFunc};
 use wasmtime::Store;
 
+use super::indexed::{indexed_scheme, typed_exports};
 use super::v0_3::context;
 use super::{same_calls, types, Call, Context, Linked, Scheme, S};
 use crate::adapter::HostState;
@@ -35,136 +28,4 @@ wasmtime::component::bindgen!({
 use self::stablerail::adapter0_4_0::types as wit4;
 use super::v0_3::stablerail::adapter0_3_0::types as wit3;
 
-struct Pre(InstancePre<HostState>, Indices);
-
-pub(super) fn link(pre: InstancePre<HostState>) -> wasmtime::Result<Box<dyn Linked>> {
-    let indices = Indices::new(pre.component())?;
-    Ok(Box::new(Pre(pre, indices)))
-}
-
-impl Linked for Pre {
-    fn instantiate<'a>(&'a self, store: &mut Store<HostState>) -> wasmtime::Result<Box<dyn Scheme + 'a>> {
-        let instance = self.0.instantiate(store)?;
-        Ok(Box::new(Exports { instance, indices: &self.1 }))
-    }
-}
-
-impl Scheme for Exports<'_> {
-    fn check_types(&self, s: S) -> Call<()> {
-        self.indices.check(s, &self.instance)
-    }
-
-    same_calls!(|me| me, |c| context(c));
-
-    fn authorize(&self, s: S, ctx: Context, transfer: &types::Transfer) -> Call<Result<p::SigningRequest, types::AdapterError>> {
-        Ok(self.call_authorize(s, &context(ctx), transfer)?.map(|r| match r {
-            wit4::SigningRequest::Eip712Digest(d) => p::SigningRequest::Eip712Digest(d),
-            wit4::SigningRequest::TronRawData(raw) => p::SigningRequest::TronRawData(raw),
-            wit4::SigningRequest::SolanaMessage(m) => p::SigningRequest::SolanaMessage(m),
-        }))
-    }
-
-    fn prepare_sender(&self, s: S, ctx: Context, sender: &str, amount: &str) -> Call<Result<Vec<types::SettleStep>, types::AdapterError>> {
-        self.call_prepare_sender(s, &context(ctx), sender, amount)
-    }
-
-    fn assemble(
-        &self,
-        s: S,
-        ctx: Context,
-        req: &types::PaymentRequirements,
-        transfer: &types::Transfer,
-        request: &p::SigningRequest,
-        signature: &[u8],
-    ) -> Call<Result<String, types::AdapterError>> {
-        let request = match request {
-            p::SigningRequest::Eip712Digest(d) => wit4::SigningRequest::Eip712Digest(d.clone()),
-            p::SigningRequest::TronRawData(raw) => wit4::SigningRequest::TronRawData(raw.clone()),
-            p::SigningRequest::SolanaMessage(m) => wit4::SigningRequest::SolanaMessage(m.clone()),
-            p::SigningRequest::TronTxid(_) => wasmtime::bail!("0.4.0 asks for TRON signatures as tron-raw-data"),
-        };
-        self.call_assemble(s, &context(ctx), req, transfer, &request, signature)
-    }
-}
-
-/// The `scheme` interface this module speaks.
-const INTERFACE: &str = "stablerail:adapter/scheme@0.4.0";
-
-macro_rules! typed_exports {
-    (<$lt:lifetime> $( $field:ident = $name:literal ( $($arg:ident : $ty:ty),* ) -> $ret:ty ; )*) => {
-        /// Where each export is in the component.
-        pub struct Indices {
-            $( $field: ComponentExportIndex, )*
-        }
-
-        impl Indices {
-            /// Find every export of the interface; an adapter missing one
-            /// does not fit.
-            pub fn new(component: &Component) -> wasmtime::Result<Indices> {
-                let interface = component
-                    .get_export_index(None, INTERFACE)
-                    .ok_or_else(|| wasmtime::format_err!("no exported instance named `{INTERFACE}`"))?;
-                let find = |name: &str| {
-                    component
-                        .get_export_index(Some(&interface), name)
-                        .ok_or_else(|| wasmtime::format_err!("instance export `{INTERFACE}` does not have export `{name}`"))
-                };
-                Ok(Indices { $( $field: find($name)?, )* })
-            }
-
-            /// Check every export's type against the host's on one instance
-            /// of the component; `Scheme`'s calls rely on it.
-            // One lifetime for every export's borrowed arguments; `describe` has none.
-            #[allow(clippy::extra_unused_lifetimes)]
-            pub fn check<$lt>(&self, store: &mut Store<HostState>, instance: &Instance) -> wasmtime::Result<()> {
-                $(
-                    instance
-                        .get_typed_func::<($($ty,)*), ($ret,)>(&mut *store, &self.$field)
-                        .map_err(|e| e.context(concat!("export `", $name, "`")))?;
-                )*
-                Ok(())
-            }
-        }
-
-        /// One instance's exports.
-        pub struct Exports<'a> {
-            instance: Instance,
-            indices: &'a Indices,
-        }
-
-        impl Exports<'_> {
-            $(
-                #[allow(clippy::extra_unused_lifetimes)]
-                pub fn $field<$lt>(&self, store: &mut Store<HostState>, $($arg: $ty),*) -> wasmtime::Result<$ret> {
-                    let func = self
-                        .instance
-                        .get_func(&mut *store, &self.indices.$field)
-                        .ok_or_else(|| wasmtime::format_err!(concat!("export `", $name, "` is gone")))?;
-                    // SAFETY: `Indices::check` typed this export with these
-                    // very parameter and result types on an instance of the
-                    // same component (the adapter is not served before it
-                    // passed), and a component's types are those of all its
-                    // instances.
-                    let typed = unsafe { TypedFunc::<($($ty,)*), ($ret,)>::new_unchecked(func) };
-                    let (answer,) = typed.call(&mut *store, ($($arg,)*))?;
-                    Ok(answer)
-                }
-            )*
-        }
-    };
-}
-
-typed_exports! {
-    <'x>
-    call_describe = "describe"() -> types::Description;
-    call_normalize_address = "normalize-address"(family: types::Family, address: &'x str) -> Result<String, types::AdapterError>;
-    call_to_base_units = "to-base-units"(amount: &'x str, decimals: u8) -> Result<String, types::AdapterError>;
-    call_requirements = "requirements"(ctx: &'x wit3::AssetContext, terms: &'x types::Terms) -> Result<types::PaymentRequirements, types::AdapterError>;
-    call_verify = "verify"(ctx: &'x wit3::AssetContext, req: &'x types::PaymentRequirements, proof: &'x str) -> Result<types::VerifiedPayment, types::ProofError>;
-    call_preflight = "preflight"(ctx: &'x wit3::AssetContext, payment: &'x types::VerifiedPayment) -> Result<(), types::ProofError>;
-    call_settle = "settle"(ctx: &'x wit3::AssetContext, req: &'x types::PaymentRequirements, proof: &'x str) -> Result<Vec<types::SettleStep>, types::ProofError>;
-    call_read_receipt = "read-receipt"(ctx: &'x wit3::AssetContext, payment: &'x types::VerifiedPayment, receipt: &'x str) -> Result<types::ReceiptStatus, types::AdapterError>;
-    call_authorize = "authorize"(ctx: &'x wit3::AssetContext, transfer: &'x types::Transfer) -> Result<wit4::SigningRequest, types::AdapterError>;
-    call_prepare_sender = "prepare-sender"(ctx: &'x wit3::AssetContext, sender: &'x str, amount: &'x str) -> Result<Vec<types::SettleStep>, types::AdapterError>;
-    call_assemble = "assemble"(ctx: &'x wit3::AssetContext, req: &'x types::PaymentRequirements, transfer: &'x types::Transfer, request: &'x wit4::SigningRequest, signature: &'x [u8]) -> Result<String, types::AdapterError>;
-}
+indexed_scheme!(version = "0.4.0", proof = types::ProofError);
