@@ -63,6 +63,17 @@ fn the_shipped_adapters_pass_every_check_of_their_vectors() {
     let (ok, report) = check("tron_permit2.wasm", Some(&vectors_of("tron-permit2")));
     assert!(ok, "{report:#}");
     every_check_passed(&report, &["replay x402-v2"]);
+    // Contract payers: the EVM adapters accept a wallet's ERC-1271 answer and
+    // refuse what the wallet or the chain's allowlist refuses.
+    for (crate_dir, report) in [
+        ("eip3009", check("eip3009.wasm", Some(&vectors_of("eip3009"))).1),
+        ("permit2", check("permit2.wasm", Some(&vectors_of("permit2"))).1),
+    ] {
+        let rows: Vec<(String, String)> = results(&report).into_iter().filter(|(c, _)| c.starts_with("contract payer")).collect();
+        let want = if crate_dir == "eip3009" { 4 } else { 3 };
+        assert_eq!(rows.len(), want, "{crate_dir}: {report:#}");
+        assert!(rows.iter().all(|(_, r)| r == "pass"), "{crate_dir}: {report:#}");
+    }
     // upto pays resource servers only: no host-held wallet round trip.
     let (ok, report) = check("upto.wasm", Some(&vectors_of("upto")));
     assert!(ok, "{report:#}");
@@ -132,6 +143,22 @@ fn a_check_fails_by_name_when_the_adapter_or_its_chain_differs() {
     assert!(!ok);
     assert_eq!(failed(&report), vec!["verify x402-v2".to_string()], "{report:#}");
 
+    // A contract payer's row fails alone when the wallet says otherwise or
+    // the vectors expect another answer.
+    let mut v = vectors();
+    let magic = format!("0x1626ba7e{}", "0".repeat(56));
+    let answer = v["chain"].as_array().unwrap().iter().position(|a| a["result"] == json!(magic)).unwrap();
+    v["chain"][answer]["result"] = json!(format!("0xffffffff{}", "0".repeat(56)));
+    let (ok, report) = check("eip3009.wasm", Some(&v));
+    assert!(!ok);
+    assert_eq!(failed(&report), vec!["contract payer erc1271".to_string()], "{report:#}");
+    let mut v = vectors();
+    let elsewhere = v["contract_payers"].as_array().unwrap().iter().position(|p| p["refusal"] == "factory-not-allowed").unwrap();
+    v["contract_payers"][elsewhere]["refusal"] = json!("invalid-signature");
+    let (ok, report) = check("eip3009.wasm", Some(&v));
+    assert!(!ok);
+    assert_eq!(failed(&report), vec!["contract payer erc6492-factory-not-allowed".to_string()], "{report:#}");
+
     // Requirements the adapter does not make: `extra` lacks a member.
     let mut v = vectors();
     v["requirements"]["extra"]["feePayer"] = Value::Null;
@@ -174,7 +201,7 @@ fn each_mutant_fails_its_own_check_and_no_other() {
     let with = |fault: &str| {
         let mut v = vectors();
         v["scheme"] = json!("eip3009");
-        v["context"]["params"] = json!({ "mutant": fault });
+        v["context"]["params"]["mutant"] = json!(fault);
         v
     };
     let (ok, report) = check("mutant.wasm", Some(&with("")));
@@ -187,7 +214,8 @@ fn each_mutant_fails_its_own_check_and_no_other() {
         ("amount", vec!["tamper amount x402-v2"]),
         ("recipient", vec!["tamper recipient x402-v2"]),
         ("window", vec!["tamper window (late) x402-v2"]),
-        ("signer", vec!["tamper signer x402-v2"]),
+        // Accepting a signature its signer does not own: a stranger's for a contract wallet too.
+        ("signer", vec!["tamper signer x402-v2", "contract payer erc1271-stranger"]),
         (
             "malformed",
             vec![

@@ -43,6 +43,10 @@ pub struct Vectors {
     /// What the requirements must say beyond the terms.
     pub requirements: Expected,
     pub proofs: Vec<Proof>,
+    /// Proofs from payers that are contracts (ERC-1271, EIP-7702, ERC-6492),
+    /// each checked for `verify`'s answer alone under the chain's answers.
+    #[serde(default)]
+    pub contract_payers: Vec<ContractPayer>,
     /// The chain, as (method, params) → answer.
     #[serde(default)]
     pub chain: Vec<Answer>,
@@ -107,6 +111,20 @@ pub struct Proof {
     /// them the window is tampered by moving the clock.
     #[serde(default)]
     pub expired: Vec<Answer>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContractPayer {
+    pub name: String,
+    /// The payload as the payer sends it (x402 JSON).
+    pub proof: Value,
+    /// The wallet, as the adapter should report it when it accepts.
+    pub payer: String,
+    /// The refusal `verify` must answer, by its WIT name
+    /// (`invalid-signature`, `factory-not-allowed`, …); absent: accepted.
+    #[serde(default)]
+    pub refusal: Option<String>,
 }
 
 /// A receipt that shows the payment, and ones that do not (reverted, another
@@ -369,6 +387,9 @@ async fn dynamic(c: &mut Checks, adapter: &Arc<crate::adapter::Adapter>, v: &Vec
         }
     }
     now.store(base_now, Ordering::SeqCst);
+    for p in &v.contract_payers {
+        contract_payer(c, &a, &req, p).await;
+    }
     for p in &v.proofs {
         receipts(c, &a, &req, p).await;
     }
@@ -482,7 +503,7 @@ async fn round_trip(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirem
     match c.call(CHECK, a.verify(req, &proof)).await {
         // What verify reports beyond the payer is the `verify` check's.
         Some(Ok(p)) if p.payer.eq_ignore_ascii_case(&sender) => {
-            c.pass(CHECK, format!("a fresh key's authorization verifies as its payment ({})", p.payer))
+            c.pass(CHECK, format!("the check's key's authorization verifies as its payment ({})", p.payer))
         }
         Some(Ok(p)) => c.fail(CHECK, format!("verifies as payer {} (expected {sender})", p.payer)),
         Some(Err(e)) => c.fail(CHECK, format!("the assembled proof is refused: {}", refusal(&e))),
@@ -592,6 +613,27 @@ async fn expect(
 }
 
 /// A refusal's kebab-case variant and its text, as the WIT names it.
+/// A contract payer's proof: accepted as the wallet's payment, or refused
+/// with the refusal the vectors name.
+async fn contract_payer(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirements, p: &ContractPayer) {
+    let check = format!("contract payer {}", p.name);
+    let Some(answer) = c.call(&check, a.verify(req, &p.proof.to_string())).await else { return };
+    match (answer, &p.refusal) {
+        (Ok(paid), None) if paid.payer.eq_ignore_ascii_case(&p.payer) => c.pass(&check, format!("accepted: payer {}", paid.payer)),
+        (Ok(paid), None) => c.fail(&check, format!("accepted as {}'s, not {}'s", paid.payer, p.payer)),
+        (Ok(_), Some(want)) => c.fail(&check, format!("accepted; expected {want}")),
+        (Err(e), None) => c.fail(&check, format!("refused: {}", refusal(&e))),
+        (Err(e), Some(want)) => {
+            let got = refusal(&e);
+            if got.split(':').next() == Some(want.as_str()) {
+                c.pass(&check, got)
+            } else {
+                c.fail(&check, format!("expected {want}, got {got}"))
+            }
+        }
+    }
+}
+
 pub fn refusal(e: &ProofError) -> String {
     let text = format!("{e:?}");
     let (name, rest) = text.split_once('(').unwrap_or((&text, ""));
