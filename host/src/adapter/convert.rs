@@ -130,26 +130,37 @@ impl From<wit::ReceiptStatus> for p::ReceiptStatus {
     }
 }
 
-impl From<wit::ProofError> for p::ProofError {
-    fn from(e: wit::ProofError) -> Self {
-        use wit::ProofError as W;
-        match e {
-            W::Malformed(m) => p::ProofError::Malformed(m),
-            W::Unsupported(m) => p::ProofError::Unsupported(m),
-            W::RequirementsMismatch(m) => p::ProofError::RequirementsMismatch(m),
-            W::WrongRecipient(m) => p::ProofError::WrongRecipient(m),
-            W::WrongAmount(m) => p::ProofError::WrongAmount(m),
-            W::NotYetValid => p::ProofError::NotYetValid,
-            W::Expired => p::ProofError::Expired,
-            W::InvalidSignature(m) => p::ProofError::InvalidSignature(m),
-            W::SignerMismatch(m) => p::ProofError::SignerMismatch(m),
-            W::AlreadyUsed => p::ProofError::AlreadyUsed,
-            W::InsufficientFunds(m) => p::ProofError::InsufficientFunds(m),
-            W::NotApproved(m) => p::ProofError::NotApproved(m),
-            W::ChainUnavailable(m) => p::ProofError::ChainUnavailable(m),
+/// `proof-error` of a version into the host's: the thirteen cases 0.1.0
+/// named, and what a later version added (`$more`).
+macro_rules! proof_error_from {
+    ($wit:ty $(, $more:ident)*) => {
+        impl From<$wit> for p::ProofError {
+            fn from(e: $wit) -> Self {
+                type W = $wit;
+                match e {
+                    W::Malformed(m) => p::ProofError::Malformed(m),
+                    W::Unsupported(m) => p::ProofError::Unsupported(m),
+                    W::RequirementsMismatch(m) => p::ProofError::RequirementsMismatch(m),
+                    W::WrongRecipient(m) => p::ProofError::WrongRecipient(m),
+                    W::WrongAmount(m) => p::ProofError::WrongAmount(m),
+                    W::NotYetValid => p::ProofError::NotYetValid,
+                    W::Expired => p::ProofError::Expired,
+                    W::InvalidSignature(m) => p::ProofError::InvalidSignature(m),
+                    W::SignerMismatch(m) => p::ProofError::SignerMismatch(m),
+                    W::AlreadyUsed => p::ProofError::AlreadyUsed,
+                    W::InsufficientFunds(m) => p::ProofError::InsufficientFunds(m),
+                    W::NotApproved(m) => p::ProofError::NotApproved(m),
+                    W::ChainUnavailable(m) => p::ProofError::ChainUnavailable(m),
+                    $( W::$more(m) => p::ProofError::$more(m), )*
+                }
+            }
         }
-    }
+    };
 }
+
+proof_error_from!(wit::ProofError);
+// 0.5.0: smart-wallet payers.
+proof_error_from!(super::wit::v0_5::ProofError, UndeployedSmartWallet, FactoryNotAllowed);
 
 impl From<wit::AdapterError> for p::AdapterError {
     fn from(e: wit::AdapterError) -> Self {

@@ -27,31 +27,9 @@ wasmtime::component::bindgen!({
     },
 });
 
-use self::stablerail::adapter0_5_0::types::ProofError;
+pub use self::stablerail::adapter0_5_0::types::ProofError;
 use super::v0_3::stablerail::adapter0_3_0::types as wit3;
 use super::v0_4::stablerail::adapter0_4_0::types as wit4;
 
+// Its proof-error becomes the host's in `convert.rs`, with 0.1.0's.
 indexed_scheme!(version = "0.5.0", proof = ProofError);
-
-impl From<ProofError> for p::ProofError {
-    fn from(e: ProofError) -> Self {
-        use ProofError as W;
-        match e {
-            W::Malformed(m) => p::ProofError::Malformed(m),
-            W::Unsupported(m) => p::ProofError::Unsupported(m),
-            W::RequirementsMismatch(m) => p::ProofError::RequirementsMismatch(m),
-            W::WrongRecipient(m) => p::ProofError::WrongRecipient(m),
-            W::WrongAmount(m) => p::ProofError::WrongAmount(m),
-            W::NotYetValid => p::ProofError::NotYetValid,
-            W::Expired => p::ProofError::Expired,
-            W::InvalidSignature(m) => p::ProofError::InvalidSignature(m),
-            W::SignerMismatch(m) => p::ProofError::SignerMismatch(m),
-            W::AlreadyUsed => p::ProofError::AlreadyUsed,
-            W::InsufficientFunds(m) => p::ProofError::InsufficientFunds(m),
-            W::NotApproved(m) => p::ProofError::NotApproved(m),
-            W::ChainUnavailable(m) => p::ProofError::ChainUnavailable(m),
-            W::UndeployedSmartWallet(m) => p::ProofError::UndeployedSmartWallet(m),
-            W::FactoryNotAllowed(m) => p::ProofError::FactoryNotAllowed(m),
-        }
-    }
-}
