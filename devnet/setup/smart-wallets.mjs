@@ -9,10 +9,10 @@
 //   node smart-wallets.mjs <rpc> <chain id> <usdc> <usdt> <permit2>
 //
 // Prints {factory, other_factory, wallets: {erc1271, safe, eip7702,
-// counterfactual, counterfactual_elsewhere}}, each wallet in the form
-// smart-signer.mjs signs for. The two counterfactual Safes hold USDC at
-// their predicted addresses and have no code: one through `factory`, one
-// through `other_factory` (the one an operator did not allow).
+// counterfactual, counterfactual_shop, counterfactual_elsewhere}}, each
+// wallet in the form smart-signer.mjs signs for. The counterfactual Safes
+// hold USDC at their predicted addresses and have no code: two through
+// `factory`, one through `other_factory` (the one an operator did not allow).
 import { createRequire } from "node:module";
 import Safe from "@safe-global/protocol-kit";
 import { createPublicClient, createWalletClient, encodeFunctionData, http, maxUint256, parseEther, zeroAddress } from "viem";
@@ -96,9 +96,10 @@ const out = { factory, other_factory: otherFactory, wallets: {} };
   await write(address, SafeContract.abi, "execTransaction", [...txArgs, signature]);
   out.wallets.safe = { kind: "safe", address, key: k, chain_id: chainId, rpc, contracts };
 }
-// Two Safes not deployed yet: their addresses hold USDC, their signatures
-// are ERC-6492 (through the allowed factory, and through the other one).
-for (const [name, at, salt] of [["counterfactual", contracts, 2], ["counterfactual_elsewhere", otherContracts, 3]]) {
+// Safes not deployed yet: their addresses hold USDC, their signatures are
+// ERC-6492 (two through the allowed factory, one for each flow, and one
+// through the other factory).
+for (const [name, at, salt] of [["counterfactual", contracts, 2], ["counterfactual_elsewhere", otherContracts, 3], ["counterfactual_shop", contracts, 4]]) {
   const k = key();
   const { address } = await predictSafe(privateKeyToAccount(k).address, salt, at);
   out.wallets[name] = { kind: "safe", address, key: k, chain_id: chainId, rpc, contracts: at, salt: String(salt) };
