@@ -71,3 +71,25 @@ mod transaction_type_tests {
         assert_eq!(with("").unwrap().families(), [Family::Evm]);
     }
 }
+
+/// `host/src/config.rs`
+mod erc6492_factory_tests {
+    use stablerail::config::Config;
+
+    #[test]
+    fn erc6492_factories_are_evm_addresses() {
+        let evm = |list: &str| {
+            Config::parse(&format!("[chains.base]\nfamily = \"evm\"\nchain_id = 8453\nroles = [\"payer\"]\nerc6492_factories = {list}\n"))
+        };
+        assert!(evm("[]").unwrap().chains["base"].erc6492_factories.is_empty());
+        let factory = "0x0ba5ed0c6aa8c49038f819e587e2633c4a9f428a";
+        assert_eq!(evm(&format!("[\"{factory}\"]")).unwrap().chains["base"].erc6492_factories, vec![factory.to_string()]);
+        let err = evm("[\"0x12\"]").unwrap_err().to_string();
+        assert!(err.contains("chains.base.erc6492_factories") && err.contains("`0x12` is not an address"), "{err}");
+        let tron = Config::parse(&format!(
+            "[service]\ndefault_target_chain = \"tron\"\n[chains.tron]\nfamily = \"tron\"\nchain_id = 728126428\ncaip2 = \"tron:0x2b6653dc\"\nroles = [\"payer\"]\nerc6492_factories = [\"{factory}\"]\n"
+        ));
+        let err = tron.unwrap_err().to_string();
+        assert!(err.contains("ERC-6492 wallets are EVM's"), "{err}");
+    }
+}
