@@ -17,15 +17,20 @@ else
 fi
 dir=.stablerail/devnet
 "$bin" devnet up --dir "$dir" --output table
+# The dashboard's mail: a local SMTP sink that prints each sign-in code.
+node devnet/mail/sink.mjs --port 2525 --out "$dir/mail.jsonl" &
+mail=$!
 # The service replaces this shell (exec), so Ctrl-C or SIGTERM reaches it
 # directly; this watcher ignores both, waits for it to stop, then stops
 # the devnet.
 service=$$
 ( trap '' INT TERM
   while kill -0 "$service" 2>/dev/null; do sleep 0.5; done
+  kill "$mail" 2>/dev/null || true
   "$bin" devnet down --dir "$dir" >/dev/null 2>&1 || true ) &
 echo
 echo "==> serving on http://127.0.0.1:8402 (Ctrl-C stops the service, then the devnet)"
 echo "    in another shell: node devnet/clients/demo.mjs"
 echo "    API contract: http://127.0.0.1:8402/api/openapi.json"
+echo "    dashboard: http://127.0.0.1:8402/dashboard (sign-in codes are printed here as [mail] lines)"
 exec "$bin" serve --config "$dir/chains.toml" --database "sqlite://$PWD/$dir/stablerail.db" "$@"

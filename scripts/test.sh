@@ -17,6 +17,11 @@ host_build=$!
 trap 'kill $host_build 2>/dev/null || true' EXIT
 
 scripts/setup.sh
+# The dashboard's tests drive Debian's Chromium (puppeteer-core, from npm).
+if ! command -v chromium >/dev/null; then
+    echo "==> installing Chromium"
+    apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+fi
 
 echo "==> formatting (rustfmt.toml) [${SECONDS}s]"
 cargo fmt --all --check

@@ -14,12 +14,16 @@ use serde_json::Value;
 
 /// Routes are registered only through utoipa-axum's `routes!`, which needs
 /// the handler's `#[utoipa::path]`; a plain axum `.route(` would add an
-/// undocumented one.
+/// undocumented one. The dashboard's HTML pages (`host/src/dashboard/`) are
+/// not the API: they are routed by axum and described in docs/dashboard.md.
 #[test]
 fn routes_are_added_only_with_their_documentation() {
     fn scan(dir: &Path, found: &mut Vec<String>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
+            if path.is_dir() && path.file_name().is_some_and(|n| n == "dashboard") {
+                continue;
+            }
             if path.is_dir() {
                 scan(&path, found);
             } else if path.extension().is_some_and(|e| e == "rs") {

@@ -12,6 +12,7 @@ mod adapter_check;
 mod adversary;
 mod chains_api;
 mod cli;
+mod dashboard;
 mod database;
 mod eip3009_adapter;
 mod evm_matrix;

@@ -312,6 +312,17 @@ ${out.swap || out.jupiter ? `\n[swap]\nlifi_url = "${out.swap?.url ?? "http://12
 eip3009 = "eip3009.wasm"
 permit2 = "permit2.wasm"
 `;
+// The dashboard, its codes sent to the devnet's SMTP sink (devnet/mail/sink.mjs).
+const mailPort = arg("mail-port", "");
+if (mailPort) {
+  toml += `
+[dashboard]
+enabled = true
+signup = "open"
+smtp_url = "smtp://127.0.0.1:${mailPort}"
+from = "stablerail devnet <dashboard@stablerail.localhost>"
+`;
+}
 for (const [name, c] of Object.entries(out.chains)) {
   toml += `
 [chains.${name}]

@@ -105,6 +105,13 @@ pub async fn issue_keys(db: &Db, pepper: &Pepper, agent_id: &str, now_ms: i64) -
     Ok(c)
 }
 
+/// Add a key pair to an agent, keeping its others (the dashboard); `None`
+/// when it holds as many live keys as it may.
+pub async fn add_keys(db: &Db, pepper: &Pepper, agent_id: &str, now_ms: i64) -> Result<Option<Credentials>, agents::AgentError> {
+    let c = Credentials::generate();
+    Ok(agents::add_key(db, agent_id, &c.api_key, &pepper.hash(&c.secret_key), now_ms).await?.then_some(c))
+}
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum AuthFailure {
     /// No Authorization header.
@@ -122,7 +129,20 @@ pub async fn authenticate(db: &Db, pepper: &Pepper, header: Option<&str>) -> Res
         return Ok(Err(AuthFailure::Invalid));
     };
     match agents::by_api_key(db, api_key).await? {
-        Some((agent, stored)) if pepper.verify(secret, &stored) && agent.status == "active" => Ok(Ok(agent)),
+        Some((agent, stored, last_used)) if pepper.verify(secret, &stored) && agent.status == "active" => {
+            let now = crate::clock::now_ms();
+            // The dashboard's "last used", to the minute, written off the
+            // request's path.
+            if last_used.is_none_or(|t| t <= now - agents::KEY_USE_RESOLUTION_MS) {
+                let (db, key) = (db.clone(), api_key.to_string());
+                tokio::spawn(async move {
+                    if let Err(e) = agents::touch_key(&db, &key, now).await {
+                        tracing::debug!(error = %e, "recording a key's use failed");
+                    }
+                });
+            }
+            Ok(Ok(agent))
+        }
         _ => Ok(Err(AuthFailure::Invalid)),
     }
 }

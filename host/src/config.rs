@@ -49,6 +49,9 @@ pub struct Config {
     /// How long rows that anyone can create and nobody needs are kept.
     #[serde(default)]
     pub retention: Retention,
+    /// The account holders' web pages (`/dashboard`).
+    #[serde(default)]
+    pub dashboard: Dashboard,
     /// Directory of the config file; relative paths resolve against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -260,6 +263,76 @@ pub struct Retention {
 impl Default for Retention {
     fn default() -> Self {
         Retention { expired_intents_hours: 168, failed_settlement_payload_hours: 1, failed_settlements_hours: 168, unseen_swaps_hours: 168 }
+    }
+}
+
+/// Who may make an account on the dashboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Signup {
+    /// Any email that proves itself with a code.
+    Open,
+    /// Only emails the operator invited (`stablerail account invite`).
+    Invite,
+}
+
+/// `[dashboard]`: sign-in by emailed code, sessions, who may sign up.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Dashboard {
+    /// Serve `/dashboard` at all.
+    pub enabled: bool,
+    /// Where codes are sent from: `smtp://host:port` (STARTTLS when the
+    /// server offers it), `smtps://host:port` (TLS), with `user:pass@` if
+    /// the relay wants it. Empty: nobody can sign in.
+    pub smtp_url: String,
+    /// The sender of the codes, `Name <address>`.
+    pub from: String,
+    pub signup: Signup,
+    /// A code's life, and wrong tries before it dies.
+    pub code_ttl_seconds: u64,
+    pub code_attempts: u32,
+    /// After the last wrong try, how long no code is sent or accepted.
+    pub lockout_seconds: u64,
+    /// Least time between two codes to one email.
+    pub resend_seconds: u64,
+    /// A session ends after this long unused, and this long after sign-in.
+    pub session_idle_minutes: u64,
+    pub session_max_hours: u64,
+    /// Code requests per minute per client address.
+    pub sign_in_requests_per_minute: u32,
+}
+
+impl Default for Dashboard {
+    fn default() -> Self {
+        Dashboard {
+            enabled: false,
+            smtp_url: String::new(),
+            from: "stablerail <no-reply@localhost>".into(),
+            signup: Signup::Invite,
+            code_ttl_seconds: 600,
+            code_attempts: 5,
+            lockout_seconds: 900,
+            resend_seconds: 30,
+            session_idle_minutes: 30,
+            session_max_hours: 12,
+            sign_in_requests_per_minute: 10,
+        }
+    }
+}
+
+impl Dashboard {
+    fn validate(&self) -> Result<(), String> {
+        if !self.smtp_url.is_empty() && !["smtp://", "smtps://"].iter().any(|p| self.smtp_url.starts_with(p)) {
+            return Err("dashboard.smtp_url must start with smtp:// or smtps://".into());
+        }
+        if self.from.parse::<lettre::message::Mailbox>().is_err() {
+            return Err(format!("dashboard.from `{}` is not a mailbox (`Name <address>`)", self.from));
+        }
+        if self.code_attempts == 0 || self.code_ttl_seconds == 0 || self.session_idle_minutes == 0 || self.session_max_hours == 0 {
+            return Err("dashboard: code_attempts, code_ttl_seconds, session_idle_minutes and session_max_hours must be positive".into());
+        }
+        Ok(())
     }
 }
 
@@ -738,6 +811,7 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
+        self.dashboard.validate().map_err(ConfigError::Invalid)?;
         for f in &self.floors {
             let Some(chain) = self.chains.get(&f.chain) else {
                 return bad(format!("floors: `{}` is not a configured chain", f.chain));
@@ -863,6 +937,11 @@ impl Config {
             families.insert(0, Family::Evm);
         }
         families
+    }
+
+    /// A transaction's page on the chain's explorer, where one is configured.
+    pub fn explorer_tx_url(&self, chain: &str, tx: &str) -> Option<String> {
+        self.chains.get(chain).filter(|c| !c.explorer_tx_url.is_empty()).map(|c| c.explorer_tx_url.replace("{tx}", tx))
     }
 
     pub fn chains_with_role(&self, role: Role) -> Vec<String> {

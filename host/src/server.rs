@@ -38,6 +38,8 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     let public_budget = Limiter::bounded(config.facilitator.public_settlements_per_minute.max(1), bound);
     let site_limiter = Limiter::bounded(config.limits.site_requests_per_minute(), bound);
     let unseen_swaps = Limiter::bounded(config.swap.unseen_registrations_per_minute.max(1), bound);
+    let sign_in_limiter = Limiter::bounded(config.dashboard.sign_in_requests_per_minute.max(1), bound);
+    let mailer = crate::mail::Mailer::new(&config.dashboard.smtp_url, &config.dashboard.from)?;
     let proxies = crate::client_ip::TrustedProxies::new(config.service.trusted_proxies().map_err(|e| anyhow::anyhow!(e))?);
     let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
     let (config, registry) = (Arc::new(config), Arc::new(registry));
@@ -80,6 +82,8 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         probe_cache: Default::default(),
         unseen_swaps,
         site_limiter,
+        sign_in_limiter,
+        mailer,
         keys,
         work: Default::default(),
         x402,

@@ -20,6 +20,10 @@ pub struct AppState {
     pub facilitator_limiter: crate::ratelimit::Limiter,
     /// Requests per IPv6 site (/48), above its clients' own limits.
     pub site_limiter: crate::ratelimit::Limiter,
+    /// Dashboard code requests and tries, per client.
+    pub sign_in_limiter: crate::ratelimit::Limiter,
+    /// Sends the dashboard's sign-in codes.
+    pub mailer: crate::mail::Mailer,
     /// Swap registrations whose transaction is not on its chain yet, per client.
     pub unseen_swaps: crate::ratelimit::Limiter,
     /// `/readyz`'s and `/metrics`' reads of the chains and the database.

@@ -49,4 +49,7 @@ pub async fn sweep(db: &Db) {
     if let Err(e) = idempotency::purge_expired(db, now).await {
         tracing::warn!(error = %e, "idempotency purge failed");
     }
+    if let Err(e) = crate::store::dashboard::purge(db, now).await {
+        tracing::warn!(error = %e, "sessions purge failed");
+    }
 }

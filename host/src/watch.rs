@@ -159,16 +159,11 @@ pub async fn check_balances(cfg: &Config, keys: &Keystore, drivers: &Drivers, wa
                     continue;
                 }
             };
-            let native = &cfg.chains[chain].native_asset;
             for b in &balances {
                 let shown = crate::wallets::display(b.raw, b.decimals);
                 let amount = crate::decimal::parse(&shown).unwrap_or_default();
                 crate::telemetry::wallet_balance(&name, chain, &b.asset, amount);
-                let floor = cfg
-                    .floors
-                    .iter()
-                    .find(|f| f.wallet == name && &f.chain == chain && (f.asset == b.asset || (f.asset == "native" && &b.asset == native)));
-                if let Some(f) = floor {
+                if let Some(f) = floor(cfg, &name, chain, &b.asset) {
                     let min = crate::decimal::parse(&f.amount).unwrap_or_default();
                     if amount < min {
                         tracing::warn!(wallet = %name, %address, chain = %chain, asset = %b.asset, balance = %shown, floor = %f.amount, "service wallet below its floor");
@@ -179,6 +174,12 @@ pub async fn check_balances(cfg: &Config, keys: &Keystore, drivers: &Drivers, wa
         }
     }
     *watch.low.write().unwrap() = low;
+}
+
+/// The floor configured for a service wallet's balance of `asset` on `chain`.
+pub fn floor<'a>(cfg: &'a Config, wallet: &str, chain: &str, asset: &str) -> Option<&'a crate::config::Floor> {
+    let native = &cfg.chains.get(chain)?.native_asset;
+    cfg.floors.iter().find(|f| f.wallet == wallet && f.chain == chain && (f.asset == asset || (f.asset == "native" && asset == native)))
 }
 
 /// What a chain's node said to `eth_chainId`.

@@ -49,5 +49,5 @@ async fn create(s: &Shared, agent: Option<&Agent>, body: &[u8]) -> Result<views:
     let req: CreateRequest = serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
     let record = create_intent::create(s, agent, req).await?;
     let v = views::created(&record, record.created_at);
-    Ok(if agent.is_none() { views::public(v, &record) } else { v })
+    Ok(if agent.is_none() { views::public(v) } else { v })
 }

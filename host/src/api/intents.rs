@@ -32,7 +32,7 @@ fn view(s: &Shared, found: Found, agent: Option<&Agent>) -> AnyIntent {
         Found::Swap(i) => AnyIntent::Swap(SwapIntentView::of(i)),
         Found::Payment(i) => {
             let v = views::intent(&s.config, &i, crate::clock::now_ms());
-            AnyIntent::Payment(if agent.is_none() { views::public(v, &i) } else { v })
+            AnyIntent::Payment(if agent.is_none() { views::public(v) } else { v })
         }
     }
 }

@@ -98,6 +98,7 @@ pub fn router(state: Shared) -> Router {
     let x402 = x402.layer(from_fn_with_state(state.clone(), facilitator::caller));
     // Probes and the document are never rate-limited.
     let (routes, _) = probes.merge(public).merge(agent).merge(x402).split_for_parts();
+    let dashboard = crate::dashboard::router(&state);
     routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -109,6 +110,8 @@ pub fn router(state: Shared) -> Router {
         ))
         .layer(axum::middleware::from_fn(json_bodies_only))
         .layer(axum::middleware::map_response(envelope_everything))
+        // The dashboard's pages: HTML and forms, so outside the JSON rules.
+        .merge(dashboard)
         .layer(axum::middleware::from_fn(http_metrics))
         .layer(request_log())
         // Outermost: every request has an id before it is logged, and the

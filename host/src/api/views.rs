@@ -127,13 +127,6 @@ impl Accepted {
     }
 }
 
-fn explorer(cfg: &Config, chain: &str, tx: &str) -> Option<String> {
-    match cfg.chains.get(chain) {
-        Some(c) if !c.explorer_tx_url.is_empty() => Some(c.explorer_tx_url.replace("{tx}", tx)),
-        _ => None,
-    }
-}
-
 /// The requirements with `maxTimeoutSeconds` = seconds left to pay.
 fn requirements(i: &Intent, now_ms: i64) -> Value {
     let mut r = serde_json::to_value(&i.payment_requirements).expect("requirements serialize");
@@ -153,7 +146,7 @@ fn base(i: &Intent, now_ms: i64) -> IntentView {
         target_chain: i.target_chain.clone(),
         payer_asset: i.payer_asset.clone(),
         target_asset: i.target_asset.clone(),
-        merchant_recipient: i.merchant_recipient.clone(),
+        merchant_recipient: shown_recipient(i),
         sending_amount: i.sending_amount.clone(),
         receiving_amount: i.receiving_amount.clone(),
         estimated_fee: i.estimated_fee.clone(),
@@ -168,13 +161,17 @@ fn base(i: &Intent, now_ms: i64) -> IntentView {
     }
 }
 
-/// What a public answer may show of an intent: not who owns it (SPEC), and
-/// for an intent created for an email, the email and never its wallet.
-pub fn public(mut v: IntentView, i: &Intent) -> IntentView {
+/// Whom an intent pays, as any answer shows it: for an intent created for
+/// an email, the email and never the wallet it resolved to (the email's
+/// owner chose that wallet on the dashboard; an agent paying it has no need
+/// to learn it).
+fn shown_recipient(i: &Intent) -> String {
+    i.recipient_email.clone().unwrap_or_else(|| i.merchant_recipient.clone())
+}
+
+/// What a public answer may show of an intent: not who owns it (SPEC).
+pub fn public(mut v: IntentView) -> IntentView {
     v.agent_id = None;
-    if let Some(email) = &i.recipient_email {
-        v.merchant_recipient = email.clone();
-    }
     v
 }
 
@@ -194,14 +191,14 @@ pub fn intent(cfg: &Config, i: &Intent, now_ms: i64) -> IntentView {
             tx_hash: tx.clone(),
             settle_proof: i.settle_proof.clone(),
             settled_at: i.source_settled_at.map(rfc3339),
-            explorer_url: explorer(cfg, &i.payer_chain, tx),
+            explorer_url: cfg.explorer_tx_url(&i.payer_chain, tx),
         }),
         target_payment: match (&i.target_tx_hash, status) {
             (Some(tx), Status::TargetSettled) => Some(TargetPayment {
                 tx_hash: tx.clone(),
                 settle_proof: i.target_settle_proof.clone(),
                 settled_at: i.target_settled_at.map(rfc3339),
-                explorer_url: explorer(cfg, &i.target_chain, tx),
+                explorer_url: cfg.explorer_tx_url(&i.target_chain, tx),
             }),
             _ => None,
         },
@@ -216,7 +213,7 @@ pub fn row(i: &Intent, now_ms: i64) -> IntentRow {
     IntentRow {
         intent_id: i.id.clone(),
         agent_id: i.agent_id.clone(),
-        merchant_recipient: i.merchant_recipient.clone(),
+        merchant_recipient: shown_recipient(i),
         sending_amount: i.sending_amount.clone(),
         receiving_amount: i.receiving_amount.clone(),
         estimated_fee: i.estimated_fee.clone(),

@@ -32,6 +32,10 @@ pub enum DevnetCommand {
         /// Where the devnet scripts (and their node_modules) are.
         #[arg(long, default_value = "devnet")]
         scripts: PathBuf,
+        /// The SMTP port the dashboard sends sign-in codes to
+        /// (devnet/mail/sink.mjs); 0: no dashboard.
+        #[arg(long, default_value_t = 2525)]
+        mail_port: u16,
     },
     /// Stop the devnet's chains.
     Down {
@@ -56,7 +60,7 @@ pub async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
             node(scripts.join("setup/down.mjs"), vec!["--dir".into(), dir.display().to_string()])?;
             emit(output, &json!({ "dir": dir.display().to_string(), "result": "stopped" }));
         }
-        DevnetCommand::Up { dir, port, chains, scripts } => {
+        DevnetCommand::Up { dir, port, chains, scripts, mail_port } => {
             // Start from clean chains each time.
             node(scripts.join("setup/down.mjs"), vec!["--dir".into(), dir.display().to_string()])?;
             std::fs::create_dir_all(&dir)?;
@@ -79,6 +83,9 @@ pub async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
                 adapters.display().to_string(),
             ];
             args.extend(made.devnet_funding_args());
+            if mail_port != 0 {
+                args.extend(["--mail-port".into(), mail_port.to_string()]);
+            }
             let out = node(scripts.join("setup/up.mjs"), args)?;
             let info: serde_json::Value = serde_json::from_str(out.trim())?;
             let chains: Vec<serde_json::Value> = info["chains"]

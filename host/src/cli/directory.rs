@@ -24,6 +24,16 @@ pub enum AccountCommand {
     Disable {
         id: String,
     },
+    /// Let EMAIL make an account on the dashboard (`[dashboard] signup = "invite"`).
+    Invite {
+        email: String,
+    },
+    /// Open the dashboard's operator pages to an account (`--off` closes them).
+    Operator {
+        id: String,
+        #[arg(long)]
+        off: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -91,6 +101,16 @@ pub async fn account(out: Output, cmd: AccountCommand, store: StoreArgs) -> anyh
             anyhow::ensure!(repo::disable_account(&db, &id).await?, "no account {id}");
             the_one(repo::accounts(&db, Some(&id)).await?, "account", &id)?
         }
+        AccountCommand::Invite { email } => {
+            let email = crate::store::dashboard::normal_email(&email);
+            anyhow::ensure!(email.parse::<lettre::Address>().is_ok(), "`{email}` is not an email address");
+            crate::store::dashboard::invite(&db, &email, now_ms()).await?;
+            json!({ "email": email, "invited": true })
+        }
+        AccountCommand::Operator { id, off } => {
+            anyhow::ensure!(crate::store::dashboard::set_operator(&db, &id, !off).await?, "no account {id}");
+            the_one(repo::accounts(&db, Some(&id)).await?, "account", &id)?
+        }
     };
     emit(out, &answer);
     Ok(())
@@ -101,13 +121,8 @@ pub async fn agent(out: Output, cmd: AgentCommand, store: StoreArgs) -> anyhow::
     let (cfg, db) = open(&store).await?;
     let agent_id = match cmd {
         AgentCommand::Create { name, account } => {
-            let a = repo::create_agent(&db, account.as_deref(), &name, now_ms()).await?;
             let keys = crate::family::keys::Keystore::open(db.clone(), &cfg.resolve(&cfg.service.master_key_file))?;
-            // A hosted wallet for each family the service serves (EVM always).
-            for family in cfg.agent_families() {
-                keys.ensure(&crate::family::keys::Role::Agent(a.id.clone()).key_name(family)).await?;
-            }
-            a.id
+            crate::ops::agents::create(&db, &keys, &cfg, account.as_deref(), &name, now_ms()).await?.id
         }
         AgentCommand::Keys { agent } => agent,
         AgentCommand::List { account } => {

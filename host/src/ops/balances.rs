@@ -72,9 +72,14 @@ pub async fn balances(s: &AppState, agent: &Agent) -> Result<Vec<Wallet>, Balanc
     let mut wallets = Vec::new();
     for (name, address) in crate::store::agents::account_wallets(&s.db, account).await? {
         let family = crate::family::keys::family_of(&name);
-        let balances = crate::wallets::of_family(&s.config, &s.drivers, family, &address).await.map_err(BalancesError::Chain)?;
-        let balances = balances.into_iter().map(|b| priced(s, family, b)).collect();
+        let balances = of_wallet(s, family, &address).await.map_err(BalancesError::Chain)?;
         wallets.push(Wallet { address, family, balances });
     }
     Ok(wallets)
+}
+
+/// One wallet's priced balances on every exposed chain of its family.
+pub async fn of_wallet(s: &AppState, family: Family, address: &str) -> Result<Vec<Priced>, ChainError> {
+    let balances = crate::wallets::of_family(&s.config, &s.drivers, family, address).await?;
+    Ok(balances.into_iter().map(|b| priced(s, family, b)).collect())
 }

@@ -115,6 +115,23 @@ pub async fn create_agent(db: &Db, account: Option<&str>, name: &str, now_ms: i6
     Err(AgentError::Db(StoreError::Database(sqlx::Error::Protocol("could not allocate an agent number".into()))))
 }
 
+async fn insert_key(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    agent_id: &str,
+    api_key: &str,
+    secret_hmac: &str,
+    now_ms: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("INSERT INTO api_keys (api_key, agent_id, secret_hmac, created_at) VALUES ($1, $2, $3, $4)")
+        .bind(api_key)
+        .bind(agent_id)
+        .bind(secret_hmac)
+        .bind(now_ms)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 /// Issue a key pair for an agent, revoking the ones it had (rotation).
 pub async fn replace_key(db: &Db, agent_id: &str, api_key: &str, secret_hmac: &str, now_ms: i64) -> Result<(), AgentError> {
     let mut tx = db.pool.begin().await?;
@@ -126,21 +143,16 @@ pub async fn replace_key(db: &Db, agent_id: &str, api_key: &str, secret_hmac: &s
         .bind(agent_id)
         .execute(&mut *tx)
         .await?;
-    sqlx::query("INSERT INTO api_keys (api_key, agent_id, secret_hmac, created_at) VALUES ($1, $2, $3, $4)")
-        .bind(api_key)
-        .bind(agent_id)
-        .bind(secret_hmac)
-        .bind(now_ms)
-        .execute(&mut *tx)
-        .await?;
+    insert_key(&mut tx, agent_id, api_key, secret_hmac, now_ms).await?;
     tx.commit().await?;
     Ok(())
 }
 
-/// The agent holding a live API key, and the stored HMAC of its secret.
-pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String)>, StoreError> {
+/// The agent holding a live API key, the stored HMAC of its secret, and
+/// when the key was last used.
+pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String, Option<i64>)>, StoreError> {
     let row = sqlx::query(
-        "SELECT a.id, a.agent_number, a.name, a.status, a.account_id, k.secret_hmac, w.address AS wallet_address, \
+        "SELECT a.id, a.agent_number, a.name, a.status, a.account_id, k.secret_hmac, k.last_used_at, w.address AS wallet_address, \
          s.address AS solana_wallet_address, t.address AS tron_wallet_address \
          FROM api_keys k JOIN agents a ON a.id = k.agent_id \
          LEFT JOIN wallet_keys w ON w.name = 'agent:' || a.id || ':evm' \
@@ -164,9 +176,119 @@ pub async fn by_api_key(db: &Db, api_key: &str) -> Result<Option<(Agent, String)
                 tron_wallet_address: r.try_get("tron_wallet_address")?,
             },
             r.try_get("secret_hmac")?,
+            r.try_get("last_used_at")?,
         ))
     })
     .transpose()
+}
+
+/// Live key pairs an agent may hold at once (the dashboard's rotation
+/// makes a second before revoking the first).
+pub const MAX_LIVE_KEYS_PER_AGENT: i64 = 5;
+
+/// Key pairs an agent may be given in a day: revoked keys stay listed, so
+/// making and revoking in a loop must not grow the table without bound.
+pub const MAX_NEW_KEYS_PER_DAY: i64 = 20;
+
+/// A key as the dashboard lists it: never the secret's MAC.
+#[derive(Debug, Clone)]
+pub struct KeyRow {
+    pub api_key: String,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+/// Add a key pair to an agent without revoking its others; `false` when it
+/// already holds `MAX_LIVE_KEYS_PER_AGENT` live ones or was given
+/// `MAX_NEW_KEYS_PER_DAY` in the last day. The no-op update
+/// locks the agent's row, so two adds at once count one after the other.
+pub async fn add_key(db: &Db, agent_id: &str, api_key: &str, secret_hmac: &str, now_ms: i64) -> Result<bool, AgentError> {
+    let mut tx = db.pool.begin().await?;
+    let locked = sqlx::query("UPDATE agents SET name = name WHERE id = $1 AND status = 'active'")
+        .bind(agent_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    if locked != 1 {
+        return Err(AgentError::NoAgent(agent_id.into()));
+    }
+    let live: i64 = sqlx::query("SELECT COUNT(*) AS n FROM api_keys WHERE agent_id = $1 AND revoked_at IS NULL")
+        .bind(agent_id)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("n")?;
+    let today: i64 = sqlx::query("SELECT COUNT(*) AS n FROM api_keys WHERE agent_id = $1 AND created_at > $2")
+        .bind(agent_id)
+        .bind(now_ms - 86_400_000)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("n")?;
+    if live >= MAX_LIVE_KEYS_PER_AGENT || today >= MAX_NEW_KEYS_PER_DAY {
+        tx.rollback().await?;
+        return Ok(false);
+    }
+    insert_key(&mut tx, agent_id, api_key, secret_hmac, now_ms).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// An agent's keys, newest first.
+pub async fn keys_of(db: &Db, agent_id: &str) -> Result<Vec<KeyRow>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT api_key, created_at, last_used_at, revoked_at FROM api_keys WHERE agent_id = $1 ORDER BY created_at DESC, api_key",
+    )
+    .bind(agent_id)
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(KeyRow {
+                api_key: r.try_get("api_key")?,
+                created_at: r.try_get("created_at")?,
+                last_used_at: r.try_get("last_used_at")?,
+                revoked_at: r.try_get("revoked_at")?,
+            })
+        })
+        .collect()
+}
+
+/// Revoke one live key of one agent; `false` if it has no such live key.
+pub async fn revoke_key(db: &Db, agent_id: &str, api_key: &str, now_ms: i64) -> Result<bool, StoreError> {
+    let n = sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE agent_id = $2 AND api_key = $3 AND revoked_at IS NULL")
+        .bind(now_ms)
+        .bind(agent_id)
+        .bind(api_key)
+        .execute(&db.pool)
+        .await?
+        .rows_affected();
+    Ok(n == 1)
+}
+
+/// Record a key's use, unless one was recorded in the last minute.
+pub async fn touch_key(db: &Db, api_key: &str, now_ms: i64) -> Result<(), StoreError> {
+    sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE api_key = $2 AND (last_used_at IS NULL OR last_used_at <= $3)")
+        .bind(now_ms)
+        .bind(api_key)
+        .bind(now_ms - KEY_USE_RESOLUTION_MS)
+        .execute(&db.pool)
+        .await?;
+    Ok(())
+}
+
+/// How fine a key's last use is kept: one write per key per minute at most.
+pub const KEY_USE_RESOLUTION_MS: i64 = 60_000;
+
+/// Rename one of `account`'s agents; `false` if it has no such agent.
+pub async fn rename_agent(db: &Db, account: &str, id: &str, name: &str) -> Result<bool, StoreError> {
+    let n = sqlx::query("UPDATE agents SET name = $1 WHERE id = $2 AND account_id = $3")
+        .bind(name)
+        .bind(id)
+        .bind(account)
+        .execute(&db.pool)
+        .await?
+        .rows_affected();
+    Ok(n == 1)
 }
 
 /// Map an email to a wallet on a chain (replacing an earlier mapping).
@@ -183,9 +305,16 @@ pub async fn set_recipient(db: &Db, email: &str, chain: &str, address: &str) -> 
     Ok(tx.commit().await?)
 }
 
+/// Where EMAIL is paid on CHAIN: the payout address its verified account
+/// set on the dashboard; for an email with no account, the operator's
+/// directory.
 pub async fn recipient(db: &Db, email: &str, chain: &str) -> Result<Option<String>, StoreError> {
+    let email = super::dashboard::normal_email(email);
+    if super::dashboard::account_by_email(db, &email).await?.is_some() {
+        return super::dashboard::payout_for_email(db, &email, chain).await;
+    }
     sqlx::query("SELECT address FROM recipients WHERE email = $1 AND chain = $2 AND disabled_at IS NULL")
-        .bind(email.trim().to_lowercase())
+        .bind(email)
         .bind(chain)
         .fetch_optional(&db.pool)
         .await?
@@ -211,6 +340,9 @@ pub async fn account_wallets(db: &Db, account: &str) -> Result<Vec<(String, Stri
 pub struct AccountRow {
     pub account_id: String,
     pub name: String,
+    /// The verified email of a dashboard account.
+    pub email: Option<String>,
+    pub operator: bool,
     pub status: String,
     pub agent_count: i64,
     pub created_at: String,
@@ -242,6 +374,8 @@ fn account_row(r: &sqlx::any::AnyRow) -> Result<AccountRow, StoreError> {
     Ok(AccountRow {
         account_id: r.try_get("id")?,
         name: r.try_get("name")?,
+        email: r.try_get("email")?,
+        operator: r.try_get::<i64, _>("operator")? != 0,
         status: r.try_get("status")?,
         agent_count: r.try_get("agent_count")?,
         created_at: crate::clock::rfc3339(r.try_get("created_at")?),
@@ -250,7 +384,7 @@ fn account_row(r: &sqlx::any::AnyRow) -> Result<AccountRow, StoreError> {
 
 pub async fn accounts(db: &Db, id: Option<&str>) -> Result<Vec<AccountRow>, StoreError> {
     let rows = sqlx::query(
-        "SELECT id, name, status, agent_count, created_at FROM accounts WHERE (CAST($1 AS TEXT) IS NULL OR id = $1) ORDER BY created_at, id",
+        "SELECT id, name, email, operator, status, agent_count, created_at FROM accounts WHERE (CAST($1 AS TEXT) IS NULL OR id = $1) ORDER BY created_at, id",
     )
     .bind(id)
     .fetch_all(&db.pool)
@@ -300,6 +434,7 @@ pub async fn disable_account(db: &Db, id: &str) -> Result<bool, StoreError> {
     let mut tx = db.pool.begin().await?;
     let n = sqlx::query("UPDATE accounts SET status = 'disabled' WHERE id = $1").bind(id).execute(&mut *tx).await?.rows_affected();
     sqlx::query("UPDATE agents SET status = 'disabled' WHERE account_id = $1").bind(id).execute(&mut *tx).await?;
+    sqlx::query("DELETE FROM sessions WHERE account_id = $1").bind(id).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(n == 1)
 }

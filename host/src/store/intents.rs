@@ -125,3 +125,51 @@ pub async fn chains_waiting_with(db: &Db, code: crate::failure::Failure) -> Resu
         .await?;
     rows.iter().map(|r| r.try_get("payer_chain").map_err(StoreError::from)).collect()
 }
+
+/// What the dashboard's payments page narrows to.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub status: Option<String>,
+    /// Either leg's chain.
+    pub chain: Option<String>,
+}
+
+/// Intents of `account`'s agents (`sent`), or paid to its email
+/// (`received`), newest first, at most `limit`.
+pub async fn for_account(
+    db: &Db,
+    account: &str,
+    email: Option<&str>,
+    sent: bool,
+    f: &Filter,
+    limit: i64,
+) -> Result<Vec<Intent>, StoreError> {
+    let whose = if sent { "agent_id IN (SELECT id FROM agents WHERE account_id = $1)" } else { "recipient_email = $1" };
+    let who = if sent { Some(account) } else { email };
+    let Some(who) = who else { return Ok(vec![]) };
+    let rows = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM intents WHERE {whose} AND (CAST($2 AS TEXT) IS NULL OR status = $2) \
+         AND (CAST($3 AS TEXT) IS NULL OR payer_chain = $3 OR target_chain = $3) ORDER BY created_at DESC, id DESC LIMIT $4"
+    ))
+    .bind(who)
+    .bind(&f.status)
+    .bind(&f.chain)
+    .bind(limit)
+    .fetch_all(&db.read)
+    .await?;
+    rows.iter().map(from_row).collect()
+}
+
+/// Intents that failed or wait with a reason since `since`, by code.
+pub async fn failures_by_code(db: &Db, since: i64) -> Result<Vec<(String, i64)>, StoreError> {
+    sqlx::query(
+        "SELECT error_code, COUNT(*) AS n FROM intents WHERE error_code IS NOT NULL AND updated_at >= $1 \
+         GROUP BY error_code ORDER BY n DESC, error_code",
+    )
+    .bind(since)
+    .fetch_all(&db.read)
+    .await?
+    .iter()
+    .map(|r| Ok((r.try_get("error_code")?, r.try_get("n")?)))
+    .collect()
+}

@@ -117,3 +117,24 @@ pub async fn later(db: &Db, id: &str, holder: &str, substatus: Option<&str>, nex
         .await?;
     Ok(())
 }
+
+/// Registered swaps paid from any of `payers` (an account's hosted
+/// wallets), newest first. EVM addresses match in any case; others exactly.
+pub async fn by_payers(db: &Db, payers: &[String], limit: i64) -> Result<Vec<SwapIntent>, StoreError> {
+    if payers.is_empty() {
+        return Ok(vec![]);
+    }
+    let lowered: Vec<String> = payers.iter().map(|p| p.to_lowercase()).collect();
+    let sql = format!(
+        "SELECT {COLUMNS} FROM swap_intents WHERE lower(payer_address) IN ({}) ORDER BY created_at DESC, id DESC LIMIT ${}",
+        crate::store::numbered_params(1, lowered.len()),
+        lowered.len() + 1
+    );
+    let mut q = sqlx::query(&sql);
+    for p in &lowered {
+        q = q.bind(p);
+    }
+    let rows = q.bind(limit).fetch_all(&db.read).await?;
+    let ours = |a: &str| payers.iter().any(|p| p == a || (a.starts_with("0x") && p.eq_ignore_ascii_case(a)));
+    Ok(rows.iter().map(row).collect::<Result<Vec<_>, _>>()?.into_iter().filter(|s| ours(&s.payer_address)).collect())
+}
