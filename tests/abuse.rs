@@ -210,11 +210,18 @@ async fn retention_deletes_what_nobody_needs_and_nothing_else() {
         failed_settlement_payload_hours: 1,
         failed_settlements_hours: 2,
         unseen_swaps_hours: 2,
+        webhook_deliveries_hours: 2,
     };
     let pruned = stablerail::store::retention::prune(&dn.state.db, &keep, now).await.unwrap();
     assert_eq!(
         pruned,
-        stablerail::store::retention::Pruned { expired_intents: 1, payloads_dropped: 2, failed_settlements: 1, unseen_swaps: 1 },
+        stablerail::store::retention::Pruned {
+            expired_intents: 1,
+            payloads_dropped: 2,
+            failed_settlements: 1,
+            unseen_swaps: 1,
+            webhook_deliveries: 0
+        },
         "one batch of each kind"
     );
     let ids = |table: &'static str| async move {

@@ -38,4 +38,5 @@ mod tron_node;
 mod tron_payments;
 mod units;
 mod upto;
+mod webhooks;
 mod wit_versions;

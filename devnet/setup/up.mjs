@@ -307,6 +307,11 @@ platform_fee_percentage = "0.3"
 
 [limits]
 requests_per_minute = 100000
+
+# Webhook receivers on this machine (a deployment refuses both).
+[webhooks]
+allow_private_networks = true
+allow_plain_http_loopback = true
 ${out.swap || out.jupiter ? `\n[swap]\nlifi_url = "${out.swap?.url ?? "http://127.0.0.1:9/v1"}"\n${out.jupiter ? `jupiter_url = "${out.jupiter.url}"\n` : ""}track_interval_ms = 300\ntimeout_ms = 3000\n` : ""}
 [adapters]
 eip3009 = "eip3009.wasm"

@@ -52,6 +52,9 @@ pub struct Config {
     /// The account holders' web pages (`/dashboard`).
     #[serde(default)]
     pub dashboard: Dashboard,
+    /// Signed event deliveries to the owners' endpoints.
+    #[serde(default)]
+    pub webhooks: Webhooks,
     /// Directory of the config file; relative paths resolve against it.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -258,11 +261,55 @@ pub struct Retention {
     /// Registered swaps whose source transaction never appeared on its chain
     /// (`source_not_confirmed`), deleted this many hours after they ended.
     pub unseen_swaps_hours: u64,
+    /// Webhook deliveries that were delivered or given up, deleted this many
+    /// hours after they were made.
+    pub webhook_deliveries_hours: u64,
 }
 
 impl Default for Retention {
     fn default() -> Self {
-        Retention { expired_intents_hours: 168, failed_settlement_payload_hours: 1, failed_settlements_hours: 168, unseen_swaps_hours: 168 }
+        Retention {
+            expired_intents_hours: 168,
+            failed_settlement_payload_hours: 1,
+            failed_settlements_hours: 168,
+            unseen_swaps_hours: 168,
+            webhook_deliveries_hours: 168,
+        }
+    }
+}
+
+/// `[webhooks]`: where events may be delivered, and how hard we try.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Webhooks {
+    /// Deliver at all (endpoints can be managed either way).
+    pub enabled: bool,
+    /// Let endpoints resolve to private, loopback, link-local and metadata
+    /// addresses (a devnet, a private deployment).
+    pub allow_private_networks: bool,
+    /// Let endpoints be plain `http://` to a loopback host (the devnet).
+    pub allow_plain_http_loopback: bool,
+    /// One attempt's limit, and how long a delivery is retried before its
+    /// endpoint is disabled.
+    pub timeout_seconds: u64,
+    pub retry_hours: u64,
+    /// How often the fan-out and the deliverers look for work.
+    pub poll_ms: u64,
+    /// Deliveries in flight at once per replica.
+    pub concurrency: usize,
+}
+
+impl Default for Webhooks {
+    fn default() -> Self {
+        Webhooks {
+            enabled: true,
+            allow_private_networks: false,
+            allow_plain_http_loopback: false,
+            timeout_seconds: 10,
+            retry_hours: 72,
+            poll_ms: 250,
+            concurrency: 16,
+        }
     }
 }
 

@@ -47,6 +47,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0013_promised_sum_index.sql", include_str!("../../migrations/0013_promised_sum_index.sql")),
     ("0014_events.sql", include_str!("../../migrations/0014_events.sql")),
     ("0015_dashboard.sql", include_str!("../../migrations/0015_dashboard.sql")),
+    ("0016_webhooks.sql", include_str!("../../migrations/0016_webhooks.sql")),
 ];
 
 /// The embedded migrations as sqlx reads a folder: `VERSION_DESCRIPTION.sql`.

@@ -36,4 +36,5 @@ pub mod sweeper;
 pub mod telemetry;
 pub mod wallets;
 pub mod watch;
+pub mod webhooks;
 pub mod x402;

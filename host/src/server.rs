@@ -39,6 +39,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     let site_limiter = Limiter::bounded(config.limits.site_requests_per_minute(), bound);
     let unseen_swaps = Limiter::bounded(config.swap.unseen_registrations_per_minute.max(1), bound);
     let sign_in_limiter = Limiter::bounded(config.dashboard.sign_in_requests_per_minute.max(1), bound);
+    let sealer = crate::webhooks::sign::Sealer::new(&pepper);
     let mailer = crate::mail::Mailer::new(&config.dashboard.smtp_url, &config.dashboard.from)?;
     let proxies = crate::client_ip::TrustedProxies::new(config.service.trusted_proxies().map_err(|e| anyhow::anyhow!(e))?);
     let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
@@ -84,6 +85,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         site_limiter,
         sign_in_limiter,
         mailer,
+        sealer,
         keys,
         work: Default::default(),
         x402,

@@ -24,6 +24,8 @@ pub struct AppState {
     pub sign_in_limiter: crate::ratelimit::Limiter,
     /// Sends the dashboard's sign-in codes.
     pub mailer: crate::mail::Mailer,
+    /// Seals webhook endpoints' secrets at rest.
+    pub sealer: crate::webhooks::sign::Sealer,
     /// Swap registrations whose transaction is not on its chain yet, per client.
     pub unseen_swaps: crate::ratelimit::Limiter,
     /// `/readyz`'s and `/metrics`' reads of the chains and the database.
@@ -76,6 +78,7 @@ impl AppState {
             drivers: self.drivers.clone(),
         };
         tokio::spawn(crate::swap::tracker::run(tracker));
+        crate::webhooks::spawn(crate::webhooks::Deps { config: self.config.clone(), db: self.db.clone(), sealer: self.sealer.clone() });
         Started { engine, x402 }
     }
 

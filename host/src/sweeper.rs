@@ -32,6 +32,7 @@ pub async fn prune(db: &Db, keep: &Retention) {
             payloads_dropped = p.payloads_dropped,
             failed_settlements = p.failed_settlements,
             unseen_swaps = p.unseen_swaps,
+            webhook_deliveries = p.webhook_deliveries,
             "retention: deleted what is no longer needed"
         ),
         Ok(_) => {}

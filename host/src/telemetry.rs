@@ -45,6 +45,20 @@ pub fn http_request(route: &str, method: &str, status: u16, took: Duration) {
     metrics::histogram!("stablerail_http_request_duration_seconds", &labels).record(took.as_secs_f64());
 }
 
+/// One webhook attempt's outcome (`delivered`, `retry`, `given_up`) and
+/// how long after its event it came.
+pub fn webhook_delivery(outcome: &'static str, since_event_ms: i64) {
+    metrics::counter!("stablerail_webhook_attempts_total", "outcome" => outcome).increment(1);
+    if outcome == "delivered" {
+        metrics::histogram!("stablerail_webhook_delivery_latency_seconds").record(since_event_ms.max(0) as f64 / 1000.0);
+    }
+}
+
+/// Webhook deliveries waiting.
+pub fn webhook_pending(n: i64) {
+    metrics::gauge!("stablerail_webhook_deliveries_pending").set(n as f64);
+}
+
 pub fn rpc_call(chain: &str, method: &str, outcome: &'static str, took: Duration) {
     metrics::counter!("stablerail_rpc_calls_total", "chain" => chain.to_string(), "method" => method.to_string(), "outcome" => outcome)
         .increment(1);

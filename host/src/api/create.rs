@@ -6,7 +6,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
-use super::{views, ApiError, Shared};
+use super::{ApiError, Shared};
+use crate::intent::views;
 use crate::ops::create_intent::{self, CreateRequest};
 use crate::store::agents::Agent;
 
@@ -14,7 +15,7 @@ use crate::store::agents::Agent;
 #[utoipa::path(post, path = "/api/intents", tag = "intents", request_body = CreateRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for the same key and body")),
     responses(
-        (status = 201, description = "Created; pay it with `payment_requirements`", body = super::views::IntentView),
+        (status = 201, description = "Created; pay it with `payment_requirements`", body = crate::intent::views::IntentView),
         (status = 409, description = "A request with this Idempotency-Key is still in progress", body = super::docs::ErrorBody),
         (status = 422, description = "The Idempotency-Key was used with another body", body = super::docs::ErrorBody)))]
 pub async fn create_public(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
@@ -25,7 +26,7 @@ pub async fn create_public(State(s): State<Shared>, headers: HeaderMap, body: By
 #[utoipa::path(post, path = "/v2/intents", tag = "agents", security(("bearer" = [])), request_body = CreateRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for the same key and body")),
     responses(
-        (status = 201, description = "Created; pay it with execute", body = super::views::IntentView),
+        (status = 201, description = "Created; pay it with execute", body = crate::intent::views::IntentView),
         (status = 409, description = "A request with this Idempotency-Key is still in progress", body = super::docs::ErrorBody),
         (status = 422, description = "The Idempotency-Key was used with another body", body = super::docs::ErrorBody)))]
 pub async fn create_agent(State(s): State<Shared>, Extension(agent): Extension<Agent>, headers: HeaderMap, body: Bytes) -> Response {

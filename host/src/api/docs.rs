@@ -44,6 +44,7 @@ pub struct ErrorBody {
         (name = "swaps", description = "Swap quotes, approvals, status, discovery and tracked swap intents (through an API speaking LI.FI's)"),
         (name = "tron", description = "TRON payers' one-time Permit2 approval; routed only while TRON is enabled"),
         (name = "facilitator", description = "An x402 v2 facilitator (verify, settle, supported) on the same engine; facilitator keys (Bearer srfk_…) or public access"),
+        (name = "webhooks", description = "An agent's endpoints for signed event deliveries (Standard Webhooks); see docs/events.md"),
         (name = "operations", description = "Probes, metrics and this document; not rate-limited"),
     ),
 )]

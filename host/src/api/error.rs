@@ -188,6 +188,19 @@ impl From<crate::ops::intent_error::IntentError> for ApiError {
     }
 }
 
+impl From<crate::ops::webhooks::WebhookError> for ApiError {
+    fn from(e: crate::ops::webhooks::WebhookError) -> Self {
+        use crate::ops::webhooks::WebhookError as W;
+        match e {
+            W::Url(r) => ApiError::BadRequest(r.to_string()),
+            W::UnknownEvent => ApiError::BadRequest(e.to_string()),
+            W::TooMany => ApiError::Conflict(e.to_string()),
+            W::NotFound => ApiError::NotFound(e.to_string()),
+            W::Store(s) => s.into(),
+        }
+    }
+}
+
 impl From<crate::ops::balances::BalancesError> for ApiError {
     fn from(e: crate::ops::balances::BalancesError) -> Self {
         use crate::ops::balances::BalancesError as E;

@@ -7,8 +7,9 @@ use axum::Json;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::views::{Accepted, IntentList, IntentView};
-use super::{views, ApiError, Shared};
+use super::{ApiError, Shared};
+use crate::intent::views;
+use crate::intent::views::{Accepted, IntentList, IntentView};
 use crate::intent::Status;
 use crate::ops::read_intent::{self, Found, IdQuery, PageQuery};
 use crate::ops::{execute_intent, submit_proof};

@@ -13,7 +13,7 @@ mod intents;
 pub mod probes;
 mod swap;
 mod tron_approve;
-mod views;
+mod webhooks;
 
 use axum::http::{header, StatusCode};
 use axum::middleware::from_fn_with_state;
@@ -68,7 +68,12 @@ fn routes() -> Routes {
             .routes(routes!(intents::list))
             .routes(routes!(intents::get_agent))
             .routes(routes!(intents::execute))
-            .routes(routes!(swap::execute)),
+            .routes(routes!(swap::execute))
+            .routes(routes!(webhooks::create, webhooks::list))
+            .routes(routes!(webhooks::remove))
+            .routes(routes!(webhooks::rotate))
+            .routes(routes!(webhooks::deliveries))
+            .routes(routes!(webhooks::redeliver)),
         x402: OpenApiRouter::new()
             .routes(routes!(facilitator::verify))
             .routes(routes!(facilitator::settle))

@@ -2,6 +2,7 @@
 
 pub mod fees;
 pub mod requirements;
+pub mod views;
 
 use std::fmt;
 

@@ -12,3 +12,4 @@ pub mod read_intent;
 pub mod signin;
 pub mod submit_proof;
 pub mod tron_approve;
+pub mod webhooks;

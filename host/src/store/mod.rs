@@ -15,6 +15,7 @@ pub mod retention;
 pub mod settlement;
 pub mod swaps;
 pub mod transition;
+pub mod webhooks;
 
 pub use error::StoreError;
 

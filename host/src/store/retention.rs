@@ -21,6 +21,7 @@ pub struct Pruned {
     pub payloads_dropped: u64,
     pub failed_settlements: u64,
     pub unseen_swaps: u64,
+    pub webhook_deliveries: u64,
 }
 
 impl Pruned {
@@ -106,5 +107,15 @@ pub async fn prune(db: &Db, r: &Retention, now_ms: i64) -> Result<Pruned, StoreE
         horizon(now_ms, r.unseen_swaps_hours),
     )
     .await?;
-    Ok(Pruned { expired_intents, payloads_dropped, failed_settlements, unseen_swaps })
+    // Finished deliveries: an endpoint's history, not a record of money.
+    let webhook_deliveries = sqlx::query(
+        "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries \
+         WHERE status <> 'pending' AND created_at < $1 LIMIT $2)",
+    )
+    .bind(horizon(now_ms, r.webhook_deliveries_hours))
+    .bind(BATCH)
+    .execute(&db.pool)
+    .await?
+    .rows_affected();
+    Ok(Pruned { expired_intents, payloads_dropped, failed_settlements, unseen_swaps, webhook_deliveries })
 }

@@ -5,9 +5,9 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::{Intent, Status};
 use crate::clock::rfc3339;
 use crate::config::Config;
-use crate::intent::{Intent, Status};
 
 /// An intent as `GET` shows it (and, without `created_at`, as create
 /// answers it). Optional fields are absent, not null, when they do not apply.

@@ -1,0 +1,195 @@
+//! Webhooks: every status change in `events` (written in the change's own
+//! transaction) becomes one delivery per subscribed endpoint of its owner,
+//! signed as Standard Webhooks and sent at least once, in order per subject,
+//! by whichever replica leases it. Delivery runs on its own tasks and reads
+//! only `events` and its own tables: it never holds up settlement.
+
+pub mod event;
+pub mod guard;
+pub mod sign;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::now_ms;
+use crate::config::Config;
+use crate::db::Db;
+use crate::store::webhooks::{self as repo, Attempt, NewDelivery, NewEvent};
+
+/// Events fanned out per pass.
+const FAN_OUT_BATCH: i64 = 200;
+
+/// The worker's share of the service.
+#[derive(Clone)]
+pub struct Deps {
+    pub config: Arc<Config>,
+    pub db: Db,
+    pub sealer: sign::Sealer,
+}
+
+/// Start this replica's fan-out and deliverers.
+pub fn spawn(deps: Deps) {
+    if !deps.config.webhooks.enabled {
+        return;
+    }
+    let holder = format!("wh-{}", ulid::Ulid::new());
+    tokio::spawn(fan_out_loop(deps.clone()));
+    tokio::spawn(deliver_loop(deps, holder));
+}
+
+async fn fan_out_loop(d: Deps) {
+    let every = Duration::from_millis(d.config.webhooks.poll_ms.max(10));
+    let mut gauged = std::time::Instant::now() - Duration::from_secs(60);
+    loop {
+        match fan_out_pass(&d).await {
+            Ok(n) if n as i64 == FAN_OUT_BATCH => continue,
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "webhooks: fan-out pass failed"),
+        }
+        if gauged.elapsed() >= Duration::from_secs(5) {
+            if let Ok(n) = repo::pending_count(&d.db).await {
+                crate::telemetry::webhook_pending(n);
+            }
+            gauged = std::time::Instant::now();
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// Make the deliveries of the events not yet fanned out; how many events.
+/// Events that make none (no endpoint wants them) are marked together, in
+/// one statement: a service without endpoints pays one write per pass.
+pub async fn fan_out_pass(d: &Deps) -> Result<usize, crate::store::StoreError> {
+    let events = repo::unfanned(&d.db, FAN_OUT_BATCH).await?;
+    if events.is_empty() {
+        return Ok(0);
+    }
+    let now = now_ms();
+    let any = repo::any_enabled(&d.db).await?;
+    let mut silent = Vec::new();
+    for e in &events {
+        let deliveries = if any { deliveries_for(d, e, now).await? } else { vec![] };
+        if deliveries.is_empty() {
+            silent.push(e.id.clone());
+        } else {
+            // Marked with its deliveries, after the silent ones before it.
+            repo::mark_fanned(&d.db, &std::mem::take(&mut silent)).await?;
+            repo::fan_out(&d.db, e, &deliveries, now).await?;
+        }
+    }
+    repo::mark_fanned(&d.db, &silent).await?;
+    Ok(events.len())
+}
+
+/// The deliveries one event makes: to each enabled endpoint of the
+/// subject's owner that asked for its type.
+async fn deliveries_for(d: &Deps, e: &NewEvent, now: i64) -> Result<Vec<NewDelivery>, crate::store::StoreError> {
+    let Some(kind) = event::type_of(&e.subject_kind, &e.to_status) else { return Ok(vec![]) };
+    if e.subject_kind != "intent" {
+        return Ok(vec![]);
+    }
+    let Some(intent) = crate::store::intents::get(&d.db, &e.subject_id).await? else { return Ok(vec![]) };
+    let Some(agent) = intent.agent_id.as_deref() else { return Ok(vec![]) };
+    let endpoints = repo::endpoints_of(&d.db, "agent", agent).await?;
+    let endpoints: Vec<_> = endpoints.into_iter().filter(|p| p.status == "enabled" && event::wanted(&p.events, &kind)).collect();
+    if endpoints.is_empty() {
+        return Ok(vec![]);
+    }
+    // The owner's read of the intent as it is now, with the event's status
+    // (a later change has its own event).
+    let mut data = serde_json::to_value(crate::intent::views::intent(&d.config, &intent, now)).expect("views serialize");
+    data["status"] = e.to_status.clone().into();
+    let body = event::body(&e.id, &kind, e.created_at, e.version, data);
+    Ok(endpoints.into_iter().map(|p| NewDelivery { endpoint_id: p.id, body: body.clone() }).collect())
+}
+
+async fn deliver_loop(d: Deps, holder: String) {
+    let every = Duration::from_millis(d.config.webhooks.poll_ms.max(10));
+    let client_timeout = Duration::from_secs(d.config.webhooks.timeout_seconds.max(1));
+    let lease_ms = (client_timeout.as_millis() as i64) + 5_000;
+    loop {
+        let ids = match repo::claim(&d.db, &holder, now_ms(), lease_ms, d.config.webhooks.concurrency.max(1)).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::warn!(error = %e, "webhooks: claim failed");
+                vec![]
+            }
+        };
+        if ids.is_empty() {
+            tokio::time::sleep(every).await;
+            continue;
+        }
+        futures::future::join_all(ids.iter().map(|id| attempt(&d, &holder, id, client_timeout))).await;
+    }
+}
+
+/// Seconds before attempt `n + 1` (n attempts made): 5 s doubling, at most 6 h.
+fn backoff_ms(attempts: i64) -> i64 {
+    let n = attempts.clamp(0, 20) as u32;
+    (5_000i64.saturating_mul(1i64 << n)).min(6 * 3_600_000)
+}
+
+/// One attempt of one leased delivery.
+async fn attempt(d: &Deps, holder: &str, id: &str, timeout: Duration) {
+    let outcome = try_once(d, id, timeout).await;
+    let Ok(Some(delivery)) = repo::delivery_by_id(&d.db, id).await else { return };
+    let now = now_ms();
+    let given_up = now - delivery.created_at > (d.config.webhooks.retry_hours as i64).saturating_mul(3_600_000);
+    let (code, error) = match &outcome {
+        Ok(code) if (200..300).contains(code) => {
+            crate::telemetry::webhook_delivery("delivered", now - delivery.created_at);
+            let _ = repo::finish(&d.db, id, holder, now, Attempt::Delivered { code: *code }).await;
+            return;
+        }
+        Ok(code) => (Some(*code), format!("answered {code}")),
+        Err(e) => (None, e.clone()),
+    };
+    let attempt = if given_up {
+        Attempt::GiveUp { code, error: &error }
+    } else {
+        Attempt::Retry { code, error: &error, retry_at: now + backoff_ms(delivery.attempts) }
+    };
+    crate::telemetry::webhook_delivery(if given_up { "given_up" } else { "retry" }, now - delivery.created_at);
+    if let Err(e) = repo::finish(&d.db, id, holder, now, attempt).await {
+        tracing::warn!(error = %e, "webhooks: recording an attempt failed");
+    }
+}
+
+/// Send a delivery once: the status code, or why nothing was answered.
+async fn try_once(d: &Deps, id: &str, timeout: Duration) -> Result<i64, String> {
+    let delivery = repo::delivery_by_id(&d.db, id).await.map_err(|e| e.to_string())?.ok_or("gone")?;
+    let endpoint = repo::endpoint_by_id(&d.db, &delivery.endpoint_id).await.map_err(|e| e.to_string())?.ok_or("endpoint gone")?;
+    let cfg = &d.config.webhooks;
+    let url = guard::check_url(cfg, &endpoint.url).map_err(|e| e.to_string())?;
+    let address = guard::resolve(cfg, &url).await.map_err(|e| e.to_string())?;
+    let now = now_ms();
+    let timestamp = now / 1000;
+    let mut secrets = vec![d.sealer.open(&endpoint.secret).ok_or("secret unreadable")?];
+    if let (Some(previous), Some(until)) = (&endpoint.previous_secret, endpoint.previous_until) {
+        if until > now {
+            secrets.extend(d.sealer.open(previous));
+        }
+    }
+    let signatures: Vec<String> =
+        secrets.iter().filter_map(|s| sign::signature(s, &delivery.event_id, timestamp, &delivery.body)).collect();
+    let mut client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).timeout(timeout);
+    if let Some(url::Host::Domain(host)) = url.host() {
+        client = client.resolve(host, address);
+    }
+    let client = client.build().map_err(|e| e.to_string())?;
+    let started = std::time::Instant::now();
+    let resp = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("user-agent", "stablerail-webhooks")
+        .header("webhook-id", &delivery.event_id)
+        .header("webhook-timestamp", timestamp.to_string())
+        .header("webhook-signature", signatures.join(" "))
+        .body(delivery.body.clone())
+        .send()
+        .await
+        .map_err(|e| if e.is_timeout() { "timed out".to_string() } else { "could not connect".to_string() })?;
+    tracing::debug!(endpoint = %endpoint.id, status = resp.status().as_u16(), ms = started.elapsed().as_millis() as u64, "webhook attempt");
+    // The body is not read: only the status counts.
+    Ok(i64::from(resp.status().as_u16()))
+}

@@ -1,0 +1,286 @@
+//! Webhooks: an agent's endpoint receives every status change of its
+//! intents once, in order, signed as Standard Webhooks (checked by the npm
+//! `standardwebhooks` library in devnet/clients/webhook-receiver.mjs); a
+//! rotated secret and the previous one both verify; a receiver that is down
+//! gets everything in order once it is back. The endpoints API refuses
+//! URLs that are not https or point into private networks, on both engines.
+
+use crate::common;
+use crate::on_both_engines;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use common::app::{App, Backend, MERCHANT};
+use common::devnet::{devnet_script, x402_pay, Devnet};
+use common::process::{free_port, Reaped};
+
+on_both_engines!(endpoints_api_refuses_what_it_must);
+
+struct Receiver {
+    port: u16,
+    secrets: PathBuf,
+    out: PathBuf,
+}
+
+impl Receiver {
+    fn new(dir: &Path) -> Receiver {
+        Receiver { port: free_port(), secrets: dir.join("secrets.json"), out: dir.join("received.jsonl") }
+    }
+
+    fn start(&self) -> Reaped {
+        let child = Command::new("node")
+            .arg(devnet_script("webhook-receiver.mjs"))
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--secrets",
+                &self.secrets.display().to_string(),
+                "--out",
+                &self.out.display().to_string(),
+            ])
+            .spawn()
+            .unwrap();
+        common::wait_for_port(self.port);
+        Reaped(child)
+    }
+
+    fn secrets(&self, list: &[&str]) {
+        std::fs::write(&self.secrets, serde_json::to_string(list).unwrap()).unwrap();
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/hooks", self.port)
+    }
+
+    /// What it received for one intent, in arrival order.
+    fn of(&self, intent: &str) -> Vec<Value> {
+        let text = std::fs::read_to_string(&self.out).unwrap_or_default();
+        text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|v| v["subject"] == intent).collect()
+    }
+
+    async fn until(&self, intent: &str, last: &str) -> Vec<Value> {
+        for _ in 0..600 {
+            let got = self.of(intent);
+            if got.iter().any(|v| v["status"] == last) {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{intent}: no {last} delivery; got {:?}", self.of(intent));
+    }
+}
+
+/// An intent of the agent's, paid through the public flow.
+async fn pay(dn: &Devnet, bearer: &str, payer: usize) -> String {
+    let (s, intent) = dn
+        .call(
+            "POST",
+            "/v2/intents",
+            Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })),
+            &[("authorization", bearer)],
+        )
+        .await;
+    assert_eq!(s, 201, "{intent}");
+    let id = intent["intent_id"].as_str().unwrap().to_string();
+    let (_, key) = dn.payer(payer);
+    let proof = x402_pay(&intent["payment_requirements"], &key);
+    let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200, "{r}");
+    dn.wait_status(&id, "TARGET_SETTLED").await;
+    id
+}
+
+/// Each of the intent's recorded changes was received, once per id, in
+/// version order, and each verified with the secrets `with`.
+async fn check_in_order(dn: &Devnet, rx: &Receiver, intent: &str, with: &[i64]) {
+    let got = rx.until(intent, "TARGET_SETTLED").await;
+    let events =
+        stablerail::store::transition::events_of(&dn.state.db, stablerail::store::transition::Subject::Intent, intent).await.unwrap();
+    // Accepted deliveries (2xx), first of each id.
+    let mut seen = std::collections::BTreeSet::new();
+    let accepted: Vec<&Value> =
+        got.iter().filter(|v| !v["verified"].as_array().unwrap().is_empty()).filter(|v| seen.insert(v["id"].to_string())).collect();
+    let statuses: Vec<&str> = accepted.iter().map(|v| v["status"].as_str().unwrap()).collect();
+    let recorded: Vec<&str> = events.iter().map(|(_, _, to, _)| to.as_str()).collect();
+    assert_eq!(statuses, recorded, "every change, once, in order: {got:?}");
+    let versions: Vec<i64> = accepted.iter().map(|v| v["version"].as_i64().unwrap()).collect();
+    assert!(versions.windows(2).all(|w| w[0] < w[1]), "{versions:?}");
+    for v in &accepted {
+        assert!(v["id"].as_str().unwrap().starts_with("evt_"));
+        assert_eq!(v["type"].as_str().unwrap(), format!("intent.{}", v["status"].as_str().unwrap().to_lowercase()));
+        let verified: Vec<i64> = v["verified"].as_array().unwrap().iter().map(|n| n.as_i64().unwrap()).collect();
+        assert_eq!(verified, with, "{v}");
+    }
+    // Nothing arrived out of order, retries included.
+    let arrival: Vec<i64> = got.iter().map(|v| v["version"].as_i64().unwrap()).collect();
+    assert!(arrival.windows(2).all(|w| w[0] <= w[1]), "arrival order {arrival:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_agents_endpoint_gets_every_change_signed_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rx = Receiver::new(tmp.path());
+    let mut running = rx.start();
+    let dn = Devnet::start(29145, "base", "").await;
+    let (_, bearer) = dn.agent().await;
+    let auth = [("authorization", bearer.as_str())];
+    let (s, made) = dn.call("POST", "/v2/webhook_endpoints", Some(json!({ "url": rx.url() })), &auth).await;
+    assert_eq!(s, 201, "{made}");
+    let endpoint = made["id"].as_str().unwrap().to_string();
+    let first = made["secret"].as_str().unwrap().to_string();
+    assert!(first.starts_with("whsec_"));
+    rx.secrets(&[&first]);
+    let (_, listed) = dn.call("GET", "/v2/webhook_endpoints", None, &auth).await;
+    assert!(listed["data"][0].get("secret").is_none(), "the secret is shown once: {listed}");
+
+    let one = pay(&dn, &bearer, 1).await;
+    check_in_order(&dn, &rx, &one, &[0]).await;
+
+    // Rotated: deliveries carry both signatures for the overlap.
+    let (s, rotated) = dn.call("POST", &format!("/v2/webhook_endpoints/{endpoint}/rotate_secret"), None, &auth).await;
+    assert_eq!(s, 200, "{rotated}");
+    let second = rotated["secret"].as_str().unwrap().to_string();
+    rx.secrets(&[&first, &second]);
+    let two = pay(&dn, &bearer, 2).await;
+    check_in_order(&dn, &rx, &two, &[0, 1]).await;
+
+    // The receiver down while an intent settles, then back: everything
+    // arrives, in order, under the same ids.
+    drop(running);
+    let three = pay(&dn, &bearer, 3).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(rx.of(&three).is_empty());
+    running = rx.start();
+    check_in_order(&dn, &rx, &three, &[0, 1]).await;
+    drop(running);
+
+    // The endpoint's deliveries, as its owner reads them.
+    let (s, deliveries) = dn.call("GET", &format!("/v2/webhook_endpoints/{endpoint}/deliveries"), None, &auth).await;
+    assert_eq!(s, 200);
+    let rows = deliveries["data"].as_array().unwrap();
+    assert!(rows.iter().all(|d| d["status"] == "delivered"), "{deliveries}");
+    assert!(rows.iter().any(|d| d["attempts"].as_i64().unwrap() > 1), "some were retried: {deliveries}");
+    // Redelivered on request: the same id again.
+    let event = rows[0]["event_id"].as_str().unwrap().to_string();
+    let before = std::fs::read_to_string(&rx.out).unwrap().matches(&event).count();
+    let _running = rx.start();
+    let (s, r) = dn.call("POST", &format!("/v2/events/{event}/redeliver"), None, &auth).await;
+    assert_eq!(s, 200, "{r}");
+    for _ in 0..100 {
+        if std::fs::read_to_string(&rx.out).unwrap().matches(&event).count() > before {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{event} was not redelivered");
+}
+
+async fn endpoints_api_refuses_what_it_must(backend: Backend) {
+    let app = App::start(backend, "").await;
+    let (_, alice) = app.agent("alice", None).await;
+    let (_, bob) = app.agent("bob", None).await;
+    let post = |auth: String, body: Value| {
+        let app = &app;
+        async move { app.call("POST", "/v2/webhook_endpoints", Some(body), &[("authorization", &auth)]).await }
+    };
+    for url in [
+        "http://hooks.example.com/x",
+        "ftp://hooks.example.com/x",
+        "https://user:pw@hooks.example.com/x",
+        "https://10.1.2.3/x",
+        "https://127.0.0.1/x",
+        "https://localhost/x",
+        "https://169.254.169.254/latest/meta-data",
+        "https://[::1]/x",
+        "https://[fd00:ec2::254]/x",
+        "https://[::ffff:192.168.1.1]/x",
+        "https://100.64.0.1/x",
+        "not a url",
+    ] {
+        let (s, e) = post(alice.clone(), json!({ "url": url })).await;
+        assert_eq!(s, 400, "{url}: {e}");
+        assert_eq!(e["statusCode"], 400);
+        assert!(e["message"].as_str().unwrap().starts_with("url "), "{e}");
+    }
+    let (s, e) = post(alice.clone(), json!({ "url": "https://hooks.example.com/x", "events": ["intent.nope"] })).await;
+    assert_eq!((s.as_u16(), e["message"].as_str()), (400, Some("events names an unknown event type")));
+    let (s, e) = post(alice.clone(), json!({ "url": "https://hooks.example.com/x", "extra": 1 })).await;
+    assert_eq!(s, 400, "{e}");
+    let mut ids = vec![];
+    for n in 0..10 {
+        let (s, made) =
+            post(alice.clone(), json!({ "url": format!("https://hooks.example.com/{n}"), "events": ["intent.target_settled"] })).await;
+        assert_eq!(s, 201, "{made}");
+        ids.push(made["id"].as_str().unwrap().to_string());
+    }
+    let (s, _) = post(alice.clone(), json!({ "url": "https://hooks.example.com/11" })).await;
+    assert_eq!(s, 409, "an eleventh endpoint");
+    // Another agent's endpoint is not found, whatever the verb.
+    let id = &ids[0];
+    for (method, path) in [
+        ("DELETE", format!("/v2/webhook_endpoints/{id}")),
+        ("POST", format!("/v2/webhook_endpoints/{id}/rotate_secret")),
+        ("GET", format!("/v2/webhook_endpoints/{id}/deliveries")),
+    ] {
+        let (s, _) = app.call(method, &path, None, &[("authorization", &bob)]).await;
+        assert_eq!(s, 404, "{method} {path}");
+    }
+    let (_, listed) = app.call("GET", "/v2/webhook_endpoints", None, &[("authorization", &bob)]).await;
+    assert_eq!(listed["data"], json!([]));
+    let (s, _) = app.call("DELETE", &format!("/v2/webhook_endpoints/{id}"), None, &[("authorization", &alice)]).await;
+    assert_eq!(s, 200);
+    let (_, listed) = app.call("GET", "/v2/webhook_endpoints", None, &[("authorization", &alice)]).await;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 9);
+    // The secret is sealed at rest.
+    let sealed: String = sqlx::query_scalar("SELECT secret FROM webhook_endpoints LIMIT 1").fetch_one(&app.state.db.pool).await.unwrap();
+    assert!(sealed.starts_with("v1:") && !sealed.contains("whsec_"));
+    app.close().await;
+}
+
+/// A host name is checked by what it resolves to, at delivery.
+#[tokio::test]
+async fn names_are_checked_by_their_addresses() {
+    use stablerail::webhooks::guard;
+    let strict = stablerail::config::Webhooks::default();
+    let open = stablerail::config::Webhooks { allow_private_networks: true, allow_plain_http_loopback: true, ..Default::default() };
+    let url = reqwest::Url::parse("https://localhost:9/x").unwrap();
+    assert_eq!(guard::resolve(&strict, &url).await, Err(guard::Refusal::Address));
+    assert!(guard::resolve(&open, &url).await.is_ok());
+    assert_eq!(guard::check_url(&strict, "http://127.0.0.1:9/x"), Err(guard::Refusal::NotHttps));
+    assert!(guard::check_url(&open, "http://127.0.0.1:9/x").is_ok());
+    assert_eq!(guard::check_url(&open, "http://example.com/x"), Err(guard::Refusal::NotHttps));
+    for ip in ["8.8.8.8", "2606:4700::1111"] {
+        assert!(guard::allowed(&strict, ip.parse().unwrap()), "{ip}");
+    }
+    for ip in ["0.0.0.0", "172.16.0.1", "192.168.0.1", "169.254.169.254", "fe80::1", "fc00::1", "::ffff:10.0.0.1", "64:ff9b::a00:1"] {
+        assert!(!guard::allowed(&strict, ip.parse().unwrap()), "{ip}");
+    }
+}
+
+/// Two replicas on one Postgres, each fanning out and delivering: every
+/// change of every intent arrives, in order, none lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_replicas_on_postgres_deliver_every_event() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rx = Receiver::new(tmp.path());
+    let _running = rx.start();
+    let (url, schema) = common::app::database(Backend::Postgres, tmp.path()).await;
+    let dn = Devnet::start_with(29245, "base", "", 2, Some(url)).await;
+    let (_, bearer) = dn.agent().await;
+    let (s, made) = dn.call("POST", "/v2/webhook_endpoints", Some(json!({ "url": rx.url() })), &[("authorization", &bearer)]).await;
+    assert_eq!(s, 201, "{made}");
+    rx.secrets(&[made["secret"].as_str().unwrap()]);
+    let paid = futures::future::join_all((1..=4).map(|n| pay(&dn, &bearer, n))).await;
+    for id in &paid {
+        check_in_order(&dn, &rx, id, &[0]).await;
+    }
+    drop(dn);
+    if let Some((base, schema)) = schema {
+        let admin = stablerail::db::Db::connect_unmigrated(&base).await.unwrap();
+        let _ = sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin.pool).await;
+    }
+}
