@@ -284,3 +284,60 @@ async fn two_replicas_on_postgres_deliver_every_event() {
         let _ = sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin.pool).await;
     }
 }
+
+/// The SSE stream of one intent: a browser's EventSource (Chromium)
+/// follows it to TARGET_SETTLED, each change once and in order; a stream
+/// resumed with `Last-Event-ID` sends every change after it and ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_browser_follows_an_intent_and_a_stream_resumes_without_a_gap() {
+    let dn = Devnet::start(29345, "base", "").await;
+    let port = free_port();
+    let _service = common::process::serve(&dn, port);
+    let (_, intent) = dn.create_public(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })).await;
+    let id = intent["intent_id"].as_str().unwrap().to_string();
+    let browser = Command::new("node")
+        .arg(devnet_script("event-source.mjs"))
+        .args([&format!("http://127.0.0.1:{port}"), &id])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_, key) = dn.payer(1);
+    let proof = x402_pay(&intent["payment_requirements"], &key);
+    let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200, "{r}");
+    let out = tokio::task::spawn_blocking(move || browser.wait_with_output().unwrap()).await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let got: Vec<Value> = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let recorded =
+        stablerail::store::transition::recorded_of(&dn.state.db, stablerail::store::transition::Subject::Intent, &id).await.unwrap();
+    let ids: Vec<&str> = recorded.iter().map(|r| r.id.as_str()).collect();
+    let seen: Vec<&str> = got.iter().map(|v| v["id"].as_str().unwrap()).collect();
+    assert_eq!(seen, ids, "the browser saw every change once, in order: {got:?}");
+    assert_eq!(got.last().unwrap()["status"], "TARGET_SETTLED");
+    assert_eq!(got[0]["type"], "intent.awaiting_payment");
+
+    // Resumed after the first change: the rest, then the stream ends.
+    let first = recorded[0].id.clone();
+    let rest: Vec<String> = ids[1..].iter().map(|s| s.to_string()).collect();
+    let resumed = tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(c, "GET /api/intents/{id}/events HTTP/1.1\r\nHost: x\r\nLast-Event-ID: {}\r\nConnection: close\r\n\r\n", first).unwrap();
+        let mut text = String::new();
+        c.read_to_string(&mut text).unwrap();
+        text
+    })
+    .await
+    .unwrap();
+    assert!(resumed.to_ascii_lowercase().contains("content-type: text/event-stream"), "{resumed}");
+    let resumed_ids: Vec<String> =
+        resumed.lines().filter_map(|l| l.strip_prefix("id: ").or_else(|| l.strip_prefix("id:"))).map(|s| s.trim().to_string()).collect();
+    assert_eq!(resumed_ids, rest, "{resumed}");
+    // An unknown intent is 404 in the envelope.
+    let (s, e) = common::process::http(port, "GET", "/api/intents/int_nothing/events", None);
+    assert_eq!((s, e["statusCode"].as_i64()), (404, Some(404)));
+}

@@ -20,6 +20,7 @@ pub mod float;
 pub mod heap;
 pub mod http_server;
 pub mod intent;
+pub mod live;
 pub mod mail;
 pub mod ops;
 pub mod output;

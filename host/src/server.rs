@@ -40,6 +40,8 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     let unseen_swaps = Limiter::bounded(config.swap.unseen_registrations_per_minute.max(1), bound);
     let sign_in_limiter = Limiter::bounded(config.dashboard.sign_in_requests_per_minute.max(1), bound);
     let sealer = crate::webhooks::sign::Sealer::new(&pepper);
+    let live = crate::live::Hub::default();
+    live.spawn(db.clone());
     let mailer = crate::mail::Mailer::new(&config.dashboard.smtp_url, &config.dashboard.from)?;
     let proxies = crate::client_ip::TrustedProxies::new(config.service.trusted_proxies().map_err(|e| anyhow::anyhow!(e))?);
     let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
@@ -86,6 +88,8 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         sign_in_limiter,
         mailer,
         sealer,
+        live,
+        streams: Arc::new(tokio::sync::Semaphore::new(crate::api::STREAMS)),
         keys,
         work: Default::default(),
         x402,

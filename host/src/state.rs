@@ -24,6 +24,10 @@ pub struct AppState {
     pub sign_in_limiter: crate::ratelimit::Limiter,
     /// Sends the dashboard's sign-in codes.
     pub mailer: crate::mail::Mailer,
+    /// Announces recorded changes to this replica's live streams.
+    pub live: crate::live::Hub,
+    /// Live streams this replica may still open.
+    pub streams: Arc<tokio::sync::Semaphore>,
     /// Seals webhook endpoints' secrets at rest.
     pub sealer: crate::webhooks::sign::Sealer,
     /// Swap registrations whose transaction is not on its chain yet, per client.

@@ -11,6 +11,7 @@ pub mod guard;
 mod idempotency;
 mod intents;
 pub mod probes;
+mod streams;
 mod swap;
 mod tron_approve;
 mod webhooks;
@@ -28,6 +29,9 @@ use utoipa_axum::routes;
 pub use error::ApiError;
 
 pub use crate::state::{AppState, Shared};
+
+/// Live streams one replica serves at once.
+pub const STREAMS: usize = streams::MAX_STREAMS;
 
 /// Largest request body accepted, in bytes. A settle_proof is a few KiB.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -52,6 +56,7 @@ fn routes() -> Routes {
             .routes(routes!(probes::health))
             .routes(routes!(create::create_public, intents::get_public_query))
             .routes(routes!(intents::get_public, intents::submit_proof))
+            .routes(routes!(streams::intent_events))
             .routes(routes!(swap::quote))
             .routes(routes!(swap::approval))
             .routes(routes!(swap::status))

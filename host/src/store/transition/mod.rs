@@ -101,3 +101,56 @@ pub async fn events_of(
     .map(|r| Ok((r.try_get("version")?, r.try_get("from_status")?, r.try_get("to_status")?, r.try_get("code")?)))
     .collect()
 }
+
+/// One recorded change, with its id (`evt_…`), for live streams.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    pub id: String,
+    pub subject_kind: String,
+    pub subject_id: String,
+    pub version: i64,
+    pub to: String,
+    pub created_at: i64,
+}
+
+fn recorded(r: &sqlx::any::AnyRow) -> Result<Recorded, StoreError> {
+    use sqlx::Row;
+    Ok(Recorded {
+        id: r.try_get("id")?,
+        subject_kind: r.try_get("subject_kind")?,
+        subject_id: r.try_get("subject_id")?,
+        version: r.try_get("version")?,
+        to: r.try_get("to_status")?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+/// A subject's recorded changes with their ids, oldest first.
+pub async fn recorded_of(db: &crate::db::Db, subject: Subject, id: &str) -> Result<Vec<Recorded>, StoreError> {
+    sqlx::query(
+        "SELECT id, subject_kind, subject_id, version, to_status, created_at FROM events \
+         WHERE subject_kind = $1 AND subject_id = $2 ORDER BY version, created_at",
+    )
+    .bind(subject.as_str())
+    .bind(id)
+    .fetch_all(&db.read)
+    .await?
+    .iter()
+    .map(recorded)
+    .collect()
+}
+
+/// Changes recorded at or after `since` (ms), oldest first, at most `limit`.
+pub async fn recorded_since(db: &crate::db::Db, since: i64, limit: i64) -> Result<Vec<Recorded>, StoreError> {
+    sqlx::query(
+        "SELECT id, subject_kind, subject_id, version, to_status, created_at FROM events WHERE created_at >= $1 \
+         ORDER BY created_at, id LIMIT $2",
+    )
+    .bind(since)
+    .bind(limit)
+    .fetch_all(&db.read)
+    .await?
+    .iter()
+    .map(recorded)
+    .collect()
+}

@@ -1,0 +1,42 @@
+// Follow an intent with a browser's own EventSource (Debian's Chromium,
+// headless, driven by puppeteer-core) until a final status; print what it
+// received: [{id, type, status}].
+//
+//   node event-source.mjs BASE_URL INTENT_ID
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import puppeteer from "puppeteer-core";
+
+const [base, intent] = process.argv.slice(2);
+const browser = await puppeteer.launch({
+  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+  headless: true,
+  userDataDir: fs.mkdtempSync(path.join(os.tmpdir(), "sr-chromium-")),
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
+});
+try {
+  const page = await browser.newPage();
+  await page.goto(`${base}/api/chains`);
+  const got = await page.evaluate((intent) => new Promise((resolve, reject) => {
+    const seen = [];
+    const source = new EventSource(`/api/intents/${intent}/events`);
+    const types = ["awaiting_payment", "pending", "source_settled", "target_settling", "target_settled", "partial_settlement", "verification_failed", "blocked", "expired"];
+    for (const t of types) {
+      source.addEventListener(`intent.${t}`, (e) => {
+        const data = JSON.parse(e.data);
+        seen.push({ id: e.lastEventId, type: e.type, status: data.status });
+        if (["TARGET_SETTLED", "VERIFICATION_FAILED", "BLOCKED", "EXPIRED"].includes(data.status)) {
+          source.close();
+          resolve(seen);
+        }
+      });
+    }
+    // Announce readiness for the test, then wait.
+    source.onopen = () => console.log("open");
+    setTimeout(() => reject(new Error(`timed out with ${JSON.stringify(seen)}`)), 120000);
+  }), intent);
+  console.log(JSON.stringify(got));
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,123 @@
+//! `GET /api/intents/{id}/events`: an intent's public view at each change
+//! of its status, as Server-Sent Events, ending at a final status;
+//! resumable with `Last-Event-ID` (the changes after it are sent first).
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::{ApiError, Shared};
+use crate::intent::{views, Status};
+use crate::store::transition::{recorded_of, Recorded, Subject};
+
+/// Streams this replica serves at once.
+pub const MAX_STREAMS: usize = 2_000;
+/// A stream ends after this long whatever its intent does (reconnect with
+/// `Last-Event-ID` to go on).
+const MAX_LIFE: Duration = Duration::from_secs(30 * 60);
+/// Look again without an announcement (another replica's change seen late).
+const RECHECK: Duration = Duration::from_secs(5);
+
+fn final_status(status: &str) -> bool {
+    matches!(Status::parse(status), Some(Status::TargetSettled | Status::VerificationFailed | Status::Blocked | Status::Expired))
+}
+
+struct Follow {
+    s: Shared,
+    id: String,
+    rx: tokio::sync::broadcast::Receiver<Arc<Recorded>>,
+    last: i64,
+    queue: VecDeque<Recorded>,
+    done: bool,
+    until: Instant,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Follow {
+    async fn refill(&mut self) {
+        match recorded_of(&self.s.db, Subject::Intent, &self.id).await {
+            Ok(all) => self.queue.extend(all.into_iter().filter(|r| r.version > self.last)),
+            Err(e) => tracing::warn!(error = %e, "stream: reading an intent's events failed"),
+        }
+    }
+
+    /// The SSE event for one change: the public view read now, with the
+    /// change's status.
+    async fn event(&self, r: &Recorded) -> Option<Event> {
+        let intent = crate::store::intents::get(&self.s.db, &self.id).await.ok()??;
+        let mut data = serde_json::to_value(views::public(views::intent(&self.s.config, &intent, crate::clock::now_ms()))).ok()?;
+        data["status"] = r.to.clone().into();
+        let kind = crate::webhooks::event::type_of(&r.subject_kind, &r.to)?;
+        Some(Event::default().id(&r.id).event(kind).data(data.to_string()))
+    }
+
+    async fn next(mut self) -> Option<(Result<Event, Infallible>, Follow)> {
+        loop {
+            if let Some(r) = self.queue.pop_front() {
+                if r.version <= self.last {
+                    continue;
+                }
+                self.last = r.version;
+                self.done = final_status(&r.to);
+                if let Some(e) = self.event(&r).await {
+                    return Some((Ok(e), self));
+                }
+                continue;
+            }
+            if self.done || Instant::now() >= self.until {
+                return None;
+            }
+            tokio::select! {
+                got = self.rx.recv() => match got {
+                    Ok(r) if r.subject_kind != Subject::Intent.as_str() || r.subject_id != self.id => continue,
+                    Ok(_) | Err(RecvError::Lagged(_)) => self.refill().await,
+                    Err(RecvError::Closed) => return None,
+                },
+                _ = tokio::time::sleep(RECHECK) => self.refill().await,
+            }
+        }
+    }
+}
+
+fn stream(f: Follow) -> impl Stream<Item = Result<Event, Infallible>> {
+    futures::stream::unfold(f, Follow::next)
+}
+
+/// Follow an intent's status as Server-Sent Events: one `intent.<status>`
+/// event per change, its data the public view, its id the event's
+/// (`evt_…`); the stream ends after a final status. Without
+/// `Last-Event-ID` it starts with the current status; with it, with every
+/// change after that event.
+#[utoipa::path(get, path = "/api/intents/{id}/events", tag = "intents",
+    params(("id" = String, Path, description = "Intent id"),
+           ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
+    responses(
+        (status = 200, description = "`text/event-stream`", content_type = "text/event-stream", body = String),
+        (status = 404, description = "No such intent", body = super::docs::ErrorBody)))]
+pub async fn intent_events(State(s): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Result<Response, ApiError> {
+    if crate::store::intents::get(&s.db, &id).await?.is_none() {
+        return Err(ApiError::NotFound("intent not found".into()));
+    }
+    let permit =
+        s.streams.clone().try_acquire_owned().map_err(|_| ApiError::Unavailable("too many open streams; try again later".into()))?;
+    // Subscribe first: a change between the read below and the first wait
+    // is then announced, not missed.
+    let rx = s.live.subscribe();
+    let history = recorded_of(&s.db, Subject::Intent, &id).await?;
+    let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    let last = match resume {
+        Some(after) => history.iter().find(|r| r.id == after).map_or(0, |r| r.version),
+        None => history.last().map_or(0, |r| r.version - 1),
+    };
+    let queue = history.into_iter().filter(|r| r.version > last).collect();
+    let follow = Follow { s, id, rx, last, queue, done: false, until: Instant::now() + MAX_LIFE, _permit: permit };
+    Ok(Sse::new(stream(follow)).keep_alive(KeepAlive::default()).into_response())
+}
