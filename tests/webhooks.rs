@@ -32,16 +32,15 @@ impl Receiver {
     }
 
     fn start(&self) -> Reaped {
+        self.start_slow(0)
+    }
+
+    /// Each answer held `delay_ms` after the request is logged.
+    fn start_slow(&self, delay_ms: u64) -> Reaped {
+        let (port, secrets, out) = (self.port.to_string(), self.secrets.display().to_string(), self.out.display().to_string());
         let child = Command::new("node")
             .arg(devnet_script("webhook-receiver.mjs"))
-            .args([
-                "--port",
-                &self.port.to_string(),
-                "--secrets",
-                &self.secrets.display().to_string(),
-                "--out",
-                &self.out.display().to_string(),
-            ])
+            .args(["--port", &port, "--secrets", &secrets, "--out", &out, "--delay-ms", &delay_ms.to_string()])
             .spawn()
             .unwrap();
         common::wait_for_port(self.port);
@@ -340,4 +339,55 @@ async fn a_browser_follows_an_intent_and_a_stream_resumes_without_a_gap() {
     // An unknown intent is 404 in the envelope.
     let (s, e) = common::process::http(port, "GET", "/api/intents/int_nothing/events", None);
     assert_eq!((s, e["statusCode"].as_i64()), (404, Some(404)));
+}
+
+/// `kill -9` of the only replica while deliveries are in flight, then a
+/// restart: every change of every intent is delivered, at least once, in
+/// order, under the ids it was first sent with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_while_deliveries_are_in_flight_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rx = Receiver::new(tmp.path());
+    let _running = rx.start_slow(700);
+    // No in-process workers: the service process is the only replica.
+    let dn = Devnet::start_with(29445, "base", "", 0, None).await;
+    dn.set("webhooks.timeout_seconds", 2);
+    let (_, bearer) = dn.agent().await;
+    let (s, made) = dn.call("POST", "/v2/webhook_endpoints", Some(json!({ "url": rx.url() })), &[("authorization", &bearer)]).await;
+    assert_eq!(s, 201, "{made}");
+    rx.secrets(&[made["secret"].as_str().unwrap()]);
+    let port = free_port();
+    let mut first = common::process::serve(&dn, port);
+    let mut ids = vec![];
+    for n in 1..=3 {
+        let (s, intent) = dn
+            .call(
+                "POST",
+                "/v2/intents",
+                Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })),
+                &[("authorization", &bearer)],
+            )
+            .await;
+        assert_eq!(s, 201, "{intent}");
+        let id = intent["intent_id"].as_str().unwrap().to_string();
+        let (_, key) = dn.payer(n);
+        let proof = x402_pay(&intent["payment_requirements"], &key);
+        let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+        assert_eq!(s, 200, "{r}");
+        ids.push(id);
+    }
+    // The first request is at the receiver, its answer held: kill -9.
+    for _ in 0..300 {
+        if std::fs::read_to_string(&rx.out).is_ok_and(|t| !t.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.0.kill().unwrap();
+    first.0.wait().unwrap();
+    let _second = common::process::serve(&dn, port);
+    for id in &ids {
+        dn.wait_status(id, "TARGET_SETTLED").await;
+        check_in_order(&dn, &rx, id, &[0]).await;
+    }
 }

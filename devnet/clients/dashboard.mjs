@@ -12,11 +12,10 @@
 // payer_chain, target_chain, merchant, payout, target_rpc, target_token.
 // Output (stdout, JSON): what happened, for the test to check again.
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
-import puppeteer from "puppeteer-core";
+import { launch } from "./chromium.mjs";
 import { createPublicClient, http, parseAbi } from "viem";
 
 const input = JSON.parse(fs.readFileSync(0, "utf8"));
@@ -56,12 +55,7 @@ async function codeFor(email, since) {
   }, 30_000);
 }
 
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-  headless: true,
-  userDataDir: fs.mkdtempSync(path.join(os.tmpdir(), "sr-chromium-")),
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
-});
+const browser = await launch();
 try {
   await browser.defaultBrowserContext().overridePermissions(base, ["clipboard-read", "clipboard-write", "clipboard-sanitized-write"]);
   const page = await browser.newPage();

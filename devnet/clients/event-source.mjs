@@ -3,18 +3,10 @@
 // received: [{id, type, status}].
 //
 //   node event-source.mjs BASE_URL INTENT_ID
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import puppeteer from "puppeteer-core";
+import { launch } from "./chromium.mjs";
 
 const [base, intent] = process.argv.slice(2);
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-  headless: true,
-  userDataDir: fs.mkdtempSync(path.join(os.tmpdir(), "sr-chromium-")),
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
-});
+const browser = await launch();
 try {
   const page = await browser.newPage();
   await page.goto(`${base}/api/chains`);

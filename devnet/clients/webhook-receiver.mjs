@@ -5,15 +5,17 @@
 // {id, type, status, version, subject, verified: [index of each secret
 // that verifies], at}. Answers 204 when some secret verifies, else 400.
 //
-//   node webhook-receiver.mjs --port P --secrets FILE --out FILE
+//   node webhook-receiver.mjs --port P --secrets FILE --out FILE [--delay-ms N]
+// With --delay-ms, each answer is held that long after the request is logged.
 import fs from "node:fs";
 import http from "node:http";
 import { Webhook } from "standardwebhooks";
 
-const arg = (n) => process.argv[process.argv.indexOf(`--${n}`) + 1];
+const arg = (n) => (process.argv.includes(`--${n}`) ? process.argv[process.argv.indexOf(`--${n}`) + 1] : undefined);
 const port = Number(arg("port"));
 const secretsFile = arg("secrets");
 const out = arg("out");
+const delay = Number(arg("delay-ms") ?? 0);
 
 const server = http.createServer((req, res) => {
   const chunks = [];
@@ -39,7 +41,7 @@ const server = http.createServer((req, res) => {
       verified,
       at: Date.now(),
     }) + "\n");
-    res.writeHead(verified.length ? 204 : 400).end();
+    setTimeout(() => res.writeHead(verified.length ? 204 : 400).end(), delay);
   });
 });
 server.listen(port, "127.0.0.1");
