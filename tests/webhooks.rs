@@ -391,3 +391,72 @@ async fn kill_9_while_deliveries_are_in_flight_loses_nothing() {
         check_in_order(&dn, &rx, id, &[0]).await;
     }
 }
+
+/// Read a Server-Sent Events stream until `stop` holds for an (id, event)
+/// pair: the pairs read, in order.
+fn read_stream(port: u16, path: &str, headers: &[(&str, &str)], stop: impl Fn(&str, &str) -> bool) -> Vec<(String, String)> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+    write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\n{extra}Connection: close\r\n\r\n").unwrap();
+    let mut got = vec![];
+    let (mut id, mut event) = (String::new(), String::new());
+    for line in BufReader::new(c).lines() {
+        let line = line.expect("the stream goes on until the test has what it waits for");
+        if let Some(v) = line.strip_prefix("id:") {
+            id = v.trim().to_string();
+        } else if let Some(v) = line.strip_prefix("event:") {
+            event = v.trim().to_string();
+        } else if line.starts_with("data:") && !id.is_empty() {
+            got.push((id.clone(), event.clone()));
+            if stop(&id, &event) {
+                break;
+            }
+        }
+    }
+    got
+}
+
+/// `GET /v2/events`: the agent's stream carries each change of its intents
+/// (and nothing of another agent's); resumed with `Last-Event-ID`, it sends
+/// the changes after that event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_agents_stream_carries_its_intents_and_resumes() {
+    let dn = Devnet::start(29545, "base", "").await;
+    let port = free_port();
+    let _service = common::process::serve(&dn, port);
+    let (_, bearer) = dn.agent().await;
+    let (_, other) = dn.agent().await;
+    let auth = bearer.clone();
+    let reader =
+        std::thread::spawn(move || read_stream(port, "/v2/events", &[("Authorization", &auth)], |_, e| e == "intent.target_settled"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Another agent's intent first: not on this stream.
+    let (s, _) = dn
+        .call(
+            "POST",
+            "/v2/intents",
+            Some(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })),
+            &[("authorization", &other)],
+        )
+        .await;
+    assert_eq!(s, 201);
+    let id = pay(&dn, &bearer, 4).await;
+    let got = tokio::task::spawn_blocking(move || reader.join().unwrap()).await.unwrap();
+    let recorded =
+        stablerail::store::transition::recorded_of(&dn.state.db, stablerail::store::transition::Subject::Intent, &id).await.unwrap();
+    let ids: Vec<String> = recorded.iter().map(|r| r.id.clone()).collect();
+    let seen: Vec<String> = got.iter().map(|(i, _)| i.clone()).collect();
+    assert_eq!(seen, ids, "only this agent's intent, each change once, in order");
+    // Resumed after the first: the rest.
+    let (auth, first, last) = (bearer.clone(), ids[0].clone(), ids.last().unwrap().clone());
+    let resumed = tokio::task::spawn_blocking(move || {
+        read_stream(port, "/v2/events", &[("Authorization", &auth), ("Last-Event-ID", &first)], |i, _| i == last)
+    })
+    .await
+    .unwrap();
+    assert_eq!(resumed.iter().map(|(i, _)| i.clone()).collect::<Vec<_>>(), ids[1..].to_vec());
+    let (s, _) = common::process::http(port, "GET", "/v2/events", None);
+    assert_eq!(s, 401);
+}

@@ -78,7 +78,8 @@ fn routes() -> Routes {
             .routes(routes!(webhooks::remove))
             .routes(routes!(webhooks::rotate))
             .routes(routes!(webhooks::deliveries))
-            .routes(routes!(webhooks::redeliver)),
+            .routes(routes!(webhooks::redeliver))
+            .routes(routes!(streams::agent_events)),
         x402: OpenApiRouter::new()
             .routes(routes!(facilitator::verify))
             .routes(routes!(facilitator::settle))

@@ -16,7 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::{ApiError, Shared};
 use crate::intent::{views, Status};
-use crate::store::transition::{recorded_of, Recorded, Subject};
+use crate::store::transition::{recorded_by_id, recorded_for_agent, recorded_of, Recorded, Subject};
 
 /// Streams this replica serves at once.
 pub const MAX_STREAMS: usize = 2_000;
@@ -120,4 +120,114 @@ pub async fn intent_events(State(s): State<Shared>, Path(id): Path<String>, head
     let queue = history.into_iter().filter(|r| r.version > last).collect();
     let follow = Follow { s, id, rx, last, queue, done: false, until: Instant::now() + MAX_LIFE, _permit: permit };
     Ok(Sse::new(stream(follow)).keep_alive(KeepAlive::default()).into_response())
+}
+
+/// The agent's stream: every change of its intents.
+struct AgentFollow {
+    s: Shared,
+    agent: String,
+    rx: tokio::sync::broadcast::Receiver<Arc<Recorded>>,
+    queue: VecDeque<Recorded>,
+    /// Ids already sent (replay and announcements overlap), with their time.
+    sent: std::collections::HashMap<String, i64>,
+    /// The newest change sent: a re-read after a lag starts a little before it.
+    cursor: (i64, String),
+    until: Instant,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl AgentFollow {
+    async fn replay(&mut self, after_at: i64, after_id: &str) {
+        match recorded_for_agent(&self.s.db, &self.agent, after_at, after_id, 500).await {
+            Ok(rows) => self.queue.extend(rows),
+            Err(e) => tracing::warn!(error = %e, "stream: reading the agent's events failed"),
+        }
+    }
+
+    async fn event(&self, r: &Recorded) -> Option<Event> {
+        let intent = crate::store::intents::get(&self.s.db, &r.subject_id).await.ok()??;
+        if intent.agent_id.as_deref() != Some(self.agent.as_str()) {
+            return None;
+        }
+        let mut data = serde_json::to_value(views::intent(&self.s.config, &intent, crate::clock::now_ms())).ok()?;
+        data["status"] = r.to.clone().into();
+        let kind = crate::webhooks::event::type_of(&r.subject_kind, &r.to)?;
+        Some(Event::default().id(&r.id).event(kind).data(data.to_string()))
+    }
+
+    async fn next(mut self) -> Option<(Result<Event, Infallible>, AgentFollow)> {
+        loop {
+            if let Some(r) = self.queue.pop_front() {
+                if self.sent.contains_key(&r.id) {
+                    continue;
+                }
+                if let Some(e) = self.event(&r).await {
+                    self.sent.insert(r.id.clone(), r.created_at);
+                    if (r.created_at, r.id.as_str()) > (self.cursor.0, self.cursor.1.as_str()) {
+                        self.cursor = (r.created_at, r.id.clone());
+                    }
+                    let horizon = self.cursor.0 - 60_000;
+                    self.sent.retain(|_, at| *at >= horizon);
+                    return Some((Ok(e), self));
+                }
+                continue;
+            }
+            if Instant::now() >= self.until {
+                return None;
+            }
+            tokio::select! {
+                got = self.rx.recv() => match got {
+                    Ok(r) if r.subject_kind == Subject::Intent.as_str() => self.queue.push_back((*r).clone()),
+                    Ok(_) => continue,
+                    // Announcements were dropped: read what this agent missed.
+                    Err(RecvError::Lagged(_)) => {
+                        let (at, _) = self.cursor.clone();
+                        self.replay(at - 10_000, "").await;
+                    }
+                    Err(RecvError::Closed) => return None,
+                },
+                _ = tokio::time::sleep(KEEP_READING) => {}
+            }
+        }
+    }
+}
+
+/// How long a quiet agent stream waits between looks at its deadline.
+const KEEP_READING: Duration = Duration::from_secs(15);
+
+/// The calling agent's stream: one `intent.<status>` event per change of
+/// any of its intents (data: the agent's view of the intent), as Server-Sent
+/// Events. Without `Last-Event-ID` it starts with the next change; with it,
+/// with every change after that event.
+#[utoipa::path(get, path = "/v2/events", tag = "webhooks", security(("bearer" = [])),
+    params(("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
+    responses((status = 200, description = "`text/event-stream`", content_type = "text/event-stream", body = String)))]
+pub async fn agent_events(
+    State(s): State<Shared>,
+    axum::Extension(agent): axum::Extension<crate::store::agents::Agent>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let permit =
+        s.streams.clone().try_acquire_owned().map_err(|_| ApiError::Unavailable("too many open streams; try again later".into()))?;
+    let rx = s.live.subscribe();
+    let now = crate::clock::now_ms();
+    let mut follow = AgentFollow {
+        s: s.clone(),
+        agent: agent.id.clone(),
+        rx,
+        queue: VecDeque::new(),
+        sent: Default::default(),
+        cursor: (now, String::new()),
+        until: Instant::now() + MAX_LIFE,
+        _permit: permit,
+    };
+    let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    if let Some(after) = resume {
+        if let Some(r) = recorded_by_id(&s.db, after).await? {
+            follow.cursor = (r.created_at, r.id.clone());
+            follow.sent.insert(r.id.clone(), r.created_at);
+            follow.replay(r.created_at, &r.id).await;
+        }
+    }
+    Ok(Sse::new(futures::stream::unfold(follow, AgentFollow::next)).keep_alive(KeepAlive::default()).into_response())
 }

@@ -154,3 +154,39 @@ pub async fn recorded_since(db: &crate::db::Db, since: i64, limit: i64) -> Resul
     .map(recorded)
     .collect()
 }
+
+/// Changes of an agent's intents recorded after (`created_at`, `id`),
+/// oldest first, at most `limit`.
+pub async fn recorded_for_agent(
+    db: &crate::db::Db,
+    agent: &str,
+    after_at: i64,
+    after_id: &str,
+    limit: i64,
+) -> Result<Vec<Recorded>, StoreError> {
+    sqlx::query(
+        "SELECT e.id, e.subject_kind, e.subject_id, e.version, e.to_status, e.created_at FROM events e \
+         JOIN intents i ON i.id = e.subject_id WHERE e.subject_kind = 'intent' AND i.agent_id = $1 \
+         AND (e.created_at > $2 OR (e.created_at = $2 AND e.id > $3)) ORDER BY e.created_at, e.id LIMIT $4",
+    )
+    .bind(agent)
+    .bind(after_at)
+    .bind(after_id)
+    .bind(limit)
+    .fetch_all(&db.read)
+    .await?
+    .iter()
+    .map(recorded)
+    .collect()
+}
+
+/// One recorded change by its id.
+pub async fn recorded_by_id(db: &crate::db::Db, id: &str) -> Result<Option<Recorded>, StoreError> {
+    sqlx::query("SELECT id, subject_kind, subject_id, version, to_status, created_at FROM events WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&db.read)
+        .await?
+        .as_ref()
+        .map(recorded)
+        .transpose()
+}
