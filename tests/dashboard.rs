@@ -327,6 +327,16 @@ async fn one_account_never_sees_another(backend: Backend) {
     let page = alice.get(&app, &format!("/dashboard/agents/{a_agent}")).await;
     assert!(!page.body.contains(">never<"), "last use recorded");
     let key_ref = page.body.split("name=\"key\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+    // The agent's webhook endpoints show on its page, with a disabled one's reason.
+    let hook = "https://hooks.example.com/alice";
+    let (s, _) = app.call("POST", "/v2/webhook_endpoints", Some(json!({ "url": hook })), &[("authorization", &a_bearer)]).await;
+    assert_eq!(s, 201);
+    sqlx::query("UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'deliveries failed for 3 days'")
+        .execute(&app.state.db.pool)
+        .await
+        .unwrap();
+    let page = alice.get(&app, &format!("/dashboard/agents/{a_agent}")).await;
+    assert!(page.body.contains(hook) && page.body.contains("deliveries failed for 3 days"), "{}", page.body);
     let payments = alice.get(&app, "/dashboard/payments").await;
     assert!(payments.body.contains(&a_intent), "alice sees her intent");
     assert!(alice.get(&app, "/dashboard/wallets").await.body.contains(&a_wallet));
@@ -353,7 +363,7 @@ async fn one_account_never_sees_another(backend: Backend) {
     for path in ["/dashboard/agents", "/dashboard/wallets", "/dashboard/payments", "/dashboard/payout"] {
         let a = bob.get(&app, path).await;
         assert_eq!(a.status, 200, "{path}");
-        for secret in [&a_agent, &a_wallet, &a_intent, &"alice-bot".to_string(), &"alice@example.com".to_string()] {
+        for secret in [&a_agent, &a_wallet, &a_intent, &"alice-bot".to_string(), &"alice@example.com".to_string(), &hook.to_string()] {
             assert!(!a.body.contains(secret.as_str()), "{path} shows bob {secret}");
         }
     }

@@ -116,6 +116,7 @@ pub async fn show(State(s): State<Shared>, signed: Signed, Path(id): Path<String
     let session = &signed.session;
     let agent = owned(&s, session, &id).await?;
     let keys = repo::keys_of(&s.db, &agent.agent_id).await?;
+    let hooks = crate::store::webhooks::endpoints_of(&s.db, "agent", &agent.agent_id).await?;
     let active = agent.status == "active";
     let base = format!("/dashboard/agents/{}", agent.agent_id);
     let body = html! {
@@ -148,6 +149,23 @@ pub async fn show(State(s): State<Shared>, signed: Signed, Path(id): Path<String
                     (page::csrf(session))
                     button type="submit" { "New key pair" }
                 }
+            }
+        }
+        section {
+            h2 { "Webhook endpoints" }
+            p.small { "The agent adds them with its key (" code { "POST /v2/webhook_endpoints" } "); an endpoint whose deliveries failed for 3 days is disabled, and shows why here." }
+            @if hooks.is_empty() { p { "None." } } @else {
+                div.scroll tabindex="0" { table id="webhooks" {
+                    caption { "Webhook endpoints of " (agent.name) }
+                    thead { tr { th scope="col" { "URL" } th scope="col" { "Events" } th scope="col" { "Status" } th scope="col" { "Created" } } }
+                    tbody { @for h in &hooks { tr {
+                        td.mono { (h.url) }
+                        td.small { (h.events.join(", ")) }
+                        td { @if h.status == "enabled" { span.badge.active { "enabled" } } @else {
+                            span.badge.disabled { (h.status) } @if let Some(why) = &h.disabled_reason { br; span.small { (why) } } } }
+                        td { (page::time(h.created_at)) }
+                    } } }
+                } }
             }
         }
         @if active {
