@@ -157,8 +157,14 @@ async fn attempt(d: &Deps, holder: &str, id: &str, timeout: Duration) {
 
 /// Send a delivery once: the status code, or why nothing was answered.
 async fn try_once(d: &Deps, id: &str, timeout: Duration) -> Result<i64, String> {
-    let delivery = repo::delivery_by_id(&d.db, id).await.map_err(|e| e.to_string())?.ok_or("gone")?;
-    let endpoint = repo::endpoint_by_id(&d.db, &delivery.endpoint_id).await.map_err(|e| e.to_string())?.ok_or("endpoint gone")?;
+    // What is recorded (and shown to the owner) is a fixed sentence; the
+    // detail goes to the log.
+    let internal = |e: &dyn std::fmt::Display| {
+        tracing::warn!(error = %e, "webhooks: an attempt could not be made");
+        "internal error".to_string()
+    };
+    let delivery = repo::delivery_by_id(&d.db, id).await.map_err(|e| internal(&e))?.ok_or("gone")?;
+    let endpoint = repo::endpoint_by_id(&d.db, &delivery.endpoint_id).await.map_err(|e| internal(&e))?.ok_or("endpoint gone")?;
     let cfg = &d.config.webhooks;
     let url = guard::check_url(cfg, &endpoint.url).map_err(|e| e.to_string())?;
     let address = guard::resolve(cfg, &url).await.map_err(|e| e.to_string())?;
@@ -176,7 +182,7 @@ async fn try_once(d: &Deps, id: &str, timeout: Duration) -> Result<i64, String> 
     if let Some(url::Host::Domain(host)) = url.host() {
         client = client.resolve(host, address);
     }
-    let client = client.build().map_err(|e| e.to_string())?;
+    let client = client.build().map_err(|e| internal(&e))?;
     let started = std::time::Instant::now();
     let resp = client
         .post(url)
