@@ -474,6 +474,8 @@ async fn a_new_user_in_a_real_browser() {
     let cfg = dn.config_path().display().to_string();
     let db = format!("sqlite://{}", dn.dir.path().join("sr.db").display());
     let payout = "0x3333333333333333333333333333333333333334";
+    let rx = crate::webhooks::Receiver::new(tmp.path());
+    let _receiving = rx.start();
     // STABLERAIL_SCREENSHOTS=docs/dashboard keeps the pictures docs/dashboard.md shows.
     let shots = std::env::var("STABLERAIL_SCREENSHOTS").map(|d| common::repo_root().join(d)).unwrap_or_else(|_| tmp.path().join("shots"));
     let input = json!({
@@ -489,6 +491,8 @@ async fn a_new_user_in_a_real_browser() {
         "payout": payout,
         "target_rpc": dn.rpc_url("arbitrum"),
         "target_token": dn.token("arbitrum", "usdc"),
+        "hook_url": rx.url(),
+        "hook_secrets": rx.secrets,
     });
     let out = Command::new("node")
         .arg(devnet_script("dashboard.mjs"))
@@ -505,7 +509,7 @@ async fn a_new_user_in_a_real_browser() {
     };
     assert!(out.status.success(), "the journey failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(seen["pages"].as_array().unwrap().len(), 10, "{seen}");
+    assert_eq!(seen["pages"].as_array().unwrap().len(), 12, "{seen}");
     assert_eq!(seen["cookie"], json!([{ "name": "sr_session", "httpOnly": true, "sameSite": "Strict", "secure": false }]));
     assert_eq!(seen["revoked_status"], 401);
     // On chain: the merchant got 1 USDC on arbitrum, the payout address 2.
@@ -518,4 +522,8 @@ async fn a_new_user_in_a_real_browser() {
     let (_, public) = common::process::http(port, "GET", &format!("/api/intents/{id}"), None);
     assert_eq!(public["merchant_recipient"], "new.user@example.com");
     assert_eq!(public["status"], "TARGET_SETTLED");
+    // The account's endpoint, added in the browser, heard the agent's intent
+    // settle, signed with the secret the page showed.
+    let got = rx.until(seen["intent_id"].as_str().unwrap(), "TARGET_SETTLED").await;
+    assert!(got.iter().all(|v| v["verified"] == json!([0])), "{got:?}");
 }

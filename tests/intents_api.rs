@@ -34,6 +34,7 @@ on_both_engines!(
     sanctions_screen,
     recipients_that_cannot_receive,
     http_layer_rejections_and_strictness,
+    the_fields_the_public_sdks_read,
 );
 
 fn body(amount: &str) -> Value {
@@ -792,5 +793,45 @@ async fn rate_limit_answers_429_with_retry_after() {
     assert_eq!(codes[..3], [StatusCode::OK; 3]);
     assert_eq!(codes[3], StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(router.clone().oneshot(me(&tokens[1])).await.unwrap().status(), StatusCode::OK);
+    app.close().await;
+}
+
+/// The fields the public SDKs model: `email` and `source_recipient` on the
+/// create answer, `receiver_email` and `payer_wallet` on the read, `agent_id`
+/// on the proof's answer for an agent's intent paid through `/api`, and
+/// `solana-mainnet-beta` meaning `solana`.
+async fn the_fields_the_public_sdks_read(b: Backend) {
+    let app = App::start(b, "").await;
+    stablerail::store::agents::set_recipient(&app.state.db, "shop@example.com", "base", MERCHANT).await.unwrap();
+    let r = create(&app, json!({ "email": "shop@example.com", "amount": "1", "payer_chain": "base" })).await;
+    assert_eq!(r["email"], "shop@example.com", "{r}");
+    assert_eq!(r["source_recipient"], r["payment_requirements"]["payTo"], "{r}");
+    assert!(r.get("receiver_email").is_none() && r.get("completed_at").is_none(), "{r}");
+    let id = r["intent_id"].as_str().unwrap();
+    let (_, read) = app.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
+    assert_eq!(read["receiver_email"], "shop@example.com", "{read}");
+    assert!(read.get("payer_wallet").is_none(), "nobody paid yet: {read}");
+    let plain = create(&app, body("1")).await;
+    assert!(plain.get("email").is_none(), "{plain}");
+    assert_eq!(plain["source_recipient"], plain["payment_requirements"]["payTo"]);
+
+    // An agent's intent, paid through the public flow.
+    let (agent, bearer) = app.agent("sdk-bot", None).await;
+    let (s, mine) = app.call("POST", "/v2/intents", Some(body("2")), &[("authorization", &bearer)]).await;
+    assert_eq!(s, StatusCode::CREATED, "{mine}");
+    let id = mine["intent_id"].as_str().unwrap();
+    let payer = PrivateKeySigner::random();
+    let proof = pay(&mine["payment_requirements"], &payer, 7, None);
+    let (s, ok) = app.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!((s, &ok["agent_id"]), (StatusCode::OK, &json!(agent)), "{ok}");
+    let (_, read) = app.call("GET", &format!("/v2/intents/{id}"), None, &[("authorization", &bearer)]).await;
+    assert_eq!(read["payer_wallet"], payer.address().to_checksum(None), "{read}");
+    assert!(read.get("completed_at").is_none(), "not paid out yet: {read}");
+
+    // An SDK's name for Solana is Solana: the same answer as our name gets.
+    let ask = |chain: &str| json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": chain });
+    let ours = app.call("POST", "/api/intents", Some(ask("solana")), &[]).await;
+    let theirs = app.call("POST", "/api/intents", Some(ask("solana-mainnet-beta")), &[]).await;
+    assert_eq!((ours.0, message(&ours.1)), (theirs.0, message(&theirs.1)), "{} / {}", ours.1, theirs.1);
     app.close().await;
 }

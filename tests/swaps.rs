@@ -17,8 +17,18 @@ use serde_json::{json, Value};
 
 use common::devnet::{call_state, send_tx, trc20_balance, Devnet};
 
+/// An agent whose hosted EVM wallet holds 5 USDC and 100 ETH on base:
+/// its id, its Bearer header value and the wallet.
+pub(crate) async fn funded_agent(dn: &Devnet) -> (String, String, String) {
+    let (agent, auth) = dn.agent().await;
+    let wallet = dn.agent_wallet(&agent, stablerail::config::Family::Evm).await;
+    dn.mint("base", &wallet, U256::from(5_000_000u64)).await;
+    common::devnet::rpc(&dn.rpc_url("base"), "anvil_setBalance", json!([wallet, "0x56bc75e2d63100000"])).await;
+    (agent, auth, wallet)
+}
+
 /// A transaction's receipt, once the node has one.
-async fn receipt_of(rpc: &str, hash: &str) -> Value {
+pub(crate) async fn receipt_of(rpc: &str, hash: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let r = common::devnet::rpc(rpc, "eth_getTransactionReceipt", json!([hash])).await;
@@ -30,7 +40,7 @@ async fn receipt_of(rpc: &str, hash: &str) -> Value {
     }
 }
 
-async fn wait_swap(dn: &Devnet, id: &str, want: &str) -> Value {
+pub(crate) async fn wait_swap(dn: &Devnet, id: &str, want: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let (s, v) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
@@ -364,10 +374,7 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
 async fn an_agent_swaps_from_its_hosted_wallet_once_per_idempotency_key() {
     let dn = Devnet::start_swaps(25045, "base", "").await;
     let (usdc, usdt) = (dn.token("base", "usdc"), dn.token("base", "usdt"));
-    let (agent, auth) = dn.agent().await;
-    let wallet = dn.agent_wallet(&agent, stablerail::config::Family::Evm).await;
-    dn.mint("base", &wallet, U256::from(5_000_000u64)).await;
-    common::devnet::rpc(&dn.rpc_url("base"), "anvil_setBalance", json!([wallet, "0x56bc75e2d63100000"])).await;
+    let (agent, auth, wallet) = funded_agent(&dn).await;
     let bearer = [("authorization", auth.as_str())];
 
     // Balances priced from the provider's token list, fetched in the

@@ -20,18 +20,19 @@ use common::process::{free_port, Reaped};
 
 on_both_engines!(endpoints_api_refuses_what_it_must);
 
-struct Receiver {
+/// `devnet/clients/webhook-receiver.mjs`, verifying with `standardwebhooks`.
+pub(crate) struct Receiver {
     port: u16,
-    secrets: PathBuf,
+    pub secrets: PathBuf,
     out: PathBuf,
 }
 
 impl Receiver {
-    fn new(dir: &Path) -> Receiver {
+    pub(crate) fn new(dir: &Path) -> Receiver {
         Receiver { port: free_port(), secrets: dir.join("secrets.json"), out: dir.join("received.jsonl") }
     }
 
-    fn start(&self) -> Reaped {
+    pub(crate) fn start(&self) -> Reaped {
         self.start_slow(0)
     }
 
@@ -47,21 +48,21 @@ impl Receiver {
         Reaped(child)
     }
 
-    fn secrets(&self, list: &[&str]) {
+    pub(crate) fn secrets(&self, list: &[&str]) {
         std::fs::write(&self.secrets, serde_json::to_string(list).unwrap()).unwrap();
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/hooks", self.port)
     }
 
     /// What it received for one intent, in arrival order.
-    fn of(&self, intent: &str) -> Vec<Value> {
+    pub(crate) fn of(&self, intent: &str) -> Vec<Value> {
         let text = std::fs::read_to_string(&self.out).unwrap_or_default();
         text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|v| v["subject"] == intent).collect()
     }
 
-    async fn until(&self, intent: &str, last: &str) -> Vec<Value> {
+    pub(crate) async fn until(&self, intent: &str, last: &str) -> Vec<Value> {
         for _ in 0..600 {
             let got = self.of(intent);
             if got.iter().any(|v| v["status"] == last) {
@@ -459,4 +460,175 @@ async fn an_agents_stream_carries_its_intents_and_resumes() {
     assert_eq!(resumed.iter().map(|(i, _)| i.clone()).collect::<Vec<_>>(), ids[1..].to_vec());
     let (s, _) = common::process::http(port, "GET", "/v2/events", None);
     assert_eq!(s, 401);
+}
+
+/// A facilitator key's endpoint, added with the CLI as an operator would:
+/// a settlement whose broadcast the chain holds past the bound is announced
+/// `x402.settlement.pending`, then `.succeeded` with the transaction that
+/// landed, both signed; a keyless settlement is nobody's to announce; the
+/// endpoint is listed and removed by the CLI, and a key's name that is not
+/// live gets none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_facilitator_keys_endpoint_hears_pending_then_succeeded() {
+    use crate::facilitator::{facilitator_key, payload, requirements};
+    let tmp = tempfile::tempdir().unwrap();
+    let rx = Receiver::new(tmp.path());
+    let _running = rx.start();
+    let dn = Devnet::start(29645, "base", "[facilitator]\npublic = true\n").await;
+    dn.set("facilitator.settle_wait_seconds", 2);
+    let key = facilitator_key(&dn, "shop");
+    let made =
+        dn.cli(&["facilitator", "webhook", "add", "shop", &rx.url(), "--events", "x402.settlement.pending,x402.settlement.succeeded"]);
+    let secret = made["secret"].as_str().unwrap_or_else(|| panic!("{made}"));
+    assert!(secret.starts_with("whsec_"), "{made}");
+    rx.secrets(&[secret]);
+    let listed = dn.cli(&["facilitator", "webhook", "list", "shop"]);
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{listed}");
+    assert!(listed["data"][0].get("secret").is_none(), "{listed}");
+    let refused = Command::new(common::stablerail_bin())
+        .args(["facilitator", "webhook", "add", "nobody", &rx.url(), "--config"])
+        .arg(dn.config_path())
+        .arg("--database")
+        .arg(format!("sqlite://{}", dn.dir.path().join("sr.db").display()))
+        .output()
+        .unwrap();
+    assert!(!refused.status.success(), "no live key `nobody`");
+
+    let base = dn.rpc_url("base");
+    common::devnet::rpc(&base, "evm_setAutomine", json!([false])).await;
+    let req = requirements(&dn, "25000");
+    let body = json!({ "x402Version": 2, "paymentPayload": payload(&req, &dn.payer(0).1), "paymentRequirements": req });
+    let (s, first) = dn.call("POST", "/x402/settle", Some(body), &[("authorization", &format!("Bearer {key}"))]).await;
+    assert_eq!((s, first["errorReason"].as_str()), (200, Some("settlement_pending")), "{first}");
+    common::devnet::rpc(&base, "evm_setAutomine", json!([true])).await;
+    common::devnet::rpc(&base, "evm_mine", json!([])).await;
+
+    let found =
+        dn.call("GET", &format!("/x402/settlements?payer={}", dn.payer(0).0), None, &[("authorization", &format!("Bearer {key}"))]).await.1;
+    let id = found[0]["id"].as_str().unwrap_or_else(|| panic!("{found}")).to_string();
+    let got = rx.until(&id, "settled").await;
+    let types: Vec<&str> = got.iter().map(|v| v["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["x402.settlement.pending", "x402.settlement.succeeded"], "{got:?}");
+    assert!(got.iter().all(|v| v["verified"] == json!([0])), "{got:?}");
+
+    // Keyless: settled, announced to nobody.
+    let req = requirements(&dn, "26000");
+    let body = json!({ "x402Version": 2, "paymentPayload": payload(&req, &dn.payer(1).1), "paymentRequirements": req });
+    let (s, r) = dn.call("POST", "/x402/settle", Some(body), &[]).await;
+    assert_eq!((s, r["success"].as_bool()), (200, Some(true)), "{r}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let text = std::fs::read_to_string(&rx.out).unwrap();
+    assert_eq!(text.lines().count(), 2, "only the key's settlement: {text}");
+
+    let endpoint = listed["data"][0]["id"].as_str().unwrap();
+    let removed = dn.cli(&["facilitator", "webhook", "remove", "shop", endpoint]);
+    assert_eq!(removed["deleted"], true, "{removed}");
+    assert!(dn.cli(&["facilitator", "webhook", "list", "shop"])["data"].as_array().unwrap().is_empty());
+}
+
+/// An account's endpoint (as the dashboard adds it) receives the events of
+/// every one of its agents' intents, and another account's endpoint none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_accounts_endpoint_hears_all_its_agents() {
+    use stablerail::ops::webhooks::{create, Owner};
+    let tmp = tempfile::tempdir().unwrap();
+    let rx = Receiver::new(tmp.path());
+    let _running = rx.start();
+    std::fs::create_dir(tmp.path().join("other")).unwrap();
+    let other = Receiver::new(&tmp.path().join("other"));
+    let _other_running = other.start();
+    let dn = Devnet::start(29745, "base", "").await;
+    let (agent, bearer) = dn.agent().await;
+    let account = stablerail::store::agents::agents(&dn.state.db, None, Some(&agent)).await.unwrap()[0].account_id.clone().unwrap();
+    let made = create((&*dn.state).into(), &Owner::account(&account), &rx.url(), None).await.unwrap();
+    rx.secrets(&[&made.secret]);
+    let (stranger, _) = dn.agent().await;
+    let theirs = stablerail::store::agents::agents(&dn.state.db, None, Some(&stranger)).await.unwrap()[0].account_id.clone().unwrap();
+    let made = create((&*dn.state).into(), &Owner::account(&theirs), &other.url(), None).await.unwrap();
+    other.secrets(&[&made.secret]);
+    let one = pay(&dn, &bearer, 1).await;
+    check_in_order(&dn, &rx, &one, &[0]).await;
+    assert!(other.of(&one).is_empty(), "another account hears nothing of it");
+    // The read the SDKs model: when the merchant was paid.
+    let (_, read) = dn.call("GET", &format!("/api/intents/{one}"), None, &[]).await;
+    assert_eq!(read["completed_at"], read["target_payment"]["settled_at"], "{read}");
+    assert!(read["completed_at"].is_string(), "{read}");
+}
+
+/// The receiver down for two minutes while intents settle, then up: each
+/// change arrives (by the retry schedule: attempts 5, 15, 35, 75, 155 s
+/// after the first), in order, under the ids they were first sent with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_receiver_down_two_minutes_gets_everything_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rx = Receiver::new(tmp.path());
+    let dn = Devnet::start(29845, "base", "").await;
+    let (_, bearer) = dn.agent().await;
+    let (s, made) = dn.call("POST", "/v2/webhook_endpoints", Some(json!({ "url": rx.url() })), &[("authorization", &bearer)]).await;
+    assert_eq!(s, 201, "{made}");
+    rx.secrets(&[made["secret"].as_str().unwrap()]);
+    let down = std::time::Instant::now();
+    let intents = [pay(&dn, &bearer, 1).await, pay(&dn, &bearer, 2).await];
+    let left = Duration::from_secs(120).saturating_sub(down.elapsed());
+    tokio::time::sleep(left).await;
+    assert!(!rx.out.exists(), "nothing could be received");
+    let _running = rx.start();
+    for id in &intents {
+        check_in_order(&dn, &rx, id, &[0]).await;
+    }
+    // The ids sent while down are the ids received.
+    let ledger = stablerail::store::webhooks::deliveries_of(&dn.state.db, made["id"].as_str().unwrap(), 100).await.unwrap();
+    assert!(ledger.iter().all(|d| d.status == "delivered"));
+    // Each intent's first change was tried through the outage (0, 5, 15,
+    // 35, 75 s, then delivered); the later ones waited behind it, once each.
+    let retried: Vec<i64> = ledger.iter().map(|d| d.attempts).filter(|&n| n > 1).collect();
+    assert_eq!(retried.len(), intents.len(), "{:?}", ledger.iter().map(|d| d.attempts).collect::<Vec<_>>());
+    assert!(retried.iter().all(|&n| n >= 5), "{retried:?}");
+    let text = std::fs::read_to_string(&rx.out).unwrap();
+    assert!(ledger.iter().all(|d| text.contains(&d.event_id)));
+}
+
+/// A swap the agent's hosted wallet sent, registered for tracking, is
+/// announced `swap.done` to the agent and its account; a registration that
+/// names the agent's wallet as payer of a transaction the chain never saw
+/// ends FAILED and is announced to nobody (anyone may register any payer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_swap_from_the_agents_wallet_is_announced_and_a_forged_one_is_not() {
+    use crate::swaps::{receipt_of, wait_swap};
+    let tmp = tempfile::tempdir().unwrap();
+    let rx = Receiver::new(tmp.path());
+    let _running = rx.start();
+    let dn = Devnet::start_swaps(29945, "base", "cancel_after_seconds = 4").await;
+    let (usdc, usdt) = (dn.token("base", "usdc"), dn.token("base", "usdt"));
+    let (_, auth, wallet) = crate::swaps::funded_agent(&dn).await;
+    let bearer = [("authorization", auth.as_str())];
+    let (s, made) =
+        dn.call("POST", "/v2/webhook_endpoints", Some(json!({ "url": rx.url(), "events": ["swap.done", "swap.failed"] })), &bearer).await;
+    assert_eq!(s, 201, "{made}");
+    rx.secrets(&[made["secret"].as_str().unwrap()]);
+
+    let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 1_000_000 });
+    let (s, swapped) = dn.call("POST", "/v2/swap/execute", Some(body), &bearer).await;
+    assert_eq!(s, 200, "{swapped}");
+    let hash = swapped["tx_hash"].as_str().unwrap();
+    assert_eq!(receipt_of(&dn.rpc_url("base"), hash).await["status"], "0x1");
+    let register = json!({
+        "source_tx_hash": hash, "from_chain": "base", "to_chain": "base", "from_token": usdc, "to_token": usdt,
+        "payer_address": wallet, "recipient_address": wallet, "sending_token_amount": "1000000",
+    });
+    let (s, r) = dn.call("POST", "/api/swap/intents", Some(register.clone()), &[]).await;
+    assert_eq!(s, 201, "{r}");
+    let id = r["intent_id"].as_str().unwrap().to_string();
+    let got = rx.until(&id, "DONE").await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((&got[0]["type"], &got[0]["verified"]), (&json!("swap.done"), &json!([0])), "{got:?}");
+
+    let mut forged = register;
+    forged["source_tx_hash"] = json!(format!("0x{}", "ab".repeat(32)));
+    let (s, r) = dn.call("POST", "/api/swap/intents", Some(forged), &[]).await;
+    assert_eq!(s, 201, "{r}");
+    let forged_id = r["intent_id"].as_str().unwrap().to_string();
+    wait_swap(&dn, &forged_id, "FAILED").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(rx.of(&forged_id).is_empty(), "a swap the wallet never sent is not the agent's");
 }

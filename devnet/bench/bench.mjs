@@ -6,12 +6,14 @@
 //   C. one stablerail intent alone, for its latency.
 // Signing happens before any clock starts. Prints one JSON report.
 //
-//   node devnet/bench/bench.mjs --dir DIR --url http://127.0.0.1:PORT [--n 40] [--c C] [--skip-reference]
+//   node devnet/bench/bench.mjs --dir DIR --url http://127.0.0.1:PORT [--n 40] [--c C] [--skip-reference] [--bearer B]
 // --c: at most C proofs posted at once (C clients, each posting its next
 // proof once the last was accepted); without it every proof is posted at
 // once. A payer of an intent does not wait for the settlement (the service
 // settles it after accepting the proof), so C bounds submissions, not
 // settlements in flight; settlement times are the service's own timestamps.
+// --bearer: intents are an agent's (`POST /v2/intents` with `Authorization:
+// B`), paid through the public flow as before (what webhooks announce).
 import fs from "node:fs";
 import path from "node:path";
 import nodeHttp from "node:http";
@@ -30,14 +32,16 @@ const url = arg("url", "http://127.0.0.1:8402");
 const N = Number(arg("n", "40"));
 const C = Number(arg("c", "0")) || N;
 const skipReference = process.argv.includes("--skip-reference");
+const bearer = arg("bearer", "");
 const devnet = JSON.parse(fs.readFileSync(path.join(dir, "devnet.json"), "utf8"));
 const base = devnet.chains.base;
 const chain = { id: base.chain_id, name: "base", nativeCurrency: { name: "ETH", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [base.rpc] } } };
 const payers = devnet.payers.map((p) => new Client(privateKeyToAccount(p.private_key)));
 const now = () => performance.now();
 
-async function api(method, p, body) {
-  const r = await fetch(`${url}${p}`, { method, headers: { "content-type": "application/json" }, body: body && JSON.stringify(body) });
+async function api(method, p, body, auth) {
+  const headers = { "content-type": "application/json", ...(auth ? { authorization: auth } : {}) };
+  const r = await fetch(`${url}${p}`, { method, headers, body: body && JSON.stringify(body) });
   const j = await r.json();
   if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(j)}`);
   return j;
@@ -70,7 +74,8 @@ const refSeconds = (now() - t0) / 1000;
 async function prepare(n) {
   const out = [];
   for (let i = 0; i < n; i++) {
-    const intent = await api("POST", "/api/intents", { recipient: "0x000000000000000000000000000000000000bEEF", amount: "1", payer_chain: "base", target_chain: "arbitrum" });
+    const ask = { recipient: "0x000000000000000000000000000000000000bEEF", amount: "1", payer_chain: "base", target_chain: "arbitrum" };
+    const intent = bearer ? await api("POST", "/v2/intents", ask, bearer) : await api("POST", "/api/intents", ask);
     const made = await payers[i % payers.length].createPaymentPayload(2, intent.payment_requirements);
     const proof = Buffer.from(JSON.stringify({ x402Version: 2, accepted: intent.payment_requirements, payload: made.payload })).toString("base64");
     out.push({ id: intent.intent_id, proof });

@@ -133,6 +133,19 @@ try {
   if (!shown.includes("25")) throw new Error(`the wallets page does not show the 25 USDC sent: ${shown}`);
   await check("wallets");
 
+  // 3b. An account webhook endpoint; its secret copied with the page's button
+  // to where the receiver reads it.
+  await page.goto(`${base}/dashboard/webhooks`, { waitUntil: "load" });
+  await page.type("#url", input.hook_url);
+  await submit("form[action='/dashboard/webhooks'] button[type=submit]");
+  await check("webhook-secret");
+  await page.click("button[data-copy='webhook-secret']");
+  const hookSecret = await page.evaluate(() => navigator.clipboard.readText());
+  if (!hookSecret.startsWith("whsec_")) throw new Error(`copied ${hookSecret}`);
+  fs.writeFileSync(input.hook_secrets, JSON.stringify([hookSecret]));
+  await submit("main a[href^='/dashboard/webhooks/']");
+  await check("webhook");
+
   // 4. Pay with the key; see it on the payments page.
   async function payAndSettle(body) {
     const created = await api("POST", "/v2/intents", bearer, body);

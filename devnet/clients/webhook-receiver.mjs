@@ -2,8 +2,8 @@
 // `standardwebhooks` library, unchanged. Each request is verified against
 // every secret in SECRETS (a JSON array, re-read per request so a test can
 // add a rotated secret); one JSON line per request goes to OUT:
-// {id, type, status, version, subject, verified: [index of each secret
-// that verifies], at}. Answers 204 when some secret verifies, else 400.
+// {id, type, status, version, subject, created_at (the event's), verified:
+// [index of each secret that verifies], at}. Answers 204 when some secret verifies, else 400.
 //
 //   node webhook-receiver.mjs --port P --secrets FILE --out FILE [--delay-ms N]
 // With --delay-ms, each answer is held that long after the request is logged.
@@ -36,8 +36,9 @@ const server = http.createServer((req, res) => {
       id: req.headers["webhook-id"] ?? null,
       type: event.type ?? null,
       status: event.data?.status ?? null,
-      subject: event.data?.intent_id ?? null,
+      subject: event.data?.intent_id ?? event.data?.id ?? null,
       version: event.version ?? null,
+      created_at: event.created_at ?? null,
       verified,
       at: Date.now(),
     }) + "\n");

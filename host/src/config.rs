@@ -1041,3 +1041,12 @@ pub fn expand_env(text: &str) -> Result<String, String> {
     out.push_str(rest);
     Ok(out)
 }
+
+/// Names the public SDKs use for a chain, and the chain each means here.
+const CHAIN_ALIASES: [(&str, &str); 2] = [("solana-mainnet-beta", "solana"), ("solana-mainnet", "solana")];
+
+/// The chain a request's name means: an SDK's alias gives our name; any
+/// other name is itself.
+pub fn chain_named(name: &str) -> &str {
+    CHAIN_ALIASES.iter().find(|(alias, _)| *alias == name).map_or(name, |(_, chain)| chain)
+}

@@ -82,7 +82,12 @@ impl AppState {
             drivers: self.drivers.clone(),
         };
         tokio::spawn(crate::swap::tracker::run(tracker));
-        crate::webhooks::spawn(crate::webhooks::Deps { config: self.config.clone(), db: self.db.clone(), sealer: self.sealer.clone() });
+        crate::webhooks::spawn(crate::webhooks::Deps {
+            config: self.config.clone(),
+            db: self.db.clone(),
+            sealer: self.sealer.clone(),
+            drivers: self.drivers.clone(),
+        });
         Started { engine, x402 }
     }
 

@@ -130,7 +130,7 @@ pub async fn create(
     body: Result<Json<EndpointBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<(StatusCode, Json<EndpointView>), ApiError> {
     let Json(body) = body?;
-    let made = op::create(&s, &Owner::agent(&agent.id), &body.url, body.events).await?;
+    let made = op::create((&*s).into(), &Owner::agent(&agent.id), &body.url, body.events).await?;
     Ok((StatusCode::CREATED, Json(view(made.endpoint, Some(made.secret)))))
 }
 
@@ -138,7 +138,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/v2/webhook_endpoints", tag = "webhooks", security(("bearer" = [])),
     responses((status = 200, description = "The caller's endpoints", body = EndpointList)))]
 pub async fn list(State(s): State<Shared>, Extension(agent): Extension<Agent>) -> Result<Json<EndpointList>, ApiError> {
-    let list = op::list(&s, &Owner::agent(&agent.id)).await?;
+    let list = op::list((&*s).into(), &Owner::agent(&agent.id)).await?;
     Ok(Json(EndpointList { data: list.into_iter().map(|e| view(e, None)).collect() }))
 }
 
@@ -153,7 +153,7 @@ pub async fn remove(
     Extension(agent): Extension<Agent>,
     Path(id): Path<String>,
 ) -> Result<Json<Removed>, ApiError> {
-    op::remove(&s, &Owner::agent(&agent.id), &id).await?;
+    op::remove((&*s).into(), &Owner::agent(&agent.id), &id).await?;
     Ok(Json(Removed { id, deleted: true }))
 }
 
@@ -168,7 +168,7 @@ pub async fn rotate(
     Extension(agent): Extension<Agent>,
     Path(id): Path<String>,
 ) -> Result<Json<Rotated>, ApiError> {
-    let (secret, until) = op::rotate(&s, &Owner::agent(&agent.id), &id).await?;
+    let (secret, until) = op::rotate((&*s).into(), &Owner::agent(&agent.id), &id).await?;
     Ok(Json(Rotated { id, secret, previous_secret_valid_until: rfc3339(until) }))
 }
 
@@ -183,7 +183,7 @@ pub async fn deliveries(
     Extension(agent): Extension<Agent>,
     Path(id): Path<String>,
 ) -> Result<Json<DeliveryList>, ApiError> {
-    let list = op::deliveries(&s, &Owner::agent(&agent.id), &id).await?;
+    let list = op::deliveries((&*s).into(), &Owner::agent(&agent.id), &id).await?;
     Ok(Json(DeliveryList { data: list.into_iter().map(DeliveryView::from).collect() }))
 }
 
@@ -198,6 +198,6 @@ pub async fn redeliver(
     Extension(agent): Extension<Agent>,
     Path(id): Path<String>,
 ) -> Result<Json<Redelivered>, ApiError> {
-    let endpoints = op::redeliver(&s, &Owner::agent(&agent.id), &id).await?;
+    let endpoints = op::redeliver((&*s).into(), &Owner::agent(&agent.id), &id).await?;
     Ok(Json(Redelivered { event_id: id, endpoints }))
 }

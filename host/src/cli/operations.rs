@@ -44,6 +44,12 @@ pub enum FacilitatorCommand {
     CreateKey { name: String },
     /// Revoke a key by name.
     RevokeKey { name: String },
+    /// A key's webhook endpoints: its settlements' events
+    /// (`x402.settlement.pending`, `.succeeded`, `.failed`).
+    Webhook {
+        #[command(subcommand)]
+        command: WebhookCommand,
+    },
     /// Look settlements up by id, transaction or payer (newest first).
     Settlement {
         #[arg(long, conflicts_with_all = ["transaction", "payer"])]
@@ -53,6 +59,24 @@ pub enum FacilitatorCommand {
         #[arg(long)]
         payer: Option<String>,
     },
+}
+
+#[derive(Subcommand)]
+pub enum WebhookCommand {
+    /// Add an endpoint for the key's settlements; its signing secret is printed once.
+    Add {
+        /// The facilitator key's name.
+        key: String,
+        /// `https://…` (plain `http` only to loopback where the operator allows it).
+        url: String,
+        /// Event types, comma-separated (default: all of the key's).
+        #[arg(long, value_delimiter = ',')]
+        events: Option<Vec<String>>,
+    },
+    /// The key's endpoints.
+    List { key: String },
+    /// Remove one of the key's endpoints and its deliveries.
+    Remove { key: String, id: String },
 }
 
 pub async fn wallets(out: Output, store: StoreArgs) -> anyhow::Result<()> {
@@ -155,11 +179,44 @@ pub async fn intent(out: Output, cmd: IntentCommand, store: StoreArgs) -> anyhow
     Ok(())
 }
 
+/// `facilitator webhook …`: the same operations as `/v2/webhook_endpoints`,
+/// owned by a facilitator key.
+async fn webhook(cfg: &crate::config::Config, db: &crate::db::Db, cmd: WebhookCommand) -> anyhow::Result<serde_json::Value> {
+    use crate::ops::webhooks::{self as op, Owner, Parts};
+    let pepper = crate::auth::Pepper::load(&cfg.resolve(&cfg.service.pepper_file))?;
+    let sealer = crate::webhooks::sign::Sealer::new(&pepper);
+    let parts = || Parts { config: cfg, db, sealer: &sealer };
+    let view = |e: &crate::store::webhooks::Endpoint| {
+        json!({ "id": e.id, "url": e.url, "events": e.events, "status": e.status, "disabled_reason": e.disabled_reason,
+                "created_at": crate::clock::rfc3339(e.created_at) })
+    };
+    let owned = |key: &str| Owner::facilitator_key(key);
+    Ok(match cmd {
+        WebhookCommand::Add { key, url, events } => {
+            anyhow::ensure!(crate::store::facilitator::key_is_live(db, &key).await?, "no live facilitator key `{key}`");
+            let made = op::create(parts(), &owned(&key), &url, events).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mut v = view(&made.endpoint);
+            // Printed once, here, and never again.
+            v["secret"] = made.secret.into();
+            v
+        }
+        WebhookCommand::List { key } => {
+            let list = op::list(parts(), &owned(&key)).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            json!({ "key": key, "data": list.iter().map(view).collect::<Vec<_>>() })
+        }
+        WebhookCommand::Remove { key, id } => {
+            op::remove(parts(), &owned(&key), &id).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            json!({ "id": id, "deleted": true })
+        }
+    })
+}
+
 pub async fn facilitator(out: Output, cmd: FacilitatorCommand, store: StoreArgs) -> anyhow::Result<()> {
     use crate::store::facilitator::Lookup;
     let (cfg, db) = open(&store).await?;
     let answer = match cmd {
         FacilitatorCommand::CreateKey { name } => {
+            anyhow::ensure!(name != crate::x402::facilitator::PUBLIC_CLIENT, "`{name}` names keyless settlements; choose another name");
             let pepper = crate::auth::Pepper::load(&cfg.resolve(&cfg.service.pepper_file))?;
             let secret = match crate::auth::issue_facilitator_key(&db, &pepper, &name, now_ms()).await {
                 Err(e) if e.is_duplicate() => anyhow::bail!("a facilitator key named `{name}` exists already"),
@@ -172,6 +229,7 @@ pub async fn facilitator(out: Output, cmd: FacilitatorCommand, store: StoreArgs)
             anyhow::ensure!(crate::store::facilitator::revoke_key(&db, &name, now_ms()).await?, "no live facilitator key `{name}`");
             json!({ "name": name, "result": "revoked" })
         }
+        FacilitatorCommand::Webhook { command } => webhook(&cfg, &db, command).await?,
         FacilitatorCommand::Settlement { id, transaction, payer } => {
             let by = match (&id, &transaction, &payer) {
                 (Some(v), _, _) => Lookup::Id(v),

@@ -14,6 +14,7 @@ mod qr;
 mod session;
 mod signin;
 mod wallets;
+mod webhooks;
 
 use axum::http::{header, HeaderValue};
 use axum::middleware::from_fn_with_state;
@@ -54,6 +55,11 @@ pub fn router(s: &Shared) -> Router<Shared> {
         .route("/payments", get(payments::page))
         .route("/payout", get(payout::page).post(payout::set))
         .route("/payout/remove", post(payout::remove))
+        .route("/webhooks", get(webhooks::list).post(webhooks::add))
+        .route("/webhooks/{id}", get(webhooks::show))
+        .route("/webhooks/{id}/remove", post(webhooks::remove))
+        .route("/webhooks/{id}/rotate", post(webhooks::rotate))
+        .route("/webhooks/{id}/redeliver", post(webhooks::redeliver))
         .route("/operator", get(operator::page))
         .route("/static/style.css", get(|| asset("text/css; charset=utf-8", STYLE)))
         .route("/static/copy.js", get(|| asset("text/javascript; charset=utf-8", COPY_JS)))

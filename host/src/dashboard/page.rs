@@ -14,6 +14,7 @@ pub enum Nav {
     Wallets,
     Payments,
     Payout,
+    Webhooks,
     Operator,
 }
 
@@ -52,6 +53,7 @@ pub fn signed_in(title: &str, session: &Session, active: Nav, body: Markup) -> H
                             (item(Nav::Wallets, "/dashboard/wallets", "Wallets"))
                             (item(Nav::Payments, "/dashboard/payments", "Payments"))
                             (item(Nav::Payout, "/dashboard/payout", "Get paid"))
+                            (item(Nav::Webhooks, "/dashboard/webhooks", "Webhooks"))
                             @if session.account.operator { (item(Nav::Operator, "/dashboard/operator", "Operator")) }
                         }
                         div.who {

@@ -55,6 +55,22 @@ pub struct IntentView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(example = "agent_wallet_short")]
     pub error_code: Option<&'static str>,
+    /// Create answer: the email the intent pays, when created for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// Create answer: the address on the payer chain the payer pays
+    /// (the requirements' `payTo`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_recipient: Option<String>,
+    /// Read: the email the intent pays, when created for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receiver_email: Option<String>,
+    /// Read: the wallet that paid, once its proof was accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payer_wallet: Option<String>,
+    /// Read: when the merchant was paid (`TARGET_SETTLED`), RFC 3339.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -158,6 +174,11 @@ fn base(i: &Intent, now_ms: i64) -> IntentView {
         target_payment: None,
         error_message: None,
         error_code: None,
+        email: None,
+        source_recipient: None,
+        receiver_email: None,
+        payer_wallet: None,
+        completed_at: None,
     }
 }
 
@@ -177,7 +198,12 @@ pub fn public(mut v: IntentView) -> IntentView {
 
 /// Create response (201).
 pub fn created(i: &Intent, now_ms: i64) -> IntentView {
-    IntentView { payment_requirements: Some(requirements(i, now_ms)), ..base(i, now_ms) }
+    IntentView {
+        payment_requirements: Some(requirements(i, now_ms)),
+        email: i.recipient_email.clone(),
+        source_recipient: Some(i.payment_requirements.pay_to.clone()),
+        ..base(i, now_ms)
+    }
 }
 
 /// Read form (GET intent).
@@ -204,6 +230,9 @@ pub fn intent(cfg: &Config, i: &Intent, now_ms: i64) -> IntentView {
         },
         error_message: i.error_message.clone(),
         error_code: i.error_code.map(|c| c.code()),
+        receiver_email: i.recipient_email.clone(),
+        payer_wallet: i.payer.clone(),
+        completed_at: if status == Status::TargetSettled { i.target_settled_at.map(rfc3339) } else { None },
         ..base(i, now_ms)
     }
 }

@@ -120,9 +120,10 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
         _ => bad("invalid amount: must be a positive number with up to 6 decimal places"),
     })?;
 
-    let payer_chain = given(&req.payer_chain).ok_or_else(|| bad("payer_chain is required"))?;
+    let chain = |name: String| crate::config::chain_named(&name).to_string();
+    let payer_chain = given(&req.payer_chain).map(chain).ok_or_else(|| bad("payer_chain is required"))?;
     check_chain(s, &payer_chain, Role::Payer)?;
-    let target_chain = given(&req.target_chain).unwrap_or_else(|| cfg.service.default_target_chain.clone());
+    let target_chain = given(&req.target_chain).map(chain).unwrap_or_else(|| cfg.service.default_target_chain.clone());
     check_chain(s, &target_chain, Role::Target)?;
 
     let payer_asset = given(&req.payer_asset).unwrap_or_else(|| "usdc".into()).to_lowercase();

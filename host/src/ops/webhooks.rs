@@ -1,6 +1,9 @@
-//! Webhook endpoints, managed by their owner (an agent on `/v2`).
+//! Webhook endpoints, managed by their owner: an agent (`/v2`), an account
+//! (the dashboard) or a facilitator key (the CLI).
 
 use crate::clock::now_ms;
+use crate::config::Config;
+use crate::db::Db;
 use crate::state::AppState;
 use crate::store::webhooks::{self as repo, Delivery, Endpoint};
 use crate::store::StoreError;
@@ -9,16 +12,18 @@ use crate::webhooks::{event, guard, sign};
 /// How long a rotated-out secret keeps signing.
 const ROTATION_OVERLAP_MS: i64 = 24 * 3_600_000;
 
-/// Whose endpoints.
-#[derive(Debug, Clone)]
-pub struct Owner {
-    pub kind: &'static str,
-    pub id: String,
+pub use crate::store::webhooks::Owner;
+
+/// What managing endpoints needs: the server's state or the CLI's.
+pub struct Parts<'a> {
+    pub config: &'a Config,
+    pub db: &'a Db,
+    pub sealer: &'a sign::Sealer,
 }
 
-impl Owner {
-    pub fn agent(id: &str) -> Owner {
-        Owner { kind: "agent", id: id.to_string() }
+impl<'a> From<&'a AppState> for Parts<'a> {
+    fn from(s: &'a AppState) -> Parts<'a> {
+        Parts { config: &s.config, db: &s.db, sealer: &s.sealer }
     }
 }
 
@@ -42,7 +47,7 @@ pub struct Created {
     pub secret: String,
 }
 
-pub async fn create(s: &AppState, owner: &Owner, url: &str, events: Option<Vec<String>>) -> Result<Created, WebhookError> {
+pub async fn create(s: Parts<'_>, owner: &Owner, url: &str, events: Option<Vec<String>>) -> Result<Created, WebhookError> {
     let url = guard::check_url(&s.config.webhooks, url)?;
     let events = match events {
         None => vec!["*".to_string()],
@@ -71,40 +76,40 @@ pub async fn create(s: &AppState, owner: &Owner, url: &str, events: Option<Vec<S
         disabled_reason: None,
         created_at: now_ms(),
     };
-    if !repo::add_endpoint(&s.db, &endpoint).await? {
+    if !repo::add_endpoint(s.db, &endpoint).await? {
         return Err(WebhookError::TooMany);
     }
     Ok(Created { endpoint, secret })
 }
 
-pub async fn list(s: &AppState, owner: &Owner) -> Result<Vec<Endpoint>, WebhookError> {
-    Ok(repo::endpoints_of(&s.db, owner.kind, &owner.id).await?)
+pub async fn list(s: Parts<'_>, owner: &Owner) -> Result<Vec<Endpoint>, WebhookError> {
+    Ok(repo::endpoints_of(s.db, owner.kind, &owner.id).await?)
 }
 
-pub async fn remove(s: &AppState, owner: &Owner, id: &str) -> Result<(), WebhookError> {
-    repo::remove_endpoint(&s.db, owner.kind, &owner.id, id).await?.then_some(()).ok_or(WebhookError::NotFound)
+pub async fn remove(s: Parts<'_>, owner: &Owner, id: &str) -> Result<(), WebhookError> {
+    repo::remove_endpoint(s.db, owner.kind, &owner.id, id).await?.then_some(()).ok_or(WebhookError::NotFound)
 }
 
 /// A new secret; the old one also signs for 24 hours. Returns the new
 /// secret and until when the old one signs.
-pub async fn rotate(s: &AppState, owner: &Owner, id: &str) -> Result<(String, i64), WebhookError> {
-    repo::endpoint_of(&s.db, owner.kind, &owner.id, id).await?.ok_or(WebhookError::NotFound)?;
+pub async fn rotate(s: Parts<'_>, owner: &Owner, id: &str) -> Result<(String, i64), WebhookError> {
+    repo::endpoint_of(s.db, owner.kind, &owner.id, id).await?.ok_or(WebhookError::NotFound)?;
     let secret = sign::new_secret();
     let until = now_ms() + ROTATION_OVERLAP_MS;
-    repo::rotate_secret(&s.db, id, &s.sealer.seal(&secret), until).await?;
+    repo::rotate_secret(s.db, id, &s.sealer.seal(&secret), until).await?;
     Ok((secret, until))
 }
 
-pub async fn deliveries(s: &AppState, owner: &Owner, id: &str) -> Result<Vec<Delivery>, WebhookError> {
-    repo::endpoint_of(&s.db, owner.kind, &owner.id, id).await?.ok_or(WebhookError::NotFound)?;
-    Ok(repo::deliveries_of(&s.db, id, 100).await?)
+pub async fn deliveries(s: Parts<'_>, owner: &Owner, id: &str) -> Result<Vec<Delivery>, WebhookError> {
+    repo::endpoint_of(s.db, owner.kind, &owner.id, id).await?.ok_or(WebhookError::NotFound)?;
+    Ok(repo::deliveries_of(s.db, id, 100).await?)
 }
 
 /// Send an event again to each of the owner's endpoints that had it; how many.
-pub async fn redeliver(s: &AppState, owner: &Owner, event_id: &str) -> Result<usize, WebhookError> {
+pub async fn redeliver(s: Parts<'_>, owner: &Owner, event_id: &str) -> Result<usize, WebhookError> {
     let mut n = 0;
-    for e in repo::endpoints_of(&s.db, owner.kind, &owner.id).await? {
-        if repo::redeliver(&s.db, &e.id, event_id, now_ms()).await? {
+    for e in repo::endpoints_of(s.db, owner.kind, &owner.id).await? {
+        if repo::redeliver(s.db, &e.id, event_id, now_ms()).await? {
             n += 1;
         }
     }
@@ -112,4 +117,10 @@ pub async fn redeliver(s: &AppState, owner: &Owner, event_id: &str) -> Result<us
         return Err(WebhookError::NotFound);
     }
     Ok(n)
+}
+
+/// Send an event again to one of the owner's endpoints.
+pub async fn redeliver_to(s: Parts<'_>, owner: &Owner, endpoint: &str, event_id: &str) -> Result<(), WebhookError> {
+    repo::endpoint_of(s.db, owner.kind, &owner.id, endpoint).await?.ok_or(WebhookError::NotFound)?;
+    repo::redeliver(s.db, endpoint, event_id, now_ms()).await?.then_some(()).ok_or(WebhookError::NotFound)
 }

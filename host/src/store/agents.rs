@@ -473,3 +473,18 @@ pub async fn disable_recipient(db: &Db, email: &str, chain: Option<&str>, now_ms
     .rows_affected();
     Ok(n)
 }
+
+/// The agent (and its account) whose hosted wallet is `address`, if one is.
+/// EVM addresses match in any case; others exactly.
+pub async fn owner_of_wallet(db: &Db, address: &str) -> Result<Option<(String, Option<String>)>, StoreError> {
+    let (column, value) =
+        if address.starts_with("0x") { ("lower(w.address)", address.to_lowercase()) } else { ("w.address", address.to_string()) };
+    let r = sqlx::query(&format!(
+        "SELECT a.id, a.account_id FROM wallet_keys w JOIN agents a ON w.name IN ('agent:' || a.id || ':evm', \
+         'agent:' || a.id || ':solana', 'agent:' || a.id || ':tron') WHERE w.name LIKE 'agent:%' AND {column} = $1"
+    ))
+    .bind(value)
+    .fetch_optional(&db.read)
+    .await?;
+    r.map(|r| Ok((r.try_get("id")?, r.try_get("account_id")?))).transpose()
+}

@@ -25,7 +25,7 @@ impl SettlementStatus {
         }
     }
 
-    fn parse(s: &str) -> Result<Self, StoreError> {
+    pub fn parse(s: &str) -> Result<Self, StoreError> {
         Ok(match s {
             "queued" => SettlementStatus::Queued,
             "settled" => SettlementStatus::Settled,
@@ -231,4 +231,13 @@ pub async fn revoke_key(db: &Db, name: &str, now_ms: i64) -> Result<bool, StoreE
         .execute(&db.pool)
         .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Is there a live key of this name?
+pub async fn key_is_live(db: &Db, name: &str) -> Result<bool, StoreError> {
+    let row = sqlx::query("SELECT 1 AS one FROM facilitator_keys WHERE name = $1 AND revoked_at IS NULL")
+        .bind(name)
+        .fetch_optional(&db.pool)
+        .await?;
+    Ok(row.is_some())
 }

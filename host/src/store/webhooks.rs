@@ -8,6 +8,29 @@ use super::settlement::{lease, Leased};
 use super::StoreError;
 use crate::db::Db;
 
+/// Whose endpoints.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    pub kind: &'static str,
+    pub id: String,
+}
+
+impl Owner {
+    pub fn agent(id: &str) -> Owner {
+        Owner { kind: "agent", id: id.to_string() }
+    }
+
+    /// An account's endpoints receive the events of all its agents.
+    pub fn account(id: &str) -> Owner {
+        Owner { kind: "account", id: id.to_string() }
+    }
+
+    /// A facilitator key's endpoints receive its settlements' events.
+    pub fn facilitator_key(name: &str) -> Owner {
+        Owner { kind: "facilitator_key", id: name.to_string() }
+    }
+}
+
 /// Endpoints an owner may have.
 pub const MAX_ENDPOINTS_PER_OWNER: i64 = 10;
 

@@ -4,9 +4,10 @@
 use serde_json::{json, Value};
 
 use crate::intent::Status;
+use crate::store::facilitator::SettlementStatus;
 
 /// Every event type an endpoint may ask for.
-pub const TYPES: [&str; 9] = [
+pub const TYPES: [&str; 15] = [
     "intent.awaiting_payment",
     "intent.pending",
     "intent.source_settled",
@@ -16,6 +17,12 @@ pub const TYPES: [&str; 9] = [
     "intent.verification_failed",
     "intent.blocked",
     "intent.expired",
+    "swap.done",
+    "swap.failed",
+    "swap.canceled",
+    "x402.settlement.pending",
+    "x402.settlement.succeeded",
+    "x402.settlement.failed",
 ];
 
 /// An event's type from its subject and status; `None` for changes that
@@ -23,6 +30,13 @@ pub const TYPES: [&str; 9] = [
 pub fn type_of(subject_kind: &str, status: &str) -> Option<String> {
     match subject_kind {
         "intent" => Status::parse(status).map(|s| format!("intent.{}", s.as_str().to_ascii_lowercase())),
+        // A registered swap's first status (PENDING) is not announced.
+        "swap" => matches!(status, "DONE" | "FAILED" | "CANCELED").then(|| format!("swap.{}", status.to_ascii_lowercase())),
+        "x402_settlement" => match SettlementStatus::parse(status).ok()? {
+            SettlementStatus::Queued => Some("x402.settlement.pending".into()),
+            SettlementStatus::Settled => Some("x402.settlement.succeeded".into()),
+            SettlementStatus::Failed => Some("x402.settlement.failed".into()),
+        },
         _ => None,
     }
 }

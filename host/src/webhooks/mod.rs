@@ -7,6 +7,7 @@
 pub mod event;
 pub mod guard;
 pub mod sign;
+mod subject;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +26,7 @@ pub struct Deps {
     pub config: Arc<Config>,
     pub db: Db,
     pub sealer: sign::Sealer,
+    pub drivers: Arc<crate::family::Drivers>,
 }
 
 /// Start this replica's fan-out and deliverers.
@@ -82,24 +84,19 @@ pub async fn fan_out_pass(d: &Deps) -> Result<usize, crate::store::StoreError> {
 }
 
 /// The deliveries one event makes: to each enabled endpoint of the
-/// subject's owner that asked for its type.
+/// subject's owners that asked for its type.
 async fn deliveries_for(d: &Deps, e: &NewEvent, now: i64) -> Result<Vec<NewDelivery>, crate::store::StoreError> {
     let Some(kind) = event::type_of(&e.subject_kind, &e.to_status) else { return Ok(vec![]) };
-    if e.subject_kind != "intent" {
-        return Ok(vec![]);
+    let Some(subject) = subject::resolve(d, e, now).await? else { return Ok(vec![]) };
+    let mut endpoints = vec![];
+    for owner in &subject.owners {
+        let theirs = repo::endpoints_of(&d.db, owner.kind, &owner.id).await?;
+        endpoints.extend(theirs.into_iter().filter(|p| p.status == "enabled" && event::wanted(&p.events, &kind)));
     }
-    let Some(intent) = crate::store::intents::get(&d.db, &e.subject_id).await? else { return Ok(vec![]) };
-    let Some(agent) = intent.agent_id.as_deref() else { return Ok(vec![]) };
-    let endpoints = repo::endpoints_of(&d.db, "agent", agent).await?;
-    let endpoints: Vec<_> = endpoints.into_iter().filter(|p| p.status == "enabled" && event::wanted(&p.events, &kind)).collect();
     if endpoints.is_empty() {
         return Ok(vec![]);
     }
-    // The owner's read of the intent as it is now, with the event's status
-    // (a later change has its own event).
-    let mut data = serde_json::to_value(crate::intent::views::intent(&d.config, &intent, now)).expect("views serialize");
-    data["status"] = e.to_status.clone().into();
-    let body = event::body(&e.id, &kind, e.created_at, e.version, data);
+    let body = event::body(&e.id, &kind, e.created_at, e.version, subject.data);
     Ok(endpoints.into_iter().map(|p| NewDelivery { endpoint_id: p.id, body: body.clone() }).collect())
 }
 

@@ -42,6 +42,9 @@ pub struct Facilitator {
     pub worker: std::sync::OnceLock<std::sync::Arc<crate::x402::worker::Worker>>,
 }
 
+/// The client name of keyless settlements (no key may take it).
+pub const PUBLIC_CLIENT: &str = "public";
+
 /// Who is calling: a resource server with a facilitator key, or anyone
 /// (when `[facilitator] public = true`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +57,7 @@ impl Caller {
     fn name(&self) -> &str {
         match self {
             Caller::Key(n) => n,
-            Caller::Public => "public",
+            Caller::Public => PUBLIC_CLIENT,
         }
     }
 }
