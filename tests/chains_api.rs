@@ -12,23 +12,42 @@ use serde_json::{json, Value};
 use stablerail::adapter::system_clock;
 use tower::ServiceExt;
 
-/// Payer-and-target base, a payer-only chain, a disabled chain, and TRON
-/// behind its flag (with its asset unwired, so no TRON adapter is needed).
+/// Payer-and-target base, a payer-only chain, a disabled chain, TRON behind
+/// its flag (its USDT gated by it too), and a chain with nothing to serve.
 fn body(tron_enabled: bool) -> String {
     format!(
         r#"{base}
 [flags]
 TRON_ENABLED = {tron_enabled}
 
+[adapters]
+tron-permit2 = "tron_permit2.wasm"
+
 [chains.skale-base]
 family = "evm"
 chain_id = 1187947933
 roles = ["payer"]
+[chains.skale-base.assets.usdc]
+state = "live"
+scheme = "eip3009"
+token = "0x85889c8c714505E0c94b30fcfcF64fE3Ac8FCb20"
+decimals = 6
+eip712_name = "Bridged USDC (SKALE Bridge)"
+eip712_version = "2"
 
 [chains.monad]
 enabled = false
 family = "evm"
 roles = ["payer", "target"]
+
+[chains.ethereum]
+family = "evm"
+chain_id = 1
+roles = ["payer", "target"]
+[chains.ethereum.assets.usdc]
+state = "unwired"
+scheme = "eip3009"
+decimals = 6
 
 [chains.tron]
 gate = "TRON_ENABLED"
@@ -37,9 +56,12 @@ chain_id = 728126428
 caip2 = "tron:0x2b6653dc"
 roles = ["payer", "target"]
 [chains.tron.assets.usdt]
-state = "unwired"
+state = "gated"
+flag = "TRON_ENABLED"
 scheme = "tron-permit2"
+token = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
 decimals = 6
+params = {{ permit2-address = "TTJxU3P8rHycAyFY4kVtGNfmnMH4ezcuM9", proxy-address = "TNtw4Wg6uQe4bqFywtcn5qagVZesSdYBSs" }}
 "#,
         base = common::BASE_USDC
     )
@@ -60,6 +82,7 @@ async fn get(tron_enabled: bool, uri: &str) -> (StatusCode, Value) {
 async fn chains_follow_roles_and_the_tron_flag() {
     let (status, off) = get(false, "/api/chains").await;
     assert_eq!(status, StatusCode::OK);
+    // ethereum has nothing to serve (its one asset unwired): not listed.
     assert_eq!(off, json!({ "chains": ["base", "skale-base"], "target_chains": ["base"] }));
 
     let (_, on) = get(true, "/api/chains").await;
@@ -82,8 +105,8 @@ fn binary() -> Command {
 }
 
 /// Run `serve` on a free port (after `keys init`, on a database beside
-/// the config) and return its /api/chains answer.
-fn serve_and_list(config: &std::path::Path, env: &[(&str, &str)]) -> Value {
+/// the config) and return what a create paying on TRON answers.
+fn serve_and_create(config: &std::path::Path, env: &[(&str, &str)]) -> Value {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let database = format!("sqlite://{}", config.with_file_name("sr.db").display());
     let init = binary().args(["keys", "init", "--database", &database, "--config"]).arg(config).envs(env.iter().copied()).output().unwrap();
@@ -97,8 +120,8 @@ fn serve_and_list(config: &std::path::Path, env: &[(&str, &str)]) -> Value {
         .spawn()
         .unwrap();
     common::wait_for_port(port);
-    let (status, answer) = common::http(port, "GET", "/api/chains", None, None);
-    assert_eq!(status, 200);
+    let ask = json!({ "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": "tron", "payer_asset": "usdt" });
+    let (_, answer) = common::http(port, "POST", "/api/intents", None, Some(ask));
     let _ = Command::new("kill").arg(child.id().to_string()).status();
     let status = child.wait().unwrap();
     assert!(status.success(), "graceful shutdown on SIGTERM exits 0, got {status:?}");
@@ -107,13 +130,16 @@ fn serve_and_list(config: &std::path::Path, env: &[(&str, &str)]) -> Value {
 
 #[test]
 fn environment_overrides_the_config_flag() {
+    // What a create on TRON answers tells whether the flag is on: off, the
+    // chain is not enabled; on, it is (and its USDT waits for its node,
+    // which this config names none of).
     let dir = tempfile::tempdir().unwrap();
     let path = common::write_config(dir.path(), &body(false));
-    let on = serve_and_list(&path, &[("TRON_ENABLED", "true")]);
-    assert!(on["target_chains"].as_array().unwrap().iter().any(|c| c == "tron"), "{on}");
+    let on = serve_and_create(&path, &[("TRON_ENABLED", "true")]);
+    assert_ne!(on["message"], "TRON is not enabled on this deployment", "{on}");
     let path = common::write_config(dir.path(), &body(true));
-    let off = serve_and_list(&path, &[("TRON_ENABLED", "0")]);
-    assert!(!off["chains"].as_array().unwrap().iter().any(|c| c == "tron"), "{off}");
+    let off = serve_and_create(&path, &[("TRON_ENABLED", "0")]);
+    assert_eq!(off["message"], "TRON is not enabled on this deployment", "{off}");
 }
 
 #[tokio::test]
@@ -148,14 +174,13 @@ async fn shipped_config_serves_the_matrix_and_tron_behind_its_flag() {
         })
     );
 
-    // Turning TRON on serves mainnet USDT through the x402 proxy x402-rs
-    // publishes (checked on chain before it is served); Nile stays off
-    // until the operator names its USDT.
+    // Turning TRON on serves mainnet and Nile USDT through the x402 proxy
+    // x402-rs publishes (checked on chain before it is served).
     let on = std::fs::read_to_string(&path).unwrap().replace("TRON_ENABLED = false", "TRON_ENABLED = true");
     let cfg = stablerail::config::Config::parse(&on).unwrap();
     let served: Vec<(&str, &str)> = cfg.served_assets().map(|(chain, _, key, _)| (chain, key)).collect();
     assert!(served.contains(&("solana", "usdc")) && served.contains(&("tron", "usdt")), "{served:?}");
-    assert!(!served.iter().any(|(c, _)| *c == "tron-nile"), "{served:?}");
+    assert!(served.contains(&("tron-nile", "usdt")), "{served:?}");
 }
 
 #[test]

@@ -209,4 +209,9 @@ async fn a_tron_asset_whose_proxy_holds_no_contract_is_withheld() {
         ),
     );
     assert_eq!((s, e["message"].as_str()), (503, Some("usdt on tron is temporarily unavailable")), "{e}");
+    // Its only asset withheld, the chain is not listed (in either role).
+    let (_, chains) = http(port, "GET", "/api/chains", None);
+    let listed = |role: &str| chains[role].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert!(listed("chains").contains(&"base".to_string()) && !listed("chains").contains(&"tron".to_string()), "{chains}");
+    assert!(!listed("target_chains").contains(&"tron".to_string()), "{chains}");
 }

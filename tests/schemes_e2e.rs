@@ -215,3 +215,46 @@ async fn faulty_permit2_payloads_are_refused_and_move_no_money() {
     let monad = dn.rpc_url("monad");
     dn.settle_public(("monad", "usdc"), ("base", "usdc"), "1", 4, |r, k| craft(r, k, &monad, "permit")).await;
 }
+
+/// `/v2` execute on a Permit2 asset from an agent wallet that holds no
+/// native coin (monad USDC, which has an EIP-2612 permit): the wallet signs
+/// a permit to Permit2 and the relayer submits it with the settlement
+/// (`settleWithPermit`); the wallet sends nothing. Two executes at once pay
+/// one after the other (they would share the permit's nonce), both once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_agent_wallet_without_gas_pays_a_permit2_asset() {
+    let dn = Devnet::start(30045, "monad,base", "").await;
+    let (agent, auth) = dn.agent().await;
+    let wallet = dn.agent_wallet(&agent, stablerail::config::Family::Evm).await;
+    dn.mint_asset("monad", "usdc", &wallet, U256::from(20_000_000u64)).await;
+    let monad = dn.rpc_url("monad");
+    assert_eq!(rpc(&monad, "eth_getBalance", json!([wallet, "latest"])).await, "0x0", "no native coin");
+    assert_eq!(dn.allowance("monad", "usdc", &wallet, PERMIT2).await, U256::ZERO);
+    let merchant = dn.balance_of("base", "usdc", MERCHANT).await;
+    let bearer = [("authorization", auth.as_str())];
+    let mut ids = vec![];
+    let mut sent = U256::ZERO;
+    for amount in ["2", "3"] {
+        let body = json!({ "recipient": MERCHANT, "amount": amount, "payer_chain": "monad", "target_chain": "base" });
+        let (s, intent) = dn.call("POST", "/v2/intents", Some(body), &bearer).await;
+        assert_eq!(s, 201, "{intent}");
+        sent += common::devnet::units(&intent["payment_requirements"]["amount"]);
+        ids.push(intent["intent_id"].as_str().unwrap().to_string());
+    }
+    let paths: Vec<String> = ids.iter().map(|id| format!("/v2/intents/{id}/execute")).collect();
+    let executes = paths.iter().map(|path| dn.call("POST", path, None, &bearer));
+    for (s, r) in futures::future::join_all(executes).await {
+        assert_eq!(s, 200, "{r}");
+    }
+    for id in &ids {
+        dn.wait_status(id, "TARGET_SETTLED").await;
+        assert_eq!(txs(&dn, id, "source").await.into_iter().map(|t| t.0).collect::<Vec<_>>(), ["settleWithPermit"]);
+        assert!(txs(&dn, id, "source-setup").await.is_empty(), "no approval from the wallet");
+        let (_, read) = dn.call("GET", &format!("/v2/intents/{id}"), None, &bearer).await;
+        let proof: Value = serde_json::from_str(read["source_payment"]["settle_proof"].as_str().unwrap()).unwrap();
+        assert_eq!(proof["extensions"]["eip2612GasSponsoring"]["info"]["from"], json!(wallet), "{proof}");
+    }
+    assert_eq!(rpc(&monad, "eth_getTransactionCount", json!([wallet, "latest"])).await, "0x0", "the wallet sent nothing");
+    assert_eq!(dn.balance_of("monad", "usdc", &wallet).await, U256::from(20_000_000u64) - sent, "each paid once");
+    assert_eq!(dn.balance_of("base", "usdc", MERCHANT).await, merchant + U256::from(5_000_000u64));
+}

@@ -9,7 +9,8 @@
 #   N=10000 C=64 scripts/bench.sh events
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-scripts/build.sh >/dev/null
+# BIN: a build to measure as it is (no build step).
+[ -n "${BIN:-}" ] || scripts/build.sh >/dev/null
 bin=${BIN:-$PWD/target/release/stablerail}
 n=${N:-10000}
 c=${C:-64}

@@ -18,6 +18,9 @@ pub enum Failure {
     AgentWalletShort,
     /// The agent's wallet could not make its one-time token approval.
     AgentWalletNotReady,
+    /// Another payment the agent's gasless wallet signed a permit for is
+    /// still settling on this chain; this one follows it.
+    AgentWalletBusy,
     /// The payer's balance does not cover the payment.
     InsufficientFunds,
     /// The payer's authorization was used already.
@@ -38,13 +41,14 @@ pub enum Failure {
 }
 
 impl Failure {
-    pub const ALL: [Failure; 14] = [
+    pub const ALL: [Failure; 15] = [
         Failure::ChainUnavailable,
         Failure::RelayerUnfunded,
         Failure::PayoutWalletShort,
         Failure::PayoutNotDispatched,
         Failure::AgentWalletShort,
         Failure::AgentWalletNotReady,
+        Failure::AgentWalletBusy,
         Failure::InsufficientFunds,
         Failure::AuthorizationUsed,
         Failure::NotApproved,
@@ -63,6 +67,7 @@ impl Failure {
             Failure::PayoutNotDispatched => "payout_not_dispatched",
             Failure::AgentWalletShort => "agent_wallet_short",
             Failure::AgentWalletNotReady => "agent_wallet_not_ready",
+            Failure::AgentWalletBusy => "agent_wallet_busy",
             Failure::InsufficientFunds => "insufficient_funds",
             Failure::AuthorizationUsed => "authorization_used",
             Failure::NotApproved => "not_approved",
@@ -87,6 +92,7 @@ impl Failure {
             Failure::PayoutNotDispatched => "the payout could not be sent yet; the service keeps trying",
             Failure::AgentWalletShort => "agent wallet has insufficient balance on payer chain",
             Failure::AgentWalletNotReady => "agent wallet could not approve its token spender",
+            Failure::AgentWalletBusy => "another payment from the agent wallet is settling on this chain; this one follows",
             Failure::InsufficientFunds => "proof validation failed: insufficient funds",
             Failure::AuthorizationUsed => "proof validation failed: authorization was already used",
             Failure::NotApproved => "proof validation failed: token allowance missing",

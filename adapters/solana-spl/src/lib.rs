@@ -209,6 +209,7 @@ fn expectations(ctx: &AssetContext, req: &PaymentRequirements) -> Result<payer_t
         amount: units::parse(&req.amount).map_err(|_| bad("amount"))?,
         decimals: ctx.decimals,
         max_priority_fee: priority_cap(ctx)?,
+        memo: extra.get("memo").and_then(|v| v.as_str()).filter(|m| !m.is_empty()).map(str::to_string),
     })
 }
 

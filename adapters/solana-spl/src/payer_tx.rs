@@ -41,6 +41,9 @@ pub struct Expected {
     /// The most the fee payer may spend on priority (price × limit), in
     /// micro-lamports: the operator's cap for this chain.
     pub max_priority_fee: u128,
+    /// `extra.memo`: when the requirements carry one, the transaction has
+    /// exactly one Memo instruction after the transfer, and it says this.
+    pub memo: Option<String>,
 }
 
 /// Without an operator's cap: x402's price cap at the largest unit limit.
@@ -159,6 +162,18 @@ pub fn check(tx: &Tx, want: &Expected, ed25519_verify: impl Fn(&[u8], &[u8], &[u
             "an instruction of program {}; after the transfer only Memo and Lighthouse are allowed",
             other.program
         )));
+    }
+    if let Some(text) = &want.memo {
+        let memos: Vec<&Ix> = trailing.iter().filter(|ix| ix.program == accounts::MEMO).collect();
+        let [memo] = memos.as_slice() else {
+            return Err(ProofError::RequirementsMismatch(format!(
+                "extra.memo asks for exactly one Memo instruction; the transaction has {}",
+                memos.len()
+            )));
+        };
+        if memo.data != text.as_bytes() {
+            return Err(ProofError::RequirementsMismatch("the Memo instruction does not say extra.memo".into()));
+        }
     }
     // Every signer but the fee payer has signed this very message.
     for (n, key) in keys.iter().enumerate().take(signers).skip(1) {
@@ -284,6 +299,7 @@ mod tests {
             amount: 2_500_000,
             decimals: 6,
             max_priority_fee: DEFAULT_MAX_PRIORITY_FEE,
+            memo: None,
         }
     }
 
@@ -407,6 +423,32 @@ mod tests {
         let mut ixs = payment(&f, TOKEN);
         ixs.push(Instruction { program_id: TOKEN, accounts: vec![AccountMeta::new(f.mint, false)], data: vec![9] });
         assert!(matches!(run(&f, signed(&f, &ixs)), Err(ProofError::Unsupported(_))));
+    }
+
+    /// As the reference facilitator: with `extra.memo`, exactly one Memo
+    /// after the transfer, saying exactly that (byte for byte).
+    #[test]
+    fn holds_the_memo_to_extra_memo() {
+        let f = fixture();
+        let want = Expected { memo: Some("order-42".into()), ..expected(&f) };
+        let with = |memos: &[&str]| {
+            let mut ixs = payment(&f, TOKEN);
+            ixs.truncate(3);
+            ixs.extend(memos.iter().map(|m| memo(m)));
+            let raw = signed(&f, &ixs);
+            check(&parse(raw).unwrap(), &want, verify)
+        };
+        assert!(with(&["order-42"]).is_ok());
+        let refused = |r: Result<Checked, ProofError>, why: &str| matches!(r, Err(ProofError::RequirementsMismatch(m)) if m.contains(why));
+        assert!(refused(with(&[]), "exactly one"), "no memo");
+        assert!(refused(with(&["order-42", "order-42"]), "exactly one"), "two memos");
+        assert!(refused(with(&["order-43"]), "does not say"), "another memo");
+        assert!(refused(with(&["Order-42"]), "does not say"), "case counts");
+        // Without extra.memo any memo (the client's nonce) is fine.
+        let mut ixs = payment(&f, TOKEN);
+        ixs.truncate(3);
+        ixs.push(memo("anything"));
+        assert!(check(&parse(signed(&f, &ixs)).unwrap(), &expected(&f), verify).is_ok());
     }
 
     #[test]

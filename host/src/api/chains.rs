@@ -6,7 +6,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::Shared;
-use crate::config::Role;
+use crate::config::{Availability, Role};
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ChainsResponse {
@@ -22,7 +22,15 @@ pub struct ChainsResponse {
 #[utoipa::path(get, path = "/api/chains", tag = "intents",
     responses((status = 200, description = "Payer and target chains", body = ChainsResponse)))]
 pub async fn list(State(s): State<Shared>) -> Json<ChainsResponse> {
-    // A chain whose node has not answered right yet is not listed.
-    let exposed = |role| s.config.chains_with_role(role).into_iter().filter(|c| s.watch.exposed(c)).collect();
+    // A chain whose node has not answered right yet is not listed, nor one
+    // with nothing to serve: every asset unwired, gated off or withheld.
+    let serves = |chain: &String| {
+        s.watch.exposed(chain)
+            && s.config.chains[chain]
+                .assets
+                .iter()
+                .any(|(key, a)| s.config.availability(a) == Availability::Available && !s.watch.asset_withheld(chain, key))
+    };
+    let exposed = |role| s.config.chains_with_role(role).into_iter().filter(serves).collect();
     Json(ChainsResponse { chains: exposed(Role::Payer), target_chains: exposed(Role::Target) })
 }

@@ -187,6 +187,21 @@ pub trait Driver: Send + Sync {
         Ok(vec![])
     }
 
+    /// An off-chain grant from `wallet` that lets the asset's spender take
+    /// `amount` when the wallet cannot send the approval itself (it holds
+    /// no native coin for gas): an x402 payload extension, (name, value),
+    /// that the relayer submits with the payment. `None` when no grant is
+    /// needed, or the family or the token has none.
+    async fn sponsored_allowance(
+        &self,
+        _chain: &str,
+        _asset: &crate::config::Asset,
+        _wallet: &Role,
+        _amount: &str,
+    ) -> Result<Option<(&'static str, serde_json::Value)>, SendError> {
+        Ok(None)
+    }
+
     /// The sender (the account that signed and owns it) of transaction `tx`
     /// if the chain knows it yet (in a block, or in the node's pool where it
     /// keeps one); `None` while it does not.

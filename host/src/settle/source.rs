@@ -40,16 +40,44 @@ impl Engine {
                 valid_before: now + 600,
                 nonce: keccak256(format!("{}:source", i.id)).to_vec(),
             };
-            match self.steps.prepare_wallet(&i.id, "source", &adapter, &wallet, &sender, &req.amount).await {
-                Ok(()) => {}
-                Err(StepError::NotSent(code, m)) => return self.later_waiting(&i, code, &m).await,
-                Err(StepError::Pending(m)) => return Ok(self.later_unavailable(&i, &m)),
-                Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) => {
-                    tracing::warn!(intent = %i.id, detail = %m, "agent wallet could not approve its token spender");
-                    return self.fail(&i, Status::VerificationFailed, Failure::AgentWalletNotReady.into()).await;
+            // A wallet with no native coin for gas pays a Permit2 asset with a
+            // permit the relayer submits; one that has gas approves once. One
+            // sponsored payment per wallet and asset is in flight at a time
+            // (the lock, then the check below), so two never sign the same
+            // token nonce.
+            let held = self.steps.wallet_lock(&i.payer_chain, &i.payer_asset, &sender).await.lock_owned().await;
+            let asset = &self.deps.config.chains[&i.payer_chain].assets[&i.payer_asset];
+            let grant = match driver.sponsored_allowance(&i.payer_chain, asset, &wallet, &req.amount).await {
+                Ok(grant) => grant,
+                Err(e) => return Ok(self.later_unavailable(&i, &e.to_string())),
+            };
+            if grant.is_some() && intents::in_flight_from(db, &i.payer_chain, &i.payer_asset, &sender, &i.id).await? {
+                return self.later_waiting(&i, Failure::AgentWalletBusy, "a sponsored payment from this wallet is settling").await;
+            }
+            // Held until this payment's proof is stored when it carries a
+            // grant; the wallet's own setup takes the lock itself.
+            let _held = match grant {
+                Some(_) => Some(held),
+                None => {
+                    drop(held);
+                    None
+                }
+            };
+            if grant.is_none() {
+                match self.steps.prepare_wallet(&i.id, "source", &adapter, &wallet, &sender, &req.amount).await {
+                    Ok(()) => {}
+                    Err(StepError::NotSent(code, m)) => return self.later_waiting(&i, code, &m).await,
+                    Err(StepError::Pending(m)) => return Ok(self.later_unavailable(&i, &m)),
+                    Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) => {
+                        tracing::warn!(intent = %i.id, detail = %m, "agent wallet could not approve its token spender");
+                        return self.fail(&i, Status::VerificationFailed, Failure::AgentWalletNotReady.into()).await;
+                    }
                 }
             }
-            let proof = self.steps.authorize(&adapter, driver.as_ref(), &wallet, &req, transfer).await?;
+            let mut proof = self.steps.authorize(&adapter, driver.as_ref(), &wallet, &req, transfer).await?;
+            if let Some((name, value)) = grant {
+                proof = with_extension(&proof, name, value)?;
+            }
             let paid = adapter.verify(&req, &proof).await.or_refused("verify (own proof)")?;
             match adapter.preflight(&paid).await? {
                 Ok(()) => {}
@@ -242,4 +270,14 @@ impl Engine {
         transition::transition(&self.deps.db, &i.id, i.status, i.status, Some(&code.into()), now_ms()).await?;
         Ok(Next::Later(Duration::from_secs(if code == Failure::RelayerUnfunded { 2 } else { 1 }), false))
     }
+}
+
+/// A payment payload (x402 JSON) with one more `extensions` entry.
+fn with_extension(proof: &str, name: &str, value: serde_json::Value) -> anyhow::Result<String> {
+    let mut payload: serde_json::Value = serde_json::from_str(proof)?;
+    let Some(fields) = payload.as_object_mut() else { anyhow::bail!("the assembled payload is not a JSON object") };
+    let extensions = fields.entry("extensions").or_insert_with(|| serde_json::json!({}));
+    let Some(extensions) = extensions.as_object_mut() else { anyhow::bail!("the assembled payload's extensions are not an object") };
+    extensions.insert(name.to_string(), value);
+    Ok(payload.to_string())
 }

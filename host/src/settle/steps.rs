@@ -243,6 +243,12 @@ impl Steps {
         }
     }
 
+    /// The lock a host-held wallet's setup and sponsored grants for one
+    /// asset take in this replica, one at a time.
+    pub(crate) async fn wallet_lock(&self, chain: &str, asset: &str, sender: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.setup_locks.lock().await.entry(format!("{chain}/{asset}/{sender}")).or_default().clone()
+    }
+
     /// One-time calls a host-held wallet must make before its transfers can
     /// settle (e.g. approving Permit2 on a Permit2-only chain), sent from that
     /// wallet and recorded under `<leg>-setup`. One at a time per (chain,
@@ -256,8 +262,7 @@ impl Steps {
         sender: &str,
         amount: &str,
     ) -> Result<(), StepError> {
-        let key = format!("{}/{}/{sender}", adapter.ctx.chain, adapter.ctx.asset);
-        let lock = self.setup_locks.lock().await.entry(key).or_default().clone();
+        let lock = self.wallet_lock(&adapter.ctx.chain, &adapter.ctx.asset, sender).await;
         let _held = lock.lock().await;
         let steps = adapter
             .prepare_sender(sender, amount)

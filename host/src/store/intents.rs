@@ -173,3 +173,19 @@ pub async fn failures_by_code(db: &Db, since: i64) -> Result<Vec<(String, i64)>,
     .map(|r| Ok((r.try_get("error_code")?, r.try_get("n")?)))
     .collect()
 }
+
+/// Is a payment from `payer` of `asset` on `chain` other than `except`
+/// accepted and not yet settled on the source chain?
+pub async fn in_flight_from(db: &Db, chain: &str, asset: &str, payer: &str, except: &str) -> Result<bool, StoreError> {
+    let row = sqlx::query(
+        "SELECT 1 AS one FROM intents WHERE status = 'PENDING' AND payer_chain = $1 AND payer_asset = $2 \
+         AND lower(payer) = lower($3) AND id <> $4 LIMIT 1",
+    )
+    .bind(chain)
+    .bind(asset)
+    .bind(payer)
+    .bind(except)
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(row.is_some())
+}

@@ -346,60 +346,70 @@ pub async fn deliveries_of(db: &Db, endpoint_id: &str, limit: i64) -> Result<Vec
 }
 
 /// What one attempt came to.
-pub enum Attempt<'a> {
+#[derive(Debug, Clone)]
+pub enum Attempt {
     Delivered {
         code: i64,
     },
     /// Try again at `retry_at`.
     Retry {
         code: Option<i64>,
-        error: &'a str,
+        error: String,
         retry_at: i64,
     },
     /// Given up: the delivery fails and its endpoint is disabled.
     GiveUp {
         code: Option<i64>,
-        error: &'a str,
+        error: String,
     },
 }
 
-/// Record an attempt by the lease's holder (a lost lease records nothing).
-pub async fn finish(db: &Db, id: &str, holder: &str, now: i64, outcome: Attempt<'_>) -> Result<bool, StoreError> {
+/// Record the attempts of one leased batch, `(delivery id, outcome)`, in
+/// one transaction (on SQLite each commit is a sync to disk), each only by
+/// the lease's holder (a lost lease records nothing). How many were recorded.
+pub async fn finish(db: &Db, holder: &str, now: i64, attempts: &[(String, Attempt)]) -> Result<usize, StoreError> {
+    if attempts.is_empty() {
+        return Ok(0);
+    }
     let mut tx = db.pool.begin().await?;
-    let (status, code, error, available, delivered) = match &outcome {
-        Attempt::Delivered { code } => ("delivered", Some(*code), None, now, Some(now)),
-        Attempt::Retry { code, error, retry_at } => ("pending", *code, Some(*error), *retry_at, None),
-        Attempt::GiveUp { code, error } => ("failed", *code, Some(*error), now, None),
-    };
-    let n = sqlx::query(
-        "UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1, last_code = $2, last_error = $3, available_at = $4, \
-         delivered_at = $5, last_attempt_at = $6, locked_by = NULL, locked_until = NULL \
-         WHERE id = $7 AND locked_by = $8 AND status = 'pending'",
-    )
-    .bind(status)
-    .bind(code)
-    .bind(error)
-    .bind(available)
-    .bind(delivered)
-    .bind(now)
-    .bind(id)
-    .bind(holder)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    if n == 1 {
-        if let Attempt::GiveUp { .. } = outcome {
-            sqlx::query(
-                "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'deliveries failed for 3 days' \
-                 WHERE id = (SELECT endpoint_id FROM webhook_deliveries WHERE id = $1) AND status = 'enabled'",
-            )
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+    let mut recorded = 0;
+    for (id, outcome) in attempts {
+        let (status, code, error, available, delivered) = match outcome {
+            Attempt::Delivered { code } => ("delivered", Some(*code), None, now, Some(now)),
+            Attempt::Retry { code, error, retry_at } => ("pending", *code, Some(error.as_str()), *retry_at, None),
+            Attempt::GiveUp { code, error } => ("failed", *code, Some(error.as_str()), now, None),
+        };
+        let n = sqlx::query(
+            "UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1, last_code = $2, last_error = $3, available_at = $4, \
+             delivered_at = $5, last_attempt_at = $6, locked_by = NULL, locked_until = NULL \
+             WHERE id = $7 AND locked_by = $8 AND status = 'pending'",
+        )
+        .bind(status)
+        .bind(code)
+        .bind(error)
+        .bind(available)
+        .bind(delivered)
+        .bind(now)
+        .bind(id)
+        .bind(holder)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if n == 1 {
+            recorded += 1;
+            if let Attempt::GiveUp { .. } = outcome {
+                sqlx::query(
+                    "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'deliveries failed for 3 days' \
+                     WHERE id = (SELECT endpoint_id FROM webhook_deliveries WHERE id = $1) AND status = 'enabled'",
+                )
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            }
         }
     }
     tx.commit().await?;
-    Ok(n == 1)
+    Ok(recorded)
 }
 
 /// Send an event again: its delivery to this endpoint goes back to pending.

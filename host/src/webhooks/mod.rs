@@ -116,7 +116,11 @@ async fn deliver_loop(d: Deps, holder: String) {
             tokio::time::sleep(every).await;
             continue;
         }
-        futures::future::join_all(ids.iter().map(|id| attempt(&d, &holder, id, client_timeout))).await;
+        let done: Vec<(String, Attempt)> =
+            futures::future::join_all(ids.iter().map(|id| attempt(&d, id, client_timeout))).await.into_iter().flatten().collect();
+        if let Err(e) = repo::finish(&d.db, &holder, now_ms(), &done).await {
+            tracing::warn!(error = %e, "webhooks: recording attempts failed");
+        }
     }
 }
 
@@ -126,30 +130,27 @@ fn backoff_ms(attempts: i64) -> i64 {
     (5_000i64.saturating_mul(1i64 << n)).min(6 * 3_600_000)
 }
 
-/// One attempt of one leased delivery.
-async fn attempt(d: &Deps, holder: &str, id: &str, timeout: Duration) {
+/// One attempt of one leased delivery, and what to record of it.
+async fn attempt(d: &Deps, id: &str, timeout: Duration) -> Option<(String, Attempt)> {
     let outcome = try_once(d, id, timeout).await;
-    let Ok(Some(delivery)) = repo::delivery_by_id(&d.db, id).await else { return };
+    let delivery = repo::delivery_by_id(&d.db, id).await.ok()??;
     let now = now_ms();
     let given_up = now - delivery.created_at > (d.config.webhooks.retry_hours as i64).saturating_mul(3_600_000);
-    let (code, error) = match &outcome {
-        Ok(code) if (200..300).contains(code) => {
+    let (code, error) = match outcome {
+        Ok(code) if (200..300).contains(&code) => {
             crate::telemetry::webhook_delivery("delivered", now - delivery.created_at);
-            let _ = repo::finish(&d.db, id, holder, now, Attempt::Delivered { code: *code }).await;
-            return;
+            return Some((id.to_string(), Attempt::Delivered { code }));
         }
-        Ok(code) => (Some(*code), format!("answered {code}")),
-        Err(e) => (None, e.clone()),
-    };
-    let attempt = if given_up {
-        Attempt::GiveUp { code, error: &error }
-    } else {
-        Attempt::Retry { code, error: &error, retry_at: now + backoff_ms(delivery.attempts) }
+        Ok(code) => (Some(code), format!("answered {code}")),
+        Err(e) => (None, e),
     };
     crate::telemetry::webhook_delivery(if given_up { "given_up" } else { "retry" }, now - delivery.created_at);
-    if let Err(e) = repo::finish(&d.db, id, holder, now, attempt).await {
-        tracing::warn!(error = %e, "webhooks: recording an attempt failed");
-    }
+    let attempt = if given_up {
+        Attempt::GiveUp { code, error }
+    } else {
+        Attempt::Retry { code, error, retry_at: now + backoff_ms(delivery.attempts) }
+    };
+    Some((id.to_string(), attempt))
 }
 
 /// Send a delivery once: the status code, or why nothing was answered.

@@ -7,6 +7,7 @@ pub mod batch;
 pub mod facts;
 mod keeper;
 pub mod landed;
+mod permit;
 pub mod token_facts;
 pub mod tx;
 
@@ -209,6 +210,24 @@ impl Driver for EvmDriver {
         let Some(client) = self.chains.get(chain) else { return Ok(vec![]) };
         let chain_id = self.config.chains.get(chain).and_then(|c| c.chain_id);
         token_facts::differences(&client, chain_id, asset).await
+    }
+
+    async fn sponsored_allowance(
+        &self,
+        chain: &str,
+        asset: &crate::config::Asset,
+        wallet: &Role,
+        amount: &str,
+    ) -> Result<Option<(&'static str, Value)>, SendError> {
+        let client = self.chain(chain)?;
+        let amount =
+            U256::from_str_radix(amount, 10).map_err(|_| SendError::WouldRevert(format!("amount `{amount}` is not base units")))?;
+        let signer = self.signer(wallet).await.map_err(|e| SendError::Unavailable(format!("keystore: {e}")))?;
+        let now = (crate::clock::now_ms() / 1000) as u64;
+        let grant = permit::sponsored(&client, self.net(chain).chain_id, asset, &signer, amount, now)
+            .await
+            .map_err(|e| SendError::Unavailable(e.to_string()))?;
+        Ok(grant.map(|g| (permit::EXTENSION, g)))
     }
 
     async fn sender_of(&self, chain: &str, tx: &str) -> Result<Option<String>, SendError> {

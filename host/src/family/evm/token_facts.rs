@@ -134,7 +134,7 @@ pub fn domain(name: &str, version: &str, chain_id: u64, token: Address, salted: 
 
 /// A view call's decoded answer; `None` when the token has no such function
 /// (the call reverts or answers something that does not decode).
-async fn call<C: SolCall>(client: &ChainClient, to: Address, call: C) -> Result<Option<C::Return>, ChainError> {
+pub(super) async fn call<C: SolCall>(client: &ChainClient, to: Address, call: C) -> Result<Option<C::Return>, ChainError> {
     let data = Bytes::from(call.abi_encode());
     let answer = match client.rpc("eth_call", json!([{ "to": to, "data": data }, "latest"])).await {
         Ok(v) => v,
