@@ -53,7 +53,7 @@ run() { # $1: without | with
         local want
         want=$(sqlite3 "$dir/stablerail.db" "SELECT COUNT(*) FROM events WHERE subject_kind = 'intent'" 2>/dev/null || echo 0)
         for _ in $(seq 1 600); do
-            [ "$(sqlite3 "$dir/stablerail.db" "SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending'")" = 0 ] && break
+            [ "$(sqlite3 "$dir/stablerail.db" "SELECT (SELECT COUNT(*) FROM events WHERE fanned_out = 0) + (SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending')")" = 0 ] && break
             sleep 1
         done
         node -e '

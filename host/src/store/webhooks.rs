@@ -205,22 +205,6 @@ pub async fn unfanned(db: &Db, limit: i64) -> Result<Vec<NewEvent>, StoreError> 
     .collect()
 }
 
-/// Mark events that make no delivery fanned out, in one statement.
-pub async fn mark_fanned(db: &Db, ids: &[String]) -> Result<u64, StoreError> {
-    if ids.is_empty() {
-        return Ok(0);
-    }
-    let sql = format!(
-        "UPDATE events SET fanned_out = 1 WHERE id IN ({}) AND fanned_out = 0",
-        crate::store::ordered_params(db.backend, 1, ids.len())
-    );
-    let mut q = sqlx::query(&sql);
-    for id in ids {
-        q = q.bind(id);
-    }
-    Ok(q.execute(&db.pool).await?.rows_affected())
-}
-
 /// Are there endpoints to deliver to at all?
 pub async fn any_enabled(db: &Db) -> Result<bool, StoreError> {
     Ok(sqlx::query("SELECT 1 AS one FROM webhook_endpoints WHERE status = 'enabled' LIMIT 1").fetch_optional(&db.read).await?.is_some())
@@ -232,36 +216,54 @@ pub struct NewDelivery {
     pub body: String,
 }
 
-/// Mark `event` fanned out and insert its deliveries, in one transaction;
-/// `false` (nothing written) when another replica marked it first.
-pub async fn fan_out(db: &Db, event: &NewEvent, deliveries: &[NewDelivery], now: i64) -> Result<bool, StoreError> {
+/// Fan out a pass's events in one transaction (on SQLite each commit is a
+/// sync to disk): each event is marked by a compare-and-set on
+/// `fanned_out`, and its deliveries are inserted only if this call won it
+/// (another replica may have). Events with no delivery are marked in one
+/// statement. How many events this call fanned out.
+pub async fn fan_out(db: &Db, events: &[(NewEvent, Vec<NewDelivery>)], now: i64) -> Result<usize, StoreError> {
     let mut tx = db.pool.begin().await?;
-    let won = sqlx::query("UPDATE events SET fanned_out = 1 WHERE id = $1 AND fanned_out = 0")
-        .bind(&event.id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-    if won != 1 {
-        tx.rollback().await?;
-        return Ok(false);
+    let silent: Vec<&str> = events.iter().filter(|(_, d)| d.is_empty()).map(|(e, _)| e.id.as_str()).collect();
+    let mut won = 0usize;
+    if !silent.is_empty() {
+        let sql = format!(
+            "UPDATE events SET fanned_out = 1 WHERE id IN ({}) AND fanned_out = 0",
+            crate::store::ordered_params(db.backend, 1, silent.len())
+        );
+        let mut q = sqlx::query(&sql);
+        for id in &silent {
+            q = q.bind(*id);
+        }
+        won += q.execute(&mut *tx).await?.rows_affected() as usize;
     }
-    for d in deliveries {
-        sqlx::query(
-            "INSERT INTO webhook_deliveries (id, endpoint_id, event_id, subject_id, version, body, status, attempts, available_at, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7)",
-        )
-        .bind(format!("del_{}", ulid::Ulid::new()))
-        .bind(&d.endpoint_id)
-        .bind(&event.id)
-        .bind(format!("{}:{}", event.subject_kind, event.subject_id))
-        .bind(event.version)
-        .bind(&d.body)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
+    for (event, deliveries) in events.iter().filter(|(_, d)| !d.is_empty()) {
+        let marked = sqlx::query("UPDATE events SET fanned_out = 1 WHERE id = $1 AND fanned_out = 0")
+            .bind(&event.id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if marked != 1 {
+            continue;
+        }
+        won += 1;
+        for d in deliveries {
+            sqlx::query(
+                "INSERT INTO webhook_deliveries (id, endpoint_id, event_id, subject_id, version, body, status, attempts, available_at, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7)",
+            )
+            .bind(format!("del_{}", ulid::Ulid::new()))
+            .bind(&d.endpoint_id)
+            .bind(&event.id)
+            .bind(format!("{}:{}", event.subject_kind, event.subject_id))
+            .bind(event.version)
+            .bind(&d.body)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
     }
     tx.commit().await?;
-    Ok(true)
+    Ok(won)
 }
 
 /// Lease due deliveries: pending, their endpoint enabled, and no earlier

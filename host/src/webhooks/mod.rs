@@ -58,9 +58,9 @@ async fn fan_out_loop(d: Deps) {
     }
 }
 
-/// Make the deliveries of the events not yet fanned out; how many events.
-/// Events that make none (no endpoint wants them) are marked together, in
-/// one statement: a service without endpoints pays one write per pass.
+/// Make the deliveries of the events not yet fanned out; how many events
+/// were read. The pass's deliveries are written in one transaction; when
+/// no endpoint exists at all the subjects are not even read.
 pub async fn fan_out_pass(d: &Deps) -> Result<usize, crate::store::StoreError> {
     let events = repo::unfanned(&d.db, FAN_OUT_BATCH).await?;
     if events.is_empty() {
@@ -68,19 +68,13 @@ pub async fn fan_out_pass(d: &Deps) -> Result<usize, crate::store::StoreError> {
     }
     let now = now_ms();
     let any = repo::any_enabled(&d.db).await?;
-    let mut silent = Vec::new();
-    for e in &events {
-        let deliveries = if any { deliveries_for(d, e, now).await? } else { vec![] };
-        if deliveries.is_empty() {
-            silent.push(e.id.clone());
-        } else {
-            // Marked with its deliveries, after the silent ones before it.
-            repo::mark_fanned(&d.db, &std::mem::take(&mut silent)).await?;
-            repo::fan_out(&d.db, e, &deliveries, now).await?;
-        }
+    let mut made = Vec::with_capacity(events.len());
+    for e in events {
+        let deliveries = if any { deliveries_for(d, &e, now).await? } else { vec![] };
+        made.push((e, deliveries));
     }
-    repo::mark_fanned(&d.db, &silent).await?;
-    Ok(events.len())
+    repo::fan_out(&d.db, &made, now).await?;
+    Ok(made.len())
 }
 
 /// The deliveries one event makes: to each enabled endpoint of the
