@@ -341,8 +341,33 @@ async fn one_account_never_sees_another(backend: Backend) {
     assert!(payments.body.contains(&a_intent), "alice sees her intent");
     assert!(alice.get(&app, "/dashboard/wallets").await.body.contains(&a_wallet));
 
+    // Alice's account endpoint, from the Webhooks page; bad input is a 400 page.
+    for (url, events, why) in
+        [("http://10.0.0.1/hooks", "", "use https, and a public address"), ("https://hooks.example.com/a", "intent.nope", "does not send")]
+    {
+        let a = alice.post(&app, "/dashboard/webhooks", &[("csrf", &a_csrf), ("url", url), ("events", events)]).await;
+        assert_eq!(a.status, 400, "{url}");
+        assert!(a.body.contains(why), "{}", a.body);
+    }
+    let account_hook = "https://hooks.example.com/alice-account";
+    let made = alice.post(&app, "/dashboard/webhooks", &[("csrf", &a_csrf), ("url", account_hook), ("events", "")]).await;
+    assert_eq!(made.status, 200, "{}", made.body);
+    assert!(made.body.contains("whsec_"), "the secret is shown once: {}", made.body);
+    let listed = alice.get(&app, "/dashboard/webhooks").await;
+    assert!(listed.body.contains(account_hook) && !listed.body.contains("whsec_"), "{}", listed.body);
+    let endpoint = listed.body.split("/dashboard/webhooks/we_").nth(1).unwrap().split(['"', '/']).next().unwrap();
+    let endpoint = format!("we_{endpoint}");
+
     let mut bob = Visitor::new("127.0.0.1");
     let b_csrf = bob.sign_in(&app, &log, "bob@example.com").await;
+    // Alice's endpoint is not bob's to see or touch.
+    assert_eq!(bob.get(&app, &format!("/dashboard/webhooks/{endpoint}")).await.status, 404);
+    for action in ["remove", "rotate", "redeliver"] {
+        let a = bob.post(&app, &format!("/dashboard/webhooks/{endpoint}/{action}"), &[("csrf", &b_csrf), ("event", "evt_x")]).await;
+        assert_eq!(a.status, 404, "{action}: {}", a.body);
+    }
+    assert!(!bob.get(&app, "/dashboard/webhooks").await.body.contains(account_hook));
+    assert!(alice.get(&app, "/dashboard/webhooks").await.body.contains(account_hook), "still alice's");
     // Every page and form with alice's ids: the same 404 as for no such id.
     let show = bob.get(&app, &format!("/dashboard/agents/{a_agent}")).await;
     assert_eq!(show.status, 404);

@@ -14,6 +14,7 @@ mod chains_api;
 mod cli;
 mod dashboard;
 mod database;
+mod delivery_outage;
 mod eip3009_adapter;
 mod evm_matrix;
 mod facilitator;
