@@ -18,7 +18,7 @@ use common::app::{App, Backend, MERCHANT};
 use common::devnet::{devnet_script, x402_pay, Devnet};
 use common::process::{free_port, Reaped};
 
-on_both_engines!(endpoints_api_refuses_what_it_must);
+on_both_engines!(endpoints_api_refuses_what_it_must, a_later_change_waits_for_an_earlier_one_another_replica_holds);
 
 /// `devnet/clients/webhook-receiver.mjs`, verifying with `standardwebhooks`.
 pub(crate) struct Receiver {
@@ -598,4 +598,45 @@ async fn a_swap_from_the_agents_wallet_is_announced_and_a_forged_one_is_not() {
     wait_swap(&dn, &forged_id, "FAILED").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(rx.of(&forged_id).is_empty(), "a swap the wallet never sent is not the agent's");
+}
+
+/// Order per subject across replicas: a later change's delivery, fanned
+/// out by one replica, is not leased while an earlier change of the same
+/// subject is not fanned out yet (another replica is at it), nor while the
+/// earlier one's delivery is pending.
+async fn a_later_change_waits_for_an_earlier_one_another_replica_holds(backend: Backend) {
+    use stablerail::store::webhooks::{self as repo, NewDelivery, NewEvent, Owner};
+    let app = App::start(backend, "[webhooks]\nallow_private_networks = true\nallow_plain_http_loopback = true\n").await;
+    let made =
+        stablerail::ops::webhooks::create((&*app.state).into(), &Owner::agent("agent-1"), "http://127.0.0.1:9/hooks", None).await.unwrap();
+    let now = stablerail::clock::now_ms();
+    let event = |v: i64| NewEvent {
+        id: format!("evt_order_{v}"),
+        subject_kind: "intent".into(),
+        subject_id: "int_order".into(),
+        version: v,
+        to_status: "PENDING".into(),
+        created_at: now + v,
+    };
+    for v in [1, 2] {
+        sqlx::query("INSERT INTO events (id, subject_kind, subject_id, version, to_status, created_at) VALUES ($1, 'intent', 'int_order', $2, 'PENDING', $3)")
+            .bind(format!("evt_order_{v}"))
+            .bind(v)
+            .bind(now + v)
+            .execute(&app.state.db.pool)
+            .await
+            .unwrap();
+    }
+    let delivery = || vec![NewDelivery { endpoint_id: made.endpoint.id.clone(), body: "{}".into() }];
+    // One replica fanned out version 2; version 1 is still another's to fan out.
+    assert_eq!(repo::fan_out(&app.state.db, &[(event(2), delivery())], now).await.unwrap(), 1);
+    assert!(repo::claim(&app.state.db, "r1", now + 10, 30_000, 10).await.unwrap().is_empty(), "v2 waits for v1's fan-out");
+    assert_eq!(repo::fan_out(&app.state.db, &[(event(1), delivery())], now).await.unwrap(), 1);
+    let leased = repo::claim(&app.state.db, "r1", now + 10, 30_000, 10).await.unwrap();
+    assert_eq!(leased.len(), 1, "v1 first, then v2");
+    let first = repo::delivery_by_id(&app.state.db, &leased[0]).await.unwrap().unwrap();
+    assert_eq!(first.event_id, "evt_order_1");
+    // The same event again (a replica that lost the race) writes nothing.
+    assert_eq!(repo::fan_out(&app.state.db, &[(event(1), delivery())], now).await.unwrap(), 0);
+    app.close().await;
 }

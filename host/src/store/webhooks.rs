@@ -266,9 +266,10 @@ pub async fn fan_out(db: &Db, events: &[(NewEvent, Vec<NewDelivery>)], now: i64)
     Ok(won)
 }
 
-/// Lease due deliveries: pending, their endpoint enabled, and no earlier
-/// delivery of the same subject to the same endpoint still pending (order
-/// per subject).
+/// Lease due deliveries: pending, their endpoint enabled, no earlier
+/// delivery of the same subject to the same endpoint still pending, and no
+/// earlier change of the subject not yet fanned out (order per subject,
+/// also when another replica is fanning that earlier change out).
 pub async fn claim(db: &Db, holder: &str, now: i64, lease_ms: i64, max: usize) -> Result<Vec<String>, StoreError> {
     lease(
         db,
@@ -278,7 +279,9 @@ pub async fn claim(db: &Db, holder: &str, now: i64, lease_ms: i64, max: usize) -
             due: "status = 'pending' \
                   AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE status = 'enabled') \
                   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.endpoint_id = webhook_deliveries.endpoint_id \
-                      AND e.subject_id = webhook_deliveries.subject_id AND e.version < webhook_deliveries.version AND e.status = 'pending')",
+                      AND e.subject_id = webhook_deliveries.subject_id AND e.version < webhook_deliveries.version AND e.status = 'pending') \
+                  AND NOT EXISTS (SELECT 1 FROM events ev WHERE ev.fanned_out = 0 \
+                      AND ev.subject_kind || ':' || ev.subject_id = webhook_deliveries.subject_id AND ev.version < webhook_deliveries.version)",
             order: "available_at, created_at",
         },
         holder,
