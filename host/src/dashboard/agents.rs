@@ -160,7 +160,7 @@ pub async fn show(State(s): State<Shared>, signed: Signed, Path(id): Path<String
                     thead { tr { th scope="col" { "URL" } th scope="col" { "Events" } th scope="col" { "Status" } th scope="col" { "Created" } } }
                     tbody { @for h in &hooks { tr {
                         td.mono { (h.url) }
-                        td.small { (h.events.join(", ")) }
+                        td.small { (page::event_types(&h.events)) }
                         td { @if h.status == "enabled" { span.badge.active { "enabled" } } @else {
                             span.badge.disabled { (h.status) } @if let Some(why) = &h.disabled_reason { br; span.small { (why) } } } }
                         td { (page::time(h.created_at)) }

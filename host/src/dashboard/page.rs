@@ -126,3 +126,12 @@ pub fn copyable(id: &str, label: &str, value: &str) -> Markup {
 pub fn svg(svg: String) -> Markup {
     PreEscaped(svg)
 }
+
+/// An endpoint's event types as people read them.
+pub fn event_types(events: &[String]) -> String {
+    if events.iter().any(|e| e == "*") {
+        "all events".into()
+    } else {
+        events.join(", ")
+    }
+}

@@ -42,7 +42,7 @@ pub async fn list(State(s): State<Shared>, signed: Signed) -> Result<Response, D
                 @if hooks.is_empty() { tr { td colspan="5" { "None yet." } } }
                 @for h in &hooks { tr {
                     td.mono { a href={ "/dashboard/webhooks/" (h.id) } { (h.url) } }
-                    td.small { (h.events.join(", ")) }
+                    td.small { (page::event_types(&h.events)) }
                     td { @if h.status == "enabled" { span.badge.active { "enabled" } } @else {
                         span.badge.disabled { (h.status) } @if let Some(why) = &h.disabled_reason { br; span.small { (why) } } } }
                     td { (page::time(h.created_at)) }
@@ -103,7 +103,7 @@ pub async fn show(State(s): State<Shared>, signed: Signed, Path(id): Path<String
     let deliveries = op::deliveries((&*s).into(), &owner(session), &id).await.map_err(refused)?;
     let base = format!("/dashboard/webhooks/{}", hook.id);
     let body = html! {
-        p { span.mono { (hook.url) } " · " (hook.events.join(", ")) " · "
+        p { span.mono { (hook.url) } " · " (page::event_types(&hook.events)) " · "
             @if hook.status == "enabled" { span.badge.active { "enabled" } } @else { span.badge.disabled { (hook.status) } } }
         @if let Some(why) = &hook.disabled_reason { p.notice.warn { "Disabled: " (why) } }
         div.scroll tabindex="0" { table id="deliveries" {
