@@ -33,6 +33,7 @@ mod smart_wallets;
 mod solana_driver;
 mod solana_exactly_once;
 mod solana_payments;
+mod sponsored_swaps;
 mod swaps;
 mod tron_exactly_once;
 mod tron_node;

@@ -703,7 +703,7 @@ async fn tron_swaps_cross_through_the_bridge_from_hosted_wallets() {
 /// A provider gone bad: it forwards to the devnet's honest provider at
 /// `origin` and rewrites what `mode` says, LI.FI's quotes or Jupiter's swap
 /// requests. Answers the origin it listens on.
-async fn hostile_provider(
+pub(crate) async fn hostile_provider(
     origin: String,
     mode: std::sync::Arc<std::sync::Mutex<&'static str>>,
     wallet: String,
@@ -812,11 +812,7 @@ async fn a_provider_gone_bad_gets_nothing_signed() {
     let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 5_000_000 });
     let allowance = |spender: String| {
         let (rpc, usdc, wallet) = (dn.rpc_url("base"), usdc.clone(), wallet.clone());
-        async move {
-            let data = format!("0xdd62ed3e{:0>64}{:0>64}", wallet.trim_start_matches("0x"), spender.trim_start_matches("0x"));
-            let v = common::devnet::rpc(&rpc, "eth_call", json!([{ "to": usdc, "data": data }, "latest"])).await;
-            U256::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
-        }
+        async move { common::devnet::allowance(&rpc, &usdc, &wallet, &spender).await }
     };
     let before = (dn.balance_of("base", "usdc", &wallet).await, dn.balance_of("base", "usdt", &wallet).await);
     let stranger_before = dn.balance_of("base", "usdc", &stranger).await;

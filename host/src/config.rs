@@ -95,6 +95,11 @@ pub struct Service {
     pub nonce_check_seconds: u64,
     /// How long a worker waits for a receipt before retrying later, in seconds.
     pub receipt_timeout_seconds: u64,
+    /// An `Idempotency-Key` whose request has run this long without an
+    /// answer is taken to be abandoned (its server died): a retry takes it
+    /// over. What the request moves is deduplicated below it (stored
+    /// transactions, leased runs), so a takeover never moves money twice.
+    pub idempotency_stale_seconds: u64,
     /// How long a worker's claim on an intent lasts, in seconds: a replica
     /// that dies mid-pass holds its intents this long. Keep it well above a
     /// pass (receipt_timeout_seconds and the RPC timeouts).
@@ -187,6 +192,7 @@ impl Default for Service {
             retry_max_backoff_seconds: 60,
             nonce_check_seconds: 10,
             receipt_timeout_seconds: 30,
+            idempotency_stale_seconds: 60,
             claim_lease_seconds: 60,
             execute_wait_seconds: 30,
             balance_check_seconds: 60,
@@ -470,6 +476,23 @@ pub struct Swap {
     /// How old a token price (from the provider's token list) may be and
     /// still be shown beside a balance.
     pub price_max_age_seconds: u64,
+    /// When a hosted wallet's same-chain EVM swap is sponsored (the relayer
+    /// pays the gas and keeps the chain's `fee` out of the input).
+    pub sponsored: Sponsored,
+    /// How long a sponsored swap's driver holds it without renewing before
+    /// another (a retry, the tracker) may take it over.
+    pub sponsored_lease_seconds: u64,
+}
+
+/// `[swap] sponsored`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sponsored {
+    /// When the wallet holds too little of the native coin for the swap's gas.
+    Auto,
+    /// Every eligible swap.
+    Always,
+    Never,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -521,6 +544,8 @@ impl Default for Swap {
             max_gas: 3_000_000,
             max_fee_lamports: 20_000_000,
             price_max_age_seconds: 300,
+            sponsored: Sponsored::Auto,
+            sponsored_lease_seconds: 15,
         }
     }
 }

@@ -48,6 +48,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0014_events.sql", include_str!("../../migrations/0014_events.sql")),
     ("0015_dashboard.sql", include_str!("../../migrations/0015_dashboard.sql")),
     ("0016_webhooks.sql", include_str!("../../migrations/0016_webhooks.sql")),
+    ("0017_sponsored_swaps.sql", include_str!("../../migrations/0017_sponsored_swaps.sql")),
 ];
 
 /// The embedded migrations as sqlx reads a folder: `VERSION_DESCRIPTION.sql`.

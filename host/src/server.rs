@@ -70,7 +70,18 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         done: Default::default(),
         worker: Default::default(),
     });
+    let work: Arc<tokio::sync::Notify> = Default::default();
+    let steps = crate::settle::Steps::new(crate::settle::Deps {
+        config: config.clone(),
+        registry: registry.clone(),
+        db: db.clone(),
+        keys: keys.clone(),
+        drivers: drivers.clone(),
+        sanctions: sanctions.clone(),
+        work: work.clone(),
+    });
     Ok(Arc::new(AppState {
+        steps,
         swaps,
         chains,
         config,
@@ -91,7 +102,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         live,
         streams: Arc::new(tokio::sync::Semaphore::new(crate::api::STREAMS)),
         keys,
-        work: Default::default(),
+        work,
         x402,
         watch,
         floats: Default::default(),

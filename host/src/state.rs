@@ -47,6 +47,9 @@ pub struct AppState {
     pub x402: Arc<crate::x402::facilitator::Facilitator>,
     /// The swap provider's client and discovery cache.
     pub swaps: Arc<crate::swap::Swaps>,
+    /// Gets legs' transactions on chain: the settlement workers' and the
+    /// sponsored swaps' (one runner, so a wallet's setup is serialized once).
+    pub steps: Arc<crate::settle::Steps>,
     /// Chains withheld until they answer; wallets below their floors.
     pub watch: Arc<crate::watch::Watch>,
     /// The proxy wallets' balances, read for the public flow's float check.
@@ -70,7 +73,7 @@ impl AppState {
     /// at once) and the x402 worker on one step runner, and the swap
     /// tracker, each with its own share of the state.
     pub fn start_workers(&self, workers: usize) -> Started {
-        let steps = crate::settle::Steps::new(self.engine_deps());
+        let steps = self.steps.clone();
         let engine = crate::settle::Engine::with_steps(steps.clone());
         engine.spawn(workers);
         let x402 = crate::x402::worker::Worker::new(steps, self.x402.work.clone(), self.x402.done.clone());
@@ -80,6 +83,7 @@ impl AppState {
             swaps: self.swaps.clone(),
             db: self.db.clone(),
             drivers: self.drivers.clone(),
+            steps: self.steps.clone(),
         };
         tokio::spawn(crate::swap::tracker::run(tracker));
         crate::webhooks::spawn(crate::webhooks::Deps {

@@ -55,6 +55,13 @@ pub async fn rpc(url: &str, method: &str, params: Value) -> Value {
 }
 
 /// The node's whole JSON-RPC answer, an error answer included.
+/// An ERC-20 allowance, read on chain (`allowance(owner, spender)`).
+pub async fn allowance(url: &str, token: &str, owner: &str, spender: &str) -> U256 {
+    let data = format!("0xdd62ed3e{:0>64}{:0>64}", owner.trim_start_matches("0x"), spender.trim_start_matches("0x"));
+    let v = rpc(url, "eth_call", json!([{ "to": token, "data": data }, "latest"])).await;
+    U256::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
 pub async fn rpc_answer(url: &str, method: &str, params: Value) -> Value {
     reqwest::Client::new()
         .post(url)
@@ -84,6 +91,12 @@ impl Devnet {
     /// provider; `swap_settings` are TOML lines for the `[swap]` table.
     pub async fn start_swaps(port: u16, chains: &str, swap_settings: &str) -> Devnet {
         Devnet::start_full(port, chains, "", 1, None, Some(swap_settings)).await
+    }
+
+    /// The same with `replicas` in-process service instances (0: none; the
+    /// test serves the binary itself).
+    pub async fn start_swaps_with(port: u16, chains: &str, swap_settings: &str, replicas: usize) -> Devnet {
+        Devnet::start_full(port, chains, "", replicas, None, Some(swap_settings)).await
     }
 
     async fn start_full(

@@ -1,7 +1,9 @@
 //! `Idempotency-Key` for the endpoints that take one: the first answer for
 //! a (scope, key) is stored and replayed for the same body; another body is
-//! 422; a request still running is 409. Server errors are not final answers:
-//! the key is freed for a retry.
+//! 422; a request still running is 409, unless it has run past
+//! `service.idempotency_stale_seconds` (its server died): then the retry
+//! takes it over. Server errors are not final answers: the key is freed
+//! for a retry.
 
 use std::future::Future;
 
@@ -34,7 +36,8 @@ where
     let work = || async { work().await.map(|v| serde_json::to_string(&v).expect("an answer serializes")) };
     let Some(key) = key else { return respond(success, work().await) };
     let hash = hex::encode(Sha256::digest(body));
-    let claim = match idempotency::claim(&s.db, scope, key, &hash, crate::clock::now_ms()).await {
+    let stale_ms = s.config.service.idempotency_stale_seconds.saturating_mul(1000) as i64;
+    let claim = match idempotency::claim(&s.db, scope, key, &hash, crate::clock::now_ms(), stale_ms).await {
         Ok(c) => c,
         Err(e) => return ApiError::from(e).into_response(),
     };

@@ -139,7 +139,7 @@ pub async fn execute(State(s): State<Shared>, Extension(agent): Extension<Agent>
     let run = swap::execute::run_id(&agent.id, key.as_deref());
     let work = || async {
         let v: serde_json::Value = serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
-        Ok(swap::execute::execute(&s.swaps, &s.db, &s.drivers, &agent.id, &v, &run).await?)
+        Ok(swap::execute::execute(&s.swaps, &s.db, &s.drivers, &s.steps, &agent.id, &v, &run).await?)
     };
     super::idempotency::run(&s, &format!("v2swap:{}", agent.id), key.as_deref(), &body, StatusCode::OK, work).await
 }

@@ -120,6 +120,16 @@ impl From<SendError> for StepError {
 
 /// The transfer a receipt must show: `amount` of the requirements' asset
 /// from `payer` to `payTo`.
+/// A payment payload (x402 JSON) with one more `extensions` entry.
+pub(crate) fn with_extension(proof: &str, name: &str, value: serde_json::Value) -> anyhow::Result<String> {
+    let mut payload: serde_json::Value = serde_json::from_str(proof)?;
+    let Some(fields) = payload.as_object_mut() else { anyhow::bail!("the assembled payload is not a JSON object") };
+    let extensions = fields.entry("extensions").or_insert_with(|| serde_json::json!({}));
+    let Some(extensions) = extensions.as_object_mut() else { anyhow::bail!("the assembled payload's extensions are not an object") };
+    extensions.insert(name.to_string(), value);
+    Ok(payload.to_string())
+}
+
 pub(crate) fn expected(payer: &str, req: &PaymentRequirements) -> VerifiedPayment {
     transfer_of(payer, &req.pay_to, &req.amount)
 }

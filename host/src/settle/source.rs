@@ -76,7 +76,7 @@ impl Engine {
             }
             let mut proof = self.steps.authorize(&adapter, driver.as_ref(), &wallet, &req, transfer).await?;
             if let Some((name, value)) = grant {
-                proof = with_extension(&proof, name, value)?;
+                proof = super::with_extension(&proof, name, value)?;
             }
             let paid = adapter.verify(&req, &proof).await.or_refused("verify (own proof)")?;
             match adapter.preflight(&paid).await? {
@@ -270,14 +270,4 @@ impl Engine {
         transition::transition(&self.deps.db, &i.id, i.status, i.status, Some(&code.into()), now_ms()).await?;
         Ok(Next::Later(Duration::from_secs(if code == Failure::RelayerUnfunded { 2 } else { 1 }), false))
     }
-}
-
-/// A payment payload (x402 JSON) with one more `extensions` entry.
-fn with_extension(proof: &str, name: &str, value: serde_json::Value) -> anyhow::Result<String> {
-    let mut payload: serde_json::Value = serde_json::from_str(proof)?;
-    let Some(fields) = payload.as_object_mut() else { anyhow::bail!("the assembled payload is not a JSON object") };
-    let extensions = fields.entry("extensions").or_insert_with(|| serde_json::json!({}));
-    let Some(extensions) = extensions.as_object_mut() else { anyhow::bail!("the assembled payload's extensions are not an object") };
-    extensions.insert(name.to_string(), value);
-    Ok(payload.to_string())
 }

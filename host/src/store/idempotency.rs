@@ -22,7 +22,10 @@ pub enum Claim {
     InProgress,
 }
 
-pub async fn claim(db: &Db, scope: &str, key: &str, request_hash: &str, now_ms: i64) -> Result<Claim, StoreError> {
+/// Claim (scope, key) for a request with `request_hash`. A claim still in
+/// progress after `stale_ms` was abandoned (its server died mid-request):
+/// it is taken over, by compare-and-set on its start time.
+pub async fn claim(db: &Db, scope: &str, key: &str, request_hash: &str, now_ms: i64, stale_ms: i64) -> Result<Claim, StoreError> {
     sqlx::query("DELETE FROM idempotency_keys WHERE scope = $1 AND idem_key = $2 AND created_at < $3")
         .bind(scope)
         .bind(key)
@@ -44,15 +47,34 @@ pub async fn claim(db: &Db, scope: &str, key: &str, request_hash: &str, now_ms: 
         Err(e) if is_unique_violation(&e) => {}
         Err(e) => return Err(e.into()),
     }
-    let row = sqlx::query("SELECT request_hash, response_status, response_body FROM idempotency_keys WHERE scope = $1 AND idem_key = $2")
-        .bind(scope)
-        .bind(key)
-        .fetch_one(&db.pool)
-        .await?;
+    let row = sqlx::query(
+        "SELECT request_hash, response_status, response_body, created_at FROM idempotency_keys WHERE scope = $1 AND idem_key = $2",
+    )
+    .bind(scope)
+    .bind(key)
+    .fetch_one(&db.pool)
+    .await?;
     let hash: String = row.try_get("request_hash")?;
     let status: i32 = row.try_get("response_status")?;
+    let started: i64 = row.try_get("created_at")?;
     Ok(if hash != request_hash {
         Claim::Mismatch
+    } else if status == 0 && started < now_ms - stale_ms {
+        let taken = sqlx::query(
+            "UPDATE idempotency_keys SET created_at = $1 WHERE scope = $2 AND idem_key = $3 AND response_status = 0 AND created_at = $4",
+        )
+        .bind(now_ms)
+        .bind(scope)
+        .bind(key)
+        .bind(started)
+        .execute(&db.pool)
+        .await?
+        .rows_affected();
+        if taken == 1 {
+            Claim::Claimed
+        } else {
+            Claim::InProgress
+        }
     } else if status == 0 {
         Claim::InProgress
     } else {

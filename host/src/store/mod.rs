@@ -13,6 +13,7 @@ pub mod intents;
 pub mod keys;
 pub mod retention;
 pub mod settlement;
+pub mod sponsored_swaps;
 pub mod swaps;
 pub mod transition;
 pub mod webhooks;

@@ -5,97 +5,37 @@
 //! goes through the family driver, so it is signed, stored, then
 //! broadcast, and its nonce is the database's; each is stored under the
 //! run (`swx_…`), which for an `Idempotency-Key` is derived from the agent
-//! and the key: a retry finds the stored swap and sends nothing new.
-
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+//! and the key: a retry finds the stored swap and sends nothing new. A
+//! same-chain EVM swap of a served stablecoin by a wallet without gas goes
+//! the sponsored way instead (`sponsored`: the relayer pays the gas).
 
 use alloy_primitives::U256;
 use base64::Engine as _;
-use serde::Serialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-use utoipa::ToSchema;
 
-use super::erc20::{self, Spend};
 use super::route::{RouteRequest, RouteTx};
+use super::run::{parse, plan_approvals, sent, LEG, SWAP_STEP};
 use super::Amount;
-use super::{guard, SwapChain, SwapError, Swaps, DEFAULT_SLIPPAGE_BPS, MAX_SLIPPAGE_BPS};
+use super::{guard, sponsored, SwapError, Swaps};
 use crate::config::Family;
 use crate::db::Db;
 use crate::family::keys::Role;
-use crate::family::{Driver, Drivers, Finality, SendError, Submit};
+use crate::family::{Drivers, Finality, Submit};
 use crate::payment::{EvmCall, SolanaCosign, Submission, TronTransaction};
+use crate::settle::Steps;
 use crate::store::settlement::{self as repo, TxRow};
 
-/// The leg name a run's transactions are stored under.
-const LEG: &str = "swap";
-const RESET_STEP: i32 = 0;
-const APPROVE_STEP: i32 = 1;
-const SWAP_STEP: i32 = 2;
-/// How long an approval may take to confirm before the swap is sent.
-const APPROVAL_WAIT: Duration = Duration::from_secs(60);
+pub use super::run::{run_id, Executed};
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Executed {
-    pub tx_hash: String,
-    pub chain: String,
-    pub from_token: String,
-    pub to_token: String,
-    /// Smallest units, decimal string.
-    pub from_amount: String,
-    /// Smallest units of `to_token`, decimal string: the quote's estimate.
-    pub estimated_output: String,
-}
-
-/// The run id of an execution: derived from (agent, key) when the caller
-/// gave an `Idempotency-Key`, fresh otherwise.
-pub fn run_id(agent: &str, key: Option<&str>) -> String {
-    match key {
-        Some(k) => format!("swx_{}", &hex::encode(Sha256::digest(format!("{agent}\n{k}")))[..32]),
-        None => format!("swx_{}", ulid::Ulid::new()),
-    }
-}
-
-struct Request {
-    chain: String,
-    from_token: String,
-    to_token: String,
-    from_amount: u64,
-    slippage_bps: u16,
-    to_chain: String,
-}
-
-fn parse(body: &Value) -> Result<Request, SwapError> {
-    let text = |k: &'static str| {
-        body.get(k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).ok_or(SwapError::FieldRequired(k))
-    };
-    let chain = text("chain")?;
-    let from_token = text("from_token")?;
-    let to_token = text("to_token")?;
-    let number = |v: Option<&Value>| v.and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())));
-    let from_amount = number(body.get("from_amount")).filter(|a| *a > 0).ok_or(SwapError::PositiveAmount)?;
-    let slippage_bps = match body.get("slippage_bps") {
-        None | Some(Value::Null) => DEFAULT_SLIPPAGE_BPS,
-        v => match number(v) {
-            Some(b) if b <= u64::from(MAX_SLIPPAGE_BPS) => b as u16,
-            Some(_) => return Err(SwapError::Slippage),
-            None => return Err(SwapError::Invalid("slippage_bps")),
-        },
-    };
-    let to_chain =
-        body.get("to_chain").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map_or_else(|| chain.clone(), str::to_string);
-    Ok(Request { chain, from_token, to_token, from_amount, slippage_bps, to_chain })
-}
-
-fn sent(e: SendError) -> SwapError {
-    match e {
-        SendError::Unavailable(m) => SwapError::Unavailable(m),
-        other => SwapError::SendFailed(other.to_string()),
-    }
-}
-
-pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, body: &Value, run: &str) -> Result<Executed, SwapError> {
+pub async fn execute(
+    swaps: &Swaps,
+    db: &Db,
+    drivers: &Drivers,
+    steps: &Steps,
+    agent: &str,
+    body: &Value,
+    run: &str,
+) -> Result<Executed, SwapError> {
     let r = parse(body)?;
     let cfg = &swaps.config;
     let configured = |name: &str| cfg.chains.get(name).filter(|c| cfg.chain_exposed(c));
@@ -125,6 +65,10 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
         Some(_) => me.clone(),
         None => return Err(SwapError::NoCaip2(r.to_chain.clone())),
     };
+    // An agent without gas for a same-chain stablecoin swap: the relayer pays.
+    if let Some(plan) = sponsored::plan(swaps, &r, &from, &me).await? {
+        return sponsored::Sponsor { swaps, db, drivers, steps }.execute(&r, &from, agent, &me, run, plan).await;
+    }
     let route = swaps
         .best_route(&RouteRequest {
             from: &from,
@@ -144,6 +88,7 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
         to_token: r.to_token.clone(),
         from_amount: r.from_amount.to_string(),
         estimated_output: route.output_amount.clone(),
+        sponsored_fee: None,
     };
     // A retry of a run that already stored its swap sends nothing new.
     if let Some(stored) = repo::get_tx(db, run, LEG, SWAP_STEP).await? {
@@ -173,7 +118,8 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
             let value = number(value).unwrap_or(0);
             // The approvals and the swap, simulated together from the
             // wallet before any of them is signed.
-            let approvals = plan_approvals(swaps, &from, &r, &me, route.approval_address.as_deref()).await?;
+            let approvals =
+                plan_approvals(swaps, &from, &r.from_token, U256::from(r.from_amount), &me, route.approval_address.as_deref()).await?;
             let mut bundle: Vec<guard::EvmCall> = approvals.iter().flat_map(|a| a.simulated()).collect();
             let to = router.parse().map_err(|_| SwapError::Refused(format!("router {router} is not an address")))?;
             bundle.push(guard::EvmCall { to, data: data.clone(), value: U256::from(value) });
@@ -205,7 +151,9 @@ pub async fn execute(swaps: &Swaps, db: &Db, drivers: &Drivers, agent: &str, bod
             let trx = from.family.facts().address20(&r.from_token).is_some_and(|t| from.family.facts().is_native(&t));
             let call_value = if trx { r.from_amount } else { 0 };
             tron_call(&raw_data, &me, &contract, call_value, crate::clock::now_ms()).map_err(refused)?;
-            if let Some(a) = plan_approvals(swaps, &from, &r, &me, route.approval_address.as_deref()).await? {
+            if let Some(a) =
+                plan_approvals(swaps, &from, &r.from_token, U256::from(r.from_amount), &me, route.approval_address.as_deref()).await?
+            {
                 a.send(swaps, db, &driver, &wallet, run).await?;
             }
             // The approve took time: the transaction must still be valid.
@@ -240,85 +188,4 @@ pub fn tron_call(raw_data: &[u8], owner: &str, contract: &str, call_value: u64, 
         return Err("it has expired");
     }
     Ok(())
-}
-
-/// The approvals a wallet must make before it swaps: none for the native
-/// coin or when its allowance to the route's spender covers the amount;
-/// else (a reset to 0 first for tokens configured so, when it is not 0)
-/// an approve of exactly the amount.
-struct Approvals<'a> {
-    chain: &'a str,
-    family: Family,
-    token: alloy_primitives::Address,
-    owner: alloy_primitives::Address,
-    spender: alloy_primitives::Address,
-    steps: Vec<(i32, &'static str, U256)>,
-}
-
-async fn plan_approvals<'a>(
-    swaps: &Swaps,
-    from: &'a SwapChain,
-    r: &Request,
-    me: &str,
-    spender: Option<&str>,
-) -> Result<Option<Approvals<'a>>, SwapError> {
-    let token = from.family.facts().address20(&r.from_token).ok_or(SwapError::Invalid("from_token"))?;
-    if from.family.facts().is_native(&token) {
-        return Ok(None);
-    }
-    let spender = spender
-        .and_then(|a| from.family.facts().address20(a))
-        .ok_or_else(|| SwapError::Unavailable("quote without an approval address".into()))?;
-    let owner = from.family.facts().address20(me).ok_or(SwapError::WalletNotReady)?;
-    let spend = Spend { chain: &from.name, family: from.family, token, owner, spender };
-    let amount = U256::from(r.from_amount);
-    let allowance = erc20::allowance(swaps, &spend).await?;
-    if allowance >= amount {
-        return Ok(None);
-    }
-    let mut steps = Vec::new();
-    if erc20::resets_first(swaps, &spend) && !allowance.is_zero() {
-        steps.push((RESET_STEP, "reset", U256::ZERO));
-    }
-    steps.push((APPROVE_STEP, "approve", amount));
-    Ok(Some(Approvals { chain: &from.name, family: from.family, token, owner, spender, steps }))
-}
-
-impl Approvals<'_> {
-    /// The approvals as calls to simulate ahead of the swap (EVM).
-    fn simulated(&self) -> impl Iterator<Item = guard::EvmCall> + '_ {
-        self.steps.iter().map(|(_, _, value)| guard::EvmCall {
-            to: self.token,
-            data: erc20::approve_data(self.spender, *value),
-            value: U256::ZERO,
-        })
-    }
-
-    /// Sign, store and send each (or find it stored by an earlier try of
-    /// the run), each confirmed before the next.
-    async fn send(&self, swaps: &Swaps, db: &Db, driver: &Arc<dyn Driver>, wallet: &Role, run: &str) -> Result<(), SwapError> {
-        let spend = Spend { chain: self.chain, family: self.family, token: self.token, owner: self.owner, spender: self.spender };
-        for &(step, label, value) in &self.steps {
-            let hash = match repo::get_tx(db, run, LEG, step).await? {
-                Some(stored) => stored.tx_hash,
-                None => {
-                    let submission = erc20::approve_submission(swaps, &spend, value).await?;
-                    let row = TxRow { intent_id: run.to_string(), leg: LEG.into(), step, label: label.into() };
-                    driver.submit(self.chain, wallet, &submission, row, Submit::default()).await.map_err(sent)?
-                }
-            };
-            let started = Instant::now();
-            loop {
-                match driver.finality(self.chain, &hash, 1).await {
-                    Ok(Finality::Confirmed(_)) => break,
-                    Ok(Finality::Failed) => return Err(SwapError::SendFailed(format!("{label} {hash} reverted"))),
-                    Ok(Finality::Pending) | Err(_) if started.elapsed() < APPROVAL_WAIT => {
-                        tokio::time::sleep(Duration::from_millis(250)).await
-                    }
-                    _ => return Err(SwapError::Unavailable(format!("{label} {hash} not confirmed in time"))),
-                }
-            }
-        }
-        Ok(())
-    }
 }

@@ -129,14 +129,16 @@ pub enum OnRevert {
 /// they do to the wallet: only the input token leaves, at most
 /// `max_input`; it goes only to known contracts across chains; no
 /// allowance is granted to an unknown spender or beyond `max_input`; the
-/// output arrives (same chain); the gas stays under the cap.
+/// output arrives (same chain); the gas stays under the cap. Answers the
+/// token events it read, for a caller with more to check (none when a
+/// revert passed).
 pub async fn simulate_evm(
     swaps: &Swaps,
     from: &SwapChain,
     calls: &[EvmCall],
     asked: &Asked<'_>,
     on_revert: OnRevert,
-) -> Result<(), SwapError> {
+) -> Result<Vec<Event>, SwapError> {
     let wallet: Address = asked.wallet.parse().map_err(|_| SwapError::WalletNotReady)?;
     let client = swaps.client(&from.name)?;
     let bundle: Vec<Value> = calls
@@ -166,7 +168,7 @@ pub async fn simulate_evm(
     if results.iter().any(|r| r.get("status").and_then(Value::as_str) != Some("0x1")) {
         return match on_revert {
             OnRevert::Refuse => Err(refused(format!("{}: the swap reverts in simulation", from.name))),
-            OnRevert::Pass => Ok(()),
+            OnRevert::Pass => Ok(vec![]),
         };
     }
     let gas: u64 = results
@@ -178,7 +180,9 @@ pub async fn simulate_evm(
         return Err(refused(format!("{}: the swap uses {gas} gas, above swap.max_gas", from.name)));
     }
     let logs = results.iter().flat_map(|r| r.get("logs").and_then(Value::as_array).into_iter().flatten());
-    check_events(swaps, from, wallet, logs.filter_map(Event::of), asked)
+    let events: Vec<Event> = logs.filter_map(Event::of).collect();
+    check_events(swaps, from, wallet, events.iter().cloned(), asked)?;
+    Ok(events)
 }
 
 /// What a simulated swap's token events may show of the wallet (EVM and
@@ -285,7 +289,8 @@ pub async fn simulate_tron(
 }
 
 /// The token events the checks read from a simulated log.
-enum Event {
+#[derive(Debug, Clone)]
+pub enum Event {
     Transfer { token: Address, from: Address, to: Address, amount: U256 },
     Approval { owner: Address, spender: Address, amount: U256 },
 }

@@ -16,6 +16,8 @@ pub mod prices;
 pub mod quote;
 pub mod register;
 pub mod route;
+pub mod run;
+pub mod sponsored;
 pub mod status;
 pub mod tracker;
 pub mod upstream;
@@ -92,6 +94,16 @@ pub enum SwapError {
     /// handed out (detail logged, never shown).
     #[error("swap route refused")]
     Refused(String),
+    /// A sponsored swap's input does not cover the gas fee it would keep.
+    #[error("from_amount does not cover the sponsored gas fee")]
+    BelowSponsoredFee,
+    /// The wallet holds less of the input than the swap takes.
+    #[error("agent wallet has insufficient balance for this swap")]
+    InsufficientBalance,
+    /// A sponsored swap failed after its input was pulled; the whole input
+    /// went back to the wallet.
+    #[error("swap failed; the input was refunded")]
+    Refunded,
     /// The provider failed or timed out (detail logged, never shown).
     #[error("swap service temporarily unavailable")]
     Unavailable(String),

@@ -171,7 +171,7 @@ async fn vouch(
         alloy_primitives::hex::decode(data.trim_start_matches("0x")).map_err(|_| SwapError::Unavailable("calldata is not hex".into()))?;
     let value = value.as_deref().and_then(|v| U256::from_str_radix(v.trim_start_matches("0x"), 16).ok()).unwrap_or_default();
     bundle.push(guard::EvmCall { to: router, data, value });
-    guard::simulate_evm(swaps, from, &bundle, &asked, guard::OnRevert::Pass).await
+    guard::simulate_evm(swaps, from, &bundle, &asked, guard::OnRevert::Pass).await.map(|_| ())
 }
 
 #[allow(deprecated)] // reads the deprecated `amount` alias, as the spec asks

@@ -35,6 +35,7 @@ pub struct Route {
     pub transaction: Option<RouteTx>,
 }
 
+#[derive(Clone)]
 pub enum RouteTx {
     Evm {
         to: String,

@@ -29,6 +29,8 @@ pub struct Deps {
     pub swaps: std::sync::Arc<Swaps>,
     pub db: crate::db::Db,
     pub drivers: std::sync::Arc<crate::family::Drivers>,
+    /// Sponsored swaps whose driver died are finished here.
+    pub steps: std::sync::Arc<crate::settle::Steps>,
 }
 
 pub async fn run(deps: Deps) {
@@ -51,6 +53,8 @@ pub async fn run(deps: Deps) {
                 let _ = repo::later(&deps.db, &i.id, &holder, i.substatus.as_deref(), next, now_ms()).await;
             }
         }
+        let sponsor = super::sponsored::Sponsor { swaps: &swaps, db: &deps.db, drivers: &deps.drivers, steps: &deps.steps };
+        sponsor.resume_abandoned().await;
     }
 }
 

@@ -9,6 +9,7 @@
 
 pub mod intents;
 pub mod settlements;
+pub mod sponsored_swaps;
 pub mod swaps;
 
 use crate::db::Backend;
