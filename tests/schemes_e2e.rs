@@ -221,6 +221,63 @@ async fn faulty_permit2_payloads_are_refused_and_move_no_money() {
 /// a permit to Permit2 and the relayer submits it with the settlement
 /// (`settleWithPermit`); the wallet sends nothing. Two executes at once pay
 /// one after the other (they would share the permit's nonce), both once.
+/// Permit2 tokens without EIP-2612 (base USDT, bsc USDC and USDT,
+/// ethereum USDT): an agent wallet with no native coin cannot sign a permit
+/// and cannot pay for its one approval of Permit2, so the relayer sends it
+/// exactly what that approval may cost, then the wallet approves once; its
+/// next payment needs nothing. Every merchant paid once, on chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_agent_wallet_without_gas_pays_permit2_tokens_without_a_permit() {
+    let dn = Devnet::start(30445, "base,bsc,ethereum", "").await;
+    let (agent, auth) = dn.agent().await;
+    let wallet = dn.agent_wallet(&agent, stablerail::config::Family::Evm).await;
+    let relayer = dn.state.keys.address(keys::RELAYER).await.unwrap();
+    let bearer = [("authorization", auth.as_str())];
+    for (chain, asset, target, target_decimals) in
+        [("base", "usdt", "bsc", 18u32), ("bsc", "usdc", "base", 6), ("bsc", "usdt", "base", 6), ("ethereum", "usdt", "base", 6)]
+    {
+        let decimals = if chain == "bsc" { 18 } else { 6 };
+        let held = U256::from(20u64) * U256::from(10u64).pow(U256::from(decimals));
+        dn.mint_asset(chain, asset, &wallet, held).await;
+        // bsc's second token finds the dust of the first one's top-up.
+        let approvals_before = u64::from(chain == "bsc" && asset == "usdt");
+        if approvals_before == 0 {
+            assert_eq!(rpc(&dn.rpc_url(chain), "eth_getBalance", json!([wallet, "latest"])).await, "0x0", "{chain}: no native coin");
+        }
+        assert_eq!(dn.allowance(chain, asset, &wallet, PERMIT2).await, U256::ZERO);
+        let merchant = dn.balance_of(target, "usdc", MERCHANT).await;
+        let relayer_before = rpc(&dn.rpc_url(chain), "eth_getBalance", json!([relayer, "latest"])).await;
+        let mut sent = U256::ZERO;
+        let mut ids = vec![];
+        for amount in ["2", "3"] {
+            let body =
+                json!({ "recipient": MERCHANT, "amount": amount, "payer_chain": chain, "payer_asset": asset, "target_chain": target });
+            let (s, intent) = dn.call("POST", "/v2/intents", Some(body), &bearer).await;
+            assert_eq!(s, 201, "{intent}");
+            sent += common::devnet::units(&intent["payment_requirements"]["amount"]);
+            let id = intent["intent_id"].as_str().unwrap().to_string();
+            let (s, r) = dn.call("POST", &format!("/v2/intents/{id}/execute"), None, &bearer).await;
+            assert_eq!(s, 200, "{chain}/{asset}: {r}");
+            dn.wait_status(&id, "TARGET_SETTLED").await;
+            ids.push(id);
+        }
+        let labels = |id: String, leg: &'static str| {
+            let dn = &dn;
+            async move { txs(dn, &id, leg).await.into_iter().map(|t| t.0).collect::<Vec<_>>() }
+        };
+        assert_eq!(labels(ids[0].clone(), "source-fund").await, ["fund-0"], "{chain}/{asset}: the relayer funded the approval");
+        assert_eq!(labels(ids[0].clone(), "source-setup").await.len(), 1, "{chain}/{asset}: the wallet approved once");
+        assert!(labels(ids[1].clone(), "source-fund").await.is_empty() && labels(ids[1].clone(), "source-setup").await.is_empty());
+        assert_eq!(dn.allowance(chain, asset, &wallet, PERMIT2).await, U256::MAX);
+        let sent_by_wallet = rpc(&dn.rpc_url(chain), "eth_getTransactionCount", json!([wallet, "latest"])).await;
+        assert_eq!(sent_by_wallet, json!(format!("{:#x}", approvals_before + 1)), "one approval, nothing else");
+        assert_eq!(dn.balance_of(chain, asset, &wallet).await, held - sent, "{chain}/{asset}: each paid once");
+        let five = U256::from(5u64) * U256::from(10u64).pow(U256::from(target_decimals));
+        assert_eq!(dn.balance_of(target, "usdc", MERCHANT).await, merchant + five, "{chain}/{asset}: the merchant paid once");
+        assert_ne!(rpc(&dn.rpc_url(chain), "eth_getBalance", json!([relayer, "latest"])).await, relayer_before, "the relayer paid");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_agent_wallet_without_gas_pays_a_permit2_asset() {
     let dn = Devnet::start(30045, "monad,base", "").await;

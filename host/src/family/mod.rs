@@ -202,6 +202,20 @@ pub trait Driver: Send + Sync {
         Ok(None)
     }
 
+    /// What the relayer sends `wallet` (a hosted wallet) so that it can pay
+    /// for `calls`, the setup it is about to send itself (an approval of
+    /// Permit2 for a token without EIP-2612), when it holds less than they
+    /// may cost: the shortfall, never more. `None` when it holds enough, or
+    /// the family has no such top-up.
+    async fn gas_shortfall(
+        &self,
+        _chain: &str,
+        _wallet: &Role,
+        _calls: &[crate::payment::SettleStep],
+    ) -> Result<Option<crate::payment::Submission>, SendError> {
+        Ok(None)
+    }
+
     /// The sender (the account that signed and owns it) of transaction `tx`
     /// if the chain knows it yet (in a block, or in the node's pool where it
     /// keeps one); `None` while it does not.

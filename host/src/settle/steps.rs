@@ -249,6 +249,25 @@ impl Steps {
         self.setup_locks.lock().await.entry(format!("{chain}/{asset}/{sender}")).or_default().clone()
     }
 
+    /// A hosted agent wallet without the gas for its one-time setup (an
+    /// approval of Permit2 for a token without EIP-2612): the relayer sends
+    /// it the shortfall first, recorded under `<leg>-fund`, one step per
+    /// top-up. Bounded: the setup is made once per wallet and token, and a
+    /// top-up is never more than what the setup may cost.
+    async fn fund_setup(&self, owner: &str, leg: &str, chain: &str, wallet: &Role, steps: &[SettleStep]) -> Result<(), StepError> {
+        let driver = self.driver(chain).map_err(|e| StepError::NotSent(Failure::PayoutNotDispatched, format!("{e:#}")))?;
+        let Some(top_up) = driver.gas_shortfall(chain, wallet, steps).await? else { return Ok(()) };
+        let leg = format!("{leg}-fund");
+        let stored = repo::list_txs(&self.deps.db, owner, &leg)
+            .await
+            .map_err(|e| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}")))?;
+        // Sent ones are final already (each was followed to the end); a new
+        // label makes this one a new step.
+        let step = SettleStep { label: format!("fund-{}", stored.len()), submission: top_up };
+        tracing::info!(owner, chain, "the relayer funds a hosted wallet's setup gas");
+        self.run_steps(owner, &leg, chain, &Role::Relayer, &[step], stored, false).await.map(|_| ())
+    }
+
     /// One-time calls a host-held wallet must make before its transfers can
     /// settle (e.g. approving Permit2 on a Permit2-only chain), sent from that
     /// wallet and recorded under `<leg>-setup`. One at a time per (chain,
@@ -276,6 +295,9 @@ impl Steps {
             return Ok(());
         }
         tracing::info!(owner, chain = %adapter.ctx.chain, asset = %adapter.ctx.asset, wallet = %sender, calls = steps.len(), "preparing a sending wallet");
+        if let Role::Agent(_) = wallet {
+            self.fund_setup(owner, leg, &adapter.ctx.chain, wallet, &steps).await?;
+        }
         let leg = format!("{leg}-setup");
         let stored = repo::list_txs(&self.deps.db, owner, &leg)
             .await

@@ -22,7 +22,7 @@ use crate::config::{Config, Family};
 use crate::db::Db;
 use crate::family::chain::{ChainClient, ChainError, Chains};
 use crate::family::keys::{Keystore, Role};
-use crate::payment::{SigningRequest, Submission, VerifiedPayment};
+use crate::payment::{EvmCall, SettleStep, SigningRequest, Submission, VerifiedPayment};
 use crate::store::settlement::{StoredTx, TxRow};
 use tx::{Broadcast, GasLimit, Net, Nonces, TxCall};
 
@@ -228,6 +228,30 @@ impl Driver for EvmDriver {
             .await
             .map_err(|e| SendError::Unavailable(e.to_string()))?;
         Ok(grant.map(|g| (permit::EXTENSION, g)))
+    }
+
+    async fn gas_shortfall(&self, chain: &str, wallet: &Role, calls: &[SettleStep]) -> Result<Option<Submission>, SendError> {
+        let client = self.chain(chain)?;
+        let signer = self.signer(wallet).await.map_err(|e| SendError::Unavailable(format!("wallet: {e:#}")))?;
+        let from = signer.address();
+        let mut gas = 0u64;
+        for step in calls {
+            if let Submission::EvmCall(c) = &step.submission {
+                let to: Address = c.to.parse().map_err(|_| SendError::WouldRevert(format!("bad address {}", c.to)))?;
+                gas += tx::gas_for(&client, from, to, &c.data, GasLimit::Estimate).await?;
+            }
+        }
+        if gas == 0 {
+            return Ok(None);
+        }
+        let need = tx::most_it_costs(&client, self.net(chain), &self.relay.fees, gas).await?;
+        let held = tx::rpc(&client, "eth_getBalance", json!([from, "latest"])).await?;
+        let held = held.as_str().and_then(|h| U256::from_str_radix(h.trim_start_matches("0x"), 16).ok()).unwrap_or_default();
+        if held >= need {
+            return Ok(None);
+        }
+        let top_up = EvmCall { to: from.to_checksum(None), data: vec![], value: (need - held).to_string(), gas_limit: None };
+        Ok(Some(Submission::EvmCall(top_up)))
     }
 
     async fn sender_of(&self, chain: &str, tx: &str) -> Result<Option<String>, SendError> {

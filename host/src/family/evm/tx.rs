@@ -303,12 +303,25 @@ pub async fn sign_store_send(
     let TxCall { to, data, value, gas } = call;
     let json_call = json!({ "from": from, "to": to, "data": Bytes::from(data.clone()), "value": format!("{value:#x}") });
     let gas_limit = gas_limit(chain, &json_call, gas).await?;
-    let tx = Unsigned::new(net, fees.get(chain).await?, 2, gas_limit, to, value, Bytes::from(data));
+    let tx = Unsigned::new(net, fees.get(chain).await?, HEADROOM, gas_limit, to, value, Bytes::from(data));
     let stored = nonces.sign_and_store(chain, signer, resync, tx, rows).await?;
     match broadcast(chain, &stored.raw).await? {
         Broadcast::Accepted | Broadcast::Known | Broadcast::Occupied => Ok(stored),
         Broadcast::NonceTaken => Err(SendError::Superseded),
     }
+}
+
+/// The gas price multiple a call is signed with (`sign_store_send`).
+const HEADROOM: u128 = 2;
+
+/// The most a call of `gas_limit` signed now may cost its sender, priced
+/// as `sign_store_send` prices it (what the node wants it to hold).
+pub async fn most_it_costs(chain: &ChainClient, net: Net, fees: &FeeCache, gas_limit: u64) -> Result<U256, SendError> {
+    let per_gas = match Unsigned::new(net, fees.get(chain).await?, HEADROOM, gas_limit, Address::ZERO, U256::ZERO, Bytes::new()) {
+        Unsigned::Eip1559(tx) => tx.max_fee_per_gas,
+        Unsigned::Legacy(tx) => tx.gas_price,
+    };
+    Ok(U256::from(gas_limit) * U256::from(per_gas))
 }
 
 /// Fill `nonce` of `signer` with a zero-value transfer to itself: the
