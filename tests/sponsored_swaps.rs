@@ -218,8 +218,8 @@ async fn kill_nine_between_the_steps_of_a_sponsored_swap_pays_once() {
         }
     };
     let allowance = |owner: String, spender: String| {
-        let (rpc, usdc) = (dn.rpc_url("base"), usdc.clone());
-        async move { common::devnet::allowance(&rpc, &usdc, &owner, &spender).await }
+        let dn = &dn;
+        async move { dn.allowance("base", "usdc", &owner, &spender).await }
     };
     let start = (dn.balance_of("base", "usdc", &wallet).await, dn.balance_of("base", "usdt", &wallet).await);
     let relayer_start = dn.balance_of("base", "usdc", &relayer).await;

@@ -811,8 +811,8 @@ async fn a_provider_gone_bad_gets_nothing_signed() {
     let state = dn.restate().await;
     let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 5_000_000 });
     let allowance = |spender: String| {
-        let (rpc, usdc, wallet) = (dn.rpc_url("base"), usdc.clone(), wallet.clone());
-        async move { common::devnet::allowance(&rpc, &usdc, &wallet, &spender).await }
+        let (dn, wallet) = (&dn, wallet.clone());
+        async move { dn.allowance("base", "usdc", &wallet, &spender).await }
     };
     let before = (dn.balance_of("base", "usdc", &wallet).await, dn.balance_of("base", "usdt", &wallet).await);
     let stranger_before = dn.balance_of("base", "usdc", &stranger).await;

@@ -90,3 +90,57 @@ async fn a_metered_route_is_paid_what_it_used_up_to_the_signed_maximum() {
     assert_eq!((got["payment"]["success"].as_bool(), got["payment"]["amount"].as_str()), (Some(true), Some("50000")), "{got}");
     assert_eq!(dn.balance_of("base", "usdc", MERCHANT).await, merchant0 + U256::from(57000u64));
 }
+
+/// Payers with no Permit2 allowance pay `upto` with the gas-sponsoring
+/// extensions `@x402/evm`'s upto client attaches when the route declares
+/// them: an EIP-2612 permit for base USDC (applied by the proxy's
+/// `settleWithPermit`; the payer sends nothing), and a signed approve for
+/// base USDT, which has no permit (broadcast, then settled). Each charged
+/// what it used, read on chain.
+#[tokio::test(flavor = "multi_thread")]
+async fn upto_payers_without_an_allowance_pay_with_either_sponsoring_extension() {
+    let enable = format!("{ENABLE_UPTO}\n[chains.base.assets.usdt-upto]\nalias_of = \"usdt\"\nscheme = \"upto\"\nx402_scheme = \"upto\"\n");
+    let dn = Devnet::start(30545, "base", &enable).await;
+    let key = facilitator_key(&dn, "sponsored");
+    let port = free_port();
+    let _service = serve(&dn, port);
+    let relayer = dn.state.keys.address(stablerail::family::keys::RELAYER).await.unwrap();
+    let rpc_url = dn.rpc_url("base");
+    for (asset, extension, payer_n) in [("usdc", "eip2612GasSponsoring", 4), ("usdt", "erc20ApprovalGasSponsoring", 5)] {
+        let token = dn.token("base", asset);
+        let (payer, payer_key) = dn.payer(payer_n);
+        assert_eq!(dn.allowance("base", asset, &payer, PERMIT2).await, U256::ZERO, "{asset}: no allowance yet");
+        let mut sale = json!({
+            "network": "eip155:8453", "asset": token, "amount": "50000", "payTo": MERCHANT,
+            "scheme": "upto", "unitPrice": "1000", "extensions": [extension],
+        });
+        if asset == "usdc" {
+            sale["name"] = json!("USD Coin");
+            sale["version"] = json!("2");
+        }
+        let (shop_port, _shop) = start_shop_with(port, &key, sale);
+        let (merchant0, payer0) = (dn.balance_of("base", asset, MERCHANT).await, dn.balance_of("base", asset, &payer).await);
+        let nonce0 = rpc(&rpc_url, "eth_getTransactionCount", json!([payer, "latest"])).await;
+        let got = buy(&format!("http://127.0.0.1:{shop_port}/paid?use=9"), &payer_key, &token, Some(&rpc_url));
+        assert_eq!((got["status"].as_u64(), &got["payment"]["success"]), (Some(200), &json!(true)), "{asset}: {got}");
+        assert_eq!(got["payment"]["amount"], "9000", "{got}");
+        assert_eq!(dn.balance_of("base", asset, MERCHANT).await, merchant0 + U256::from(9000u64), "{asset}: charged what was used");
+        assert_eq!(dn.balance_of("base", asset, &payer).await, payer0 - U256::from(9000u64), "{asset}: not the maximum");
+        let tx = got["payment"]["transaction"].as_str().unwrap().to_string();
+        let sent = rpc(&rpc_url, "eth_getTransactionByHash", json!([tx])).await;
+        assert!(sent["from"].as_str().unwrap().eq_ignore_ascii_case(&relayer) && sent["to"].as_str().unwrap().eq_ignore_ascii_case(UPTO_PROXY));
+        let nonce1 = rpc(&rpc_url, "eth_getTransactionCount", json!([payer, "latest"])).await;
+        let allowance = dn.allowance("base", asset, &payer, PERMIT2).await;
+        if asset == "usdc" {
+            // The permit allowed the maximum; Permit2 took the charge.
+            assert_eq!(nonce1, nonce0, "the payer sent nothing");
+            assert_eq!(allowance, U256::from(50_000u64 - 9_000));
+            let selector = &sent["input"].as_str().unwrap()[..10];
+            assert_ne!(selector, "0x", "{sent}");
+        } else {
+            // Its own approve, broadcast by the facilitator before settling.
+            assert_ne!(nonce1, nonce0, "the payer's signed approve landed");
+            assert!(allowance > U256::from(50_000u64), "{allowance}");
+        }
+    }
+}

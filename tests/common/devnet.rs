@@ -55,13 +55,6 @@ pub async fn rpc(url: &str, method: &str, params: Value) -> Value {
 }
 
 /// The node's whole JSON-RPC answer, an error answer included.
-/// An ERC-20 allowance, read on chain (`allowance(owner, spender)`).
-pub async fn allowance(url: &str, token: &str, owner: &str, spender: &str) -> U256 {
-    let data = format!("0xdd62ed3e{:0>64}{:0>64}", owner.trim_start_matches("0x"), spender.trim_start_matches("0x"));
-    let v = rpc(url, "eth_call", json!([{ "to": token, "data": data }, "latest"])).await;
-    U256::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
-}
-
 pub async fn rpc_answer(url: &str, method: &str, params: Value) -> Value {
     reqwest::Client::new()
         .post(url)

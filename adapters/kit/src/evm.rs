@@ -25,6 +25,7 @@ use crate::types::{
 use crate::{chain, host};
 
 pub mod payer;
+pub mod sponsor;
 
 /// EIP-3009 `transferWithAuthorization`: the typed data a payer signs and
 /// the token's calls.

@@ -86,6 +86,22 @@ pub mod upto {
             Witness witness;
         }
 
+        struct EIP2612Permit {
+            uint256 value;
+            uint256 deadline;
+            bytes32 r;
+            bytes32 s;
+            uint8 v;
+        }
+
         function settle(PermitTransferFrom permit, uint256 amount, address owner, Witness witness, bytes signature) external;
+        function settleWithPermit(
+            EIP2612Permit permit2612,
+            PermitTransferFrom permit,
+            uint256 amount,
+            address owner,
+            Witness witness,
+            bytes signature
+        ) external;
     }
 }

@@ -8,11 +8,9 @@
 //! domain, both where it has none); `reset-allowance-first = "true"` for
 //! tokens that refuse to change a non-zero allowance (ethereum USDT).
 
-mod sponsor;
-
 use alloy_primitives::{address, hex, Address, Bytes, U256};
 use alloy_sol_types::{Eip712Domain, SolCall};
-use permit2_wire::payload::{self as wire, Authorization, Extensions, Permit2Payload, Permitted, WitnessJson};
+use permit2_wire::payload::{Authorization, Permit2Payload, Permitted, WitnessJson};
 use permit2_wire::*;
 use serde_json::json;
 use stablerail_adapter_kit::amount::{base_units, parse_units};
@@ -24,7 +22,7 @@ use stablerail_adapter_kit::types::{
 use stablerail_adapter_kit::x402::{decode_payload, AmountRule, PaymentPayload, Requirements, X402_VERSION};
 use stablerail_adapter_kit::{host, Guest};
 
-use sponsor::{Expect, Sponsor};
+use stablerail_adapter_kit::evm::sponsor::{self, Expect, Sponsor};
 
 const PERMIT2: Address = address!("000000000022D473030F116dDEE9F6B43aC78BA3");
 const X402_PROXY: Address = address!("402085c248EeA27D92E8b30b2C58ed07f9E20001");
@@ -46,18 +44,7 @@ impl Setup {
             Some(v) => parse_address(v).map_err(|e| cfg(format!("{k}: {e}"))),
             None => Ok(default),
         };
-        let extensions = match param("extensions") {
-            Some(list) => list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
-            None if ctx.eip712.is_none() => {
-                vec![wire::EIP2612_GAS_SPONSORING.into(), wire::ERC20_APPROVAL_GAS_SPONSORING.into()]
-            }
-            None => vec![wire::EIP2612_GAS_SPONSORING.into()],
-        };
-        for e in &extensions {
-            if e != wire::EIP2612_GAS_SPONSORING && e != wire::ERC20_APPROVAL_GAS_SPONSORING {
-                return Err(cfg(format!("unknown extension `{e}`")));
-            }
-        }
+        let extensions = sponsor::accepted(ctx, param("extensions")).map_err(cfg)?;
         Ok(Setup {
             token: parse_address(&ctx.token).map_err(cfg)?,
             permit2: addr("permit2-address", PERMIT2)?,
@@ -70,10 +57,6 @@ impl Setup {
     /// `of`, for calls that answer with a proof error.
     fn for_proof(ctx: &AssetContext) -> Result<Setup, ProofError> {
         Setup::of(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))
-    }
-
-    fn accepts(&self, extension: &str) -> bool {
-        self.extensions.iter().any(|e| e == extension)
     }
 
     fn domain(&self, ctx: &AssetContext) -> Result<Eip712Domain, AdapterError> {
@@ -154,11 +137,7 @@ impl Guest for Permit2Scheme {
                 setup.extensions.join(", ")
             ))),
             Some(Sponsor::Permit { value, nonce, deadline, signature }) => {
-                let out = evm::eth_call(&setup.token, noncesCall { owner: c.owner }.abi_encode())?;
-                let next = noncesCall::abi_decode_returns(&out).map_err(|e| ProofError::ChainUnavailable(format!("nonces answer: {e}")))?;
-                if next != nonce {
-                    return Err(ProofError::NotApproved(format!("EIP-2612 permit nonce {nonce} is not the token's next nonce {next}")));
-                }
+                sponsor::check_next_nonce(&setup.token, c.owner, nonce)?;
                 let (v, r, s) = evm::split_signature(&signature);
                 let with = settleWithPermitCall {
                     permit2612: EIP2612Permit { value, deadline, r, s, v },
@@ -291,20 +270,8 @@ fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &s
     let domain = setup.domain(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
     let (signature, _) = evm::payer::check_deployed(&evm::signing_hash(&permit, &domain), &signature, &owner)?;
 
-    let ext: Extensions = match &p.extensions {
-        Some(v) => serde_json::from_value(v.clone()).map_err(|e| ProofError::Malformed(format!("extensions: {e}")))?,
-        None => Extensions::default(),
-    };
     let expect = Expect { ctx, payer: owner, token: setup.token, permit2: setup.permit2, amount: required, now };
-    let refuse = |name: &str| ProofError::Unsupported(format!("extension {name} is not accepted for {}/{}", ctx.chain, ctx.asset));
-    let sponsor = match (ext.eip2612, ext.approval) {
-        (Some(_), Some(_)) => return Err(ProofError::Malformed("at most one gas-sponsoring extension per payment".into())),
-        (Some(_), None) if !setup.accepts(wire::EIP2612_GAS_SPONSORING) => return Err(refuse(wire::EIP2612_GAS_SPONSORING)),
-        (None, Some(_)) if !setup.accepts(wire::ERC20_APPROVAL_GAS_SPONSORING) => return Err(refuse(wire::ERC20_APPROVAL_GAS_SPONSORING)),
-        (Some(w), None) => Some(sponsor::check_permit(&expect, &w.info)?),
-        (None, Some(w)) => Some(sponsor::check_approval(&expect, &w.info)?),
-        (None, None) => None,
-    };
+    let sponsor = sponsor::of_payload(&expect, p.extensions.as_ref(), &setup.extensions)?;
 
     let window = |v: U256| u64::try_from(v).unwrap_or(u64::MAX);
     let payment = VerifiedPayment {

@@ -10,7 +10,12 @@
 //! The host's relayer on the chain is the facilitator (`ctx.relayer`, sent
 //! to payers as `extra.facilitatorAddress`).
 //!
-//! Params: `permit2-address` and `proxy-address` (canonical by default).
+//! Params: `permit2-address` and `proxy-address` (canonical by default);
+//! `extensions`, the gas-sponsoring extensions accepted (as the exact
+//! Permit2 adapter: by default EIP-2612 where the token has a domain, both
+//! where it has none). A payer with no Permit2 allowance pays with one:
+//! the proxy's `settleWithPermit` applies an EIP-2612 permit, or the
+//! payer's signed approve is broadcast first.
 //!
 //! Host-held wallets never pay with `upto` (their transfers have an exact
 //! amount): `authorize` and `assemble` answer `unsupported`.
@@ -21,14 +26,17 @@ use serde_json::json;
 use stablerail_adapter_kit::amount::{base_units, parse_units};
 use stablerail_adapter_kit::evm::permit2;
 use stablerail_adapter_kit::evm::permit2::payload::UptoPayload;
-use stablerail_adapter_kit::evm::permit2::upto::{settleCall, PermitTransferFrom, PermitWitnessTransferFrom, TokenPermissions, Witness};
+use stablerail_adapter_kit::evm::permit2::upto::{
+    settleCall, settleWithPermitCall, EIP2612Permit, PermitTransferFrom, PermitWitnessTransferFrom, TokenPermissions, Witness,
+};
+use stablerail_adapter_kit::evm::sponsor::{self, Expect, Sponsor};
 use stablerail_adapter_kit::evm::{self, parse_address, same_address};
 use stablerail_adapter_kit::types::{
     AdapterError, AssetContext, Description, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SchemeRef, SettleStep,
     SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
 };
 use stablerail_adapter_kit::x402::{decode_payload, AmountRule, PaymentPayload, SCHEME_UPTO};
-use stablerail_adapter_kit::{param, Guest};
+use stablerail_adapter_kit::{host, param, Guest};
 
 /// This (chain, asset)'s settings.
 struct Setup {
@@ -37,6 +45,8 @@ struct Setup {
     proxy: Address,
     /// The facilitator: the host's relayer on this chain.
     facilitator: Address,
+    /// The gas-sponsoring extensions accepted.
+    extensions: Vec<String>,
 }
 
 impl Setup {
@@ -52,6 +62,7 @@ impl Setup {
             permit2: addr("permit2-address", permit2::PERMIT2)?,
             proxy: addr("proxy-address", permit2::UPTO_PROXY)?,
             facilitator: parse_address(relayer).map_err(cfg)?,
+            extensions: sponsor::accepted(ctx, param(ctx, "extensions")).map_err(cfg)?,
         })
     }
 
@@ -72,6 +83,7 @@ struct Checked {
     owner: Address,
     charge: U256,
     signature: Vec<u8>,
+    sponsor: Option<Sponsor>,
 }
 
 struct Upto;
@@ -82,7 +94,7 @@ impl Guest for Upto {
             name: "upto".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             serves: vec![SchemeRef { family: Family::Evm, scheme: SCHEME_UPTO.into() }],
-            config_keys: ["permit2-address", "proxy-address"].map(String::from).to_vec(),
+            config_keys: ["permit2-address", "proxy-address", "extensions"].map(String::from).to_vec(),
         }
     }
 
@@ -97,7 +109,11 @@ impl Guest for Upto {
     /// The maximum a payer authorizes: `terms.amount`.
     fn requirements(ctx: AssetContext, terms: Terms) -> Result<PaymentRequirements, AdapterError> {
         let setup = Setup::of(&ctx)?;
-        let extra = json!({ "assetTransferMethod": "permit2", "facilitatorAddress": evm::checksum(&setup.facilitator) });
+        let extra = json!({
+            "assetTransferMethod": "permit2",
+            "facilitatorAddress": evm::checksum(&setup.facilitator),
+            "extensions": setup.extensions,
+        });
         let mut req = evm::exact_requirements(&ctx, terms, extra)?;
         req.scheme = SCHEME_UPTO.into();
         Ok(req)
@@ -105,21 +121,27 @@ impl Guest for Upto {
 
     /// Valid for the requirements' amount, which may be less than the
     /// maximum signed: the payment is what the resource server charges.
+    /// Without a gas-sponsoring extension, Permit2 must already be allowed
+    /// the charge.
     fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<VerifiedPayment, ProofError> {
-        check(&ctx, &Setup::for_proof(&ctx)?, &requirements, &proof).map(|c| c.payment)
+        let setup = Setup::for_proof(&ctx)?;
+        let c = check(&ctx, &setup, &requirements, &proof)?;
+        if c.sponsor.is_none() && !c.charge.is_zero() {
+            let allowance = evm::allowance_of(&setup.token, c.owner, setup.permit2)?;
+            if allowance < c.charge {
+                return Err(not_approved(allowance, c.charge));
+            }
+        }
+        Ok(c.payment)
     }
 
-    /// The nonce unused, and balance and Permit2 allowance for the charge.
+    /// The nonce unused, and the balance for the charge.
     fn preflight(ctx: AssetContext, payment: VerifiedPayment) -> Result<(), ProofError> {
         let setup = Setup::for_proof(&ctx)?;
         let owner = parse_address(&payment.payer).map_err(ProofError::Malformed)?;
         permit2::check_unused(&setup.permit2, owner, &payment.replay_key)?;
         let amount = parse_units(&payment.amount).map_err(ProofError::Malformed)?;
         evm::check_balance(&setup.token, owner, amount)?;
-        let allowance = evm::allowance_of(&setup.token, owner, setup.permit2)?;
-        if allowance < amount {
-            return Err(ProofError::NotApproved(format!("Permit2 allowance {allowance} < {amount}; approve Permit2 once")));
-        }
         Ok(())
     }
 
@@ -132,20 +154,41 @@ impl Guest for Upto {
             return Ok(vec![]);
         }
         let allowance = evm::allowance_of(&setup.token, c.owner, setup.permit2)?;
-        if allowance < c.charge {
-            return Err(ProofError::NotApproved(format!("Permit2 allowance {allowance} < {}; approve Permit2 once", c.charge)));
-        }
         let p = c.permit;
-        let call = settleCall {
-            permit: PermitTransferFrom { permitted: p.permitted, nonce: p.nonce, deadline: p.deadline },
+        let permit = PermitTransferFrom { permitted: p.permitted, nonce: p.nonce, deadline: p.deadline };
+        let call =
+            |data: Vec<u8>| Submission::EvmCall(EvmCall { to: evm::checksum(&setup.proxy), data, value: "0".into(), gas_limit: None });
+        let plain = settleCall {
+            permit: permit.clone(),
             amount: c.charge,
             owner: c.owner,
-            witness: p.witness,
-            signature: Bytes::from(c.signature),
+            witness: p.witness.clone(),
+            signature: Bytes::from(c.signature.clone()),
         };
-        let submission =
-            Submission::EvmCall(EvmCall { to: evm::checksum(&setup.proxy), data: call.abi_encode(), value: "0".into(), gas_limit: None });
-        Ok(vec![SettleStep { label: "settle".into(), submission }])
+        let settle_step = SettleStep { label: "settle".into(), submission: call(plain.abi_encode()) };
+        if allowance >= c.charge {
+            // Already approved (perhaps by an earlier payment): the extension is not needed.
+            return Ok(vec![settle_step]);
+        }
+        match c.sponsor {
+            None => Err(not_approved(allowance, c.charge)),
+            Some(Sponsor::Permit { value, nonce, deadline, signature }) => {
+                sponsor::check_next_nonce(&setup.token, c.owner, nonce)?;
+                let (v, r, s) = evm::split_signature(&signature);
+                let with = settleWithPermitCall {
+                    permit2612: EIP2612Permit { value, deadline, r, s, v },
+                    permit,
+                    amount: c.charge,
+                    owner: c.owner,
+                    witness: p.witness,
+                    signature: Bytes::from(c.signature),
+                };
+                Ok(vec![SettleStep { label: "settleWithPermit".into(), submission: call(with.abi_encode()) }])
+            }
+            Some(Sponsor::Approval { raw }) => {
+                Ok(vec![SettleStep { label: "approve".into(), submission: Submission::EvmRaw(raw) }, settle_step])
+            }
+        }
     }
 
     fn read_receipt(ctx: AssetContext, payment: VerifiedPayment, receipt: String) -> Result<ReceiptStatus, AdapterError> {
@@ -214,6 +257,10 @@ fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &s
     let charge = parse_units(&req.amount).map_err(malformed)?;
     evm::check_window(permit.witness.validAfter, permit.deadline)?;
     let (signature, _) = evm::payer::check_deployed(&evm::signing_hash(&permit, &setup.domain(ctx)?), &signature, &owner)?;
+    // A permit or an approval must cover the maximum: the proxy applies a
+    // permit of exactly the permitted amount.
+    let expect = Expect { ctx, payer: owner, token: setup.token, permit2: setup.permit2, amount: maximum, now: host::now() };
+    let sponsor = sponsor::of_payload(&expect, p.extensions.as_ref(), &setup.extensions)?;
 
     let window = |v: U256| u64::try_from(v).unwrap_or(u64::MAX);
     let payment = VerifiedPayment {
@@ -226,7 +273,13 @@ fn check(ctx: &AssetContext, setup: &Setup, req: &PaymentRequirements, proof: &s
         // pays once, whichever scheme carries it.
         replay_key: permit2::replay_key(&ctx.network, &setup.permit2, &owner, permit.nonce),
     };
-    Ok(Checked { payment, permit, owner, charge, signature })
+    Ok(Checked { payment, permit, owner, charge, signature, sponsor })
+}
+
+fn not_approved(allowance: U256, charge: U256) -> ProofError {
+    ProofError::NotApproved(format!(
+        "Permit2 allowance {allowance} < {charge}; approve Permit2 once, or attach a gas-sponsoring extension this asset accepts"
+    ))
 }
 
 stablerail_adapter_kit::export!(Upto with_types_in stablerail_adapter_kit::bindings);

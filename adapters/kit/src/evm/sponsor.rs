@@ -1,15 +1,19 @@
-//! The gas-sponsoring extensions, checked field by field: how a payer with no
-//! Permit2 allowance yet gets one within the same payment.
+//! The x402 gas-sponsoring extensions of Permit2 payments (`exact` and
+//! `upto`), checked field by field: how a payer with no Permit2 allowance
+//! yet gets one within the same payment. `eip2612GasSponsoring` carries an
+//! EIP-2612 permit to Permit2, applied by the proxy's `settleWithPermit`;
+//! `erc20ApprovalGasSponsoring` the payer's signed `approve(Permit2, …)`,
+//! broadcast before the settlement.
 
+use crate::amount::parse_units;
+use crate::evm::{self, decode_approve, parse_address, token_domain};
+use crate::types::{AssetContext, DomainShape, ProofError};
 use alloy_consensus::{SignableTransaction, Signed, Transaction, TxEnvelope};
 use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::{hex, Address, B256, U256};
 use alloy_sol_types::{sol, Eip712Domain};
-use stablerail_adapter_kit::amount::parse_units;
-use stablerail_adapter_kit::evm::{self, decode_approve, parse_address, token_domain};
-use stablerail_adapter_kit::types::{AssetContext, DomainShape, ProofError};
 
-use permit2_wire::payload::{ApprovalInfo, PermitInfo};
+use permit2_wire::payload::{self as wire, ApprovalInfo, Extensions, PermitInfo};
 
 sol! {
     struct Permit {
@@ -39,6 +43,54 @@ pub struct Expect<'a> {
     pub now: u64,
 }
 
+/// The extensions an asset accepts: its `extensions` param (a comma list),
+/// or by default the spec's: EIP-2612 where the token has a domain, both
+/// where it has none.
+pub fn accepted(ctx: &AssetContext, param: Option<&str>) -> Result<Vec<String>, String> {
+    let list: Vec<String> = match param {
+        Some(list) => list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
+        None if ctx.eip712.is_none() => vec![wire::EIP2612_GAS_SPONSORING.into(), wire::ERC20_APPROVAL_GAS_SPONSORING.into()],
+        None => vec![wire::EIP2612_GAS_SPONSORING.into()],
+    };
+    match list.iter().find(|e| *e != wire::EIP2612_GAS_SPONSORING && *e != wire::ERC20_APPROVAL_GAS_SPONSORING) {
+        Some(unknown) => Err(format!("unknown extension `{unknown}`")),
+        None => Ok(list),
+    }
+}
+
+/// The payload's gas-sponsoring extension, if it carries one, checked
+/// against what the asset accepts and what the authorization says. At
+/// most one per payment.
+pub fn of_payload(e: &Expect, extensions: Option<&serde_json::Value>, accepted: &[String]) -> Result<Option<Sponsor>, ProofError> {
+    let ext: Extensions = match extensions {
+        Some(v) => serde_json::from_value(v.clone()).map_err(|err| ProofError::Malformed(format!("extensions: {err}")))?,
+        None => Extensions::default(),
+    };
+    let accepts = |name: &str| accepted.iter().any(|a| a == name);
+    let refuse = |name: &str| ProofError::Unsupported(format!("extension {name} is not accepted for {}/{}", e.ctx.chain, e.ctx.asset));
+    match (ext.eip2612, ext.approval) {
+        (Some(_), Some(_)) => Err(ProofError::Malformed("at most one gas-sponsoring extension per payment".into())),
+        (Some(_), None) if !accepts(wire::EIP2612_GAS_SPONSORING) => Err(refuse(wire::EIP2612_GAS_SPONSORING)),
+        (None, Some(_)) if !accepts(wire::ERC20_APPROVAL_GAS_SPONSORING) => Err(refuse(wire::ERC20_APPROVAL_GAS_SPONSORING)),
+        (Some(w), None) => check_permit(e, &w.info).map(Some),
+        (None, Some(w)) => check_approval(e, &w.info).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+/// A permit is applied only with the token's next EIP-2612 nonce (read on
+/// chain now); else it would revert inside the settlement.
+pub fn check_next_nonce(token: &Address, owner: Address, nonce: U256) -> Result<(), ProofError> {
+    use alloy_sol_types::SolCall;
+    let out = evm::eth_call(token, permit2_wire::noncesCall { owner }.abi_encode())?;
+    let next =
+        permit2_wire::noncesCall::abi_decode_returns(&out).map_err(|e| ProofError::ChainUnavailable(format!("nonces answer: {e}")))?;
+    if next != nonce {
+        return Err(ProofError::NotApproved(format!("EIP-2612 permit nonce {nonce} is not the token's next nonce {next}")));
+    }
+    Ok(())
+}
+
 fn same(got: &str, want: &Address, what: &str) -> Result<(), ProofError> {
     let parsed = parse_address(got).map_err(ProofError::Malformed)?;
     if parsed != *want {
@@ -61,7 +113,7 @@ pub fn check_permit(e: &Expect, info: &PermitInfo) -> Result<Sponsor, ProofError
     if value != e.amount {
         return Err(ProofError::WrongAmount(format!("EIP-2612 permit value {value} != permitted amount {}", e.amount)));
     }
-    if deadline < U256::from(e.now + stablerail_adapter_kit::x402::VALIDITY_MARGIN_SECS) {
+    if deadline < U256::from(e.now + crate::x402::VALIDITY_MARGIN_SECS) {
         return Err(ProofError::Expired);
     }
     let signature = hex::decode(&info.signature).map_err(|_| ProofError::InvalidSignature("permit signature is not hex".into()))?;
