@@ -53,8 +53,28 @@ async fn an_agent_with_only_usdc_swaps_and_the_relayer_pays_the_gas() {
     let before = (dn.balance_of("base", "usdc", &wallet).await, dn.balance_of("base", "usdt", &wallet).await);
     let relayer_usdc = dn.balance_of("base", "usdc", &relayer).await;
 
+    // The quote of the sponsored path first: the input less the fee is swapped.
+    let quote = format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&from_amount=1000000&sponsored=true");
+    let (s, quoted) = dn.call("GET", &quote, None, &[]).await;
+    assert_eq!(s, 200, "{quoted}");
+    assert_eq!((&quoted["quote"]["input_amount"], &quoted["sponsored_fee"]), (&json!("1000000"), &json!("10000")), "{quoted}");
+    assert!(quoted.get("swap_transaction").is_none(), "the service sends it: {quoted}");
+    let unsponsorable = [
+        format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&to_amount=1000000&sponsored=true"),
+        format!("/api/swap/quote?chain=base&input_token={usdt}&output_token={usdc}&from_amount=1000000&sponsored=true"),
+    ];
+    for q in unsponsorable {
+        let (s, e) = dn.call("GET", &q, None, &[]).await;
+        assert_eq!(
+            (s, e["message"].as_str()),
+            (400, Some("this swap cannot be sponsored: same chain, a served stablecoin input and from_amount only")),
+            "{q}: {e}"
+        );
+    }
+
     let (s, first) = dn.call("POST", "/v2/swap/execute", Some(body.clone()), &keyed).await;
     assert_eq!(s, 200, "{first}");
+    assert_eq!(first["estimated_output"], quoted["quote"]["output_amount"], "as quoted");
     // base's network fee is $0.01: 10,000 base units of USDC kept for the gas.
     assert_eq!((&first["from_amount"], &first["sponsored_fee"]), (&json!("1000000"), &json!("10000")), "{first}");
     let out = units(&first["estimated_output"]);

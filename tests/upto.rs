@@ -128,7 +128,9 @@ async fn upto_payers_without_an_allowance_pay_with_either_sponsoring_extension()
         assert_eq!(dn.balance_of("base", asset, &payer).await, payer0 - U256::from(9000u64), "{asset}: not the maximum");
         let tx = got["payment"]["transaction"].as_str().unwrap().to_string();
         let sent = rpc(&rpc_url, "eth_getTransactionByHash", json!([tx])).await;
-        assert!(sent["from"].as_str().unwrap().eq_ignore_ascii_case(&relayer) && sent["to"].as_str().unwrap().eq_ignore_ascii_case(UPTO_PROXY));
+        assert!(
+            sent["from"].as_str().unwrap().eq_ignore_ascii_case(&relayer) && sent["to"].as_str().unwrap().eq_ignore_ascii_case(UPTO_PROXY)
+        );
         let nonce1 = rpc(&rpc_url, "eth_getTransactionCount", json!([payer, "latest"])).await;
         let allowance = dn.allowance("base", asset, &payer, PERMIT2).await;
         if asset == "usdc" {

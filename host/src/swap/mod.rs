@@ -94,6 +94,9 @@ pub enum SwapError {
     /// handed out (detail logged, never shown).
     #[error("swap route refused")]
     Refused(String),
+    /// `sponsored=true` on a quote the sponsored path does not serve.
+    #[error("this swap cannot be sponsored: same chain, a served stablecoin input and from_amount only")]
+    NotSponsorable,
     /// A sponsored swap's input does not cover the gas fee it would keep.
     #[error("from_amount does not cover the sponsored gas fee")]
     BelowSponsoredFee,

@@ -18,6 +18,10 @@ pub struct QuoteResponse {
     /// Present only when the signer is known (`user_address` or `email`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swap_transaction: Option<SwapTransaction>,
+    /// With `sponsored=true`: what the service keeps of the input for the
+    /// gas it pays, in smallest units of the input token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sponsored_fee: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -89,6 +93,11 @@ pub struct QuoteQuery {
     pub email: Option<String>,
     /// Accepted and not resolved on the public API: send `to_user_address`.
     pub to_user_email: Option<String>,
+    /// `true`: the quote of the sponsored (gasless) `/v2/swap/execute` of
+    /// this input: `from_amount` less `sponsored_fee` is swapped. Same
+    /// chain, a served stablecoin input, ExactIn; no transaction.
+    #[param(value_type = Option<bool>)]
+    pub sponsored: Option<String>,
 }
 
 /// The wallet a public swap request names. An `email` is never resolved
@@ -194,8 +203,22 @@ pub async fn quote(swaps: &Swaps, q: &QuoteQuery, now_s: i64) -> Result<QuoteRes
     };
     let input = token(&from, input, "input_token")?;
     let output = token(&to, output, "output_token")?;
-    let user = account(&from, wallet(given(&q.user_address)), "user_address")?;
-    let to_user = account(&to, wallet(given(&q.to_user_address)), "to_user_address")?;
+    let sponsored = match given(&q.sponsored) {
+        None | Some("false") => None,
+        Some("true") => {
+            let Amount::From(gross) = wanted else { return Err(SwapError::NotSponsorable) };
+            let plan = super::sponsored::sponsorable(swaps, &from, &input, &to.name)?.ok_or(SwapError::NotSponsorable)?;
+            let fee = u64::try_from(plan.fee).map_err(|_| SwapError::NotSponsorable)?;
+            Some((gross, fee, gross.checked_sub(fee).filter(|n| *n > 0).ok_or(SwapError::BelowSponsoredFee)?))
+        }
+        Some(_) => return Err(SwapError::Invalid("sponsored")),
+    };
+    let wanted = sponsored.map_or(wanted, |(_, _, net)| Amount::From(net));
+    // A sponsored swap is sent by the service: no transaction for a user.
+    let (user_address, to_user_address) =
+        if sponsored.is_some() { (None, None) } else { (given(&q.user_address), given(&q.to_user_address)) };
+    let user = account(&from, wallet(user_address), "user_address")?;
+    let to_user = account(&to, wallet(to_user_address), "to_user_address")?;
     if user.is_some() && from.family != to.family && to_user.is_none() {
         return Err(SwapError::RecipientRequired);
     }
@@ -217,7 +240,8 @@ pub async fn quote(swaps: &Swaps, q: &QuoteQuery, now_s: i64) -> Result<QuoteRes
     let body = QuoteBody {
         input_token: input,
         output_token: output,
-        input_amount: route.input_amount,
+        // Sponsored: what leaves the wallet, the fee included.
+        input_amount: sponsored.map_or(route.input_amount, |(gross, _, _)| gross.to_string()),
         output_amount: route.output_amount,
         min_output_amount: route.min_output_amount,
         price_impact_pct: route.price_impact_pct,
@@ -255,5 +279,5 @@ pub async fn quote(swaps: &Swaps, q: &QuoteQuery, now_s: i64) -> Result<QuoteRes
             }
         }
     });
-    Ok(QuoteResponse { quote: body, swap_transaction })
+    Ok(QuoteResponse { quote: body, swap_transaction, sponsored_fee: sponsored.map(|(_, fee, _)| fee.to_string()) })
 }

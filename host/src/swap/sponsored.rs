@@ -109,32 +109,38 @@ impl Ask<'_> {
 /// The served asset a sponsored swap pulls, and what it keeps of it.
 pub struct Plan {
     asset: String,
-    fee: U256,
+    /// Base units of the input.
+    pub fee: U256,
 }
 
-/// The input, if the request is served the sponsored way: the same EVM
-/// chain on both sides, the input a served stablecoin its wallet can
-/// authorize off chain (EIP-3009, or Permit2 with an EIP-2612 domain),
-/// and by `[swap] sponsored` (by default: when the wallet holds less of the
-/// native coin than `swap.max_gas` at the node's gas price).
-pub async fn plan(swaps: &Swaps, r: &Request, from: &SwapChain, me: &str) -> Result<Option<Plan>, SwapError> {
+/// The asset a swap of `from_token` on `from` into the same chain would
+/// pull if sponsored, and the fee kept: an EVM chain, the input a served
+/// stablecoin its wallet can authorize off chain (EIP-3009, or Permit2
+/// with an EIP-2612 domain), and `[swap] sponsored` not `never`.
+pub fn sponsorable(swaps: &Swaps, from: &SwapChain, from_token: &str, to_chain: &str) -> Result<Option<Plan>, SwapError> {
     let cfg = &swaps.config;
-    if from.family != Family::Evm || r.chain != r.to_chain || cfg.swap.sponsored == Sponsored::Never {
+    if from.family != Family::Evm || from.name != to_chain || cfg.swap.sponsored == Sponsored::Never {
         return Ok(None);
     }
     let Some(chain) = cfg.chains.get(&from.name) else { return Ok(None) };
     let facts = from.family.facts();
-    let Some((asset, a)) = chain
-        .assets
-        .iter()
-        .find(|(_, a)| facts.same_account(&a.token, &r.from_token) && cfg.availability(a) == crate::config::Availability::Available)
-    else {
+    let served = |a: &crate::config::Asset| cfg.availability(a) == crate::config::Availability::Available;
+    let Some((asset, a)) = chain.assets.iter().find(|(_, a)| facts.same_account(&a.token, from_token) && served(a)) else {
         return Ok(None);
     };
     let authorizable = a.scheme == "eip3009" || (a.scheme == "permit2" && a.eip712_name.is_some() && a.domain != DomainKind::None);
     if !authorizable {
         return Ok(None);
     }
+    Ok(Some(Plan { asset: asset.clone(), fee: fee_units(cfg, &from.name, a.decimals)? }))
+}
+
+/// The plan, if the request is served the sponsored way: `sponsorable`,
+/// and by `[swap] sponsored` (by default: when the wallet holds less of the
+/// native coin than `swap.max_gas` at the node's gas price).
+pub async fn plan(swaps: &Swaps, r: &Request, from: &SwapChain, me: &str) -> Result<Option<Plan>, SwapError> {
+    let Some(plan) = sponsorable(swaps, from, &r.from_token, &r.to_chain)? else { return Ok(None) };
+    let cfg = &swaps.config;
     if cfg.swap.sponsored == Sponsored::Auto {
         let client = swaps.client(&from.name)?;
         let read = |v: serde_json::Value| v.as_str().and_then(|h| U256::from_str_radix(h.trim_start_matches("0x"), 16).ok());
@@ -146,7 +152,7 @@ pub async fn plan(swaps: &Swaps, r: &Request, from: &SwapChain, me: &str) -> Res
             return Ok(None);
         }
     }
-    Ok(Some(Plan { asset: asset.clone(), fee: fee_units(cfg, &from.name, a.decimals)? }))
+    Ok(Some(plan))
 }
 
 /// The chain's network fee (`chains.<name>.fee`, in USD) in base units of
