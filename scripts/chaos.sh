@@ -5,7 +5,8 @@
 #
 #   scripts/chaos.sh [ROUNDS=10] [N=40] [OUTAGE_SECS=300]
 #
-# The outage run (target chain down OUTAGE_SECS mid-payout) runs beside it.
+# The outage run (target chain down OUTAGE_SECS mid-payout) runs beside it;
+# then ROUNDS × 3 kills between a sponsored swap's steps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-10}" N="${2:-40}" OUTAGE="${3:-300}"
@@ -15,3 +16,6 @@ echo "==> chaos: $ROUNDS rounds of $N intents; outage: $OUTAGE s"
 cargo build --release --workspace --all-targets
 CHAOS_ROUNDS="$ROUNDS" CHAOS_INTENTS="$N" OUTAGE_SECS="$OUTAGE" \
     cargo test --release --test suite faults:: -- --nocapture 2>&1 | grep -E "^chaos|^test |test result|panicked|assert"
+echo "==> chaos: sponsored swaps, $((ROUNDS * 3)) kills"
+SPONSORED_KILL_ROUNDS=$((ROUNDS * 3)) \
+    cargo test --release --test suite sponsored_swaps::kill_nine -- --nocapture 2>&1 | grep -E "^sponsored swap round|^test |test result|panicked|assert"

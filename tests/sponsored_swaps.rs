@@ -45,19 +45,24 @@ fn units(v: &Value) -> U256 {
 async fn an_agent_with_only_usdc_swaps_and_the_relayer_pays_the_gas() {
     let dn = Devnet::start_swaps(30145, "base", "").await;
     let (usdc, usdt) = (dn.token("base", "usdc"), dn.token("base", "usdt"));
-    let (agent, auth, wallet) = gasless_agent(&dn, 5_000_000).await;
+    let (agent, auth, wallet) = gasless_agent(&dn, 50_000_000).await;
     let relayer = dn.state.keys.address(keys::RELAYER).await.unwrap();
-    let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 1_000_000 });
+    let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 10_000_000 });
+    let input = U256::from(10_000_000u64);
     let keyed = [("authorization", auth.as_str()), ("idempotency-key", "gasless-1")];
     assert_eq!(eth(&dn, &wallet).await, U256::ZERO, "the wallet has no gas");
     let before = (dn.balance_of("base", "usdc", &wallet).await, dn.balance_of("base", "usdt", &wallet).await);
     let relayer_usdc = dn.balance_of("base", "usdc", &relayer).await;
 
     // The quote of the sponsored path first: the input less the fee is swapped.
-    let quote = format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&from_amount=1000000&sponsored=true");
+    let quote = format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&from_amount=10000000&sponsored=true");
     let (s, quoted) = dn.call("GET", &quote, None, &[]).await;
     assert_eq!(s, 200, "{quoted}");
-    assert_eq!((&quoted["quote"]["input_amount"], &quoted["sponsored_fee"]), (&json!("1000000"), &json!("10000")), "{quoted}");
+    assert_eq!(quoted["quote"]["input_amount"], "10000000", "{quoted}");
+    // base's network fee is $0.01: no sponsored swap keeps less, and more
+    // when its gas (at the node's price, ETH at the provider's $3000) costs more.
+    let quoted_fee = units(&quoted["sponsored_fee"]);
+    assert!(quoted_fee >= U256::from(10_000u64), "{quoted}");
     assert!(quoted.get("swap_transaction").is_none(), "the service sends it: {quoted}");
     let unsponsorable = [
         format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&to_amount=1000000&sponsored=true"),
@@ -74,25 +79,30 @@ async fn an_agent_with_only_usdc_swaps_and_the_relayer_pays_the_gas() {
 
     let (s, first) = dn.call("POST", "/v2/swap/execute", Some(body.clone()), &keyed).await;
     assert_eq!(s, 200, "{first}");
-    assert_eq!(first["estimated_output"], quoted["quote"]["output_amount"], "as quoted");
-    // base's network fee is $0.01: 10,000 base units of USDC kept for the gas.
-    assert_eq!((&first["from_amount"], &first["sponsored_fee"]), (&json!("1000000"), &json!("10000")), "{first}");
+    // The answer's fee is from the simulated gas; the quote's from the gas limits, so at least as much.
+    let fee = units(&first["sponsored_fee"]);
+    assert!(fee >= U256::from(10_000u64) && fee <= quoted_fee, "{first} {quoted}");
+    eprintln!("sponsored fee: quoted {quoted_fee}, kept {fee} (base units of USDC)");
+    if fee == quoted_fee {
+        assert_eq!(first["estimated_output"], quoted["quote"]["output_amount"], "as quoted");
+    }
+    assert_eq!(first["from_amount"], "10000000", "{first}");
     let out = units(&first["estimated_output"]);
     let receipt = common::devnet::rpc(&dn.rpc_url("base"), "eth_getTransactionReceipt", json!([first["tx_hash"]])).await;
     assert_eq!(receipt["status"], "0x1", "the swap landed: {receipt}");
     assert_eq!(receipt["from"].as_str().unwrap().to_lowercase(), relayer.to_lowercase(), "the relayer sent it");
-    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - U256::from(1_000_000u64), "the input, exactly");
+    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - input, "the input, exactly");
     assert_eq!(dn.balance_of("base", "usdt", &wallet).await, before.1 + out, "the estimate arrived, exactly");
     assert_eq!(eth(&dn, &wallet).await, U256::ZERO, "no native coin was needed");
     assert_eq!(nonce(&dn, &wallet).await, 0, "the wallet sent nothing");
-    assert_eq!(dn.balance_of("base", "usdc", &relayer).await, relayer_usdc + U256::from(10_000u64), "the fee stays with the relayer");
+    assert_eq!(dn.balance_of("base", "usdc", &relayer).await, relayer_usdc + fee, "the fee stays with the relayer");
 
     // The same key: the first answer, nothing more on chain.
     let relayer_nonce = nonce(&dn, &relayer).await;
     let (s, again) = dn.call("POST", "/v2/swap/execute", Some(body.clone()), &keyed).await;
     assert_eq!((s, &again), (200, &first));
     assert_eq!(nonce(&dn, &relayer).await, relayer_nonce, "nothing sent again");
-    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - U256::from(1_000_000u64), "charged once");
+    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - input, "charged once");
     let run = stablerail::swap::execute::run_id(&agent, Some("gasless-1"));
     let stored = |leg: &'static str| {
         let (db, run) = (dn.state.db.clone(), run.clone());
@@ -114,7 +124,7 @@ async fn an_agent_with_only_usdc_swaps_and_the_relayer_pays_the_gas() {
         let (s, e) = dn.call("POST", "/v2/swap/execute", Some(b), &[("authorization", auth.as_str())]).await;
         assert_eq!((s, e["message"].as_str()), (status, Some(message)), "{e}");
     }
-    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - U256::from(1_000_000u64), "no refusal moved anything");
+    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before.0 - input, "no refusal moved anything");
 
     // A wallet with gas swaps by itself, as before: no fee.
     common::devnet::rpc(&dn.rpc_url("base"), "anvil_setBalance", json!([wallet, "0x56bc75e2d63100000"])).await;
@@ -133,7 +143,7 @@ async fn an_agent_with_only_usdc_swaps_and_the_relayer_pays_the_gas() {
 async fn a_bad_provider_moves_nothing_and_a_swap_that_cannot_be_made_is_refunded() {
     let dn = Devnet::start_swaps(30245, "base", "").await;
     let (usdc, usdt) = (dn.token("base", "usdc"), dn.token("base", "usdt"));
-    let (agent, auth, wallet) = gasless_agent(&dn, 5_000_000).await;
+    let (agent, auth, wallet) = gasless_agent(&dn, 50_000_000).await;
     let relayer = dn.state.keys.address(keys::RELAYER).await.unwrap();
     let stranger = dn.payer(3).0;
     let mode = std::sync::Arc::new(std::sync::Mutex::new("honest"));
@@ -141,7 +151,7 @@ async fn a_bad_provider_moves_nothing_and_a_swap_that_cannot_be_made_is_refunded
     let url = crate::swaps::hostile_provider(honest, mode.clone(), wallet.clone(), stranger.clone()).await;
     dn.set("swap.lifi_url", format!("{url}/v1"));
     let state = dn.restate().await;
-    let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 2_000_000 });
+    let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 10_000_000 });
     let before = dn.balance_of("base", "usdc", &wallet).await;
     let stranger_before = dn.balance_of("base", "usdc", &stranger).await;
     let (relayer_nonce, relayer_eth) = (nonce(&dn, &relayer).await, eth(&dn, &relayer).await);
@@ -212,7 +222,7 @@ async fn a_bad_provider_moves_nothing_and_a_swap_that_cannot_be_made_is_refunded
 async fn kill_nine_between_the_steps_of_a_sponsored_swap_pays_once() {
     let dn = Devnet::start_swaps_with(30345, "base", "", 0).await;
     let (usdc, usdt) = (dn.token("base", "usdc"), dn.token("base", "usdt"));
-    let (agent, auth, wallet) = gasless_agent(&dn, 20_000_000).await;
+    let (agent, auth, wallet) = gasless_agent(&dn, 1_000_000_000).await;
     let relayer = dn.state.keys.address(keys::RELAYER).await.unwrap();
     let router = dn.info["chains"]["base"]["uniswap"]["router"].as_str().unwrap().to_string();
     // A request cut off by the kill holds its key and its run this long.
@@ -224,7 +234,7 @@ async fn kill_nine_between_the_steps_of_a_sponsored_swap_pays_once() {
     let execute = |key: String| {
         let (client, auth, usdc, usdt) = (client.clone(), auth.clone(), usdc.clone(), usdt.clone());
         async move {
-            let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 1_000_000 });
+            let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 5_000_000 });
             let r = client
                 .post(format!("http://127.0.0.1:{port}/v2/swap/execute"))
                 .header("authorization", auth)
@@ -244,7 +254,11 @@ async fn kill_nine_between_the_steps_of_a_sponsored_swap_pays_once() {
     let start = (dn.balance_of("base", "usdc", &wallet).await, dn.balance_of("base", "usdt", &wallet).await);
     let relayer_start = dn.balance_of("base", "usdc", &relayer).await;
     let mut paid = (U256::ZERO, U256::ZERO, U256::ZERO); // (input, output, fees)
-    for (round, when) in ["pulled", "approved", "random", "random"].into_iter().enumerate() {
+                                                         // More rounds outside CI: SPONSORED_KILL_ROUNDS=N (the first two kill
+                                                         // after the pull and after the approval; the rest at random moments).
+    let rounds = std::env::var("SPONSORED_KILL_ROUNDS").ok().and_then(|n| n.parse().ok()).unwrap_or(4usize).max(2);
+    let whens = ["pulled", "approved"].into_iter().chain(std::iter::repeat("random")).take(rounds);
+    for (round, when) in whens.enumerate() {
         let key = format!("kill-{round}");
         let wallet_before = dn.balance_of("base", "usdc", &wallet).await;
         let request = tokio::spawn(execute(key.clone()));
@@ -277,7 +291,7 @@ async fn kill_nine_between_the_steps_of_a_sponsored_swap_pays_once() {
         match (s, row.phase) {
             (200, Phase::Done) => {
                 assert_eq!(answer["tx_hash"].as_str(), row.tx_hash.as_deref(), "{answer}");
-                paid.0 += U256::from(1_000_000u64);
+                paid.0 += U256::from(5_000_000u64);
                 paid.1 += units(&answer["estimated_output"]);
                 paid.2 += units(&answer["sponsored_fee"]);
             }

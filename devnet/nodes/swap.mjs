@@ -294,13 +294,15 @@ function tronDeposit(c, info) {
   return null;
 }
 
-// As LI.FI's list: each token with its USD price and logo. The devnet's
-// dollars are worth a dollar; its WETH a round 3000.
+// As LI.FI's list: each token with its USD price and logo, the native coin
+// first at the zero address, as LI.FI lists it. The devnet's dollars are
+// worth a dollar; its ETH and WETH a round 3000.
 const priced = (t) => ({ ...t, priceUSD: t.symbol.startsWith("USD") ? "1.00" : "3000.00", logoURI: `https://devnet.invalid/${t.symbol.toLowerCase()}.png` });
+const native = (c) => ({ address: ZERO, symbol: "ETH", decimals: 18, chainId: c.chainId, name: "ETH" });
 const tokens = (q) => {
   const wanted = q.chains ? new Set(q.chains.split(",")) : null;
   const out = {};
-  for (const [id, c] of chains) if (!wanted || wanted.has(id)) out[id] = Object.values(c.tokens).map(priced);
+  for (const [id, c] of chains) if (!wanted || wanted.has(id)) out[id] = [native(c), ...Object.values(c.tokens)].map(priced);
   return { tokens: out };
 };
 const chainList = () => ({

@@ -108,6 +108,7 @@ pub fn check_route(swaps: &Swaps, from: &SwapChain, route: &Route, asked: &Asked
 }
 
 /// One call of a simulated EVM bundle.
+#[derive(Clone)]
 pub struct EvmCall {
     pub to: Address,
     pub data: Vec<u8>,
@@ -130,15 +131,15 @@ pub enum OnRevert {
 /// `max_input`; it goes only to known contracts across chains; no
 /// allowance is granted to an unknown spender or beyond `max_input`; the
 /// output arrives (same chain); the gas stays under the cap. Answers the
-/// token events it read, for a caller with more to check (none when a
-/// revert passed).
+/// token events it read and the gas the calls used, for a caller with more
+/// to check (nothing when a revert passed).
 pub async fn simulate_evm(
     swaps: &Swaps,
     from: &SwapChain,
     calls: &[EvmCall],
     asked: &Asked<'_>,
     on_revert: OnRevert,
-) -> Result<Vec<Event>, SwapError> {
+) -> Result<Simulated, SwapError> {
     let wallet: Address = asked.wallet.parse().map_err(|_| SwapError::WalletNotReady)?;
     let client = swaps.client(&from.name)?;
     let bundle: Vec<Value> = calls
@@ -168,7 +169,7 @@ pub async fn simulate_evm(
     if results.iter().any(|r| r.get("status").and_then(Value::as_str) != Some("0x1")) {
         return match on_revert {
             OnRevert::Refuse => Err(refused(format!("{}: the swap reverts in simulation", from.name))),
-            OnRevert::Pass => Ok(vec![]),
+            OnRevert::Pass => Ok(Simulated::default()),
         };
     }
     let gas: u64 = results
@@ -182,7 +183,15 @@ pub async fn simulate_evm(
     let logs = results.iter().flat_map(|r| r.get("logs").and_then(Value::as_array).into_iter().flatten());
     let events: Vec<Event> = logs.filter_map(Event::of).collect();
     check_events(swaps, from, wallet, events.iter().cloned(), asked)?;
-    Ok(events)
+    Ok(Simulated { events, gas })
+}
+
+/// What a simulated bundle did.
+#[derive(Debug, Default)]
+pub struct Simulated {
+    pub events: Vec<Event>,
+    /// Gas used by all its calls.
+    pub gas: u64,
 }
 
 /// What a simulated swap's token events may show of the wallet (EVM and

@@ -68,6 +68,23 @@ impl Prices {
     }
 }
 
+/// The USD price of `token` on the chain LI.FI numbers `chain_id`, from a
+/// list younger than the maximum age, fetched now if there is none: for a
+/// fee that must not be charged from a guess.
+pub async fn price_now(swaps: &Swaps, chain_id: u64, token: &str) -> Option<rust_decimal::Decimal> {
+    let max_age = Duration::from_secs(swaps.config.swap.price_max_age_seconds);
+    let cached = swaps.prices.lists.lock().unwrap().get(&chain_id).cloned();
+    let list = match cached {
+        Some((at, list)) if at.elapsed() <= max_age => list,
+        _ => {
+            let list = Arc::new(fetch(swaps, chain_id).await?);
+            swaps.prices.lists.lock().unwrap().insert(chain_id, (Instant::now(), list.clone()));
+            list
+        }
+    };
+    list.get(&key(token)).and_then(|f| f.price_usd)
+}
+
 async fn fetch(swaps: &Swaps, chain_id: u64) -> Option<HashMap<String, TokenFacts>> {
     let body = swaps.lifi.discovery("/tokens", &[("chains", chain_id.to_string())]).await.ok()?;
     let v: Value = serde_json::from_slice(&body).ok()?;

@@ -234,6 +234,34 @@ pub async fn quote(swaps: &Swaps, q: &QuoteQuery, now_s: i64) -> Result<QuoteRes
             slippage_bps,
         })
         .await?;
+    // Sponsored: the fee covers the gas the relayer would pay (the pull,
+    // the approval and the provider's estimate of the swap); when it is more
+    // than the chain's fee, the smaller input is quoted again.
+    let (route, sponsored) = match sponsored {
+        Some((gross, floor, _)) => {
+            let gas = route.gas_limit().unwrap_or(super::sponsored::SWAP_GAS_GUESS) + super::sponsored::PULL_AND_APPROVE_GAS;
+            let decimals = super::sponsored::input_decimals(swaps, &from, &input).ok_or(SwapError::NotSponsorable)?;
+            let cost =
+                u64::try_from(super::sponsored::gas_cost(swaps, &from, gas, decimals).await?).map_err(|_| SwapError::BelowSponsoredFee)?;
+            if cost > floor {
+                let net = gross.checked_sub(cost).filter(|n| *n > 0).ok_or(SwapError::BelowSponsoredFee)?;
+                let again = RouteRequest {
+                    from: &from,
+                    to: &to,
+                    from_token: &input,
+                    to_token: &output,
+                    from_address: None,
+                    to_address: None,
+                    amount: Amount::From(net),
+                    slippage_bps,
+                };
+                (swaps.best_route(&again).await?, Some((gross, cost, net)))
+            } else {
+                (route, sponsored)
+            }
+        }
+        None => (route, None),
+    };
     if let Some(user) = user.as_deref() {
         vouch(swaps, &from, &to, &route, user, to_user.as_deref(), &input, &output, wanted, slippage_bps).await?;
     }

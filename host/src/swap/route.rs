@@ -35,6 +35,16 @@ pub struct Route {
     pub transaction: Option<RouteTx>,
 }
 
+impl Route {
+    /// The provider's gas limit of its EVM transaction, if it gave one.
+    pub fn gas_limit(&self) -> Option<u64> {
+        match &self.transaction {
+            Some(RouteTx::Evm { gas_limit: Some(g), .. }) => u64::from_str_radix(g.trim_start_matches("0x"), 16).ok(),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone)]
 pub enum RouteTx {
     Evm {

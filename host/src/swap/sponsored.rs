@@ -155,6 +155,38 @@ pub async fn plan(swaps: &Swaps, r: &Request, from: &SwapChain, me: &str) -> Res
     Ok(Some(plan))
 }
 
+/// Gas a sponsored swap takes besides the provider's own estimate of its
+/// swap: the pull and the relayer's approval (for the quote, which cannot
+/// simulate the pull).
+pub const PULL_AND_APPROVE_GAS: u64 = 150_000;
+/// The swap's gas when the provider's quote names none.
+pub const SWAP_GAS_GUESS: u64 = 300_000;
+
+/// What `gas` costs the relayer now in a dollar stablecoin's base units
+/// (`decimals`): at the node's gas price and the provider's price of the
+/// native coin, plus a fifth, rounded up. No price, no sponsorship.
+pub async fn gas_cost(swaps: &Swaps, chain: &SwapChain, gas: u64, decimals: u8) -> Result<U256, SwapError> {
+    let client = swaps.client(&chain.name)?;
+    let price = client.rpc("eth_gasPrice", json!([])).await.map_err(|e| SwapError::Unavailable(format!("{}: {e}", chain.name)))?;
+    let wei_per_gas = price.as_str().and_then(|h| u128::from_str_radix(h.trim_start_matches("0x"), 16).ok());
+    let wei_per_gas = wei_per_gas.ok_or_else(|| SwapError::Unavailable("unreadable gas price".into()))?;
+    let native = chain.family.facts().zero_address();
+    let usd = super::prices::price_now(swaps, chain.lifi_id, native)
+        .await
+        .ok_or_else(|| SwapError::Unavailable(format!("{}: no price of the native coin", chain.name)))?;
+    let wei = Decimal::from(gas) * Decimal::from(wei_per_gas);
+    let cost = wei / Decimal::from(1_000_000_000_000_000_000u64) * usd * Decimal::new(12, 1);
+    let scale = Decimal::from(10u64.checked_pow(u32::from(decimals)).ok_or(SwapError::Internal("decimals".into()))?);
+    let units = (cost * scale).ceil();
+    U256::from_str_radix(&units.normalize().to_string(), 10).map_err(|_| SwapError::Internal(format!("gas cost {cost}")))
+}
+
+/// The decimals of the served asset `token` on `chain`.
+pub fn input_decimals(swaps: &Swaps, chain: &SwapChain, token: &str) -> Option<u8> {
+    let facts = chain.family.facts();
+    swaps.config.chains.get(&chain.name)?.assets.values().find(|a| facts.same_account(&a.token, token)).map(|a| a.decimals)
+}
+
 /// The chain's network fee (`chains.<name>.fee`, in USD) in base units of
 /// a dollar stablecoin with `decimals`, rounded up.
 fn fee_units(cfg: &Config, chain: &str, decimals: u8) -> Result<U256, SwapError> {
@@ -276,8 +308,23 @@ impl Sponsor<'_> {
         if before.len() != pull.len() {
             return Err(SwapError::Refused("the pull is not an EVM call".into()));
         }
-        let (quoted, events) = self.simulate(&ask, route, before).await?;
-        check_payer(from, &events, me, &relayer, &r.from_token, amount, asset)?;
+        let (mut quoted, mut simulated) = self.simulate(&ask, route, before.clone()).await?;
+        // The fee covers the gas the relayer is about to pay (never less
+        // than the chain's network fee): when the simulated gas costs more,
+        // the swap is quoted and simulated again for the smaller input.
+        let mut fee = plan.fee;
+        let gas_fee = self.gas_fee(from, simulated.gas, asset.decimals).await?;
+        if gas_fee > fee {
+            fee = gas_fee;
+            let input = amount.checked_sub(fee).filter(|i| !i.is_zero()).ok_or(SwapError::BelowSponsoredFee)?;
+            let ask = Ask { input, ..ask };
+            let route = self.checked_route(&ask).await?;
+            (quoted, simulated) = self.simulate(&ask, route, before).await?;
+            if self.gas_fee(from, simulated.gas, asset.decimals).await? > fee {
+                return Err(SwapError::Unavailable("the sponsored swap's gas rose while it was quoted".into()));
+            }
+        }
+        check_payer(from, &simulated.events, me, &relayer, &r.from_token, amount, asset)?;
 
         let created_at = crate::clock::now_ms();
         let new = Run {
@@ -288,7 +335,7 @@ impl Sponsor<'_> {
             from_token: r.from_token.clone(),
             to_token: r.to_token.clone(),
             from_amount: amount.to_string(),
-            fee: plan.fee.to_string(),
+            fee: fee.to_string(),
             slippage_bps: i32::from(r.slippage_bps),
             proof,
             phase: Phase::Pulling,
@@ -524,6 +571,14 @@ impl Sponsor<'_> {
         Ok(self.simulate(&ask, route, vec![]).await?.0)
     }
 
+    /// What `gas` costs at the node's gas price, in base units of a dollar
+    /// stablecoin with `decimals`, with a margin of a fifth, rounded up. The
+    /// native coin's price is the provider's (its token list); without one
+    /// nothing is sponsored.
+    async fn gas_fee(&self, chain: &SwapChain, gas: u64, decimals: u8) -> Result<U256, SwapError> {
+        gas_cost(self.swaps, chain, gas, decimals).await
+    }
+
     /// The provider's route for `ask`, its contracts known.
     async fn checked_route(&self, ask: &Ask<'_>) -> Result<Route, SwapError> {
         let route = self
@@ -546,7 +601,7 @@ impl Sponsor<'_> {
     /// `before` (the pull, while it has not landed), the relayer's approval
     /// and the swap, simulated together from the relayer and checked by the
     /// swap guard: the quote to send, and the token events seen.
-    async fn simulate(&self, ask: &Ask<'_>, route: Route, before: Vec<guard::EvmCall>) -> Result<(Quoted, Vec<guard::Event>), SwapError> {
+    async fn simulate(&self, ask: &Ask<'_>, route: Route, before: Vec<guard::EvmCall>) -> Result<(Quoted, guard::Simulated), SwapError> {
         let Some(RouteTx::Evm { to: router, data, value, gas_limit }) = route.transaction else {
             return Err(SwapError::Refused("quote without an EVM transaction".into()));
         };
@@ -557,8 +612,8 @@ impl Sponsor<'_> {
         bundle.extend(approvals.iter().flat_map(|a| a.simulated()));
         bundle.extend(simulated(&swap));
         let asked = ask.asked(parse_units(&route.min_output_amount)?);
-        let events = guard::simulate_evm(self.swaps, ask.chain, &bundle, &asked, guard::OnRevert::Refuse).await?;
-        Ok((Quoted { estimate: route.output_amount, swap, spender: route.approval_address }, events))
+        let simulated = guard::simulate_evm(self.swaps, ask.chain, &bundle, &asked, guard::OnRevert::Refuse).await?;
+        Ok((Quoted { estimate: route.output_amount, swap, spender: route.approval_address }, simulated))
     }
 
     /// Move the run `from` → `to` under the lease, with what is known now.
