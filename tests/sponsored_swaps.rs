@@ -68,6 +68,8 @@ async fn an_agent_with_only_usdc_swaps_and_the_relayer_pays_the_gas() {
         format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&to_amount=1000000&sponsored=true"),
         format!("/api/swap/quote?chain=base&input_token={usdt}&output_token={usdc}&from_amount=1000000&sponsored=true"),
     ];
+    let (s, e) = dn.call("GET", &quote.replace("sponsored=true", "sponsored=maybe"), None, &[]).await;
+    assert_eq!((s, e["message"].as_str(), e["statusCode"].as_u64()), (400, Some("invalid sponsored"), Some(400)), "{e}");
     for q in unsponsorable {
         let (s, e) = dn.call("GET", &q, None, &[]).await;
         assert_eq!(

@@ -1,13 +1,23 @@
 // Draw scripts/bench.sh peers's rows as one SVG: throughput by concurrency
-// (left) and latency percentiles p50/p99 by concurrency (right).
+// (left) and latency percentiles p50/p99 by concurrency (right), one block
+// time (BLOCK_SECONDS, default 0: instant blocks).
 //   node devnet/bench/bench-plot.mjs results.jsonl > benchmarks.svg
 import fs from "node:fs";
 
-const rows = fs.readFileSync(process.argv[2], "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
+const blockSeconds = Number(process.env.BLOCK_SECONDS || 0);
+const rows = fs
+  .readFileSync(process.argv[2], "utf8")
+  .trim()
+  .split("\n")
+  .filter(Boolean)
+  .map((l) => JSON.parse(l))
+  .filter((r) => (r.block_seconds ?? 0) === blockSeconds);
 const series = [
   { what: "stablerail-x402-settle", label: "stablerail /x402/settle", color: "#1f6feb" },
   { what: "stablerail-intents", label: "stablerail intents, source leg", color: "#2da44e" },
   { what: "x402-rs", label: "x402-rs facilitator", color: "#cf222e" },
+  { what: "x402-facilitator-fork", label: "x402-facilitator 0.11 (the fork)", color: "#bc4c00" },
+  { what: "x402-rs-2.0.2", label: "x402-rs 2.0.2 (poll 250 ms)", color: "#cf222e" },
   { what: "typescript-reference", label: "TypeScript reference (@x402/evm), sequential", color: "#8250df" },
 ].filter((s) => rows.some((r) => r.what === s.what));
 const levels = [...new Set(rows.map((r) => r.concurrency))].sort((a, b) => a - b);

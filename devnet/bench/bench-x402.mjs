@@ -5,7 +5,9 @@
 // differs. Signing happens before the clock starts.
 //   FAC=http://127.0.0.1:PORT/x402 DIR=devnet-dir N=200 C=32 node devnet/bench/bench-x402.mjs
 // Prints one JSON line: per_second, latency_ms {p50,p90,p99,max}, ok, bad,
-// merchant_credited_units. Requests go through node:http with kept-alive
+// merchant_credited_units, and gas_per_payment: the gas of every
+// transaction the answers name (read from their receipts) over the
+// payments settled. Requests go through node:http with kept-alive
 // connections, one per worker: a fraction of fetch()'s CPU, so the
 // generator (on its own core) is not what limits the facilitator.
 import fs from "node:fs";
@@ -68,6 +70,7 @@ const post = (body) =>
 const before = await balance();
 const latencies = [];
 let next = 0, ok = 0, bad = 0, firstError = "";
+const transactions = new Set();
 const t0 = performance.now();
 await Promise.all(Array.from({ length: C }, async () => {
   while (next < N) {
@@ -79,7 +82,10 @@ await Promise.all(Array.from({ length: C }, async () => {
     try {
       j = JSON.parse(r.text);
     } catch {}
-    if (r.status === 200 && j.success) ok++;
+    if (r.status === 200 && j.success) {
+      ok++;
+      if (j.transaction) transactions.add(j.transaction);
+    }
     else {
       bad++;
       firstError ||= r.status + " " + r.text.slice(0, 200);
@@ -88,6 +94,11 @@ await Promise.all(Array.from({ length: C }, async () => {
 }));
 const seconds = (performance.now() - t0) / 1000;
 const credited = (await balance()) - before;
+let gas = 0n;
+for (const hash of transactions) {
+  const receipt = await rpc("eth_getTransactionReceipt", [hash]);
+  if (receipt) gas += BigInt(receipt.gasUsed);
+}
 agent.destroy();
 latencies.sort((a, b) => a - b);
 const pct = (p) => +latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))].toFixed(1);
@@ -95,4 +106,5 @@ console.log(JSON.stringify({
   n: N, concurrency: C, seconds: +seconds.toFixed(3), per_second: +(ok / seconds).toFixed(1),
   latency_ms: { p50: pct(0.5), p90: pct(0.9), p99: pct(0.99), max: pct(1) },
   ok, bad, first_error: firstError, merchant_credited_units: String(credited),
+  transactions: transactions.size, gas_per_payment: ok ? Number(gas / BigInt(ok)) : null,
 }));

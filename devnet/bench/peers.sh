@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
 # stablerail beside its peers, in one run, each row on a fresh devnet (anvil
 # slows as its chain grows):
-#   - stablerail /x402/settle and x402-rs (`x402-facilitator` 0.11), driven
-#     by one generator with x402 v1 bodies (devnet/bench/bench-x402.mjs, the
-#     bodies of ../shared/bench/x402rs_bench.mjs), at each concurrency;
+#   - stablerail /x402/settle and the Rust peers, driven by one generator
+#     with x402 v1 bodies (devnet/bench/bench-x402.mjs, the bodies of
+#     ../shared/bench/x402rs_bench.mjs), at each concurrency: the fork
+#     (`x402-facilitator` 0.11 from crates.io, X402RS_BIN) and x402-rs 2.0.2
+#     itself (X402RS2_BIN, by default what ../shared/bench/x402rs-peer/build.sh
+#     built), the latter polling receipts every X402RS_PEER_POLL_MS (250);
 #   - stablerail's intents at the same concurrency (devnet/bench/bench.mjs --c:
 #     C payers, each posting a proof and waiting for its source leg);
 #   - the TypeScript reference facilitator (@x402/evm), sequential, once.
-# Fair measurement on 2 cores: the service under test (stablerail or
-# x402-rs) runs alone on CPU 0; the load generator and anvil on CPU 1.
-# Every row goes to $OUT/results.jsonl, each concurrency's ratios are
-# printed, and $OUT/benchmarks.svg is drawn from the rows.
-#   N=200 CONC="1 32 200" scripts/bench.sh peers
-# x402-rs runs when its binary is installed (`cargo install
-# x402-facilitator --locked`, or X402RS_BIN). BIN= measures another build
-# of stablerail; ROWS= picks rows (default "x402 intents peer reference");
+# BLOCKS="0 2" runs every row on instant blocks (0: anvil's automine) and
+# on blocks every 2 s (as Base), set after the devnet's setup.
+# Rows carry throughput, latency percentiles and, for /settle, the gas per
+# settled payment read from the receipts; each (blocks, concurrency) prints
+# its ratios to the faster peer.
+# Fair measurement on 2 cores: the service under test (stablerail or a
+# peer) runs alone on CPU 0; the load generator and anvil on CPU 1.
+# Every row goes to $OUT/results.jsonl, and $OUT/benchmarks.svg is drawn
+# from the rows.
+#   N=200 CONC="1 32 200" BLOCKS="0 2" scripts/bench.sh peers
+# A peer runs when its binary is found. BIN= measures another build of
+# stablerail; ROWS= picks rows (default "x402 intents peer reference");
 # SERVE_LOG= is the service's RUST_LOG (warn), e.g. sqlx::query=debug.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,14 +35,15 @@ results=$out/results.jsonl
 n=${N:-200}
 SERVICE_CPU=${SERVICE_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
-peer=${X402RS_BIN:-x402-facilitator}
+fork=${X402RS_BIN:-x402-facilitator}
+x402rs=${X402RS2_BIN:-$(ls "${XDG_CACHE_HOME:-$HOME/.cache}"/stablerail-x402rs-peer/release/x402rs-peer 2>/dev/null)}
 commit=$(git rev-parse --short HEAD)
 
 # A fresh devnet (anvil pinned with the load) in $dir/dn on a random port.
 devnet() {
     dir=$(mktemp -d)
     port=$((21000 + RANDOM % 8000))
-    taskset -c "$LOAD_CPU" "$bin" devnet up --dir "$dir/dn" --port "$port" --chains "$1" >/dev/null || exit 1
+    DEVNET_BLOCK_TIME=$blocks taskset -c "$LOAD_CPU" "$bin" devnet up --dir "$dir/dn" --port "$port" --chains "$1" >/dev/null || exit 1
     ln -s "$PWD/devnet/node_modules" "$dir/node_modules"
 }
 undevnet() {
@@ -59,13 +67,30 @@ unserve() {
 # One JSON row: {"what":…, "concurrency":…, …the generator's report}.
 row() {
     local what=$1 c=$2 report=$3
-    node -e 'const [w,c,r,k]=process.argv.slice(1);const j=JSON.parse(r);console.log(JSON.stringify({what:w,concurrency:+c,commit:k,...j}))' \
-        "$what" "$c" "$report" "$commit" | tee -a "$results"
+    node -e 'const [w,c,r,k,b]=process.argv.slice(1);const j=JSON.parse(r);console.log(JSON.stringify({what:w,concurrency:+c,block_seconds:+b,commit:k,...j}))' \
+        "$what" "$c" "$report" "$commit" "$blocks" | tee -a "$results"
 }
 load() { taskset -c "$LOAD_CPU" node "$@"; }
 
+# One Rust peer (binary $2, named $1) on a fresh devnet, driven like /settle.
+peer_row() {
+    local name=$1 exe=$2
+    devnet base
+    rpc=$(node -e 'console.log(require(process.argv[1]).chains.base.rpc)' "$dir/dn/devnet.json")
+    HOST=127.0.0.1 PORT=$((port + 900)) RPC_URL_BASE=$rpc SIGNER_TYPE=private-key \
+        EVM_PRIVATE_KEY=0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80 RUST_LOG=warn \
+        X402RS_PEER_POLL_MS=${X402RS_PEER_POLL_MS:-250} \
+        taskset -c "$SERVICE_CPU" "$exe" >"$dir/peer.log" 2>&1 &
+    server=$!
+    for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$((port + 900))/supported" >/dev/null && break; sleep 0.1; done
+    row "$name" "$c" "$(FAC=http://127.0.0.1:$((port + 900)) DIR=$dir/dn N=$n C=$c load devnet/bench/bench-x402.mjs)"
+    unserve
+    undevnet
+}
+
+for blocks in ${BLOCKS:-0}; do
 for c in ${CONC:-1 32 200}; do
-    echo "== concurrency $c, $n payments per row"
+    echo "== blocks every ${blocks}s (0: instant), concurrency $c, $n payments per row"
     if [[ $rows == *" x402 "* ]]; then
     devnet base
     serve
@@ -83,29 +108,29 @@ for c in ${CONC:-1 32 200}; do
     undevnet
     fi
 
-    if [[ $rows == *" peer "* ]] && command -v "$peer" >/dev/null; then
-        devnet base
-        rpc=$(node -e 'console.log(require(process.argv[1]).chains.base.rpc)' "$dir/dn/devnet.json")
-        HOST=127.0.0.1 PORT=$((port + 900)) RPC_URL_BASE=$rpc SIGNER_TYPE=private-key \
-            EVM_PRIVATE_KEY=0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80 RUST_LOG=warn \
-            taskset -c "$SERVICE_CPU" "$peer" >"$dir/peer.log" 2>&1 &
-        server=$!
-        for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$((port + 900))/supported" >/dev/null && break; sleep 0.1; done
-        row x402-rs "$c" "$(FAC=http://127.0.0.1:$((port + 900)) DIR=$dir/dn N=$n C=$c load devnet/bench/bench-x402.mjs)"
-        unserve
-        undevnet
+    if [[ $rows == *" peer "* ]]; then
+        if command -v "$fork" >/dev/null; then peer_row x402-facilitator-fork "$fork"; fi
+        if [ -n "$x402rs" ] && [ -x "$x402rs" ]; then peer_row x402-rs-2.0.2 "$x402rs"; fi
     fi
     node -e '
-        const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse).filter((r) => r.concurrency == process.argv[2]);
-        const of = (w) => rows.find((r) => r.what === w)?.per_second;
-        const peer = of("x402-rs");
-        for (const w of ["stablerail-x402-settle", "stablerail-intents"].filter(of))
-            console.log(`ratio at ${process.argv[2]}: ${w} ÷ x402-rs = ${peer ? (of(w) / peer).toFixed(2) + "×" : "n/a (x402-rs not installed)"}`);
-    ' "$results" "$c"
+        const [file, c, b] = process.argv.slice(1);
+        const rows = require("fs").readFileSync(file, "utf8").trim().split("\n").map(JSON.parse).filter((r) => r.concurrency == c && (r.block_seconds ?? 0) == b);
+        const get = (w) => rows.find((r) => r.what === w);
+        const peers = ["x402-facilitator-fork", "x402-rs-2.0.2"].map(get).filter(Boolean);
+        const best = peers.sort((a, b) => b.per_second - a.per_second)[0];
+        for (const w of ["stablerail-x402-settle", "stablerail-intents"].filter(get)) {
+            const r = get(w);
+            const speed = best ? `${(r.per_second / best.per_second).toFixed(2)}× ${best.what}` : "n/a (no peer installed)";
+            const gas = best && r.gas_per_payment && best.gas_per_payment ? `, gas ${(r.gas_per_payment / best.gas_per_payment).toFixed(2)}×` : "";
+            console.log(`blocks ${b}s, c=${c}: ${w} ${r.per_second}/s (p50 ${r.latency_ms?.p50} ms, p99 ${r.latency_ms?.p99} ms${r.gas_per_payment ? ", " + r.gas_per_payment + " gas/payment" : ""}) ÷ the faster peer = ${speed}${gas}`);
+        }
+    ' "$results" "$c" "$blocks"
+done
 done
 
 if [[ $rows == *" reference "* ]]; then
 echo "== the TypeScript reference (@x402/evm), sequential"
+blocks=0
 devnet base,arbitrum
 serve
 report=$(load devnet/bench/bench.mjs --dir "$dir/dn" --url "$url" --n "$n" --c 1)
@@ -115,4 +140,7 @@ undevnet
 fi
 
 node devnet/bench/bench-plot.mjs "$results" >"$out/benchmarks.svg"
-echo "rows: $results; picture: $out/benchmarks.svg"
+for b in ${BLOCKS:-0}; do
+    if [ "$b" != 0 ]; then BLOCK_SECONDS=$b node devnet/bench/bench-plot.mjs "$results" >"$out/benchmarks-${b}s.svg"; fi
+done
+echo "rows: $results; pictures: $out/benchmarks*.svg"

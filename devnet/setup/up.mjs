@@ -203,7 +203,14 @@ for (const name of chains) {
   for (const a of [...gas, ...(name === "tron" ? tronGas : [])]) {
     await pub.request({ method: "anvil_setBalance", params: [a, `0x${parseEther("1000").toString(16)}`] });
   }
-  out.chains[name] = { chain_id: c.id, rpc, port, pid: child.pid, fee: c.fee, roles: c.roles ?? ["payer", "target"], legacy: Boolean(c.legacy), assets, uniswap };
+  // DEVNET_BLOCK_TIME=N (benchmarks): once set up (mined at once), the
+  // chain mines a block every N seconds, as a real one does.
+  const blockTime = Number(process.env.DEVNET_BLOCK_TIME || 0);
+  if (blockTime > 0 && name !== "tron") {
+    await pub.request({ method: "evm_setAutomine", params: [false] });
+    await pub.request({ method: "evm_setIntervalMining", params: [blockTime] });
+  }
+  out.chains[name] = { chain_id: c.id, rpc, port, pid: child.pid, fee: c.fee, roles: c.roles ?? ["payer", "target"], legacy: Boolean(c.legacy), assets, uniswap, block_time: blockTime || undefined };
   port += 1;
 }
 if (out.chains.tron) {
