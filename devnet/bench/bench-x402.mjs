@@ -4,6 +4,7 @@
 // same generator drives stablerail and x402-rs, so only the facilitator
 // differs. Signing happens before the clock starts.
 //   FAC=http://127.0.0.1:PORT/x402 DIR=devnet-dir N=200 C=32 node devnet/bench/bench-x402.mjs
+// RATE=R sends at R payments per second instead (open loop, at most C open).
 // Prints one JSON line: per_second, latency_ms {p50,p90,p99,max}, ok, bad,
 // merchant_credited_units, and gas_per_payment: the gas of every
 // transaction the answers name (read from their receipts) over the
@@ -16,6 +17,8 @@ import { privateKeyToAccount } from "viem/accounts";
 
 const d = JSON.parse(fs.readFileSync(process.env.DIR + "/devnet.json", "utf8"));
 const N = +(process.env.N || 200), C = +(process.env.C || 32);
+// RATE=R (payments per second): an open-loop load instead of C loops.
+const RATE = +(process.env.RATE || 0);
 const usdc = d.chains.base.assets.usdc;
 const merchant = "0x000000000000000000000000000000000000c0fe";
 const rpc = async (m, p) =>
@@ -71,27 +74,41 @@ const before = await balance();
 const latencies = [];
 let next = 0, ok = 0, bad = 0, firstError = "";
 const transactions = new Set();
-const t0 = performance.now();
-await Promise.all(Array.from({ length: C }, async () => {
-  while (next < N) {
-    const body = bodies[next++];
-    const t = performance.now();
-    const r = await post(body);
-    latencies.push(performance.now() - t);
-    let j = {};
-    try {
-      j = JSON.parse(r.text);
-    } catch {}
-    if (r.status === 200 && j.success) {
-      ok++;
-      if (j.transaction) transactions.add(j.transaction);
-    }
-    else {
-      bad++;
-      firstError ||= r.status + " " + r.text.slice(0, 200);
-    }
+// One request, its latency and outcome kept.
+const send = async (body) => {
+  const t = performance.now();
+  const r = await post(body);
+  latencies.push(performance.now() - t);
+  let j = {};
+  try {
+    j = JSON.parse(r.text);
+  } catch {}
+  if (r.status === 200 && j.success) {
+    ok++;
+    if (j.transaction) transactions.add(j.transaction);
+  } else {
+    bad++;
+    firstError ||= r.status + " " + r.text.slice(0, 200);
   }
-}));
+};
+const t0 = performance.now();
+if (RATE > 0) {
+  // Open loop: request i leaves at i / RATE seconds, whatever the answers
+  // before it (at most C open at once): the facilitator's capacity, not
+  // C per round trip, bounds the throughput.
+  const open = [];
+  for (let i = 0; i < N; i++) {
+    const due = t0 + (i * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    open.push(send(bodies[i]));
+  }
+  await Promise.all(open);
+} else {
+  await Promise.all(Array.from({ length: C }, async () => {
+    while (next < N) await send(bodies[next++]);
+  }));
+}
 const seconds = (performance.now() - t0) / 1000;
 const credited = (await balance()) - before;
 let gas = 0n;
@@ -103,7 +120,7 @@ agent.destroy();
 latencies.sort((a, b) => a - b);
 const pct = (p) => +latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))].toFixed(1);
 console.log(JSON.stringify({
-  n: N, concurrency: C, seconds: +seconds.toFixed(3), per_second: +(ok / seconds).toFixed(1),
+  n: N, concurrency: C, rate: RATE || undefined, seconds: +seconds.toFixed(3), per_second: +(ok / seconds).toFixed(1),
   latency_ms: { p50: pct(0.5), p90: pct(0.9), p99: pct(0.99), max: pct(1) },
   ok, bad, first_error: firstError, merchant_credited_units: String(credited),
   transactions: transactions.size, gas_per_payment: ok ? Number(gas / BigInt(ok)) : null,

@@ -22,7 +22,10 @@
 #   N=200 CONC="1 32 200" BLOCKS="0 2" scripts/bench.sh peers
 # A peer runs when its binary is found. BIN= measures another build of
 # stablerail; ROWS= picks rows (default "x402 intents peer reference");
-# SERVE_LOG= is the service's RUST_LOG (warn), e.g. sqlx::query=debug.
+# SERVE_LOG= is the service's RUST_LOG (warn), e.g. sqlx::query=debug;
+# FAC_WORKERS= the facilitator's settlements in flight ([facilitator] workers).
+# RATE=R drives /settle open-loop at R payments per second (CONC then caps
+# the open requests).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
@@ -53,6 +56,7 @@ undevnet() {
 # stablerail on the devnet, keyless facilitator on with its limits lifted.
 serve() {
     printf '\n[facilitator]\npublic = true\npublic_requests_per_minute = 100000000\npublic_settlements_per_minute = 100000000\n' >>"$dir/dn/chains.toml"
+    if [ -n "${FAC_WORKERS:-}" ]; then printf 'workers = %s\n' "$FAC_WORKERS" >>"$dir/dn/chains.toml"; fi
     if [ -n "${WORKERS:-}" ]; then sed -i "s/^\[service\]$/[service]\nsettlement_workers = $WORKERS/" "$dir/dn/chains.toml"; fi
     url=http://127.0.0.1:$((port + 800))
     RUST_LOG=${SERVE_LOG:-warn} taskset -c "$SERVICE_CPU" "$bin" serve --config "$dir/dn/chains.toml" \
