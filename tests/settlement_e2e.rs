@@ -631,3 +631,25 @@ async fn readiness_probes_and_a_wrong_chain_id() {
     assert!(err.contains("chain `base`: its RPC answers chain id 8453, but the config says 1"), "{err}");
     assert!(err.contains("chain `arbitrum`: its RPC does not answer"), "{err}");
 }
+
+/// `[service] settlement_batch_window_ms`: proofs that arrive one by one,
+/// 40 ms apart, still go out together when a batch waits for more calls
+/// after its first (as on slow-block chains), and each settles once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_batch_window_gathers_calls_that_arrive_apart() {
+    let dn = Devnet::start(30645, "base,arbitrum", "[service]\nsettlement_batch_window_ms = 1500\n").await;
+    let merchant_before = dn.balance("arbitrum", MERCHANT).await;
+    let signed = dn.sign_all(8, |k| k % 7).await;
+    for (id, proof) in &signed {
+        let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+        assert_eq!(s, 200, "{r}");
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    for (id, _) in &signed {
+        dn.wait_status(id, "TARGET_SETTLED").await;
+    }
+    assert_eq!(dn.balance("arbitrum", MERCHANT).await, merchant_before + U256::from(8_000_000u64), "each paid once");
+    let (mined, recorded) = dn.relayer_txs("base").await;
+    assert_eq!(mined, recorded);
+    assert!(mined <= 2, "{mined} source transactions for 8 proofs sent 40 ms apart: the window gathered nothing");
+}

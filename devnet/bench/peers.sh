@@ -23,7 +23,8 @@
 # A peer runs when its binary is found. BIN= measures another build of
 # stablerail; ROWS= picks rows (default "x402 intents peer reference");
 # SERVE_LOG= is the service's RUST_LOG (warn), e.g. sqlx::query=debug;
-# FAC_WORKERS= the facilitator's settlements in flight ([facilitator] workers).
+# FAC_WORKERS= the facilitator's settlements in flight ([facilitator] workers);
+# BATCH_WINDOW_MS= [service] settlement_batch_window_ms.
 # RATE=R drives /settle open-loop at R payments per second (CONC then caps
 # the open requests).
 set -uo pipefail
@@ -58,6 +59,7 @@ serve() {
     printf '\n[facilitator]\npublic = true\npublic_requests_per_minute = 100000000\npublic_settlements_per_minute = 100000000\n' >>"$dir/dn/chains.toml"
     if [ -n "${FAC_WORKERS:-}" ]; then printf 'workers = %s\n' "$FAC_WORKERS" >>"$dir/dn/chains.toml"; fi
     if [ -n "${WORKERS:-}" ]; then sed -i "s/^\[service\]$/[service]\nsettlement_workers = $WORKERS/" "$dir/dn/chains.toml"; fi
+    if [ -n "${BATCH_WINDOW_MS:-}" ]; then sed -i "s/^\[service\]$/[service]\nsettlement_batch_window_ms = $BATCH_WINDOW_MS/" "$dir/dn/chains.toml"; fi
     url=http://127.0.0.1:$((port + 800))
     RUST_LOG=${SERVE_LOG:-warn} taskset -c "$SERVICE_CPU" "$bin" serve --config "$dir/dn/chains.toml" \
         --database "sqlite://$dir/dn/stablerail.db" --listen "127.0.0.1:$((port + 800))" >"$dir/serve.log" 2>&1 &

@@ -84,6 +84,11 @@ pub struct Service {
     /// Most relayer calls sent together in one Multicall3 transaction per
     /// chain; 1 sends every call on its own.
     pub settlement_batch_max: usize,
+    /// How long a batch waits for more relayer calls after its first, in
+    /// milliseconds (0: it takes what queued while the previous one was
+    /// sent). On chains with slow blocks a window fills batches that would
+    /// otherwise go out a few calls each.
+    pub settlement_batch_window_ms: u64,
     /// How long a payout is retried, in hours, before an intent whose
     /// stored payouts can provably no longer land is `PARTIAL_SETTLEMENT`.
     pub payout_retry_hours: u64,
@@ -188,6 +193,7 @@ impl Default for Service {
             master_key_file: ".stablerail/master.key".into(),
             settlement_workers: 128,
             settlement_batch_max: 64,
+            settlement_batch_window_ms: 0,
             payout_retry_hours: 24,
             retry_max_backoff_seconds: 60,
             nonce_check_seconds: 10,

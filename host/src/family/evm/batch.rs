@@ -2,7 +2,10 @@
 //! Multicall3 `aggregate3` transaction per chain.
 //!
 //! Natural batching: a batch is whatever queued while the previous one was
-//! being signed and sent, so a lone call waits for nothing. The batch is run
+//! being signed and sent, so a lone call waits for nothing; with
+//! `settlement_batch_window_ms`, a batch waits that long for more after its
+//! first call (slow-block chains, where calls would otherwise go out a few
+//! per transaction). The batch is run
 //! once with every call required to pass (`allowFailure = false`): when that
 //! passes, every call passes and the run's gas is the batch's. Otherwise each
 //! call is simulated inside the batch (`allowFailure = true`, `eth_call`):
@@ -67,6 +70,8 @@ pub struct Lane {
     pub relayer: PrivateKeySigner,
     pub multicall: Address,
     pub max: usize,
+    /// How long a batch waits for more calls after its first.
+    pub window: std::time::Duration,
     /// Whether `multicall` has code, once the chain said.
     pub deployed: std::sync::Mutex<Option<bool>>,
 }
@@ -135,10 +140,16 @@ async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
     let mut resync = false;
     while let Some(first) = rx.recv().await {
         let mut calls = vec![first];
+        let until = tokio::time::Instant::now() + lane.window;
         while calls.len() < lane.max.max(1) {
             match rx.try_recv() {
                 Ok(c) => calls.push(c),
-                Err(_) => break,
+                Err(_) if lane.window.is_zero() => break,
+                // Within the window, wait for the next call.
+                Err(_) => match tokio::time::timeout_at(until, rx.recv()).await {
+                    Ok(Some(c)) => calls.push(c),
+                    Ok(None) | Err(_) => break,
+                },
             }
         }
         resync = dispatch(&lane, &relay, calls, resync).await;

@@ -123,6 +123,7 @@ impl Driver for EvmDriver {
                     relayer: signer.clone(),
                     multicall: self.multicall(chain),
                     max: batch_max,
+                    window: std::time::Duration::from_millis(self.config.service.settlement_batch_window_ms),
                     deployed: Default::default(),
                 };
                 self.batchers.submit(chain, lane, &self.relay, c).await;
