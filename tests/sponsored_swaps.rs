@@ -130,6 +130,16 @@ async fn an_agent_with_only_usdc_swaps_and_the_relayer_pays_the_gas() {
 
     // A wallet with gas swaps by itself, as before: no fee.
     common::devnet::rpc(&dn.rpc_url("base"), "anvil_setBalance", json!([wallet, "0x56bc75e2d63100000"])).await;
+    // But the sponsored run, retried below the stored HTTP answer (as after
+    // a crash that lost it), stays the sponsored run: its answer, nothing sent.
+    let (s, again) = {
+        let st = &dn.state;
+        let r = stablerail::swap::execute::execute(&st.swaps, &st.db, &st.drivers, &st.steps, &agent, &body, &run).await;
+        (r.is_ok(), serde_json::to_value(r.unwrap()).unwrap())
+    };
+    assert!(s);
+    assert_eq!(again, first, "the recorded run's answer, fee included");
+    assert_eq!((nonce(&dn, &wallet).await, nonce(&dn, &relayer).await), (0, relayer_nonce), "nothing sent");
     let (s, own) = dn.call("POST", "/v2/swap/execute", Some(body.clone()), &[("authorization", auth.as_str())]).await;
     assert_eq!(s, 200, "{own}");
     assert!(own.get("sponsored_fee").is_none(), "{own}");

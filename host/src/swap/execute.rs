@@ -65,9 +65,14 @@ pub async fn execute(
         Some(_) => me.clone(),
         None => return Err(SwapError::NoCaip2(r.to_chain.clone())),
     };
-    // An agent without gas for a same-chain stablecoin swap: the relayer pays.
+    // An agent without gas for a same-chain stablecoin swap: the relayer
+    // pays. A run recorded that way stays that way on a retry.
+    let sponsor = sponsored::Sponsor { swaps, db, drivers, steps };
+    if let Some(answer) = sponsor.recorded(run).await? {
+        return Ok(answer);
+    }
     if let Some(plan) = sponsored::plan(swaps, &r, &from, &me).await? {
-        return sponsored::Sponsor { swaps, db, drivers, steps }.execute(&r, &from, agent, &me, run, plan).await;
+        return sponsor.execute(&r, &from, agent, &me, run, plan).await;
     }
     let route = swaps
         .best_route(&RouteRequest {

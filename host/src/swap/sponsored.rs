@@ -234,8 +234,18 @@ impl Sponsor<'_> {
         }
     }
 
-    /// Run (or find, or finish) the sponsored swap `run` and answer as
-    /// the unsponsored path does, with the fee kept.
+    /// The answer of `run` if it was recorded as a sponsored swap (driven
+    /// to its end here if its driver is gone), whatever the wallet holds
+    /// now: a retry of a sponsored run never becomes a swap of its own.
+    pub async fn recorded(&self, run: &str) -> Result<Option<Executed>, SwapError> {
+        match runs::get(self.db, run).await? {
+            Some(found) => self.rejoin(found, &format!("{}:{}", *PROCESS, ulid::Ulid::new())).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Run the sponsored swap `run` (not recorded yet: see `recorded`) and
+    /// answer as the unsponsored path does, with the fee kept.
     pub async fn execute(
         &self,
         r: &Request,
@@ -246,9 +256,6 @@ impl Sponsor<'_> {
         plan: Plan,
     ) -> Result<Executed, SwapError> {
         let holder = format!("{}:{}", *PROCESS, ulid::Ulid::new());
-        if let Some(found) = runs::get(self.db, run).await? {
-            return self.rejoin(found, &holder).await;
-        }
         let driver = self.driver(&from.name)?;
         let relayer = driver.address(&Role::Relayer).await.map_err(|e| SwapError::Internal(format!("relayer: {e}")))?;
         let amount = U256::from(r.from_amount);
@@ -313,14 +320,14 @@ impl Sponsor<'_> {
         // than the chain's network fee): when the simulated gas costs more,
         // the swap is quoted and simulated again for the smaller input.
         let mut fee = plan.fee;
-        let gas_fee = self.gas_fee(from, simulated.gas, asset.decimals).await?;
+        let gas_fee = gas_cost(self.swaps, from, simulated.gas, asset.decimals).await?;
         if gas_fee > fee {
             fee = gas_fee;
             let input = amount.checked_sub(fee).filter(|i| !i.is_zero()).ok_or(SwapError::BelowSponsoredFee)?;
             let ask = Ask { input, ..ask };
             let route = self.checked_route(&ask).await?;
             (quoted, simulated) = self.simulate(&ask, route, before).await?;
-            if self.gas_fee(from, simulated.gas, asset.decimals).await? > fee {
+            if gas_cost(self.swaps, from, simulated.gas, asset.decimals).await? > fee {
                 return Err(SwapError::Unavailable("the sponsored swap's gas rose while it was quoted".into()));
             }
         }
@@ -569,14 +576,6 @@ impl Sponsor<'_> {
             Ask { chain: &chain, from_token: &run.from_token, to_token: &run.to_token, input, slippage_bps, relayer: &relayer, me: &me };
         let route = self.checked_route(&ask).await?;
         Ok(self.simulate(&ask, route, vec![]).await?.0)
-    }
-
-    /// What `gas` costs at the node's gas price, in base units of a dollar
-    /// stablecoin with `decimals`, with a margin of a fifth, rounded up. The
-    /// native coin's price is the provider's (its token list); without one
-    /// nothing is sponsored.
-    async fn gas_fee(&self, chain: &SwapChain, gas: u64, decimals: u8) -> Result<U256, SwapError> {
-        gas_cost(self.swaps, chain, gas, decimals).await
     }
 
     /// The provider's route for `ask`, its contracts known.
