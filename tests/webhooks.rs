@@ -295,21 +295,39 @@ async fn a_browser_follows_an_intent_and_a_stream_resumes_without_a_gap() {
     let _service = common::process::serve(&dn, port);
     let (_, intent) = dn.create_public(json!({ "recipient": MERCHANT, "amount": "1", "payer_chain": "base" })).await;
     let id = intent["intent_id"].as_str().unwrap().to_string();
-    let browser = Command::new("node")
+    let mut browser = Command::new("node")
         .arg(devnet_script("event-source.mjs"))
         .args([&format!("http://127.0.0.1:{port}"), &id])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Pay only once the browser's stream is open: it starts with the status
+    // of that moment, so a payment before it would skip changes.
+    let mut lines = std::io::BufReader::new(browser.stdout.take().unwrap());
+    let opened = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        while std::io::BufRead::read_line(&mut lines, &mut line).unwrap() > 0 {
+            if line.trim() == "open" {
+                return Some(lines);
+            }
+            line.clear();
+        }
+        None
+    });
+    let mut lines = tokio::time::timeout(Duration::from_secs(60), opened).await.unwrap().unwrap().expect("the browser's stream opens");
     let (_, key) = dn.payer(1);
     let proof = x402_pay(&intent["payment_requirements"], &key);
     let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
     assert_eq!(s, 200, "{r}");
-    let out = tokio::task::spawn_blocking(move || browser.wait_with_output().unwrap()).await.unwrap();
+    let (out, text) = tokio::task::spawn_blocking(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut lines, &mut text).unwrap();
+        (browser.wait_with_output().unwrap(), text)
+    })
+    .await
+    .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout);
     let got: Vec<Value> = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     let recorded =
         stablerail::store::transition::recorded_of(&dn.state.db, stablerail::store::transition::Subject::Intent, &id).await.unwrap();
@@ -396,14 +414,33 @@ async fn kill_9_while_deliveries_are_in_flight_loses_nothing() {
 /// Read a Server-Sent Events stream until `stop` holds for an (id, event)
 /// pair: the pairs read, in order.
 fn read_stream(port: u16, path: &str, headers: &[(&str, &str)], stop: impl Fn(&str, &str) -> bool) -> Vec<(String, String)> {
+    read_events(open_stream(port, path, headers), stop)
+}
+
+/// Send the request and read the answer's head: once it is here the
+/// stream is open, and what changes after it is on it.
+fn open_stream(port: u16, path: &str, headers: &[(&str, &str)]) -> std::io::BufReader<std::net::TcpStream> {
     use std::io::{BufRead, BufReader, Write};
     let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
     write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\n{extra}Connection: close\r\n\r\n").unwrap();
+    let mut reader = BufReader::new(c);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+    while line.trim() != "" {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+    }
+    reader
+}
+
+fn read_events(reader: std::io::BufReader<std::net::TcpStream>, stop: impl Fn(&str, &str) -> bool) -> Vec<(String, String)> {
+    use std::io::BufRead;
     let mut got = vec![];
     let (mut id, mut event) = (String::new(), String::new());
-    for line in BufReader::new(c).lines() {
+    for line in reader.lines() {
         let line = line.expect("the stream goes on until the test has what it waits for");
         if let Some(v) = line.strip_prefix("id:") {
             id = v.trim().to_string();
@@ -430,9 +467,8 @@ async fn an_agents_stream_carries_its_intents_and_resumes() {
     let (_, bearer) = dn.agent().await;
     let (_, other) = dn.agent().await;
     let auth = bearer.clone();
-    let reader =
-        std::thread::spawn(move || read_stream(port, "/v2/events", &[("Authorization", &auth)], |_, e| e == "intent.target_settled"));
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let stream = tokio::task::spawn_blocking(move || open_stream(port, "/v2/events", &[("Authorization", &auth)])).await.unwrap();
+    let reader = std::thread::spawn(move || read_events(stream, |_, e| e == "intent.target_settled"));
     // Another agent's intent first: not on this stream.
     let (s, _) = dn
         .call(

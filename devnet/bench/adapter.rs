@@ -6,8 +6,8 @@
 //!   (what reuse would save; the host never reuses one, see
 //!   `sandbox::a_call_never_sees_what_an_earlier_call_wrote`).
 //! - `verify/adapter` vs `verify/native`: the EIP-3009 proof check through the
-//!   sandboxed adapter (its read of the payer's code answered from memory),
-//!   and the same check written natively with alloy,
+//!   sandboxed adapter and the same check written natively with alloy (both
+//!   read the payer's code through one client that answers from memory),
 //!   recovering with the same libsecp256k1 as the adapter's host import.
 //!   Both go round the same ring of proofs, more than the host's cache of
 //!   recent recoveries holds, so every check recovers (as a payment's first
@@ -91,8 +91,9 @@ struct Auth {
 }
 
 /// The adapter's checks, natively: decode, compare with the requirements,
-/// window, EIP-712 digest, recover, compare signer.
-fn verify_native(req: &PaymentRequirements, proof: &str, now: u64) -> Result<Address, String> {
+/// window, EIP-712 digest, ask the chain whether the payer has code (as the
+/// adapter does, through the same client), recover, compare signer.
+fn verify_native(req: &PaymentRequirements, proof: &str, now: u64, chain: &ChainClient) -> Result<Address, String> {
     let p: Payload = serde_json::from_str(proof).map_err(|e| e.to_string())?;
     let a = &p.payload.authorization;
     if p.accepted.network != req.network
@@ -118,6 +119,12 @@ fn verify_native(req: &PaymentRequirements, proof: &str, now: u64) -> Result<Add
     }
     .eip712_signing_hash(&domain());
     let sig = hex::decode(&p.payload.signature).map_err(|e| e.to_string())?;
+    let code = chain
+        .query_blocking("eth_getCode", &serde_json::json!([a.from.to_checksum(None), "latest"]).to_string())
+        .map_err(|e| e.to_string())?;
+    if serde_json::from_str::<String>(&code).map_err(|e| e.to_string())? != "0x" {
+        return Err("a contract payer (ERC-1271) is not this bench's case".into());
+    }
     let key = stablerail::crypto::secp256k1_recover(digest.as_slice(), &sig)?;
     let signer = Address::from_raw_public_key(&key[1..]);
     if signer != a.from {
@@ -173,7 +180,7 @@ fn bench(c: &mut Criterion) {
     // Chain queries are answered on the runtime's handle.
     let _entered = rt.enter();
     let proof = &proofs[0];
-    assert_eq!(verify_native(&req, proof, now).unwrap(), payer.address());
+    assert_eq!(verify_native(&req, proof, now, &chain).unwrap(), payer.address());
     let next = std::cell::Cell::new(0usize);
     let next_proof = || {
         let i = next.get();
@@ -202,7 +209,7 @@ fn bench(c: &mut Criterion) {
     });
     g.finish();
     let mut g = c.benchmark_group("verify");
-    g.bench_function("native", |b| b.iter(|| verify_native(&req, next_proof(), now).unwrap()));
+    g.bench_function("native", |b| b.iter(|| verify_native(&req, next_proof(), now, &chain).unwrap()));
     // The sandboxed call itself (a fresh instance per call), as the engine
     // makes it on its blocking thread.
     let wit_req = wit::PaymentRequirements {

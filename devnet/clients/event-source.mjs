@@ -9,6 +9,8 @@ const [base, intent] = process.argv.slice(2);
 const browser = await launch();
 try {
   const page = await browser.newPage();
+  // The page's "open" reaches the test on stdout: it pays only then.
+  page.on("console", (m) => { if (m.text() === "open") console.log("open"); });
   await page.goto(`${base}/api/chains`);
   const got = await page.evaluate((intent) => new Promise((resolve, reject) => {
     const seen = [];
@@ -24,7 +26,7 @@ try {
         }
       });
     }
-    // Announce readiness for the test, then wait.
+    // Announce the connection (the first event is the status then), then wait.
     source.onopen = () => console.log("open");
     setTimeout(() => reject(new Error(`timed out with ${JSON.stringify(seen)}`)), 120000);
   }), intent);

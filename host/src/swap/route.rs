@@ -180,8 +180,7 @@ impl Swaps {
             .map_err(|e| SwapError::Unavailable(format!("{chain}: {e}")))?;
         let program = v.pointer("/value/owner").and_then(Value::as_str).ok_or(SwapError::NoRoute)?;
         let program = key(program, "output_token")?;
-        Ok(spl_associated_token_account_interface::address::get_associated_token_address_with_program_id(&owner_key, &mint_key, &program)
-            .to_string())
+        Ok(crate::family::solana::associated_token_account(&owner_key, &mint_key, &program).to_string())
     }
 
     async fn jupiter_route(&self, r: &RouteRequest<'_>) -> Result<Route, SwapError> {
