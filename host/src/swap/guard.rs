@@ -26,7 +26,7 @@ const SOLANA_BASE_PROGRAMS: [&str; 5] = [
     "11111111111111111111111111111111",
     "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
     "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
-    "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL",
+    crate::family::solana::ata::PROGRAM,
 ];
 
 /// What the user asked of a swap.

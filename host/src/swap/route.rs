@@ -180,7 +180,7 @@ impl Swaps {
             .map_err(|e| SwapError::Unavailable(format!("{chain}: {e}")))?;
         let program = v.pointer("/value/owner").and_then(Value::as_str).ok_or(SwapError::NoRoute)?;
         let program = key(program, "output_token")?;
-        Ok(crate::family::solana::associated_token_account(&owner_key, &mint_key, &program).to_string())
+        Ok(crate::family::solana::ata::address(&owner_key, &mint_key, &program).to_string())
     }
 
     async fn jupiter_route(&self, r: &RouteRequest<'_>) -> Result<Route, SwapError> {

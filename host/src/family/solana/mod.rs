@@ -6,25 +6,9 @@
 //! A node's refusal is read from its error's `data.err` (the transaction
 //! error, a typed value), never from its message text.
 
+pub mod ata;
 pub mod facts;
 pub mod wire;
-
-/// The Associated Token Account program.
-const ASSOCIATED_TOKEN_PROGRAM: solana_pubkey::Pubkey =
-    solana_pubkey::Pubkey::from_str_const("ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL");
-
-/// `owner`'s associated token account for `mint` under `token_program`
-/// (Token or Token-2022): the program address of (owner, token program,
-/// mint), as the ATA program derives it. Written here rather than taken from
-/// `spl-associated-token-account-interface`, whose only use this was: it
-/// brought a second generation of the Solana crates into the build.
-pub fn associated_token_account(
-    owner: &solana_pubkey::Pubkey,
-    mint: &solana_pubkey::Pubkey,
-    token_program: &solana_pubkey::Pubkey,
-) -> solana_pubkey::Pubkey {
-    solana_pubkey::Pubkey::find_program_address(&[owner.as_ref(), token_program.as_ref(), mint.as_ref()], &ASSOCIATED_TOKEN_PROGRAM).0
-}
 
 use std::sync::Arc;
 
@@ -241,7 +225,7 @@ impl Driver for SolanaDriver {
             .pointer("/value/owner")
             .and_then(Value::as_str)
             .ok_or_else(|| SendError::Unavailable(format!("mint {token} not found")))?;
-        let account = associated_token_account(&owner_key, &mint_key, &key(program)?);
+        let account = ata::address(&owner_key, &mint_key, &key(program)?);
         let found = rpc(&client, "getAccountInfo", json!([account.to_string(), { "encoding": "base64" }])).await?;
         Ok(found.get("value").is_some_and(|v| !v.is_null()))
     }
