@@ -10,6 +10,7 @@ mod common;
 mod abuse;
 mod adapter_check;
 mod adversary;
+mod api_fuzz;
 mod chains_api;
 mod cli;
 mod dashboard;

@@ -223,12 +223,7 @@ fn bench(c: &mut Criterion) {
     };
     let verify_in_sandbox = || {
         let proof = next_proof();
-        adapter
-            .call(Some(chain.clone()), |g, s| {
-                g.verify(s, stablerail::adapter::Context { asset: &usdc.ctx, relayer: None }, &wit_req, proof)
-            })
-            .unwrap()
-            .unwrap()
+        adapter.call(Some(chain.clone()), |g, s| g.verify(s, usdc.context(), &wit_req, proof)).unwrap().unwrap()
     };
     assert_eq!(verify_in_sandbox().payer, payer.address().to_checksum(None), "the adapter accepts the proof");
     g.bench_function("adapter", |b| b.iter(verify_in_sandbox));

@@ -24,7 +24,8 @@
 # stablerail; ROWS= picks rows (default "x402 intents peer reference");
 # SERVE_LOG= is the service's RUST_LOG (warn), e.g. sqlx::query=debug;
 # FAC_WORKERS= the facilitator's settlements in flight ([facilitator] workers);
-# BATCH_WINDOW_MS= [service] settlement_batch_window_ms.
+# BATCH_WINDOW_MS= [service] settlement_batch_window_ms; ADAPTERS_DIR= the
+# .wasm files the service loads (another build's, beside its BIN).
 # RATE=R drives /settle open-loop at R payments per second (CONC then caps
 # the open requests).
 set -uo pipefail
@@ -60,6 +61,7 @@ serve() {
     if [ -n "${FAC_WORKERS:-}" ]; then printf 'workers = %s\n' "$FAC_WORKERS" >>"$dir/dn/chains.toml"; fi
     if [ -n "${WORKERS:-}" ]; then sed -i "s/^\[service\]$/[service]\nsettlement_workers = $WORKERS/" "$dir/dn/chains.toml"; fi
     if [ -n "${BATCH_WINDOW_MS:-}" ]; then sed -i "s/^\[service\]$/[service]\nsettlement_batch_window_ms = $BATCH_WINDOW_MS/" "$dir/dn/chains.toml"; fi
+    if [ -n "${ADAPTERS_DIR:-}" ]; then sed -i "s|^adapters_dir = .*|adapters_dir = \"$ADAPTERS_DIR\"|" "$dir/dn/chains.toml"; fi
     url=http://127.0.0.1:$((port + 800))
     RUST_LOG=${SERVE_LOG:-warn} taskset -c "$SERVICE_CPU" "$bin" serve --config "$dir/dn/chains.toml" \
         --database "sqlite://$dir/dn/stablerail.db" --listen "127.0.0.1:$((port + 800))" >"$dir/serve.log" 2>&1 &

@@ -1,19 +1,19 @@
 //! EIP-3009 `transferWithAuthorization` as the x402 `exact` scheme on EVM
 //! chains (`assetTransferMethod` absent). Standard and salted token domains.
 
-use alloy_primitives::{hex, Bytes, B256, U256};
+use alloy_primitives::{hex, Address, Bytes, B256, U256};
 use alloy_sol_types::SolCall;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stablerail_adapter_kit::amount::{base_units, parse_units};
 use stablerail_adapter_kit::evm::eip3009::*;
 use stablerail_adapter_kit::evm::payer::{self, Deployment, Signed};
-use stablerail_adapter_kit::evm::{self, parse_address, parse_b256, same_address, token_domain};
+use stablerail_adapter_kit::evm::{self, parse_address, parse_b256, same_address, token_domain, token_separator};
 use stablerail_adapter_kit::types::{
-    AdapterError, AssetContext, Description, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SchemeRef, SettleStep,
-    SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
+    AdapterError, AssetContext, Description, Eip3009Payload, EvmCall, Family, PaymentProof, PaymentRequirements, ProofError, ReceiptStatus,
+    SchemeRef, SettleStep, SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
 };
-use stablerail_adapter_kit::x402::{decode_payload, AmountRule, PaymentPayload, Requirements, X402_VERSION};
+use stablerail_adapter_kit::x402::{decode_payload, decoded_eip3009, AmountRule, PaymentPayload, Requirements, X402_VERSION};
 use stablerail_adapter_kit::Guest;
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -72,7 +72,7 @@ impl Guest for Eip3009 {
         evm::exact_requirements(&ctx, terms, json!({}))
     }
 
-    fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<VerifiedPayment, ProofError> {
+    fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: PaymentProof) -> Result<VerifiedPayment, ProofError> {
         check(&ctx, &requirements, &proof).map(|c| c.payment)
     }
 
@@ -90,7 +90,7 @@ impl Guest for Eip3009 {
         evm::check_balance(&token, from, amount)
     }
 
-    fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<Vec<SettleStep>, ProofError> {
+    fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: PaymentProof) -> Result<Vec<SettleStep>, ProofError> {
         let c = check(&ctx, &requirements, &proof)?;
         let mut steps: Vec<SettleStep> = c.deployment.iter().map(|d| payer::deployment_step(&ctx, d)).collect();
         let data = transfer_call(&c.auth, &c.signature, c.contract);
@@ -106,9 +106,9 @@ impl Guest for Eip3009 {
     }
 
     fn authorize(ctx: AssetContext, transfer: Transfer) -> Result<SigningRequest, AdapterError> {
-        let domain = token_domain(&ctx)?;
+        let separator = token_separator(&ctx)?;
         let auth = authorization_of(&transfer)?;
-        Ok(SigningRequest::Eip712Digest(evm::signing_hash(&auth, &domain).to_vec()))
+        Ok(SigningRequest::Eip712Digest(evm::digest(&auth, &separator).to_vec()))
     }
 
     /// EIP-3009 needs no allowance: nothing to prepare.
@@ -146,22 +146,14 @@ impl Guest for Eip3009 {
 }
 
 /// Every offline check of an EIP-3009 proof, in the order x402 lists them.
-fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<Checked, ProofError> {
-    let p: PaymentPayload<Exact3009> = decode_payload(proof, req, same_address, AmountRule::Exact)?;
-    let a = &p.payload.authorization;
-    let malformed = |e: String| ProofError::Malformed(e);
-    let auth = TransferWithAuthorization {
-        from: parse_address(&a.from).map_err(malformed)?,
-        to: parse_address(&a.to).map_err(malformed)?,
-        value: parse_units(&a.value).map_err(malformed)?,
-        validAfter: parse_units(&a.valid_after).map_err(malformed)?,
-        validBefore: parse_units(&a.valid_before).map_err(malformed)?,
-        nonce: parse_b256(&a.nonce, "nonce").map_err(malformed)?,
+fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &PaymentProof) -> Result<Checked, ProofError> {
+    let (auth, signature) = match decoded_eip3009(proof, req, same_address, AmountRule::Exact)? {
+        Some(typed) => typed_authorization(typed)?,
+        None => decode_authorization(&proof.json, req)?,
     };
-    let signature = hex::decode(&p.payload.signature).map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
-
-    if !same_address(&a.to, &req.pay_to) {
-        return Err(ProofError::WrongRecipient(format!("authorization pays {}, not {}", a.to, req.pay_to)));
+    let malformed = |e: String| ProofError::Malformed(e);
+    if !req.pay_to.parse::<Address>().is_ok_and(|pay_to| pay_to == auth.to) {
+        return Err(ProofError::WrongRecipient(format!("authorization pays {}, not {}", evm::checksum(&auth.to), req.pay_to)));
     }
     let required = parse_units(&req.amount).map_err(malformed)?;
     if auth.value != required {
@@ -169,8 +161,8 @@ fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<C
     }
     evm::check_window(auth.validAfter, auth.validBefore)?;
 
-    let domain = token_domain(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
-    let (signature, contract, deployment) = match payer::check(&evm::signing_hash(&auth, &domain), &signature, &auth.from)? {
+    let separator = token_separator(ctx).map_err(|e| ProofError::Unsupported(format!("{e:?}")))?;
+    let (signature, contract, deployment) = match payer::check(&evm::digest(&auth, &separator), &signature, &auth.from)? {
         Signed::Checked { signature, contract } => (signature, contract, None),
         Signed::Counterfactual { deployment, inner } => {
             payer::require_allowed(ctx, &deployment)?;
@@ -197,6 +189,45 @@ fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &str) -> Result<C
         replay_key: format!("eip3009:{}:{}:{:#x}:{}", ctx.network, ctx.token.to_lowercase(), auth.from, auth.nonce),
     };
     Ok(Checked { payment, auth, signature, contract, deployment })
+}
+
+/// The authorization as the host typed it (0.6.0).
+fn typed_authorization(p: &Eip3009Payload) -> Result<(TransferWithAuthorization, Vec<u8>), ProofError> {
+    let sized = |bytes: &[u8], n: usize, what: &str| match bytes.len() == n {
+        true => Ok(()),
+        false => Err(ProofError::Malformed(format!("{what} must be {n} bytes"))),
+    };
+    sized(&p.from, 20, "from")?;
+    sized(&p.to, 20, "to")?;
+    sized(&p.nonce, 32, "nonce")?;
+    let word = |(a, b, c, d): (u64, u64, u64, u64)| U256::from_limbs([d, c, b, a]);
+    let auth = TransferWithAuthorization {
+        from: Address::from_slice(&p.from),
+        to: Address::from_slice(&p.to),
+        value: word(p.value),
+        validAfter: word(p.valid_after),
+        validBefore: word(p.valid_before),
+        nonce: B256::from_slice(&p.nonce),
+    };
+    Ok((auth, p.signature.clone()))
+}
+
+/// The authorization decoded from the proof's JSON, where the host did not
+/// type it: the requirements matched and every member parsed, or refused.
+fn decode_authorization(json: &str, req: &PaymentRequirements) -> Result<(TransferWithAuthorization, Vec<u8>), ProofError> {
+    let p: PaymentPayload<Exact3009> = decode_payload(json, req, same_address, AmountRule::Exact)?;
+    let a = &p.payload.authorization;
+    let malformed = |e: String| ProofError::Malformed(e);
+    let auth = TransferWithAuthorization {
+        from: parse_address(&a.from).map_err(malformed)?,
+        to: parse_address(&a.to).map_err(malformed)?,
+        value: parse_units(&a.value).map_err(malformed)?,
+        validAfter: parse_units(&a.valid_after).map_err(malformed)?,
+        validBefore: parse_units(&a.valid_before).map_err(malformed)?,
+        nonce: parse_b256(&a.nonce, "nonce").map_err(malformed)?,
+    };
+    let signature = hex::decode(&p.payload.signature).map_err(|_| ProofError::InvalidSignature("signature is not hex".into()))?;
+    Ok((auth, signature))
 }
 
 /// `transferWithAuthorization`: (v, r, s) for an EOA's 65 bytes, the

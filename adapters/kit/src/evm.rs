@@ -3,7 +3,7 @@
 //!
 //! ```ignore
 //! use stablerail_adapter_kit::evm::{self, eip3009::TransferWithAuthorization};
-//! let digest = evm::signing_hash(&auth, &evm::token_domain(&ctx)?);
+//! let digest = evm::digest(&auth, &evm::token_separator(&ctx)?);
 //! let signed = evm::payer::check(&digest, &signature, &auth.from)?;
 //! ```
 //!
@@ -118,13 +118,29 @@ pub fn checksum(address: &Address) -> String {
 /// domain) every hash is the host's; a nested struct's members are hashed
 /// by alloy inside `eip712_encode_data`.
 pub fn signing_hash<S: SolStruct>(message: &S, domain: &Eip712Domain) -> B256 {
+    digest(message, &domain_separator(domain))
+}
+
+/// The EIP-712 digest of `message` under a domain given by its separator
+/// (the token's: [`token_separator`]).
+pub fn digest<S: SolStruct>(message: &S, separator: &[u8; 32]) -> B256 {
     let mut digest = [0u8; 66];
     digest[..2].copy_from_slice(b"\x19\x01");
-    digest[2..34].copy_from_slice(&domain_separator(domain));
+    digest[2..34].copy_from_slice(separator);
     let mut data = host::keccak256(S::eip712_encode_type().as_bytes()).to_vec();
     data.extend_from_slice(&message.eip712_encode_data());
     digest[34..].copy_from_slice(&host::keccak256(&data));
     B256::from(host::keccak256(&digest))
+}
+
+/// The token's EIP-712 domain separator: the host's (0.6.0 computes it once
+/// per asset), or hashed here from [`token_domain`] where the host gave
+/// none, with the same errors.
+pub fn token_separator(ctx: &AssetContext) -> Result<[u8; 32], AdapterError> {
+    match ctx.domain_separator.as_deref().and_then(|s| <[u8; 32]>::try_from(s).ok()) {
+        Some(separator) => Ok(separator),
+        None => Ok(domain_separator(&token_domain(ctx)?)),
+    }
 }
 
 /// hashStruct(domain), each member encoded as EIP-712 says (strings by
@@ -400,6 +416,33 @@ mod tests {
 
     fn addresses() -> Vec<Address> {
         (0u8..=255).map(|i| Address::from_slice(&host::keccak256(&[i, 7])[12..])).collect()
+    }
+
+    /// The host's separator is used as given; without one, the kit's own is
+    /// alloy's, for both domain shapes.
+    #[test]
+    fn token_separator_is_the_hosts_or_alloys() {
+        use crate::types::{DomainShape, Eip712Domain as Domain};
+        let token = addresses()[3];
+        let ctx = |shape, separator: Option<Vec<u8>>| AssetContext {
+            chain: "base".into(),
+            network: "eip155:8453".into(),
+            family: Family::Evm,
+            chain_id: Some(8453),
+            asset: "usdc".into(),
+            token: checksum(&token),
+            decimals: 6,
+            eip712: Some(Domain { name: "USD Coin".into(), version: "2".into(), shape }),
+            relayer: None,
+            params: vec![],
+            domain_separator: separator,
+        };
+        let id = U256::from(8453u64);
+        let standard = Eip712Domain::new(Some("USD Coin".into()), Some("2".into()), Some(id), Some(token), None);
+        let salted = Eip712Domain::new(Some("USD Coin".into()), Some("2".into()), None, Some(token), Some(B256::from(id)));
+        assert_eq!(token_separator(&ctx(DomainShape::Standard, None)).unwrap(), standard.separator().0);
+        assert_eq!(token_separator(&ctx(DomainShape::Salted, None)).unwrap(), salted.separator().0);
+        assert_eq!(token_separator(&ctx(DomainShape::Standard, Some(vec![7; 32]))).unwrap(), [7; 32]);
     }
 
     #[test]

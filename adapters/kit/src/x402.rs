@@ -10,7 +10,7 @@
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::types::{PaymentRequirements, ProofError};
+use crate::types::{DecodedProof, Eip3009Payload, PaymentProof, PaymentRequirements, ProofError, ProofPayload};
 
 pub const X402_VERSION: u32 = 2;
 pub const SCHEME_EXACT: &str = "exact";
@@ -111,33 +111,71 @@ pub fn decode_payload<P: DeserializeOwned>(
     rule: AmountRule,
 ) -> Result<PaymentPayload<P>, ProofError> {
     let p: PaymentPayload<P> = serde_json::from_str(proof).map_err(|e| ProofError::Malformed(format!("payment payload: {e}")))?;
-    if p.x402_version != X402_VERSION {
-        return Err(ProofError::Unsupported(format!("x402Version {} (expected 2)", p.x402_version)));
-    }
     let a = &p.accepted;
+    let accepted = Accepted { scheme: &a.scheme, network: &a.network, amount: &a.amount, asset: &a.asset, pay_to: &a.pay_to };
+    check_accepted(p.x402_version, accepted, required, same_address, rule)?;
+    Ok(p)
+}
+
+/// What the host decoded of a proof (0.6.0), when it decoded its envelope
+/// and typed its payload as EIP-3009's, checked as [`decode_payload`]
+/// checks the JSON; `None` when it did not (decode `proof.json` then).
+pub fn decoded_eip3009<'p>(
+    proof: &'p PaymentProof,
+    required: &PaymentRequirements,
+    same_address: fn(&str, &str) -> bool,
+    rule: AmountRule,
+) -> Result<Option<&'p Eip3009Payload>, ProofError> {
+    let Some(DecodedProof { x402_version, accepted: a, payload: ProofPayload::Eip3009(payload) }) = &proof.decoded else {
+        return Ok(None);
+    };
+    let accepted = Accepted { scheme: &a.scheme, network: &a.network, amount: &a.amount, asset: &a.asset, pay_to: &a.pay_to };
+    check_accepted(*x402_version, accepted, required, same_address, rule)?;
+    Ok(Some(payload))
+}
+
+/// The members of `accepted` the requirements are matched on.
+struct Accepted<'a> {
+    scheme: &'a str,
+    network: &'a str,
+    amount: &'a str,
+    asset: &'a str,
+    pay_to: &'a str,
+}
+
+fn check_accepted(
+    x402_version: u32,
+    a: Accepted,
+    required: &PaymentRequirements,
+    same_address: fn(&str, &str) -> bool,
+    rule: AmountRule,
+) -> Result<(), ProofError> {
+    if x402_version != X402_VERSION {
+        return Err(ProofError::Unsupported(format!("x402Version {x402_version} (expected 2)")));
+    }
     if a.scheme != required.scheme {
         return Err(ProofError::Unsupported(format!("scheme `{}`", a.scheme)));
     }
     let mismatch =
         |what: &str, got: &str, want: &str| Err(ProofError::RequirementsMismatch(format!("accepted {what} is {got}, required {want}")));
     if a.network != required.network {
-        return mismatch("network", &a.network, &required.network);
+        return mismatch("network", a.network, &required.network);
     }
     let amount_ok = match rule {
         AmountRule::Exact => a.amount == required.amount,
-        AmountRule::AtMost => match (crate::amount::parse_units(&a.amount), crate::amount::parse_units(&required.amount)) {
+        AmountRule::AtMost => match (crate::amount::parse_units(a.amount), crate::amount::parse_units(&required.amount)) {
             (Ok(accepted), Ok(charged)) => charged <= accepted,
             _ => false,
         },
     };
     if !amount_ok {
-        return mismatch("amount", &a.amount, &required.amount);
+        return mismatch("amount", a.amount, &required.amount);
     }
-    if !same_address(&a.asset, &required.asset) {
-        return mismatch("asset", &a.asset, &required.asset);
+    if !same_address(a.asset, &required.asset) {
+        return mismatch("asset", a.asset, &required.asset);
     }
-    if !same_address(&a.pay_to, &required.pay_to) {
-        return mismatch("payTo", &a.pay_to, &required.pay_to);
+    if !same_address(a.pay_to, &required.pay_to) {
+        return mismatch("payTo", a.pay_to, &required.pay_to);
     }
-    Ok(p)
+    Ok(())
 }

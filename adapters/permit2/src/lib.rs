@@ -16,8 +16,8 @@ use serde_json::json;
 use stablerail_adapter_kit::amount::{base_units, parse_units};
 use stablerail_adapter_kit::evm::{self, as_adapter_error, parse_address, same_address};
 use stablerail_adapter_kit::types::{
-    AdapterError, AssetContext, Description, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SchemeRef, SettleStep,
-    SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
+    AdapterError, AssetContext, Description, EvmCall, Family, PaymentProof, PaymentRequirements, ProofError, ReceiptStatus, SchemeRef,
+    SettleStep, SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
 };
 use stablerail_adapter_kit::x402::{decode_payload, AmountRule, PaymentPayload, Requirements, X402_VERSION};
 use stablerail_adapter_kit::{host, Guest};
@@ -99,8 +99,8 @@ impl Guest for Permit2Scheme {
         evm::exact_requirements(&ctx, terms, json!({ "assetTransferMethod": "permit2", "extensions": setup.extensions }))
     }
 
-    fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<VerifiedPayment, ProofError> {
-        check(&ctx, &Setup::for_proof(&ctx)?, &requirements, &proof).map(|c| c.payment)
+    fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: PaymentProof) -> Result<VerifiedPayment, ProofError> {
+        check(&ctx, &Setup::for_proof(&ctx)?, &requirements, &proof.json).map(|c| c.payment)
     }
 
     fn preflight(ctx: AssetContext, payment: VerifiedPayment) -> Result<(), ProofError> {
@@ -112,9 +112,9 @@ impl Guest for Permit2Scheme {
         Ok(())
     }
 
-    fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<Vec<SettleStep>, ProofError> {
+    fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: PaymentProof) -> Result<Vec<SettleStep>, ProofError> {
         let setup = Setup::for_proof(&ctx)?;
-        let c = check(&ctx, &setup, &requirements, &proof)?;
+        let c = check(&ctx, &setup, &requirements, &proof.json)?;
         let amount = c.permit.permitted.amount;
         let allowance = evm::allowance_of(&setup.token, c.owner, setup.permit2)?;
         let permit = PermitTransferFrom { permitted: c.permit.permitted.clone(), nonce: c.permit.nonce, deadline: c.permit.deadline };

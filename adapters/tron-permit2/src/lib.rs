@@ -1,6 +1,6 @@
 //! stablerail's TRON adapter: x402 `exact` payments in TRC-20 tokens through
 //! Permit2 (`extra.assetTransferMethod == "permit2"`), built against
-//! `stablerail:adapter@0.5.0`.
+//! `stablerail:adapter@0.6.0`.
 //!
 //! The payer signs Permit2's `PermitWitnessTransferFrom` with the x402
 //! witness over TIP-712 (EIP-712 with TRON's chain id, addresses as their 20
@@ -17,7 +17,7 @@
 //! `authorize` builds its `raw_data` (signed by the host as `tron-raw-data`),
 //! `assemble` wraps the signed transaction as the proof (see `transfer`).
 
-// The kit's bindings of 0.5.0, under the names the modules use.
+// The kit's bindings of 0.6.0, under the names the modules use.
 use stablerail_adapter_kit::bindings::{exports, stablerail};
 
 mod node;
@@ -26,15 +26,15 @@ mod transfer;
 
 use alloy_primitives::{hex, Address, Bytes, U256};
 use alloy_sol_types::SolCall;
-use exports::stablerail::adapter0_5_0::scheme::Guest;
+use exports::stablerail::adapter0_6_0::scheme::Guest;
 use permit2_wire::payload::Permit2Payload;
 use permit2_wire::{settleCall, PermitTransferFrom};
 use serde_json::{json, Value};
 use stablerail::adapter0_1_0::clock;
 use stablerail::adapter0_1_0::types::*;
-use stablerail::adapter0_3_0::types::AssetContext;
 use stablerail::adapter0_4_0::types::SigningRequest;
 use stablerail::adapter0_5_0::types::ProofError;
+use stablerail::adapter0_6_0::types::{AssetContext, PaymentProof};
 use tron_wire::{address, raw};
 
 const SCHEME: &str = "exact";
@@ -180,9 +180,9 @@ impl Guest for TronPermit2 {
         })
     }
 
-    fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<VerifiedPayment, ProofError> {
+    fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: PaymentProof) -> Result<VerifiedPayment, ProofError> {
         let setup = Setup::for_proof(&ctx)?;
-        Ok(Proof::check(&ctx, &setup, &requirements, &proof)?.payment())
+        Ok(Proof::check(&ctx, &setup, &requirements, &proof.json)?.payment())
     }
 
     fn preflight(ctx: AssetContext, payment: VerifiedPayment) -> Result<(), ProofError> {
@@ -206,9 +206,9 @@ impl Guest for TronPermit2 {
         Ok(())
     }
 
-    fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<Vec<SettleStep>, ProofError> {
+    fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: PaymentProof) -> Result<Vec<SettleStep>, ProofError> {
         let setup = Setup::for_proof(&ctx)?;
-        let c = match Proof::check(&ctx, &setup, &requirements, &proof)? {
+        let c = match Proof::check(&ctx, &setup, &requirements, &proof.json)? {
             // Signed by its owner already: sent as it is.
             Proof::Transfer(t) => {
                 return Ok(vec![SettleStep {

@@ -32,8 +32,8 @@ use stablerail_adapter_kit::evm::permit2::upto::{
 use stablerail_adapter_kit::evm::sponsor::{self, Expect, Sponsor};
 use stablerail_adapter_kit::evm::{self, parse_address, same_address};
 use stablerail_adapter_kit::types::{
-    AdapterError, AssetContext, Description, EvmCall, Family, PaymentRequirements, ProofError, ReceiptStatus, SchemeRef, SettleStep,
-    SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
+    AdapterError, AssetContext, Description, EvmCall, Family, PaymentProof, PaymentRequirements, ProofError, ReceiptStatus, SchemeRef,
+    SettleStep, SigningRequest, Submission, Terms, Transfer, VerifiedPayment,
 };
 use stablerail_adapter_kit::x402::{decode_payload, AmountRule, PaymentPayload, SCHEME_UPTO};
 use stablerail_adapter_kit::{host, param, Guest};
@@ -123,9 +123,9 @@ impl Guest for Upto {
     /// maximum signed: the payment is what the resource server charges.
     /// Without a gas-sponsoring extension, Permit2 must already be allowed
     /// the charge.
-    fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<VerifiedPayment, ProofError> {
+    fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: PaymentProof) -> Result<VerifiedPayment, ProofError> {
         let setup = Setup::for_proof(&ctx)?;
-        let c = check(&ctx, &setup, &requirements, &proof)?;
+        let c = check(&ctx, &setup, &requirements, &proof.json)?;
         if c.sponsor.is_none() && !c.charge.is_zero() {
             let allowance = evm::allowance_of(&setup.token, c.owner, setup.permit2)?;
             if allowance < c.charge {
@@ -147,9 +147,9 @@ impl Guest for Upto {
 
     /// One call of the proxy, sent by the facilitator itself (the proxy
     /// refuses any other caller); nothing at all for a charge of 0.
-    fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<Vec<SettleStep>, ProofError> {
+    fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: PaymentProof) -> Result<Vec<SettleStep>, ProofError> {
         let setup = Setup::for_proof(&ctx)?;
-        let c = check(&ctx, &setup, &requirements, &proof)?;
+        let c = check(&ctx, &setup, &requirements, &proof.json)?;
         if c.charge.is_zero() {
             return Ok(vec![]);
         }

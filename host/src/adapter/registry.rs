@@ -31,6 +31,8 @@ pub struct AssetAdapter {
     pub chain: Arc<ChainClient>,
     /// The host's relayer on this chain, once keys are loaded.
     relayer: std::sync::OnceLock<String>,
+    /// The token's EIP-712 domain separator, from `ctx`.
+    domain_separator: Option<[u8; 32]>,
     memo: Memo,
 }
 
@@ -77,7 +79,17 @@ fn keep<K: std::hash::Hash + Eq, V: Clone, E>(table: &Mutex<LruCache<K, V>>, key
 impl AssetAdapter {
     /// An adapter bound to a context and a chain outside any config (`adapter check`).
     pub fn new(adapter: Arc<Adapter>, ctx: wit::AssetContext, chain: Arc<ChainClient>) -> Self {
-        AssetAdapter { adapter, ctx, chain, relayer: Default::default(), memo: Memo::default() }
+        let domain_separator = super::wit::v0_6::domain_separator(&ctx);
+        AssetAdapter { adapter, ctx, chain, relayer: Default::default(), domain_separator, memo: Memo::default() }
+    }
+
+    /// What a call is told of this (chain, asset).
+    pub fn context(&self) -> super::Context<'_> {
+        super::Context {
+            asset: &self.ctx,
+            relayer: self.relayer.get().map(String::as_str),
+            domain_separator: self.domain_separator.as_ref(),
+        }
     }
 
     pub fn with_relayer(self, address: &str) -> Self {
@@ -305,7 +317,7 @@ impl AssetAdapter {
         // runs long) is run again there.
         if !READS_THE_CHAIN.contains(&function) {
             let started = std::time::Instant::now();
-            let ctx = super::Context { asset: &self.ctx, relayer: self.relayer.get().map(String::as_str) };
+            let ctx = self.context();
             if let Some((answer, pure)) = self.adapter.call_inline(|g, s| f(g, s, ctx)) {
                 done(self, &answer, started);
                 return (answer, pure);
@@ -315,7 +327,7 @@ impl AssetAdapter {
         tokio::task::spawn_blocking(move || {
             let _slot = slot;
             let started = std::time::Instant::now();
-            let ctx = super::Context { asset: &me.ctx, relayer: me.relayer.get().map(String::as_str) };
+            let ctx = me.context();
             let answer = me.adapter.call(Some(me.chain.clone()), |g, s| f(g, s, ctx));
             done(&me, &answer, started);
             answer

@@ -81,8 +81,9 @@ hex = "0.4"
 
 /// The shipped Solana adapter keeps its own 0.3.0 bindings (it is the
 /// suite's component of that version); its skeleton is moved onto the kit's
-/// 0.5.0 bindings, whose only changes for it are the signing request's type
-/// (0.4.0) and the proof error's (0.5.0).
+/// 0.6.0 bindings, whose only changes for it are the signing request's type
+/// (0.4.0), the proof error's (0.5.0), and the context and the proof record
+/// (0.6.0: it reads the proof's JSON).
 pub const SOLANA: Skeleton = Skeleton {
     family: "solana",
     shipped: "solana-spl",
@@ -113,11 +114,22 @@ spl-associated-token-account-interface = "2"
     rewrites: &[
         (
             "wit_bindgen::generate!({\n    world: \"stablerail:adapter/adapter@0.3.0\",\n    path: \"../../wit/0.3.0\",\n    generate_all,\n});\n",
-            "// The kit's bindings of 0.5.0, under the names the modules use.\nuse stablerail_adapter_kit::bindings::{exports, stablerail};\n",
+            "// The kit's bindings of 0.6.0, under the names the modules use.\nuse stablerail_adapter_kit::bindings::{exports, stablerail};\n",
         ),
         (
             "use exports::stablerail::adapter0_3_0::scheme::Guest;\n",
-            "use exports::stablerail::adapter0_5_0::scheme::Guest;\nuse stablerail::adapter0_4_0::types::SigningRequest;\nuse stablerail::adapter0_5_0::types::ProofError;\n",
+            "use exports::stablerail::adapter0_6_0::scheme::Guest;\nuse stablerail::adapter0_4_0::types::SigningRequest;\nuse stablerail::adapter0_5_0::types::ProofError;\n",
+        ),
+        // 0.6.0's context, and the proof handed over with what the host decoded of it.
+        ("use stablerail::adapter0_3_0::types::AssetContext;\n", "use stablerail::adapter0_6_0::types::{AssetContext, PaymentProof};\n"),
+        ("use crate::stablerail::adapter0_3_0::types::AssetContext;\n", "use crate::stablerail::adapter0_6_0::types::AssetContext;\n"),
+        (
+            "fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<VerifiedPayment, ProofError> {\n        let tx = payer_tx::decode_proof(&proof, &requirements)?;",
+            "fn verify(ctx: AssetContext, requirements: PaymentRequirements, proof: PaymentProof) -> Result<VerifiedPayment, ProofError> {\n        let tx = payer_tx::decode_proof(&proof.json, &requirements)?;",
+        ),
+        (
+            "fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: String) -> Result<Vec<SettleStep>, ProofError> {\n        let tx = payer_tx::decode_proof(&proof, &requirements)?;",
+            "fn settle(ctx: AssetContext, requirements: PaymentRequirements, proof: PaymentProof) -> Result<Vec<SettleStep>, ProofError> {\n        let tx = payer_tx::decode_proof(&proof.json, &requirements)?;",
         ),
         (
             "use crate::stablerail::adapter0_1_0::types::{AdapterError, ProofError};\n",

@@ -9,14 +9,27 @@
 //! instance (`check_types`, before `describe` at load), and each call only
 //! looks its function up by that index.
 //!
-//! The invoking module names `wit3` (0.3.0's types: the asset context),
-//! `wit4` (0.4.0's: the signing request), `context`, the host's `types`,
+//! The invoking module names `wit3` (0.3.0's types: the asset context) or
+//! its own context type, `wit4` (0.4.0's: the signing request), `context`,
+//! the host's `types`,
 //! `p` and the wasmtime items it uses; `$proof` is the version's
 //! `proof-error`, converted into the host's by `From`.
 
 /// A version's `Linked` and `Scheme` over its exports, found by index.
 macro_rules! indexed_scheme {
+    // 0.4.0 and 0.5.0: 0.3.0's context, the proof as its JSON text.
     (version = $version:literal, proof = $proof:ty) => {
+        indexed_scheme!(version = $version, proof = $proof, context = wit3::AssetContext, proof_arg = str);
+
+        /// The proof as these versions take it: its text.
+        fn payment_proof(json: &str) -> &str {
+            json
+        }
+    };
+    // `context` is the version's asset context, built by the module's
+    // `context`; `proof_arg` what `verify` and `settle` take, built from the
+    // text by the module's `payment_proof`.
+    (version = $version:literal, proof = $proof:ty, context = $ctx:ty, proof_arg = $proof_arg:ty) => {
         /// The `scheme` interface this module speaks.
         const INTERFACE: &str = concat!("stablerail:adapter/scheme@", $version);
 
@@ -39,7 +52,7 @@ macro_rules! indexed_scheme {
                 self.indices.check(s, &self.instance)
             }
 
-            same_calls!(|me| me, |c| context(c));
+            same_calls!(|me| me, |c| context(c), |text| payment_proof(text));
 
             fn authorize(&self, s: S, ctx: Context, transfer: &types::Transfer) -> Call<Result<p::SigningRequest, types::AdapterError>> {
                 Ok(self.call_authorize(s, &context(ctx), transfer)?.map(|r| match r {
@@ -78,14 +91,14 @@ macro_rules! indexed_scheme {
         call_describe = "describe"() -> types::Description;
         call_normalize_address = "normalize-address"(family: types::Family, address: &'x str) -> Result<String, types::AdapterError>;
         call_to_base_units = "to-base-units"(amount: &'x str, decimals: u8) -> Result<String, types::AdapterError>;
-        call_requirements = "requirements"(ctx: &'x wit3::AssetContext, terms: &'x types::Terms) -> Result<types::PaymentRequirements, types::AdapterError>;
-        call_verify = "verify"(ctx: &'x wit3::AssetContext, req: &'x types::PaymentRequirements, proof: &'x str) -> Result<types::VerifiedPayment, $proof>;
-        call_preflight = "preflight"(ctx: &'x wit3::AssetContext, payment: &'x types::VerifiedPayment) -> Result<(), $proof>;
-        call_settle = "settle"(ctx: &'x wit3::AssetContext, req: &'x types::PaymentRequirements, proof: &'x str) -> Result<Vec<types::SettleStep>, $proof>;
-        call_read_receipt = "read-receipt"(ctx: &'x wit3::AssetContext, payment: &'x types::VerifiedPayment, receipt: &'x str) -> Result<types::ReceiptStatus, types::AdapterError>;
-        call_authorize = "authorize"(ctx: &'x wit3::AssetContext, transfer: &'x types::Transfer) -> Result<wit4::SigningRequest, types::AdapterError>;
-        call_prepare_sender = "prepare-sender"(ctx: &'x wit3::AssetContext, sender: &'x str, amount: &'x str) -> Result<Vec<types::SettleStep>, types::AdapterError>;
-        call_assemble = "assemble"(ctx: &'x wit3::AssetContext, req: &'x types::PaymentRequirements, transfer: &'x types::Transfer, request: &'x wit4::SigningRequest, signature: &'x [u8]) -> Result<String, types::AdapterError>;
+        call_requirements = "requirements"(ctx: &'x $ctx, terms: &'x types::Terms) -> Result<types::PaymentRequirements, types::AdapterError>;
+        call_verify = "verify"(ctx: &'x $ctx, req: &'x types::PaymentRequirements, proof: &'x $proof_arg) -> Result<types::VerifiedPayment, $proof>;
+        call_preflight = "preflight"(ctx: &'x $ctx, payment: &'x types::VerifiedPayment) -> Result<(), $proof>;
+        call_settle = "settle"(ctx: &'x $ctx, req: &'x types::PaymentRequirements, proof: &'x $proof_arg) -> Result<Vec<types::SettleStep>, $proof>;
+        call_read_receipt = "read-receipt"(ctx: &'x $ctx, payment: &'x types::VerifiedPayment, receipt: &'x str) -> Result<types::ReceiptStatus, types::AdapterError>;
+        call_authorize = "authorize"(ctx: &'x $ctx, transfer: &'x types::Transfer) -> Result<wit4::SigningRequest, types::AdapterError>;
+        call_prepare_sender = "prepare-sender"(ctx: &'x $ctx, sender: &'x str, amount: &'x str) -> Result<Vec<types::SettleStep>, types::AdapterError>;
+        call_assemble = "assemble"(ctx: &'x $ctx, req: &'x types::PaymentRequirements, transfer: &'x types::Transfer, request: &'x wit4::SigningRequest, signature: &'x [u8]) -> Result<String, types::AdapterError>;
         }
     };
 }

@@ -16,6 +16,7 @@ pub mod v0_2;
 pub mod v0_3;
 pub mod v0_4;
 pub mod v0_5;
+pub mod v0_6;
 
 /// The host's records: 0.1.0's, which every later version uses.
 pub use v0_1::stablerail::adapter::types;
@@ -23,8 +24,14 @@ pub use v0_1::stablerail::adapter::types;
 type Link = fn(InstancePre<HostState>) -> wasmtime::Result<Box<dyn Linked>>;
 
 /// Every version this host links, oldest first, with how to link it.
-const LINKS: [(&str, Link); 5] =
-    [("0.1.0", v0_1::link), ("0.2.0", v0_2::link), ("0.3.0", v0_3::link), ("0.4.0", v0_4::link), ("0.5.0", v0_5::link)];
+const LINKS: [(&str, Link); 6] = [
+    ("0.1.0", v0_1::link),
+    ("0.2.0", v0_2::link),
+    ("0.3.0", v0_3::link),
+    ("0.4.0", v0_4::link),
+    ("0.5.0", v0_5::link),
+    ("0.6.0", v0_6::link),
+];
 
 /// The interface versions this host links, oldest first.
 pub fn versions() -> impl DoubleEndedIterator<Item = &'static str> + ExactSizeIterator {
@@ -43,12 +50,15 @@ pub trait Linked: Send + Sync {
 }
 
 /// What the host knows of one (chain, asset) for a call: the configured
-/// context (0.1.0's record) and the host's relayer on that chain, which
-/// 0.3.0 adapters are told.
+/// context (0.1.0's record), the host's relayer on that chain, which
+/// 0.3.0 adapters are told, and the token's EIP-712 domain separator,
+/// computed once per asset (`v0_6::domain_separator`), which 0.6.0
+/// adapters are told.
 #[derive(Clone, Copy)]
 pub struct Context<'a> {
     pub asset: &'a types::AssetContext,
     pub relayer: Option<&'a str>,
+    pub domain_separator: Option<&'a [u8; 32]>,
 }
 
 pub(crate) type S<'a> = &'a mut Store<HostState>;
@@ -118,6 +128,11 @@ pub trait Scheme {
 /// export, `$ctx` turns the host's `Context` into the version's context.
 macro_rules! same_calls {
     (|$me:ident| $guest:expr, |$c:ident| $ctx:expr) => {
+        same_calls!(|$me| $guest, |$c| $ctx, |text| text);
+    };
+    // `$proof` turns the proof's text into what the version's `verify`
+    // and `settle` take.
+    (|$me:ident| $guest:expr, |$c:ident| $ctx:expr, |$text:ident| $proof:expr) => {
         fn describe(&self, s: S) -> Call<types::Description> {
             let $me = self;
             $guest.call_describe(s)
@@ -146,7 +161,8 @@ macro_rules! same_calls {
             proof: &str,
         ) -> Call<Result<types::VerifiedPayment, $crate::payment::ProofError>> {
             let $me = self;
-            Ok($guest.call_verify(s, &$ctx, req, proof)?.map_err(Into::into))
+            let $text = proof;
+            Ok($guest.call_verify(s, &$ctx, req, &$proof)?.map_err(Into::into))
         }
 
         fn preflight(&self, s: S, $c: Context, payment: &types::VerifiedPayment) -> Call<Result<(), $crate::payment::ProofError>> {
@@ -162,7 +178,8 @@ macro_rules! same_calls {
             proof: &str,
         ) -> Call<Result<Vec<types::SettleStep>, $crate::payment::ProofError>> {
             let $me = self;
-            Ok($guest.call_settle(s, &$ctx, req, proof)?.map_err(Into::into))
+            let $text = proof;
+            Ok($guest.call_settle(s, &$ctx, req, &$proof)?.map_err(Into::into))
         }
 
         fn read_receipt(
