@@ -18,6 +18,20 @@ fn host_src_has_no_import_circles() {
     assert!(circles.is_empty(), "import circles in host/src:\n{}", circles.join("\n"));
 }
 
+/// The library is built without its tests (`test = false` in
+/// host/Cargo.toml, so it compiles once for the service and the suite): a
+/// `#[cfg(test)]` module in it would never run. Unit tests live in
+/// tests/units.
+#[test]
+fn no_unit_test_hides_in_the_library() {
+    let mut files = BTreeMap::new();
+    collect(&common::repo_root().join("host/src"), &common::repo_root().join("host/src"), &mut files);
+    assert!(files.len() > 50, "the library's files were read");
+    let hidden: Vec<String> =
+        files.iter().filter(|(_, text)| code_only(text).contains("#[cfg(test)]")).map(|(module, _)| module.join("::")).collect();
+    assert!(hidden.is_empty(), "tests that never run, in: {hidden:?}");
+}
+
 /// The check can fail: a crate with a known circle, made only of an inline
 /// path and a `use` group, beside a comment and a string that name paths
 /// which must not count.

@@ -33,21 +33,3 @@ impl<T: Clone> Cached<T> {
         v
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[tokio::test]
-    async fn reads_once_per_interval() {
-        let cache = Cached::<usize>::default();
-        let reads = AtomicUsize::new(0);
-        let read = || async { reads.fetch_add(1, Ordering::SeqCst) };
-        for _ in 0..100 {
-            assert_eq!(cache.get(Duration::from_secs(60), read).await, 0);
-        }
-        assert_eq!(reads.load(Ordering::SeqCst), 1);
-        assert_eq!(cache.get(Duration::ZERO, read).await, 1, "stale: read again");
-    }
-}

@@ -9,6 +9,7 @@ mod chains;
 mod config;
 mod crypto;
 mod heap;
+mod limits;
 mod rules;
 mod store;
 mod swap;
