@@ -215,6 +215,23 @@ fn malformed_proofs_are_refused() {
     let mut p = good.clone();
     p["payload"]["authorization"]["value"] = json!("1e6");
     assert!(matches!(f.verify(&req, &p), Err(ProofError::Malformed(_))));
+    // What the host does not type (0.6.0) the adapter decodes and refuses
+    // in its own words: a wrong EIP-55 checksum, a signature that is not hex,
+    // a member given twice.
+    let mut p = good.clone();
+    let from = f.payer.address().to_checksum(None);
+    let flipped: String = from.chars().map(|c| if c.is_ascii_uppercase() { c.to_ascii_lowercase() } else { c }).collect();
+    let flipped = flipped.replacen(|c: char| c.is_ascii_lowercase() && c.is_ascii_hexdigit() && !c.is_ascii_digit(), "A", 1);
+    p["payload"]["authorization"]["from"] = json!(flipped);
+    assert!(matches!(f.verify(&req, &p), Err(ProofError::Malformed(m)) if m.contains("EIP-55")), "{flipped}");
+    let mut p = good.clone();
+    p["payload"]["signature"] = json!("0xnothex");
+    assert!(matches!(f.verify(&req, &p), Err(ProofError::InvalidSignature(m)) if m.contains("not hex")));
+    let twice = good.to_string().replacen("\"signature\":", "\"signature\":\"0x00\",\"signature\":", 1);
+    assert!(
+        matches!(common::wait(f.usdc.verify(&req, &twice)).unwrap(), Err(ProofError::Malformed(m)) if m.contains("duplicate")),
+        "{twice}"
+    );
     let mut p = good.clone();
     p["x402Version"] = json!(1);
     assert!(matches!(f.verify(&req, &p), Err(ProofError::Unsupported(_))));
