@@ -174,13 +174,43 @@ async fn shipped_config_serves_the_matrix_and_tron_behind_its_flag() {
         })
     );
 
-    // Turning TRON on serves mainnet and Nile USDT through the x402 proxy
-    // x402-rs publishes (checked on chain before it is served).
+    // Turning TRON on serves mainnet USDT through the x402 proxy x402-rs
+    // publishes (checked on chain before it is served), and never Nile:
+    // a testnet has its own flag.
     let on = std::fs::read_to_string(&path).unwrap().replace("TRON_ENABLED = false", "TRON_ENABLED = true");
     let cfg = stablerail::config::Config::parse(&on).unwrap();
     let served: Vec<(&str, &str)> = cfg.served_assets().map(|(chain, _, key, _)| (chain, key)).collect();
     assert!(served.contains(&("solana", "usdc")) && served.contains(&("tron", "usdt")), "{served:?}");
+    assert!(!served.contains(&("tron-nile", "usdt")), "TRON_ENABLED serves mainnet TRON only: {served:?}");
+    let nile = on.replace("TRON_NILE_ENABLED = false", "TRON_NILE_ENABLED = true");
+    let cfg = stablerail::config::Config::parse(&nile).unwrap();
+    let served: Vec<(&str, &str)> = cfg.served_assets().map(|(chain, _, key, _)| (chain, key)).collect();
     assert!(served.contains(&("tron-nile", "usdt")), "{served:?}");
+    use stablerail::config::Kind;
+    let kinds: Vec<(&str, Kind)> = ["tron", "tron-nile", "base", "solana"].iter().map(|c| (*c, cfg.chains[*c].kind())).collect();
+    assert_eq!(kinds, [("tron", Kind::Mainnet), ("tron-nile", Kind::Testnet), ("base", Kind::Mainnet), ("solana", Kind::Mainnet)]);
+    // A known chain's kind is its own: the config may not say otherwise.
+    let lying = nile.replacen("[chains.tron-nile]\n", "[chains.tron-nile]\nkind = \"mainnet\"\n", 1);
+    assert_ne!(lying, nile);
+    let refused = stablerail::config::Config::parse(&lying).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(refused.contains("kind says mainnet"), "{refused}");
+
+    // With both TRON chains on, an intent across a testnet and a mainnet is
+    // refused either way round, in the envelope, before a node is asked.
+    std::fs::write(&path, &nile).unwrap();
+    let state = stablerail::server::build_state(&path, "sqlite::memory:", system_clock()).await.unwrap();
+    for (payer, target) in [("tron-nile", "base"), ("base", "tron-nile"), ("solana", "tron-nile")] {
+        let body = json!({ "recipient": "TXLAQ63Xg1NAzckPwKHvzw7CSEmLMEqcdj", "amount": "1", "payer_chain": payer, "target_chain": target, "payer_asset": "usdt" });
+        let req = Request::post("/api/intents").header("content-type", "application/json").body(Body::from(body.to_string())).unwrap();
+        let resp = stablerail::api::router(state.clone()).oneshot(req).await.unwrap();
+        let status = resp.status();
+        let e: Value = serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+        assert_eq!(
+            (status.as_u16(), e["message"].as_str(), e["statusCode"].as_u64()),
+            (400, Some("payer_chain and target_chain must both be mainnets or both testnets"), Some(400)),
+            "{payer} -> {target}: {e}"
+        );
+    }
 }
 
 #[test]

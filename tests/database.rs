@@ -158,6 +158,26 @@ async fn claims_on_sqlite_and_postgres() {
 /// its status: a source leg's payout is queued behind due source legs with
 /// its budget restarted, a paid intent leaves the queue, and a leg that is
 /// not in the expected status is not moved.
+/// A leg's claim on one movement of its transaction (log `index`).
+fn leg_claim(id: &str, leg: stablerail::store::transition::intents::Leg, tx: &str, index: i64) -> stablerail::store::books::Credit {
+    use stablerail::store::books::{Credit, Purpose};
+    let purpose = match leg {
+        stablerail::store::transition::intents::Leg::Source => Purpose::Source,
+        stablerail::store::transition::intents::Leg::Target => Purpose::Payout,
+    };
+    let movement = stablerail::payment::Movement {
+        tx: tx.into(),
+        index,
+        token: "0xT".into(),
+        from: "0xP".into(),
+        to: "0xC".into(),
+        amount: "1000000".into(),
+        block: 7,
+        fee: Some("21000".into()),
+    };
+    Credit { chain: "base".into(), purpose, owner: id.into(), candidates: vec![movement], relayer_paid: true }
+}
+
 async fn check_settled_legs(db: &Db) {
     use stablerail::store::group::Group;
     use stablerail::store::transition::intents::{Leg, LegSettled};
@@ -168,13 +188,22 @@ async fn check_settled_legs(db: &Db) {
     let legs = [("i00", Leg::Source, "0xa"), ("i01", Leg::Source, "0xa"), ("i02", Leg::Source, "0xb"), ("i05", Leg::Target, "0xc")];
     let all = legs.map(|(id, leg, tx)| {
         let (group, db) = (group.clone(), db.clone());
-        tokio::spawn(async move { group.write(&db, LegSettled { id: id.into(), leg, tx_hash: tx.into() }).await.unwrap() })
+        let index = i64::from(id.as_bytes()[2]);
+        tokio::spawn(async move {
+            group.write(&db, LegSettled { id: id.into(), leg, tx_hash: tx.into(), credit: leg_claim(id, leg, tx, index) }).await.unwrap()
+        })
     });
     for r in futures::future::join_all(all).await {
-        r.unwrap();
+        assert!(r.unwrap(), "each leg holds a movement of its own");
     }
     // i03 was not settled; i04 is PENDING and gets a target write: no move.
-    group.write(db, LegSettled { id: "i04".into(), leg: Leg::Target, tx_hash: "0xd".into() }).await.unwrap();
+    group
+        .write(
+            db,
+            LegSettled { id: "i04".into(), leg: Leg::Target, tx_hash: "0xd".into(), credit: leg_claim("i04", Leg::Target, "0xd", 0) },
+        )
+        .await
+        .unwrap();
     let row = |id: &'static str| async move {
         let r = sqlx::query("SELECT status, source_tx_hash, target_tx_hash FROM intents WHERE id = $1")
             .bind(id)
@@ -199,9 +228,25 @@ async fn check_settled_legs(db: &Db) {
     assert_eq!(row("i05").await, ("TARGET_SETTLED".into(), Some("0xc".into()), None));
     assert_eq!(row("i04").await.0, "PENDING", "a target write does not move a PENDING intent");
     // Settled again (a pass that lost its lease): nothing changes.
-    group.write(db, LegSettled { id: "i00".into(), leg: Leg::Source, tx_hash: "0xe".into() }).await.unwrap();
+    group
+        .write(
+            db,
+            LegSettled { id: "i00".into(), leg: Leg::Source, tx_hash: "0xe".into(), credit: leg_claim("i00", Leg::Source, "0xe", 0) },
+        )
+        .await
+        .unwrap();
     assert_eq!(row("i00").await.1, Some("0xa".into()));
+    let held = stablerail::store::books::of(db, stablerail::store::books::Purpose::Source, "i00").await.unwrap().unwrap();
+    assert_eq!((held.tx_id.as_str(), held.log_index), ("0xa", 48), "a payment holds the one movement it was first credited");
 
+    // One movement, one credit: i03 claims i01's movement (the same log of
+    // the same transaction) and is refused, in the database, without moving;
+    // claiming it again changes nothing.
+    for _ in 0..2 {
+        let taken = leg_claim("i03", Leg::Source, "0xa", 49);
+        assert!(!group.write(db, LegSettled { id: "i03".into(), leg: Leg::Source, tx_hash: "0xa".into(), credit: taken }).await.unwrap());
+        assert_eq!(row("i03").await.0, "PENDING", "an uncredited leg does not move");
+    }
     // Payouts starting together: the first authorization stored is the one
     // used; an intent in neither state is not moved.
     use stablerail::store::transition::intents::StartPayout;
@@ -236,6 +281,26 @@ async fn check_settled_legs(db: &Db) {
         [("TARGET_SETTLING".into(), "TARGET_SETTLED".into())]
     );
     assert!(events("i03").await.is_empty() && events("i04").await.is_empty());
+
+    // Two claims of one movement written at once: exactly one wins.
+    sqlx::query("UPDATE intents SET status = 'PENDING' WHERE id IN ('i03', 'i04')").execute(&db.pool).await.unwrap();
+    let race = ["i03", "i04"].map(|id| {
+        let (group, db) = (group.clone(), db.clone());
+        tokio::spawn(async move {
+            group
+                .write(
+                    &db,
+                    LegSettled { id: id.into(), leg: Leg::Source, tx_hash: "0xf".into(), credit: leg_claim(id, Leg::Source, "0xf", 3) },
+                )
+                .await
+                .unwrap()
+        })
+    });
+    let won: Vec<bool> = futures::future::join_all(race).await.into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(won.iter().filter(|w| **w).count(), 1, "one movement credits one payment: {won:?}");
+    let owners: i64 =
+        sqlx::query("SELECT COUNT(*) AS n FROM book_movements WHERE tx_id = '0xf'").fetch_one(&db.pool).await.unwrap().get("n");
+    assert_eq!(owners, 1);
 }
 
 #[tokio::test]
@@ -394,7 +459,7 @@ fn swap(k: usize) -> stablerail::store::swaps::SwapIntent {
     }
 }
 
-/// Registered swaps: one intent per (chain, hash); two trackers at once
+/// Registered swaps: one intent per (chain, hash, details); two trackers at once
 /// never hold the same swap; only the lease's holder settles it, once; a
 /// tracker that died (its lease run out) is taken over by the next.
 async fn check_swap_leases(db: &Db) {
@@ -402,11 +467,16 @@ async fn check_swap_leases(db: &Db) {
     use stablerail::store::transition::swaps::{finish, register};
     const LEASE: i64 = 30_000;
     for k in 0..6 {
-        register(db, &swap(k)).await.unwrap();
+        register(db, &swap(k), "d").await.unwrap();
     }
     let mut again = swap(0);
     again.id = "swp_other".into();
-    assert_eq!(register(db, &again).await.unwrap().id, "swp_0", "the same transaction is the same intent");
+    assert_eq!(register(db, &again, "d").await.unwrap().id, "swp_0", "the same transaction and details are the same intent");
+    // Other details are another registration: the first blocks nobody's.
+    let mut squatted = swap(0);
+    squatted.id = "swp_squat".into();
+    assert_eq!(register(db, &squatted, "other").await.unwrap().id, "swp_squat");
+    sqlx::query("DELETE FROM swap_intents WHERE id = 'swp_squat'").execute(&db.pool).await.unwrap();
     let (a, b) = tokio::join!(claim_due(db, "a", 100, LEASE, 10), claim_due(db, "b", 100, LEASE, 10));
     let (a, b) = (a.unwrap(), b.unwrap());
     let mut ids: Vec<String> = a.iter().chain(&b).map(|s| s.id.clone()).collect();
@@ -480,8 +550,8 @@ async fn check_facilitator_ledger(db: &Db) {
     assert!(insert(db, &settlement("xs_other", "base:k1"), None).await.unwrap_err().is_duplicate());
 
     let finishes = Group::<Finish>::default();
-    let finish = |id: &str, outcome: Outcome| Finish { id: id.into(), outcome };
-    assert!(finishes.write(db, finish("xs_1", refused("insufficient_funds"))).await.unwrap());
+    let finish = |id: &str, outcome: Outcome| Finish { id: id.into(), outcome, credit: None };
+    assert_eq!(finishes.write(db, finish("xs_1", refused("insufficient_funds"))).await.unwrap(), Some(true));
     use stablerail::store::transition::{events_of, Subject};
     assert_eq!(
         events_of(db, Subject::Settlement, "xs_1").await.unwrap(),
@@ -497,8 +567,8 @@ async fn check_facilitator_ledger(db: &Db) {
     // The same payment again, and this time it settles: it keeps its keys.
     insert(db, &settlement("xs_2", "base:k1"), None).await.unwrap();
     let settled = Outcome { status: SettlementStatus::Settled, tx_hash: Some("0xabc".into()), error_reason: None, refused: false };
-    assert!(finishes.write(db, finish("xs_2", settled.clone())).await.unwrap());
-    assert!(!finishes.write(db, finish("xs_2", settled)).await.unwrap(), "finished once");
+    assert_eq!(finishes.write(db, finish("xs_2", settled.clone())).await.unwrap(), Some(true));
+    assert_eq!(finishes.write(db, finish("xs_2", settled)).await.unwrap(), None, "finished once");
     let row = ledger::get(db, "xs_2").await.unwrap().unwrap();
     assert_eq!((row.replay_key.as_str(), row.tx_hash.as_deref()), ("base:k1", Some("0xabc")));
     assert!(row.payment_id.is_some());
@@ -512,10 +582,10 @@ async fn check_facilitator_ledger(db: &Db) {
     let finishes = std::sync::Arc::new(finishes);
     let all = (0..6).map(|k| {
         let (finishes, db) = (finishes.clone(), db.clone());
-        let f = Finish { id: format!("xs_g{k}"), outcome: refused("invalid_transaction_state") };
+        let f = Finish { id: format!("xs_g{k}"), outcome: refused("invalid_transaction_state"), credit: None };
         tokio::spawn(async move { finishes.write(&db, f).await.unwrap() })
     });
-    assert!(futures::future::join_all(all).await.into_iter().all(|r| r.unwrap()));
+    assert!(futures::future::join_all(all).await.into_iter().all(|r| r.unwrap() == Some(true)));
     for k in 0..6 {
         let row = ledger::get(db, &format!("xs_g{k}")).await.unwrap().unwrap();
         assert_eq!((row.status, row.replay_key), (SettlementStatus::Failed, format!("xs_g{k}")));

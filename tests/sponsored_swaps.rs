@@ -323,3 +323,91 @@ async fn kill_nine_between_the_steps_of_a_sponsored_swap_pays_once() {
     assert_eq!(eth(&dn, &wallet).await, U256::ZERO);
     kill(server.0.id(), "-KILL");
 }
+
+/// A sponsored swap cannot be made to revert for the relayer's account:
+/// below the slippage floor it is refused before anything moves, and a
+/// swap that was mined and reverted is refunded less the fee, which paid
+/// for the gas (issue 68).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sponsored_swap_that_reverts_keeps_its_fee_and_no_slippage_is_refused() {
+    let dn = Devnet::start_swaps(31145, "base", "").await;
+    let (usdc, usdt) = (dn.token("base", "usdc"), dn.token("base", "usdt"));
+    let (agent, auth, wallet) = gasless_agent(&dn, 50_000_000).await;
+    let relayer = dn.state.keys.address(keys::RELAYER).await.unwrap();
+    let before = dn.balance_of("base", "usdc", &wallet).await;
+    let (relayer_nonce, relayer_eth) = (nonce(&dn, &relayer).await, eth(&dn, &relayer).await);
+
+    // Slippage 0 asks for a swap that reverts on any price move: refused.
+    let body = json!({ "chain": "base", "from_token": usdc, "to_token": usdt, "from_amount": 10_000_000, "slippage_bps": 0 });
+    let (s, e) = dn.call("POST", "/v2/swap/execute", Some(body), &[("authorization", auth.as_str())]).await;
+    assert_eq!((s, e["message"].as_str()), (400, Some("slippage_bps is below the minimum for sponsored swaps")), "{e}");
+    let quote =
+        format!("/api/swap/quote?chain=base&input_token={usdc}&output_token={usdt}&from_amount=10000000&sponsored=true&slippage_bps=0");
+    let (s, e) = dn.call("GET", &quote, None, &[]).await;
+    assert_eq!(s, 400, "{e}");
+    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before, "nothing moved");
+    assert_eq!((nonce(&dn, &relayer).await, eth(&dn, &relayer).await), (relayer_nonce, relayer_eth), "no gas spent");
+
+    // A run whose input was pulled (minted to the relayer, as a pull would)
+    // and whose swap was mined and reverted: a relayer transaction that
+    // fails on chain, stored as the run's swap.
+    let state = dn.state.clone();
+    let base = dn.rpc_url("base");
+    dn.mint("base", &relayer, U256::from(3_000_000u64)).await;
+    common::devnet::rpc(&base, "anvil_impersonateAccount", json!([relayer])).await;
+    let failed =
+        common::devnet::rpc(&base, "eth_sendTransaction", json!([{ "from": relayer, "to": usdc, "data": "0xdeadbeef", "gas": "0x30000" }]))
+            .await;
+    let failed = failed.as_str().unwrap().to_string();
+    common::devnet::rpc(&base, "anvil_stopImpersonatingAccount", json!([relayer])).await;
+    let receipt = crate::swaps::receipt_of(&base, &failed).await;
+    assert_eq!(receipt["status"], "0x0", "the swap reverted on chain: {receipt}");
+    let now = stablerail::clock::now_ms();
+    let new = Run {
+        run: "swx_reverted_test".into(),
+        agent_id: agent.clone(),
+        chain: "base".into(),
+        asset: "usdc".into(),
+        from_token: usdc.clone(),
+        to_token: usdt.clone(),
+        from_amount: "3000000".into(),
+        fee: "40000".into(),
+        slippage_bps: 50,
+        proof: "{}".into(),
+        phase: Phase::Pulling,
+        tx_hash: None,
+        estimated_output: Some("2900000".into()),
+        error_code: None,
+        created_at: now,
+    };
+    use stablerail::store::transition::sponsored_swaps as phase;
+    let run = phase::start(&state.db, &new, "test", now + 60_000).await.unwrap();
+    assert!(phase::advance(&state.db, &run.run, "test", Phase::Pulling, Phase::Swapping, None, None, None, now).await.unwrap());
+    let stored = stablerail::store::settlement::NewTx {
+        intent_id: &run.run,
+        leg: stablerail::swap::run::LEG,
+        step: stablerail::swap::run::SWAP_STEP,
+        label: "swap",
+        chain: "base",
+        sender: &relayer,
+        nonce: -1,
+        raw: &[],
+        tx_hash: &failed,
+    };
+    stablerail::store::settlement::insert_tx(&state.db, &stored, now).await.unwrap();
+    let relayer_usdc = dn.balance_of("base", "usdc", &relayer).await;
+    let run = runs::get(&state.db, &run.run).await.unwrap().unwrap();
+    let sponsor = stablerail::swap::sponsored::Sponsor { swaps: &state.swaps, db: &state.db, drivers: &state.drivers, steps: &state.steps };
+    let e = sponsor.drive(run, "test", None).await.unwrap_err();
+    assert!(matches!(e, stablerail::swap::SwapError::RefundedLessFee), "{e:?}");
+    let row = runs::get(&state.db, "swx_reverted_test").await.unwrap().unwrap();
+    assert_eq!((row.phase, row.error_code.as_deref()), (Phase::Refunded, Some("swap_reverted_on_chain")));
+    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before + U256::from(2_960_000u64), "the input back less the fee");
+    assert_eq!(dn.balance_of("base", "usdc", &relayer).await, relayer_usdc - U256::from(2_960_000u64), "the fee stays with the relayer");
+    let (s, answer) = {
+        let r = sponsor.drive(row, "test", None).await;
+        (r.is_err(), r.err().map(|e| e.to_string()))
+    };
+    assert!(s);
+    assert_eq!(answer.as_deref(), Some("swap reverted; the input was refunded less the sponsored gas fee"));
+}

@@ -220,12 +220,20 @@ async fn a_quoted_swap_signed_by_the_users_wallet_is_followed_to_done() {
     let (_, r) = dn.call("POST", "/api/swap/intents", Some(b), &[]).await;
     let unconfirmed = wait_swap(&dn, r["intent_id"].as_str().unwrap(), "FAILED").await;
     assert_eq!(unconfirmed["error_code"], "source_not_confirmed");
-    // The same transaction with other details is refused: the first
-    // registration's details are not anyone's to rewrite.
-    let mut other = body.clone();
-    other["recipient_address"] = json!(common::app::MERCHANT);
-    let (s, e) = dn.call("POST", "/api/swap/intents", Some(other), &[]).await;
-    assert_eq!((s, e["message"].as_str()), (409, Some("this transaction is already registered with other details")), "{e}");
+    // A squatter registers the owner's transaction with other details
+    // (recipient, amount, output token): the chain contradicts each, so
+    // each is refused and stored nowhere, and the owner's registration
+    // still answers, the same intent.
+    for (field, value) in
+        [("recipient_address", json!(common::app::MERCHANT)), ("sending_token_amount", json!("999999")), ("to_token", json!(usdc))]
+    {
+        let mut other = body.clone();
+        other[field] = value;
+        let (s, e) = dn.call("POST", "/api/swap/intents", Some(other), &[]).await;
+        assert_eq!((s, e["message"].as_str()), (400, Some("the transaction does not match the registration")), "{field}: {e}");
+    }
+    let (s, owner) = dn.call("POST", "/api/swap/intents", Some(body.clone()), &[]).await;
+    assert_eq!((s, &owner["intent_id"]), (201, &json!(id)), "the owner's registration is not blocked: {owner}");
     // A transaction on chain names its sender: another payer is refused.
     let mut forged = body.clone();
     forged["source_tx_hash"] = approved["hash"].clone();

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 /// Deployment flags a chain or asset may be gated by. Each can be overridden
 /// by an environment variable of the same name (`true`/`false`/`1`/`0`).
-pub const FLAGS: [&str; 2] = ["TRON_ENABLED", "USDT_ENABLED"];
+pub const FLAGS: [&str; 3] = ["TRON_ENABLED", "TRON_NILE_ENABLED", "USDT_ENABLED"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -488,6 +488,10 @@ pub struct Swap {
     /// How long a sponsored swap's driver holds it without renewing before
     /// another (a retry, the tracker) may take it over.
     pub sponsored_lease_seconds: u64,
+    /// The least `slippage_bps` a sponsored swap may ask (a swap with no
+    /// room to move reverts on the smallest price change, and the relayer
+    /// would pay for it): below it the request is refused. Default 10.
+    pub sponsored_min_slippage_bps: u16,
 }
 
 /// `[swap] sponsored`.
@@ -552,6 +556,7 @@ impl Default for Swap {
             price_max_age_seconds: 300,
             sponsored: Sponsored::Auto,
             sponsored_lease_seconds: 15,
+            sponsored_min_slippage_bps: 10,
         }
     }
 }
@@ -673,11 +678,94 @@ pub struct Chain {
     /// counterfactual wallets are refused (`eip6492_factory_not_allowed`).
     #[serde(default)]
     pub erc6492_factories: Vec<String>,
+    /// The most gas one check a contract payer causes may take here (EVM):
+    /// every `eth_call` an adapter makes is simulated with at most this
+    /// much, so an ERC-1271 wallet, an ERC-6492 deployment or 7702 code
+    /// that needs more is refused (`payer_gas_cap_exceeded`) before the
+    /// relayer sends anything. Default 500,000.
+    pub contract_payer_gas_cap: Option<u64>,
+    /// `mainnet` or `testnet`, for a chain whose id is not a known one
+    /// (`Kind::known`); a known chain's kind is its own and the config may
+    /// not say otherwise. Unknown and unsaid: mainnet (real value).
+    pub kind: Option<Kind>,
     #[serde(default)]
     pub assets: BTreeMap<String, Asset>,
 }
 
+/// Whether a chain carries real value. A testnet never pays a mainnet, and
+/// a mainnet never pays a testnet: worthless test tokens in, real ones out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Mainnet,
+    Testnet,
+}
+
+impl Kind {
+    /// The kind of a network (CAIP-2) the service knows: the spec's chains
+    /// and their public testnets.
+    pub fn known(caip2: &str) -> Option<Kind> {
+        const MAINNETS: &[&str] = &[
+            "eip155:1",
+            "eip155:10",
+            "eip155:56",
+            "eip155:137",
+            "eip155:143",
+            "eip155:999",
+            "eip155:4326",
+            "eip155:8453",
+            "eip155:42161",
+            "eip155:43114",
+            "eip155:1187947933",
+            "tron:0x2b6653dc",
+            "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
+        ];
+        const TESTNETS: &[&str] = &[
+            "eip155:97",
+            "eip155:998",
+            "eip155:6342",
+            "eip155:10143",
+            "eip155:43113",
+            "eip155:80002",
+            "eip155:84532",
+            "eip155:421614",
+            "eip155:11155111",
+            "eip155:11155420",
+            "eip155:324705682",
+            "tron:0xcd8690dc",
+            "tron:0x94a9059e",
+            "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1",
+            "solana:4uhcVJyU9pJkvQyS88uRDiswHXSCkY3z",
+        ];
+        if MAINNETS.contains(&caip2) {
+            Some(Kind::Mainnet)
+        } else if TESTNETS.contains(&caip2) {
+            Some(Kind::Testnet)
+        } else {
+            None
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Mainnet => "mainnet",
+            Kind::Testnet => "testnet",
+        }
+    }
+}
+
 impl Chain {
+    /// `contract_payer_gas_cap` where the family has gas (EVM).
+    pub fn contract_payer_gas_cap(&self) -> Option<u64> {
+        (self.family == Family::Evm).then(|| self.contract_payer_gas_cap.unwrap_or(500_000))
+    }
+
+    /// Mainnet or testnet: known chain ids decide, then the config, then
+    /// mainnet.
+    pub fn kind(&self) -> Kind {
+        self.network().and_then(|n| Kind::known(&n)).or(self.kind).unwrap_or(Kind::Mainnet)
+    }
+
     pub fn block_time_ms(&self) -> u64 {
         self.block_time_ms.unwrap_or(match self.family {
             Family::Evm => 2_000,
@@ -909,6 +997,11 @@ impl Config {
                 }
             }
             let exposed = self.chain_exposed(chain);
+            if let (Some(said), Some(known)) = (chain.kind, chain.network().and_then(|n| Kind::known(&n))) {
+                if said != known {
+                    return bad(format!("chains.{id}.kind says {}, but its chain id is a known {}", said.as_str(), known.as_str()));
+                }
+            }
             if exposed && chain.network().is_none() {
                 return bad(format!("chains.{id} is enabled but has neither caip2 nor chain_id"));
             }

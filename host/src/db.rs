@@ -49,6 +49,8 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0015_dashboard.sql", include_str!("../../migrations/0015_dashboard.sql")),
     ("0016_webhooks.sql", include_str!("../../migrations/0016_webhooks.sql")),
     ("0017_sponsored_swaps.sql", include_str!("../../migrations/0017_sponsored_swaps.sql")),
+    ("0018_books.sql", include_str!("../../migrations/0018_books.sql")),
+    ("0019_swap_registrations.sql", include_str!("../../migrations/0019_swap_registrations.sql")),
 ];
 
 /// The embedded migrations as sqlx reads a folder: `VERSION_DESCRIPTION.sql`.

@@ -38,10 +38,15 @@ pub enum Failure {
     /// The payout would have to create the recipient's token account, whose
     /// rent the payment's fee did not include.
     RecipientAccountMissing,
+    /// The transfer that used the payer's authorization is credited to
+    /// another payment in the books (one movement, one credit).
+    CreditedElsewhere,
+    /// The payer's contract needs more gas to check than the chain allows.
+    GasCapExceeded,
 }
 
 impl Failure {
-    pub const ALL: [Failure; 15] = [
+    pub const ALL: [Failure; 17] = [
         Failure::ChainUnavailable,
         Failure::RelayerUnfunded,
         Failure::PayoutWalletShort,
@@ -57,6 +62,8 @@ impl Failure {
         Failure::Declined,
         Failure::NeedsReconciliation,
         Failure::RecipientAccountMissing,
+        Failure::CreditedElsewhere,
+        Failure::GasCapExceeded,
     ];
 
     pub fn code(self) -> &'static str {
@@ -76,6 +83,8 @@ impl Failure {
             Failure::Declined => "payment_declined",
             Failure::NeedsReconciliation => "needs_reconciliation",
             Failure::RecipientAccountMissing => "recipient_account_missing",
+            Failure::CreditedElsewhere => "credited_elsewhere",
+            Failure::GasCapExceeded => "payer_gas_cap_exceeded",
         }
     }
 
@@ -97,13 +106,17 @@ impl Failure {
             Failure::AuthorizationUsed => "proof validation failed: authorization was already used",
             Failure::NotApproved => "proof validation failed: token allowance missing",
             Failure::ProofInvalid => "proof validation failed",
-            Failure::SourceReverted => "source settlement failed: the transaction reverted; no funds moved",
+            Failure::SourceReverted => "source settlement failed: the payer's authorization was not used on chain; nothing was credited",
             Failure::Declined => "payment declined by the compliance screen",
             Failure::NeedsReconciliation => {
                 "payer funds were collected and the payout cannot land; an operator must reconcile this payment"
             }
             Failure::RecipientAccountMissing => {
                 "the recipient's token account was closed after the payment was quoted; the payout waits until the recipient opens it again"
+            }
+            Failure::GasCapExceeded => "proof validation failed: the paying contract needs more gas to check than this chain allows",
+            Failure::CreditedElsewhere => {
+                "the transfer that used this payment's authorization is credited to another payment; nothing was credited to this one"
             }
         }
     }
@@ -133,6 +146,7 @@ impl Reason {
             ProofError::InsufficientFunds(_) => Failure::InsufficientFunds,
             ProofError::AlreadyUsed => Failure::AuthorizationUsed,
             ProofError::NotApproved(_) => Failure::NotApproved,
+            ProofError::GasCapExceeded => return Failure::GasCapExceeded.into(),
             _ => Failure::ProofInvalid,
         };
         Reason { code, message: proof_message(e) }
@@ -161,6 +175,7 @@ pub fn proof_message(e: &ProofError) -> String {
         ProofError::NotApproved(m) => format!("token allowance missing: {m}"),
         ProofError::UndeployedSmartWallet(m) => format!("the paying smart wallet is not deployed: {m}"),
         ProofError::FactoryNotAllowed(m) => format!("the paying smart wallet's factory is not allowed here: {m}"),
+        ProofError::GasCapExceeded => "the paying contract needs more gas to check than this chain allows".into(),
     };
     format!("proof validation failed: {detail}")
 }

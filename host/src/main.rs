@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use stablerail::cli::adapters::{self, AdapterCommand};
+use stablerail::cli::books::{self, BooksCommand};
 use stablerail::cli::devnet::{self, DevnetCommand};
 use stablerail::cli::directory::{self, AccountCommand, AgentCommand, RecipientCommand};
 use stablerail::cli::keys::{self, KeysCommand};
@@ -115,6 +116,14 @@ enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// The books: every token movement at the service's wallets and the
+    /// payment it is credited to; what no payment explains.
+    Books {
+        #[command(subcommand)]
+        command: BooksCommand,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Print the HTTP API's OpenAPI 3.1 document (also served at
     /// `GET /api/openapi.json`).
     Openapi,
@@ -152,6 +161,7 @@ async fn run() -> anyhow::Result<()> {
         Command::Intent { command, store } => operations::intent(out, command, store).await,
         Command::Facilitator { command, store } => operations::facilitator(out, command, store).await,
         Command::Wallets { store } => operations::wallets(out, store).await,
+        Command::Books { command, store } => books::books(out, command, store).await,
         Command::Config { command: ConfigCommand::Check { config } } => operations::config_check(out, &config).await,
         Command::Devnet { command } => devnet::devnet(out, command).await,
         Command::Openapi => {

@@ -166,6 +166,10 @@ pub enum ProofError {
     UndeployedSmartWallet(String),
     /// The wallet's ERC-6492 factory is not on the chain's allowlist.
     FactoryNotAllowed(String),
+    /// A check the payer's contract causes (ERC-1271, an ERC-6492
+    /// deployment, 7702 code) needs more gas than the chain's
+    /// `contract_payer_gas_cap`. Raised by the host, never by an adapter.
+    GasCapExceeded,
 }
 
 /// Why an adapter refused any other request.
@@ -177,4 +181,55 @@ pub enum AdapterError {
     Config(String),
     ChainUnavailable(String),
     Malformed(String),
+}
+
+/// One token movement on chain, where the chain put it: the unit the books
+/// credit (`store::books`). Addresses in the family's own form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Movement {
+    pub tx: String,
+    /// The log's index in its block (EVM), its place in the transaction's
+    /// log (TRON), or the instruction's (Solana).
+    pub index: i64,
+    pub token: String,
+    pub from: String,
+    pub to: String,
+    /// Base units, decimal integer string, as the chain recorded it.
+    pub amount: String,
+    pub block: i64,
+    /// The transaction's whole network fee in native base units, when the
+    /// family can read it; the books keep it only for the relayer's own.
+    pub fee: Option<String>,
+}
+
+/// What only the use of one payer authorization leaves on chain, read from
+/// the payer's proof by the host itself (`settle::authorization`): how a
+/// movement is proven to be this payment's and no other's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Authorization {
+    /// EIP-3009: the token logs `AuthorizationUsed(authorizer, nonce)` in
+    /// the transaction that used it, just before the Transfer it made.
+    Eip3009 { authorizer: String, nonce: [u8; 32] },
+    /// A Permit2 `PermitWitnessTransferFrom` that the x402 exact proxy
+    /// (`spender`) settles: its nonce is spent in Permit2's bitmap by the
+    /// proxy call that carries exactly this permit.
+    Permit2(Permit2Authorization),
+    /// The payer's own signed transaction (Solana, a TRON transfer), or a
+    /// scheme the host cannot read: only the service's own transaction
+    /// can be credited, never someone else's.
+    Own,
+}
+
+/// A Permit2 authorization's fields, addresses in the family's form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Permit2Authorization {
+    pub owner: String,
+    pub spender: String,
+    pub token: String,
+    pub amount: String,
+    pub nonce: String,
+    pub deadline: String,
+    pub to: String,
+    pub valid_after: String,
+    pub signature: Vec<u8>,
 }

@@ -84,6 +84,21 @@ pub fn settlement_leg(chain: &str, leg: &'static str, outcome: &'static str, sin
     }
 }
 
+/// A payment whose movement the books gave to another payment: each one
+/// is an attempt to have one transfer pay twice, or a defect.
+pub fn books_refused(chain: &str, purpose: &'static str) {
+    metrics::counter!("stablerail_books_refused_total", "chain" => chain.to_string(), "purpose" => purpose).increment(1);
+}
+
+/// What the books cannot explain (`settle::books`), as gauges an alert
+/// rule watches: any unexplained outgoing movement or unseen credit is an
+/// operator's page.
+pub fn books_alarms(a: &crate::store::books::Alarms) {
+    metrics::gauge!("stablerail_books_unexplained_outgoing").set(a.unexplained_outgoing as f64);
+    metrics::gauge!("stablerail_books_unmatched_incoming").set(a.unmatched_incoming as f64);
+    metrics::gauge!("stablerail_books_unseen_credits").set(a.unseen_credits as f64);
+}
+
 /// Nonces a sender has taken beyond what its chain has mined.
 pub fn nonce_lag(chain: &str, sender: &str, lag: u64) {
     metrics::gauge!("stablerail_relayer_nonce_lag", "chain" => chain.to_string(), "sender" => sender.to_string()).set(lag as f64);

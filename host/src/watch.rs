@@ -62,6 +62,7 @@ impl Watch {
 pub struct ReadyView {
     pub chains: BTreeMap<String, &'static str>,
     pub relayer_unfunded: Vec<String>,
+    pub books: BTreeMap<&'static str, i64>,
 }
 
 /// What the probes (`/readyz`, `/metrics`) read from the chains and the

@@ -137,6 +137,13 @@ impl Devnet {
     /// `stablerail ARGS --config <devnet's> --database <devnet's>`, as an
     /// operator runs it: its JSON output, asserting success.
     pub fn cli(&self, args: &[&str]) -> Value {
+        let (ok, answer, stderr) = self.cli_answer(args);
+        assert!(ok, "{stderr}\n{answer}");
+        answer
+    }
+
+    /// A CLI command's exit, its JSON answer (null if none) and its stderr.
+    pub fn cli_answer(&self, args: &[&str]) -> (bool, Value, String) {
         let out = Command::new(super::stablerail_bin())
             .args(args)
             .arg("--config")
@@ -145,8 +152,7 @@ impl Devnet {
             .arg(format!("sqlite://{}", self.dir.path().join("sr.db").display()))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap()
+        (out.status.success(), serde_json::from_slice(&out.stdout).unwrap_or(Value::Null), String::from_utf8_lossy(&out.stderr).into())
     }
 
     /// The devnet's config file.

@@ -288,6 +288,21 @@ impl<R, F> GuestCall<R> for F where
 {
 }
 
+/// Did the call's `eth_call` fail only for the chain's gas cap?
+fn over_gas_cap(s: &wasmtime::Store<super::HostState>) -> bool {
+    s.data().over_gas_cap
+}
+
+/// A refusal that followed a read over the chain's gas cap is the cap's
+/// (the adapter saw a revert: its words would blame the signature).
+fn capped<T>(answer: Result<T, p::ProofError>, over: bool) -> Result<T, p::ProofError> {
+    match answer {
+        Err(p::ProofError::ChainUnavailable(m)) => Err(p::ProofError::ChainUnavailable(m)),
+        Err(_) if over => Err(p::ProofError::GasCapExceeded),
+        other => other,
+    }
+}
+
 /// Adapter functions that read their chain: always on a blocking thread.
 const READS_THE_CHAIN: [&str; 2] = ["preflight", "prepare-sender"];
 
@@ -383,14 +398,14 @@ impl AssetAdapter {
         proof: &str,
     ) -> Result<Result<p::VerifiedPayment, p::ProofError>, CallError> {
         let (req, proof) = (convert::requirements(req), proof.to_string());
-        let r = self.call("verify", move |g, s, ctx| g.verify(s, ctx, &req, &proof)).await?;
-        Ok(convert::answer(r))
+        let (r, over) = self.call("verify", move |g, s, ctx| Ok((g.verify(s, ctx, &req, &proof)?, over_gas_cap(s)))).await?;
+        Ok(capped(convert::answer(r), over))
     }
 
     pub async fn preflight(self: &Arc<Self>, payment: &p::VerifiedPayment) -> Result<Result<(), p::ProofError>, CallError> {
         let payment = convert::payment(payment);
-        let r = self.call("preflight", move |g, s, ctx| g.preflight(s, ctx, &payment)).await?;
-        Ok(convert::answer(r))
+        let (r, over) = self.call("preflight", move |g, s, ctx| Ok((g.preflight(s, ctx, &payment)?, over_gas_cap(s)))).await?;
+        Ok(capped(convert::answer(r), over))
     }
 
     pub async fn settle(
@@ -399,8 +414,8 @@ impl AssetAdapter {
         proof: &str,
     ) -> Result<Result<Vec<p::SettleStep>, p::ProofError>, CallError> {
         let (req, proof) = (convert::requirements(req), proof.to_string());
-        let r = self.call("settle", move |g, s, ctx| g.settle(s, ctx, &req, &proof)).await?;
-        Ok(r.map(|steps| steps.into_iter().map(Into::into).collect()))
+        let (r, over) = self.call("settle", move |g, s, ctx| Ok((g.settle(s, ctx, &req, &proof)?, over_gas_cap(s)))).await?;
+        Ok(capped(r.map(|steps| steps.into_iter().map(Into::into).collect()), over))
     }
 
     pub async fn read_receipt(

@@ -33,6 +33,9 @@ pub struct HostState {
     pub(super) chain_wanted: bool,
     /// The guest read the clock: its answer may not be reused.
     pub(super) clock_read: bool,
+    /// An `eth_call` of the guest's failed only for the chain's gas cap
+    /// (`ChainClient::gas_cap`): a refusal that follows is the cap's.
+    pub(super) over_gas_cap: bool,
 }
 
 impl HostState {
@@ -47,6 +50,7 @@ impl HostState {
             chain_deferred: false,
             chain_wanted: false,
             clock_read: false,
+            over_gas_cap: false,
         }
     }
 }
@@ -115,19 +119,42 @@ impl chain::Host for HostState {
             self.chain_wanted = true;
             return Err(chain::QueryError::Unavailable("asked again where the chain can be waited for".into()));
         }
-        match &self.chain {
-            None => Err(chain::QueryError::Denied("this call has no chain".into())),
-            Some(client) => client.query_blocking(&method, &params).map_err(|e| match e {
-                crate::family::chain::ChainError::Denied(m) => {
-                    chain::QueryError::Denied(format!("`{m}` is not a read-only method of this chain's family"))
-                }
-                // The node's answer is the adapter's to read; it holds no URL.
-                crate::family::chain::ChainError::Node { code, message, data } => {
-                    chain::QueryError::Rpc(serde_json::json!({ "code": code, "message": message, "data": data }).to_string())
-                }
-                other => chain::QueryError::Unavailable(other.to_string()),
-            }),
+        let Some(client) = self.chain.clone() else { return Err(chain::QueryError::Denied("this call has no chain".into())) };
+        let capped = client.gas_cap.filter(|_| method == "eth_call").and_then(|cap| Some((cap, with_gas(&params, cap)?)));
+        let Some((cap, capped)) = capped else { return client.query_blocking(&method, &params).map_err(query_error) };
+        match client.query_blocking(&method, &capped) {
+            // Did the cap alone make it fail? The same call with room to
+            // spare (never unbounded) says so; the guest sees a revert.
+            Err(crate::family::chain::ChainError::Node { .. })
+                if with_gas(&params, cap.saturating_mul(20)).is_some_and(|roomy| client.query_blocking(&method, &roomy).is_ok()) =>
+            {
+                self.over_gas_cap = true;
+                Err(chain::QueryError::Rpc(serde_json::json!({ "code": 3, "message": "execution reverted: over the gas cap" }).to_string()))
+            }
+            other => other.map_err(query_error),
         }
+    }
+}
+
+/// An `eth_call`'s params with at most `cap` gas for the call.
+fn with_gas(params: &str, cap: u64) -> Option<String> {
+    let mut v: serde_json::Value = serde_json::from_str(params).ok()?;
+    let call = v.get_mut(0)?.as_object_mut()?;
+    let asked = call.get("gas").and_then(|g| g.as_str()).and_then(|g| u64::from_str_radix(g.trim_start_matches("0x"), 16).ok());
+    call.insert("gas".into(), format!("{:#x}", asked.unwrap_or(cap).min(cap)).into());
+    Some(v.to_string())
+}
+
+fn query_error(e: crate::family::chain::ChainError) -> chain::QueryError {
+    match e {
+        crate::family::chain::ChainError::Denied(m) => {
+            chain::QueryError::Denied(format!("`{m}` is not a read-only method of this chain's family"))
+        }
+        // The node's answer is the adapter's to read; it holds no URL.
+        crate::family::chain::ChainError::Node { code, message, data } => {
+            chain::QueryError::Rpc(serde_json::json!({ "code": code, "message": message, "data": data }).to_string())
+        }
+        other => chain::QueryError::Unavailable(other.to_string()),
     }
 }
 

@@ -44,6 +44,12 @@ pub struct Checks {
     /// difference. Reported, not a failed check: every other asset serves.
     #[schema(example = json!({"arbitrum usdt0": "decimals: chains.toml says 6, the token says 18"}))]
     pub assets_withheld: BTreeMap<String, String>,
+    /// What the books cannot explain at the service's wallets (reported,
+    /// not a failed check): money out that no payment claims, money in
+    /// that no payment claims, credits the chain does not show. See
+    /// `stablerail books check`.
+    #[schema(example = json!({"unexplained_outgoing": 0, "unmatched_incoming": 1, "unseen_credits": 0}))]
+    pub books: BTreeMap<&'static str, i64>,
 }
 
 /// The spec's health check: the database answers.
@@ -76,7 +82,19 @@ async fn ready_view(s: &Shared) -> crate::watch::ReadyView {
                     tracing::warn!(error = %e, "readiness: database unavailable");
                     vec![]
                 });
-            crate::watch::ReadyView { chains, relayer_unfunded }
+            let books =
+                crate::store::books::alarms(&s.db, crate::clock::now_ms() - crate::settle::books::GRACE_MS).await.unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "readiness: database unavailable");
+                    Default::default()
+                });
+            let books = [
+                ("unexplained_outgoing", books.unexplained_outgoing),
+                ("unmatched_incoming", books.unmatched_incoming),
+                ("unseen_credits", books.unseen_credits),
+            ]
+            .into_iter()
+            .collect();
+            crate::watch::ReadyView { chains, relayer_unfunded, books }
         })
         .await
 }
@@ -95,8 +113,9 @@ pub async fn readyz(State(s): State<Shared>) -> axum::response::Response {
             "unavailable"
         }
     };
-    let crate::watch::ReadyView { chains, relayer_unfunded } = ready_view(&s).await;
-    let checks = Checks { database, chains, wallets: s.watch.below_floor(), relayer_unfunded, assets_withheld: s.watch.withheld_assets() };
+    let crate::watch::ReadyView { chains, relayer_unfunded, books } = ready_view(&s).await;
+    let checks =
+        Checks { database, chains, wallets: s.watch.below_floor(), relayer_unfunded, assets_withheld: s.watch.withheld_assets(), books };
     if checks.database == "ok"
         && checks.chains.values().all(|v| *v == "ok")
         && checks.wallets.is_empty()

@@ -71,22 +71,14 @@ pub async fn register(State(s): State<Shared>, req: axum::extract::Request) -> R
         return Err(ApiError::BadRequest("the body must be a JSON object".into()));
     }
     let new = swap::register::parse(&s.swaps, &body, crate::clock::now_ms())?;
-    // On its chain already: its sender must be the payer named. Not yet
-    // (just broadcast, or never): following it costs the tracker, so the
-    // client's budget of such registrations pays for it.
-    let sender = match s.drivers.for_chain(&new.from_chain) {
-        Some(d) => d.sender_of(&new.from_chain, &new.source_tx_hash).await.unwrap_or_else(|e| {
-            tracing::warn!(chain = %new.from_chain, error = %e, "swap registration: could not look the transaction up");
-            None
-        }),
-        None => None,
-    };
-    match sender {
-        Some(sender) if !sender.eq_ignore_ascii_case(&new.payer_address) => return Err(swap::SwapError::NotTheSender.into()),
-        Some(_) => {}
-        None => s.unseen_swaps.check(format!("ip:{client}")).map_err(ApiError::RateLimited)?,
+    // On its chain already: checked now. Not yet (just broadcast, or
+    // never): following it costs the tracker, so the client's budget of
+    // such registrations pays for it, and the tracker checks it later.
+    if swap::register::check_on_chain(&s.drivers, &s.config, &new).await? == swap::register::Seen::NotYet {
+        s.unseen_swaps.check(format!("ip:{client}")).map_err(ApiError::RateLimited)?;
     }
-    let i = swap::register::store(&s.db, &new).await?;
+    let family = s.config.chains.get(&new.from_chain).map(|c| c.family).ok_or(swap::SwapError::UnsupportedChain(new.from_chain.clone()))?;
+    let i = swap::register::store(&s.db, &new, family).await?;
     Ok((StatusCode::CREATED, Json(Registered { intent_id: i.id, status: i.status })))
 }
 

@@ -5,6 +5,7 @@
 pub mod adapter_check;
 pub mod adapter_new;
 pub mod adapters;
+pub mod books;
 pub mod devnet;
 pub mod directory;
 pub mod keys;

@@ -23,7 +23,8 @@ impl Chains {
             .into_iter()
             .map(|name| {
                 let c = &cfg.chains[&name];
-                let client = Arc::new(ChainClient::new(&name, c.family, c.rpc_urls.clone()));
+                let client =
+                    Arc::new(ChainClient { gas_cap: c.contract_payer_gas_cap(), ..ChainClient::new(&name, c.family, c.rpc_urls.clone()) });
                 (name, client)
             })
             .collect();
@@ -93,6 +94,9 @@ pub struct ChainClient {
     http: reqwest::Client,
     /// Answers written down instead of a node (`adapter check`).
     recorded: Option<Recorded>,
+    /// The most gas an adapter's `eth_call` may spend here (EVM): what a
+    /// payer's contract may make the service simulate, and then pay for.
+    pub gas_cap: Option<u64>,
 }
 
 /// A chain that answers from a table: (method, params) → result or node
@@ -123,7 +127,7 @@ impl ChainClient {
     pub fn new(chain: &str, family: Family, urls: Vec<String>) -> Self {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("a reqwest client with a timeout builds");
         let endpoints = urls.into_iter().map(|url| Endpoint { label: redact_url(&url), url }).collect();
-        ChainClient { chain: chain.to_string(), family, endpoints, http, recorded: None }
+        ChainClient { chain: chain.to_string(), family, endpoints, http, recorded: None, gas_cap: None }
     }
 
     /// A chain of recorded answers, with the allow-list of a live one.

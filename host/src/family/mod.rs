@@ -9,6 +9,7 @@ pub mod chain;
 pub mod evm;
 pub mod facts;
 pub mod keys;
+pub mod permit2;
 pub mod solana;
 pub mod tron;
 
@@ -19,7 +20,7 @@ use self::chain::{ChainError, Chains};
 use self::keys::{Keystore, Role};
 use crate::config::{Config, Family};
 use crate::db::Db;
-use crate::payment::{SigningRequest, Submission, VerifiedPayment};
+use crate::payment::{Authorization, Movement, SigningRequest, Submission, VerifiedPayment};
 use crate::store::settlement::{StoredTx, TxRow};
 
 pub use facts::Facts;
@@ -150,20 +151,59 @@ pub trait Driver: Send + Sync {
     /// Could a stored transaction still be included? `true` when unsure.
     async fn can_land(&self, chain: &str, stored: &StoredTx) -> bool;
 
-    /// Transactions that moved `payment` (its amount of `token` from payer
-    /// to payTo) under the authorization whose signature holds `evidence`,
-    /// mined since `since_ms`, whoever sent them: a front-runner may land a
-    /// payer's authorization before the service does. A family whose
-    /// authorizations only the service can submit finds none.
+    /// Transactions mined since `since_ms` that used the payer's
+    /// authorization `auth` to move `payment` (its amount of the asset's
+    /// token from payer to payTo), whoever sent them: a front-runner may
+    /// land an authorization before the service does. Only the chain's
+    /// proof of the authorization's own use counts (`payment::Authorization`);
+    /// a family, or an authorization, whose use only the service's own
+    /// transaction can prove finds none.
     async fn landed(
         &self,
         _chain: &str,
-        _token: &str,
+        _asset: &crate::config::Asset,
         _payment: &VerifiedPayment,
-        _evidence: &[u8],
+        _auth: &Authorization,
         _since_ms: i64,
     ) -> Result<Vec<String>, SendError> {
         Ok(vec![])
+    }
+
+    /// The token movements confirmed transaction `tx` (its `receipt`) may
+    /// credit to `payment` made under `auth`, in the order the books should
+    /// try them (each is credited to one payment at most): the exact one
+    /// where the chain pairs it with the authorization. By default the one
+    /// transfer a payer-signed transaction carries (a Solana payment: the
+    /// adapter's reading of the receipt checked it).
+    fn movements(&self, tx: &str, _receipt: &Receipt, token: &str, payment: &VerifiedPayment, _auth: &Authorization) -> Vec<Movement> {
+        vec![Movement {
+            tx: tx.to_string(),
+            index: 0,
+            token: token.to_string(),
+            from: payment.payer.clone(),
+            to: payment.pay_to.clone(),
+            amount: payment.amount.clone(),
+            block: 0,
+            fee: None,
+        }]
+    }
+
+    /// The newest block of `chain` with the confirmations it needs: what
+    /// the books' reconciler reads up to. `None` where the family has no
+    /// reconciliation read (its movements are only the ones it credits).
+    async fn final_block(&self, _chain: &str) -> Result<Option<u64>, SendError> {
+        Ok(None)
+    }
+
+    /// `wallet`'s balance of `token` as of `block`.
+    async fn balance_at(&self, _chain: &str, _token: &str, _wallet: &str, _block: u64) -> Result<alloy_primitives::U256, SendError> {
+        Err(SendError::Unsupported("no reconciliation read in this family".into()))
+    }
+
+    /// Every movement of `token` into or out of `wallet` in blocks
+    /// `from..=to`, whoever made it.
+    async fn wallet_movements(&self, _chain: &str, _token: &str, _wallet: &str, _from: u64, _to: u64) -> Result<Vec<Movement>, SendError> {
+        Err(SendError::Unsupported("no reconciliation read in this family".into()))
     }
 
     /// Can `owner` receive `token` on `chain` without the sender paying to
@@ -176,6 +216,12 @@ pub trait Driver: Send + Sync {
     /// What confirmed transaction `receipt` credited `recipient` in `token`,
     /// in base units; `None` where the family cannot tell.
     fn credited(&self, _receipt: &Receipt, _token: &str, _recipient: &str) -> Option<alloy_primitives::U256> {
+        None
+    }
+
+    /// What confirmed transaction `receipt` took from `sender` in `token`,
+    /// in base units; `None` where the family cannot tell.
+    fn debited(&self, _receipt: &Receipt, _token: &str, _sender: &str) -> Option<alloy_primitives::U256> {
         None
     }
 
@@ -228,35 +274,6 @@ pub trait Driver: Send + Sync {
     async fn upkeep(&self, seen: &mut Upkeep) -> anyhow::Result<()>;
 }
 
-/// What `Driver::landed` looks for, in 20-byte addresses (EVM and TRON
-/// alike): `amount` of `token` from `from` to `to`, moved under the
-/// authorization whose signature holds `evidence`, since `since_ms`.
-#[derive(Debug, Clone, Copy)]
-pub struct Sought<'a> {
-    pub token: alloy_primitives::Address,
-    pub from: alloy_primitives::Address,
-    pub to: alloy_primitives::Address,
-    pub amount: alloy_primitives::U256,
-    pub evidence: &'a [u8],
-    pub since_ms: i64,
-}
-
-impl<'a> Sought<'a> {
-    /// `parse` reads the family's address form.
-    pub fn new(
-        token: &str,
-        payment: &VerifiedPayment,
-        evidence: &'a [u8],
-        since_ms: i64,
-        parse: impl Fn(&str) -> Option<alloy_primitives::Address>,
-    ) -> Result<Sought<'a>, SendError> {
-        let address = |a: &str| parse(a).ok_or_else(|| SendError::Unsupported(format!("{a} is not an address of this chain")));
-        let amount =
-            alloy_primitives::U256::from_str_radix(&payment.amount, 10).map_err(|_| SendError::Unsupported("bad amount".into()))?;
-        Ok(Sought { token: address(token)?, from: address(&payment.payer)?, to: address(&payment.pay_to)?, amount, evidence, since_ms })
-    }
-}
-
 /// The exactly-once rule every driver keeps: a signed transaction's bytes
 /// are stored under its row (durable before the call returns) and only then
 /// handed to `broadcast`. A crash after the store is a re-send of the same
@@ -292,13 +309,6 @@ where
         .await
         .map_err(|e| SendError::Unavailable(format!("database: {e}")))?;
     broadcast().await
-}
-
-/// Does a transaction's `input` hold `evidence` (an authorization's
-/// signature words `r ‖ s`) anywhere? How `Driver::landed` tells a
-/// front-runner's use of an authorization from another payment.
-pub fn carries(input: &[u8], evidence: &[u8]) -> bool {
-    !evidence.is_empty() && input.windows(evidence.len()).any(|w| w == evidence)
 }
 
 /// The drivers of the families this build has, by family.

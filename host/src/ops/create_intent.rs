@@ -51,6 +51,9 @@ impl From<AdapterError> for CreateError {
     }
 }
 
+/// A testnet paired with a mainnet (either way round).
+pub const NETWORKS_DIFFER: &str = "payer_chain and target_chain must both be mainnets or both testnets";
+
 fn bad(m: impl Into<String>) -> CreateError {
     CreateError::Invalid(m.into())
 }
@@ -122,8 +125,15 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
 
     let chain = |name: String| crate::config::chain_named(&name).to_string();
     let payer_chain = given(&req.payer_chain).map(chain).ok_or_else(|| bad("payer_chain is required"))?;
-    check_chain(s, &payer_chain, Role::Payer)?;
     let target_chain = given(&req.target_chain).map(chain).unwrap_or_else(|| cfg.service.default_target_chain.clone());
+    // A testnet never pays a mainnet, nor the other way (before anything
+    // else is asked of either chain).
+    if let (Some(p), Some(t)) = (cfg.chains.get(&payer_chain), cfg.chains.get(&target_chain)) {
+        if p.kind() != t.kind() {
+            return Err(bad(NETWORKS_DIFFER));
+        }
+    }
+    check_chain(s, &payer_chain, Role::Payer)?;
     check_chain(s, &target_chain, Role::Target)?;
 
     let payer_asset = given(&req.payer_asset).unwrap_or_else(|| "usdc".into()).to_lowercase();

@@ -13,6 +13,7 @@ use crate::family::keys::Role;
 use crate::family::{Finality, Upkeep};
 use crate::intent::Status;
 use crate::payment::ReceiptStatus;
+use crate::store::books::Purpose;
 use crate::store::transition::intents as transition;
 use crate::store::{intents, settlement as repo};
 
@@ -29,6 +30,9 @@ impl Engine {
                 }
                 if let Err(e) = me.reconcile().await {
                     tracing::warn!(error = %format!("{e:#}"), "reconciliation failed");
+                }
+                if let Err(e) = super::books::reconcile(&me.deps).await {
+                    tracing::warn!(error = %format!("{e:#}"), "books reconciliation failed");
                 }
                 tokio::time::sleep(every).await;
             }
@@ -56,8 +60,10 @@ impl Engine {
             let proxy = driver.address(&Role::Proxy).await?;
             let Ok(units) = adapter.to_base_units(&i.receiving_amount).await? else { continue };
             let paid = super::transfer_of(&proxy, &i.merchant_recipient, &units);
+            let proof = i.target_settle_proof.clone().unwrap_or_default();
+            let claim = self.steps.claim(&i.target_chain, &adapter, &last.tx_hash, &receipt, &paid, &proof, Purpose::Payout, &id)?;
             if let ReceiptStatus::Settled(_) = self.steps.read_receipt(&adapter, paid, receipt).await? {
-                if transition::reconciled(db, &id, &last.tx_hash, now_ms()).await? {
+                if transition::reconciled(db, &id, &last.tx_hash, &claim, now_ms()).await? {
                     tracing::warn!(intent = %id, tx = %last.tx_hash, "a stored payout landed: PARTIAL_SETTLEMENT -> TARGET_SETTLED");
                 }
             }

@@ -10,6 +10,7 @@
 //! key; and each payout authorization's nonce is derived from the intent
 //! id, so the token itself refuses a second payout.
 
+pub mod books;
 pub mod keeper;
 mod source;
 pub mod steps;
@@ -297,19 +298,53 @@ impl Engine {
     }
 }
 
-/// The words of a proof's signature that any transaction using it carries
-/// in its input (`r ‖ s`: the first 64 bytes, whether the contract takes
-/// the signature as bytes or as v, r, s). Empty when the proof has none.
-pub fn signature_words(proof: &str) -> Vec<u8> {
-    let sig = serde_json::from_str::<serde_json::Value>(proof)
-        .ok()
-        .and_then(|v| v.pointer("/payload/signature").and_then(|s| s.as_str()).map(str::to_string))
-        .and_then(|s| alloy_primitives::hex::decode(s).ok())
-        .unwrap_or_default();
-    if sig.len() >= 64 {
-        sig[..64].to_vec()
-    } else {
-        vec![]
+/// What a proof's authorization leaves on chain when it is used, read
+/// from the x402 payload itself (`payload.authorization` of EIP-3009,
+/// `payload.permit2Authorization` of Permit2). A payload of any other
+/// shape (a payer's own signed transaction, a scheme the host cannot read)
+/// is `Own`: only the service's own transaction can be credited for it.
+/// The adapter verified the payload; this only says what its use proves.
+pub fn authorization(proof: &str) -> crate::payment::Authorization {
+    use crate::payment::{Authorization, Permit2Authorization};
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(proof) else { return Authorization::Own };
+    let text = |p: &str| v.pointer(p).and_then(|s| s.as_str()).map(str::to_string);
+    let number = |p: &str| match v.pointer(p) {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    if let (Some(from), Some(nonce)) = (text("/payload/authorization/from"), text("/payload/authorization/nonce")) {
+        let nonce = alloy_primitives::hex::decode(&nonce).ok().and_then(|n| <[u8; 32]>::try_from(n).ok());
+        return match nonce {
+            Some(nonce) => Authorization::Eip3009 { authorizer: from, nonce },
+            None => Authorization::Own,
+        };
+    }
+    let a = "/payload/permit2Authorization";
+    let fields = (
+        text(&format!("{a}/from")),
+        text(&format!("{a}/spender")),
+        text(&format!("{a}/permitted/token")),
+        number(&format!("{a}/permitted/amount")),
+        number(&format!("{a}/nonce")),
+        number(&format!("{a}/deadline")),
+        text(&format!("{a}/witness/to")),
+        number(&format!("{a}/witness/validAfter")),
+        text("/payload/signature").and_then(|s| alloy_primitives::hex::decode(s).ok()),
+    );
+    match fields {
+        (
+            Some(owner),
+            Some(spender),
+            Some(token),
+            Some(amount),
+            Some(nonce),
+            Some(deadline),
+            Some(to),
+            Some(valid_after),
+            Some(signature),
+        ) => Authorization::Permit2(Permit2Authorization { owner, spender, token, amount, nonce, deadline, to, valid_after, signature }),
+        _ => Authorization::Own,
     }
 }
 

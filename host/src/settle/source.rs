@@ -14,7 +14,8 @@ use crate::clock::now_ms;
 use crate::failure::{Failure, Reason};
 use crate::family::keys::Role;
 use crate::intent::{Intent, Status};
-use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus, Transfer, VerifiedPayment};
+use crate::payment::{Movement, PaymentRequirements, ProofError, ReceiptStatus, Transfer, VerifiedPayment};
+use crate::store::books::{Credit, Purpose};
 use crate::store::transition::intents as transition;
 use crate::store::{intents, settlement as repo};
 
@@ -171,8 +172,10 @@ impl Engine {
         match self.steps.run_steps(&i.id, "source", &i.payer_chain, &Role::Relayer, &steps, stored, true).await {
             Ok((hash, receipt)) => {
                 let payer = i.payer.clone().unwrap_or_default();
+                let claim =
+                    self.steps.claim(&i.payer_chain, &adapter, &hash, &receipt, &expected(&payer, &req), &proof, Purpose::Source, &i.id)?;
                 match self.steps.read_receipt(&adapter, expected(&payer, &req), receipt).await? {
-                    ReceiptStatus::Settled(_) => self.source_landed_by(&i, hash).await,
+                    ReceiptStatus::Settled(_) => self.source_landed_by(&i, hash, claim).await,
                     ReceiptStatus::Failed(m) => {
                         tracing::info!(intent = %i.id, detail = %m, "source transaction mined without the transfer");
                         // Its call failed alone inside a batch whose others
@@ -190,8 +193,8 @@ impl Engine {
             Err(StepError::WouldRevert(m)) => {
                 // Nothing went out from here. Someone else may have landed the
                 // authorization; if not, let the adapter say why, if it can.
-                if let Some(tx) = self.moved_elsewhere(&i, &adapter, &req, &proof).await? {
-                    return self.source_landed_by(&i, tx).await;
+                if let Some((tx, movements)) = self.moved_elsewhere(&i, &adapter, &req, &proof).await? {
+                    return self.source_landed_by(&i, tx, self.foreign(&i, movements)).await;
                 }
                 if let Some(payment) = fresh.as_ref().filter(|_| one_call) {
                     if let Some(next) = self.preflight(&i, &adapter, payment).await? {
@@ -201,7 +204,9 @@ impl Engine {
                 tracing::info!(intent = %i.id, detail = %m, "source settlement would revert");
                 let why = Reason {
                     code: Failure::SourceReverted,
-                    message: "source settlement failed: the transaction would revert; no funds moved".into(),
+                    message: "source settlement failed: the transaction would revert and the payer's authorization was not used on chain; \
+                              nothing was credited"
+                        .into(),
                 };
                 self.source_not_landed(&i, &adapter, &req, &proof, why).await
             }
@@ -220,20 +225,32 @@ impl Engine {
         adapter: &Arc<AssetAdapter>,
         req: &PaymentRequirements,
         proof: &str,
-    ) -> anyhow::Result<Option<String>> {
+    ) -> anyhow::Result<Option<(String, Vec<Movement>)>> {
         let Some(payer) = &i.payer else { return Ok(None) };
         // The authorization was signed for this intent's requirements, so it
         // cannot have been used before the intent existed.
         self.steps.moved_anyway(&i.payer_chain, adapter, expected(payer, req), proof, i.created_at).await
     }
 
+    /// The books claim of a source leg settled by someone else's
+    /// transaction: its movements, its fee not the relayer's.
+    fn foreign(&self, i: &Intent, movements: Vec<Movement>) -> Credit {
+        Credit { chain: i.payer_chain.clone(), purpose: Purpose::Source, owner: i.id.clone(), candidates: movements, relayer_paid: false }
+    }
+
     /// The source leg is settled by `tx` (the service's, or one that landed
-    /// the payer's authorization first). The payout goes back in line behind
-    /// source legs already waiting: those hold payer authorizations that
-    /// expire, a payout has no deadline.
-    async fn source_landed_by(&self, i: &Intent, tx: String) -> anyhow::Result<Next> {
-        let settled = transition::LegSettled { id: i.id.clone(), leg: transition::Leg::Source, tx_hash: tx };
-        self.settled.write(&self.deps.db, settled).await?;
+    /// the payer's authorization first), credited its movement in the books
+    /// with its status change. The payout goes back in line behind source
+    /// legs already waiting: those hold payer authorizations that expire, a
+    /// payout has no deadline. A movement the books give to another payment
+    /// credits nothing: the intent fails, saying so.
+    async fn source_landed_by(&self, i: &Intent, tx: String, credit: Credit) -> anyhow::Result<Next> {
+        let settled = transition::LegSettled { id: i.id.clone(), leg: transition::Leg::Source, tx_hash: tx.clone(), credit };
+        if !self.settled.write(&self.deps.db, settled).await? {
+            tracing::warn!(intent = %i.id, tx = %tx, "the transfer is credited to another payment in the books; nothing credited");
+            crate::telemetry::books_refused(&i.payer_chain, "source");
+            return self.fail(i, Status::VerificationFailed, Failure::CreditedElsewhere.into()).await;
+        }
         crate::telemetry::settlement_leg(&i.payer_chain, "source", "settled", Some(super::elapsed_since(i.updated_at)));
         Ok(Next::Recorded)
     }
@@ -251,7 +268,7 @@ impl Engine {
         why: Reason,
     ) -> anyhow::Result<Next> {
         match self.moved_elsewhere(i, adapter, req, proof).await {
-            Ok(Some(tx)) => self.source_landed_by(i, tx).await,
+            Ok(Some((tx, movements))) => self.source_landed_by(i, tx, self.foreign(i, movements)).await,
             Ok(None) => self.fail(i, Status::VerificationFailed, why).await,
             Err(e) => Ok(self.later_unavailable(i, &format!("{e:#}"))),
         }

@@ -5,13 +5,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{signature_words, Deps, StepError};
+use super::{Deps, StepError};
 use crate::adapter::{AdapterFailure, Answer, AssetAdapter};
 use crate::clock::now_ms;
 use crate::failure::Failure;
 use crate::family::keys::Role;
 use crate::family::{Driver, Finality, Receipt, Resent, Submit};
-use crate::payment::{AdapterError, PaymentRequirements, ReceiptStatus, SettleStep, Transfer, VerifiedPayment};
+use crate::payment::{AdapterError, Authorization, Movement, PaymentRequirements, ReceiptStatus, SettleStep, Transfer, VerifiedPayment};
+use crate::store::books::{Credit, Purpose};
 use crate::store::settlement::{self as repo, TxRow};
 
 /// Runs settle steps for whichever worker holds them: the intents engine
@@ -64,9 +65,10 @@ impl Steps {
     /// A payment the service could not land (its call would revert, or
     /// reverted, or its authorization is refused as used or expired): did
     /// the money move anyway, under the same authorization, by someone
-    /// else's transaction? The final transaction that moved it, by the
-    /// chain's record and the adapter's reading of its receipt. `Err` when
-    /// the chain cannot say now: then nothing is concluded.
+    /// else's transaction? The final transaction that used it, by the
+    /// chain's proof of the authorization's own use (`Driver::landed`) and
+    /// the adapter's reading of its receipt, with the movements it may
+    /// credit. `Err` when the chain cannot say now: then nothing is concluded.
     pub(crate) async fn moved_anyway(
         &self,
         chain: &str,
@@ -74,20 +76,36 @@ impl Steps {
         payment: VerifiedPayment,
         proof: &str,
         since_ms: i64,
-    ) -> anyhow::Result<Option<String>> {
+    ) -> anyhow::Result<Option<(String, Vec<Movement>)>> {
         let driver = self.driver(chain)?;
-        let evidence = signature_words(proof);
-        if evidence.is_empty() {
+        let auth = super::authorization(proof);
+        if auth == Authorization::Own {
             return Ok(None);
         }
-        let found = driver.landed(chain, &adapter.ctx.token, &payment, &evidence, since_ms).await?;
+        let asset = self
+            .deps
+            .config
+            .chains
+            .get(chain)
+            .and_then(|c| c.assets.get(&adapter.ctx.asset))
+            .ok_or_else(|| anyhow::anyhow!("{chain}/{} is not configured", adapter.ctx.asset))?;
+        let found = driver.landed(chain, asset, &payment, &auth, since_ms).await?;
         let confirmations = self.deps.config.chains.get(chain).map_or(1, |c| c.confirmations.max(1));
         for tx in found {
             match driver.finality(chain, &tx, confirmations).await? {
                 crate::family::Finality::Confirmed(receipt) => {
+                    let family = driver.family();
+                    let movements: Vec<Movement> = driver
+                        .movements(&tx, &receipt, &adapter.ctx.token, &payment, &auth)
+                        .into_iter()
+                        .map(|m| super::books::canonical(family, m))
+                        .collect();
+                    if movements.is_empty() {
+                        continue;
+                    }
                     if let ReceiptStatus::Settled(_) = self.read_receipt(adapter, payment.clone(), receipt).await? {
                         tracing::warn!(chain, tx = %tx, payer = %payment.payer, "the authorization was landed by another sender; the money moved");
-                        return Ok(Some(tx));
+                        return Ok(Some((tx, movements)));
                     }
                 }
                 // Mined but not final yet: come back when it is.
@@ -96,6 +114,31 @@ impl Steps {
             }
         }
         Ok(None)
+    }
+
+    /// The books claim of `payment`, made under `proof`, on the confirmed
+    /// transaction `tx` (`receipt`): the movements it may credit, in order.
+    /// `own`: the service's relayer sent it (its fee is the payment's cost).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn claim(
+        &self,
+        chain: &str,
+        adapter: &AssetAdapter,
+        tx: &str,
+        receipt: &Receipt,
+        payment: &VerifiedPayment,
+        proof: &str,
+        purpose: Purpose,
+        owner: &str,
+    ) -> anyhow::Result<Credit> {
+        let driver = self.driver(chain)?;
+        let family = driver.family();
+        let candidates = driver
+            .movements(tx, receipt, &adapter.ctx.token, payment, &super::authorization(proof))
+            .into_iter()
+            .map(|m| super::books::canonical(family, m))
+            .collect();
+        Ok(Credit { chain: chain.to_string(), purpose, owner: owner.to_string(), candidates, relayer_paid: true })
     }
 
     /// Get every step on chain, in order: re-send what was stored, sign and

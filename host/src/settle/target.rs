@@ -16,6 +16,7 @@ use crate::failure::{Failure, Reason};
 use crate::family::keys::Role;
 use crate::intent::{Intent, Status};
 use crate::payment::{ProofError, ReceiptStatus, Terms, Transfer};
+use crate::store::books::Purpose;
 use crate::store::settlement as repo;
 use crate::store::transition::intents as transition;
 
@@ -106,22 +107,40 @@ impl Engine {
             Err(_) => vec![],
         };
         match self.steps.run_steps(&i.id, "target", &i.target_chain, &Role::Relayer, &steps, stored, true).await {
-            Ok((hash, receipt)) => match self.steps.read_receipt(&adapter, expected(&proxy, &req), receipt).await? {
-                ReceiptStatus::Settled(_) => {
-                    tracing::info!(intent = %i.id, tx = %hash, "payment settled");
-                    self.settled
-                        .write(db, transition::LegSettled { id: i.id.clone(), leg: transition::Leg::Target, tx_hash: hash })
-                        .await?;
-                    crate::telemetry::settlement_leg(&i.target_chain, "target", "settled", i.source_settled_at.map(elapsed_since));
-                    Ok(Next::Recorded)
+            Ok((hash, receipt)) => {
+                let claim = self.steps.claim(
+                    &i.target_chain,
+                    &adapter,
+                    &hash,
+                    &receipt,
+                    &expected(&proxy, &req),
+                    &proof,
+                    Purpose::Payout,
+                    &i.id,
+                )?;
+                match self.steps.read_receipt(&adapter, expected(&proxy, &req), receipt).await? {
+                    ReceiptStatus::Settled(_) => {
+                        let settled =
+                            transition::LegSettled { id: i.id.clone(), leg: transition::Leg::Target, tx_hash: hash.clone(), credit: claim };
+                        if !self.settled.write(db, settled).await? {
+                            // The payout's own authorization made no movement the
+                            // books can give it: never expected; an operator looks.
+                            tracing::error!(intent = %i.id, tx = %hash, "the payout's transfer is not in the books for this intent; waiting");
+                            crate::telemetry::books_refused(&i.target_chain, "payout");
+                            return Ok(Next::Later(Duration::from_secs(30), false));
+                        }
+                        tracing::info!(intent = %i.id, tx = %hash, "payment settled");
+                        crate::telemetry::settlement_leg(&i.target_chain, "target", "settled", i.source_settled_at.map(elapsed_since));
+                        Ok(Next::Recorded)
+                    }
+                    ReceiptStatus::Failed(m) => {
+                        // A call that failed alone inside a batch goes out again.
+                        self.steps.failed_call_retryable(&i.id, "target", &i.target_chain, &hash, &adapter, &req, &proof).await?;
+                        self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await
+                    }
+                    ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
                 }
-                ReceiptStatus::Failed(m) => {
-                    // A call that failed alone inside a batch goes out again.
-                    self.steps.failed_call_retryable(&i.id, "target", &i.target_chain, &hash, &adapter, &req, &proof).await?;
-                    self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await
-                }
-                ReceiptStatus::Pending => Ok(Next::Later(Duration::from_secs(1), false)),
-            },
+            }
             // Out and unconfirmed: the intent stays TARGET_SETTLING.
             Err(StepError::Pending(m)) => {
                 tracing::info!(intent = %i.id, detail = %m, "payout sent; waiting for its receipt");

@@ -5,6 +5,7 @@
 mod error;
 
 pub mod agents;
+pub mod books;
 pub mod dashboard;
 pub mod facilitator;
 pub mod group;

@@ -88,10 +88,7 @@ pub async fn approval(swaps: &Swaps, q: &ApprovalQuery) -> Result<ApprovalRespon
     if from.chain_id.is_none() {
         return Err(SwapError::UnsupportedChain(chain_name.to_string()));
     }
-    let to = match given(&q.to_chain) {
-        Some(t) => swaps.chain(t)?,
-        None => from.clone(),
-    };
+    let (_, to) = swaps.pair(chain_name, given(&q.to_chain))?;
     let token_in = token(&from, token_in, "token")?;
     let token_out = token(&to, token_out, "token_out")?;
     let user = account(&from, wallet(given(&q.user_address)), "user_address")?.ok_or(SwapError::ParamRequired("user_address"))?;

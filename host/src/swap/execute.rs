@@ -50,7 +50,7 @@ pub async fn execute(
         let tron_chain = if source.family == Family::Tron { &r.chain } else { &r.to_chain };
         swaps.chain(tron_chain).map_err(|_| SwapError::TronNotConfigured)?;
     }
-    let (from, to) = (swaps.chain(&r.chain)?, swaps.chain(&r.to_chain)?);
+    let (from, to) = swaps.pair(&r.chain, Some(&r.to_chain))?;
     if !from.family.facts().is_address(&r.from_token) {
         return Err(SwapError::Invalid("from_token"));
     }

@@ -58,6 +58,9 @@ pub enum SwapError {
     Slippage,
     #[error("unsupported chain for swaps: {0}")]
     UnsupportedChain(String),
+    /// A route between a testnet and a mainnet.
+    #[error("chain and to_chain must both be mainnets or both testnets")]
+    NetworksDiffer,
     #[error("invalid {0}")]
     Invalid(&'static str),
     #[error("no swap route found")]
@@ -70,9 +73,10 @@ pub enum SwapError {
     NotFound,
     #[error("from_amount must be greater than 0")]
     PositiveAmount,
-    /// The same source transaction was registered before with other details.
-    #[error("this transaction is already registered with other details")]
-    AlreadyRegistered,
+    /// The chain (or the provider) shows the transaction doing other than
+    /// the registration says.
+    #[error("the transaction does not match the registration")]
+    RegistrationMismatch,
     /// `payer_address` is not the account that sent the transaction.
     #[error("payer_address did not send this transaction")]
     NotTheSender,
@@ -107,6 +111,13 @@ pub enum SwapError {
     /// went back to the wallet.
     #[error("swap failed; the input was refunded")]
     Refunded,
+    /// A sponsored swap reverted on chain: the input went back less the
+    /// fee, which paid the gas the relayer spent on it.
+    #[error("swap reverted; the input was refunded less the sponsored gas fee")]
+    RefundedLessFee,
+    /// A sponsored swap asked less slippage than the service's floor.
+    #[error("slippage_bps is below the minimum for sponsored swaps")]
+    SlippageBelowFloor,
     /// The provider failed or timed out (detail logged, never shown).
     #[error("swap service temporarily unavailable")]
     Unavailable(String),
@@ -167,6 +178,19 @@ impl Swaps {
             Family::Tron => return Err(unsupported()),
         };
         Ok(SwapChain { name: name.to_string(), family: c.family, lifi_id, chain_id: (c.family == Family::Evm).then_some(lifi_id) })
+    }
+
+    /// A route's two chains (`to` absent: the same chain), both offered and
+    /// both mainnets or both testnets.
+    pub fn pair(&self, from: &str, to: Option<&str>) -> Result<(SwapChain, SwapChain), SwapError> {
+        let first = self.chain(from)?;
+        let Some(to) = to else { return Ok((first.clone(), first)) };
+        let second = self.chain(to)?;
+        let kind = |name: &str| self.config.chains.get(name).map(|c| c.kind());
+        if kind(from) != kind(to) {
+            return Err(SwapError::NetworksDiffer);
+        }
+        Ok((first, second))
     }
 
     /// The chain's transport, for on-chain reads.

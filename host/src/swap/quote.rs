@@ -196,11 +196,7 @@ pub async fn quote(swaps: &Swaps, q: &QuoteQuery, now_s: i64) -> Result<QuoteRes
         (None, None, None) => return Err(SwapError::AmountRequired),
     };
     let slippage_bps = slippage(given(&q.slippage_bps))?;
-    let from = swaps.chain(chain_name)?;
-    let to = match given(&q.to_chain) {
-        Some(t) => swaps.chain(t)?,
-        None => from.clone(),
-    };
+    let (from, to) = swaps.pair(chain_name, given(&q.to_chain))?;
     let input = token(&from, input, "input_token")?;
     let output = token(&to, output, "output_token")?;
     let sponsored = match given(&q.sponsored) {
@@ -208,6 +204,9 @@ pub async fn quote(swaps: &Swaps, q: &QuoteQuery, now_s: i64) -> Result<QuoteRes
         Some("true") => {
             let Amount::From(gross) = wanted else { return Err(SwapError::NotSponsorable) };
             let plan = super::sponsored::sponsorable(swaps, &from, &input, &to.name)?.ok_or(SwapError::NotSponsorable)?;
+            if slippage_bps < swaps.config.swap.sponsored_min_slippage_bps {
+                return Err(SwapError::SlippageBelowFloor);
+            }
             let fee = u64::try_from(plan.fee).map_err(|_| SwapError::NotSponsorable)?;
             Some((gross, fee, gross.checked_sub(fee).filter(|n| *n > 0).ok_or(SwapError::BelowSponsoredFee)?))
         }

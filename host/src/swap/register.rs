@@ -81,7 +81,7 @@ pub fn parse(swaps: &Swaps, body: &Value, now: i64) -> Result<SwapIntent, SwapEr
         }
     }
     let [hash, from_chain, to_chain, from_token, to_token, payer, recipient, sent] = <[String; 8]>::try_from(f).expect("eight fields");
-    let (from, to) = (swaps.chain(&from_chain)?, swaps.chain(&to_chain)?);
+    let (from, to) = swaps.pair(&from_chain, Some(&to_chain))?;
     for (ok, name) in [
         (from.family.facts().is_tx_id(&hash), "source_tx_hash"),
         (from.family.facts().is_address(&from_token), "from_token"),
@@ -118,19 +118,77 @@ pub fn parse(swaps: &Swaps, body: &Value, now: i64) -> Result<SwapIntent, SwapEr
     Ok(new)
 }
 
-/// Store a parsed registration, or find the same one stored before.
-pub async fn store(db: &Db, new: &SwapIntent) -> Result<SwapIntent, SwapError> {
-    let stored = crate::store::transition::swaps::register(db, new).await?;
-    // Addresses as written may differ in case (EVM checksums).
-    let eq = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
-    let same = stored.to_chain == new.to_chain
-        && eq(&stored.from_token, &new.from_token)
-        && eq(&stored.to_token, &new.to_token)
-        && eq(&stored.payer_address, &new.payer_address)
-        && eq(&stored.recipient_address, &new.recipient_address)
-        && stored.sending_token_amount == new.sending_token_amount;
-    if !same {
-        return Err(SwapError::AlreadyRegistered);
+/// A digest of what a registration says (lower case where the family's
+/// addresses compare without case): the same details are the same intent.
+fn details(i: &SwapIntent, family: crate::config::Family) -> String {
+    use sha2::Digest;
+    let f = family.facts();
+    let text = [
+        &i.to_chain,
+        &f.canonical(&i.from_token),
+        &i.to_token.to_ascii_lowercase(),
+        &f.canonical(&i.payer_address),
+        &i.recipient_address.to_ascii_lowercase(),
+        &i.sending_token_amount,
+    ]
+    .map(|s| s.as_str())
+    .join("|");
+    hex::encode(sha2::Sha256::digest(text.as_bytes()))
+}
+
+/// What the source chain shows of a registered transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// Not on chain yet (or not readable): the tracker checks it later.
+    NotYet,
+    /// On chain and as registered, as far as the family can read it.
+    Matches,
+}
+
+/// Check a registration against its source chain: the transaction's
+/// sender must be the payer named, and once it is mined, the payer must
+/// have sent the amount of the input token and (same chain) the recipient
+/// received the output token. A registration that says otherwise is
+/// refused and stored nowhere, so it blocks nobody's.
+pub async fn check_on_chain(drivers: &crate::family::Drivers, config: &crate::config::Config, i: &SwapIntent) -> Result<Seen, SwapError> {
+    let Some(driver) = drivers.for_chain(&i.from_chain) else { return Ok(Seen::NotYet) };
+    let sender = driver.sender_of(&i.from_chain, &i.source_tx_hash).await.unwrap_or_else(|e| {
+        tracing::warn!(chain = %i.from_chain, error = %e, "swap registration: could not look the transaction up");
+        None
+    });
+    let Some(sender) = sender else { return Ok(Seen::NotYet) };
+    if !driver.family().facts().same_address(&sender, &i.payer_address) {
+        return Err(SwapError::NotTheSender);
     }
-    Ok(stored)
+    let confirmations = config.chains.get(&i.from_chain).map_or(1, |c| c.confirmations.max(1));
+    match driver.finality(&i.from_chain, &i.source_tx_hash, confirmations).await {
+        Ok(crate::family::Finality::Confirmed(receipt)) => match mismatch(driver.as_ref(), &receipt, i) {
+            true => Err(SwapError::RegistrationMismatch),
+            false => Ok(Seen::Matches),
+        },
+        _ => Ok(Seen::NotYet),
+    }
+}
+
+/// Does a confirmed source receipt contradict the registration? Only
+/// what the family can read is judged (an EVM token's Transfer logs).
+pub fn mismatch(driver: &dyn crate::family::Driver, receipt: &crate::family::Receipt, i: &SwapIntent) -> bool {
+    if let Some(sent) = driver.debited(receipt, &i.from_token, &i.payer_address) {
+        if sent.to_string() != i.sending_token_amount {
+            return true;
+        }
+    }
+    if i.from_chain == i.to_chain {
+        if let Some(received) = driver.credited(receipt, &i.to_token, &i.recipient_address) {
+            if received.is_zero() {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Store a parsed, checked registration, or find the same one stored before.
+pub async fn store(db: &Db, new: &SwapIntent, family: crate::config::Family) -> Result<SwapIntent, SwapError> {
+    Ok(crate::store::transition::swaps::register(db, new, &details(new, family)).await?)
 }

@@ -50,6 +50,9 @@ use crate::store::transition::sponsored_swaps as phase;
 /// under `execute::LEG`, as on the unsponsored path).
 const PULL_LEG: &str = "swap-pull";
 const REFUND_LEG: &str = "swap-refund";
+/// A run's code when its swap was mined and reverted (the refund keeps
+/// the fee); a swap refused before it was sent is `swap_reverted`.
+const REVERTED_ON_CHAIN: &str = "swap_reverted_on_chain";
 /// How long the pull's authorization is valid.
 const PULL_VALIDITY_SECS: u64 = 600;
 /// How long a pulled input waits for the provider to answer again before
@@ -141,6 +144,9 @@ pub fn sponsorable(swaps: &Swaps, from: &SwapChain, from_token: &str, to_chain: 
 pub async fn plan(swaps: &Swaps, r: &Request, from: &SwapChain, me: &str) -> Result<Option<Plan>, SwapError> {
     let Some(plan) = sponsorable(swaps, from, &r.from_token, &r.to_chain)? else { return Ok(None) };
     let cfg = &swaps.config;
+    if r.slippage_bps < cfg.swap.sponsored_min_slippage_bps {
+        return Err(SwapError::SlippageBelowFloor);
+    }
     if cfg.swap.sponsored == Sponsored::Auto {
         let client = swaps.client(&from.name)?;
         let read = |v: serde_json::Value| v.as_str().and_then(|h| U256::from_str_radix(h.trim_start_matches("0x"), 16).ok());
@@ -221,7 +227,7 @@ impl Sponsor<'_> {
             let outcome = match run {
                 // Refunded and refused are ends too.
                 Ok(Some(run)) => match self.drive(run, &holder, None).await {
-                    Ok(_) | Err(SwapError::Refunded) | Err(SwapError::Refused(_)) => Ok(()),
+                    Ok(_) | Err(SwapError::Refunded) | Err(SwapError::RefundedLessFee) | Err(SwapError::Refused(_)) => Ok(()),
                     Err(e) => Err(e),
                 },
                 Ok(None) => continue,
@@ -438,7 +444,7 @@ impl Sponsor<'_> {
         let payment = crate::settle::expected(&payer, req);
         let moved = self.steps.moved_anyway(&run.chain, adapter, payment, &run.proof, run.created_at - 60_000).await;
         match moved {
-            Ok(Some(tx)) => {
+            Ok(Some((tx, _))) => {
                 tracing::warn!(run = %run.run, %tx, "sponsored swap: the pull was landed by another sender");
                 self.advance(run, holder, Phase::Pulling, Phase::Swapping, None, None, None).await
             }
@@ -509,14 +515,17 @@ impl Sponsor<'_> {
                 tracing::info!(run = %run.run, tx = %hash, "sponsored swap landed");
                 self.advance(run, holder, Phase::Swapping, Phase::Done, Some(&hash), None, None).await
             }
+            // Mined and reverted: the relayer paid for the pull, the
+            // approval, the swap and now the refund, so the fee stays.
             false => {
-                tracing::warn!(run = %run.run, tx = %hash, "sponsored swap reverted; refunding");
-                self.refund(run, holder, "swap_reverted").await
+                tracing::warn!(run = %run.run, tx = %hash, "sponsored swap reverted on chain; refunding less the fee");
+                self.refund(run, holder, REVERTED_ON_CHAIN).await
             }
         }
     }
 
-    /// Send the whole input back to the agent's wallet.
+    /// Send the input back to the agent's wallet: whole, unless the swap
+    /// reverted on chain (`REVERTED_ON_CHAIN`), which keeps the fee.
     async fn refund(&self, run: Run, holder: &str, code: &str) -> Result<Run, SwapError> {
         let driver = self.driver(&run.chain)?;
         let hash = match repo::get_tx(self.db, &run.run, REFUND_LEG, 0).await? {
@@ -524,7 +533,11 @@ impl Sponsor<'_> {
             None => {
                 let to: Address = self.agent_address(&run).await?.parse().map_err(|_| SwapError::WalletNotReady)?;
                 let token = run.from_token.clone();
-                let data = alloy_sol_types::SolCall::abi_encode(&transferCall { to, amount: parse_units(&run.from_amount)? });
+                let kept = if code == REVERTED_ON_CHAIN { parse_units(&run.fee)? } else { U256::ZERO };
+                let back = parse_units(&run.from_amount)?
+                    .checked_sub(kept)
+                    .ok_or_else(|| SwapError::Internal(format!("{}: fee above input", run.run)))?;
+                let data = alloy_sol_types::SolCall::abi_encode(&transferCall { to, amount: back });
                 let refund = Submission::EvmCall(EvmCall { to: token, data, value: "0".into(), gas_limit: None });
                 let row = TxRow { intent_id: run.run.clone(), leg: REFUND_LEG.into(), step: 0, label: "refund".into() };
                 driver
@@ -659,6 +672,7 @@ fn answer(run: &Run) -> Result<Executed, SwapError> {
             estimated_output: run.estimated_output.clone().unwrap_or_default(),
             sponsored_fee: Some(run.fee.clone()),
         }),
+        Phase::Refunded if run.error_code.as_deref() == Some(REVERTED_ON_CHAIN) => Err(SwapError::RefundedLessFee),
         Phase::Refunded => Err(SwapError::Refunded),
         Phase::Refused => Err(SwapError::Refused(format!("sponsored swap {}: the pull could not land", run.run))),
         Phase::Pulling | Phase::Swapping => Err(SwapError::Unavailable(format!("sponsored swap {} unfinished", run.run))),

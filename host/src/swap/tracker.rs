@@ -76,6 +76,10 @@ async fn follow(deps: &Deps, lifi: &Lifi, holder: &str, i: &SwapIntent) -> Resul
         Finality::Pending => return Ok(repo::later(&deps.db, &i.id, holder, Some("WAIT_SOURCE_CONFIRMATIONS"), next, now).await?),
         Finality::Confirmed(r) => r,
     };
+    // A registration the chain contradicts (a squatter's, a typo) ends here.
+    if super::register::mismatch(driver.as_ref(), &receipt, i) {
+        return done(deps, i, holder, now, Outcome::ended("FAILED", "registration_mismatch")).await;
+    }
     if i.from_chain == i.to_chain {
         let received = driver.credited(&receipt, &i.to_token, &i.recipient_address).map(|a| a.to_string());
         return done(
@@ -100,6 +104,9 @@ async fn follow(deps: &Deps, lifi: &Lifi, holder: &str, i: &SwapIntent) -> Resul
         Status::Known(v) => {
             let s = |p: &str| v.pointer(p).and_then(Value::as_str);
             match s("/status") {
+                Some("DONE") if provider_mismatch(&v, i, ids(&i.to_chain)) => {
+                    done(deps, i, holder, now, Outcome::ended("FAILED", "registration_mismatch")).await
+                }
                 Some("DONE") => {
                     done(
                         deps,
@@ -143,4 +150,15 @@ async fn done(deps: &Deps, i: &SwapIntent, holder: &str, now: i64, o: Outcome<'_
         tracing::info!(intent = %i.id, "swap intent changed under the tracker; left as it is");
     }
     Ok(())
+}
+
+/// Does the provider's record of a cross-chain swap name another
+/// destination (chain, token or recipient) than the registration? Only
+/// what it names is compared.
+fn provider_mismatch(v: &Value, i: &SwapIntent, to_chain_id: Option<u64>) -> bool {
+    let differs = |p: &str, want: &str| v.pointer(p).and_then(Value::as_str).is_some_and(|got| !got.eq_ignore_ascii_case(want));
+    let chain = v.pointer("/receiving/chainId").and_then(Value::as_u64);
+    differs("/receiving/token/address", &i.to_token)
+        || differs("/toAddress", &i.recipient_address)
+        || matches!((chain, to_chain_id), (Some(got), Some(want)) if got != want)
 }

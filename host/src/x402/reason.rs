@@ -71,6 +71,8 @@ pub enum Reason {
     UndeployedSmartWallet,
     /// An ERC-6492 payer whose factory is not on the chain's allowlist.
     FactoryNotAllowed,
+    /// The payer's contract needs more gas to check than the chain allows.
+    GasCapExceeded,
 }
 
 impl Reason {
@@ -93,6 +95,7 @@ impl Reason {
             ChainUnavailable,
             UndeployedSmartWallet,
             FactoryNotAllowed,
+            GasCapExceeded,
         ];
         for family in crate::family::ALL {
             all.extend(Fault::ALL.into_iter().map(|f| Payload(family, f)));
@@ -118,6 +121,7 @@ impl Reason {
             Reason::ChainUnavailable => "unexpected_settle_error",
             Reason::UndeployedSmartWallet => "invalid_exact_evm_payload_undeployed_smart_wallet",
             Reason::FactoryNotAllowed => "eip6492_factory_not_allowed",
+            Reason::GasCapExceeded => "payer_gas_cap_exceeded",
         }
     }
 
@@ -142,7 +146,7 @@ impl Reason {
             }
             Reason::InsufficientFunds => "the payer's balance does not cover the amount",
             Reason::AllowanceRequired => "the payer has not approved Permit2 for this token",
-            Reason::TransactionState => "the settlement transaction was refused by the chain; no funds moved",
+            Reason::TransactionState => "the settlement transaction was refused by the chain, or its transfer is credited to another payment; the authorization moved nothing for this one",
             Reason::DuplicateSettlement => "this payment was already settled",
             Reason::PaymentIdentifierConflict => "this payment identifier was used with another payload",
             Reason::NotAllowed => "this payment is not allowed without a facilitator key",
@@ -150,6 +154,7 @@ impl Reason {
             Reason::ChainUnavailable => "the chain could not be reached; nothing was settled, try again",
             Reason::UndeployedSmartWallet => "the payer is a smart wallet that is not deployed yet; this scheme cannot deploy it",
             Reason::FactoryNotAllowed => "the payer's smart wallet would be deployed by a factory this facilitator does not allow",
+            Reason::GasCapExceeded => "the paying contract needs more gas to check than this facilitator allows on this chain",
         }
     }
 
@@ -174,6 +179,7 @@ impl Reason {
             ProofError::ChainUnavailable(_) => Reason::ChainUnavailable,
             ProofError::UndeployedSmartWallet(_) => Reason::UndeployedSmartWallet,
             ProofError::FactoryNotAllowed(_) => Reason::FactoryNotAllowed,
+            ProofError::GasCapExceeded => Reason::GasCapExceeded,
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::clock::now_ms;
 use crate::family::keys::Role;
 use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus};
 use crate::settle::{checked_on_send, elapsed_since, expected, Deps, StepError, Steps};
+use crate::store::books::{Credit, Purpose};
 use crate::store::facilitator::{self as ledger, Settlement, SettlementStatus};
 use crate::store::settlement as repo;
 use crate::x402::reason::Reason;
@@ -170,12 +171,24 @@ impl Worker {
     }
 
     async fn finish(&self, rec: &Settlement, to: SettlementStatus, tx: Option<&str>, why: Option<Reason>) -> anyhow::Result<Pass> {
-        self.end(rec, to, tx, why, false).await
+        self.end(rec, to, tx, why, false, None).await
+    }
+
+    /// Settled by `tx`, credited its movement in the books as it is
+    /// recorded; failed instead when the books give it to another payment.
+    async fn settled(&self, rec: &Settlement, tx: &str, credit: Credit) -> anyhow::Result<Pass> {
+        self.end(rec, SettlementStatus::Settled, Some(tx), None, false, Some(credit)).await
+    }
+
+    /// The books claim of a settlement settled by someone else's
+    /// transaction: its movements, its fee not the relayer's.
+    fn foreign(&self, rec: &Settlement, movements: Vec<crate::payment::Movement>) -> Credit {
+        Credit { chain: rec.chain.clone(), purpose: Purpose::X402, owner: rec.id.clone(), candidates: movements, relayer_paid: false }
     }
 
     /// Failed with nothing sent for it: the authorization is free again.
     async fn refuse(&self, rec: &Settlement, why: Reason) -> anyhow::Result<Pass> {
-        self.end(rec, SettlementStatus::Failed, None, Some(why), true).await
+        self.end(rec, SettlementStatus::Failed, None, Some(why), true, None).await
     }
 
     async fn end(
@@ -185,12 +198,19 @@ impl Worker {
         tx: Option<&str>,
         why: Option<Reason>,
         refused: bool,
+        credit: Option<Credit>,
     ) -> anyhow::Result<Pass> {
-        tracing::info!(settlement = %rec.id, status = to.as_str(), tx = ?tx, reason = ?why.map(Reason::code), "facilitator settlement ended");
         let outcome =
             ledger::Outcome { status: to, tx_hash: tx.map(str::to_string), error_reason: why.map(|r| r.code().to_string()), refused };
-        self.finishes.write(&self.deps.db, crate::store::transition::settlements::Finish { id: rec.id.clone(), outcome }).await?;
+        let finish = crate::store::transition::settlements::Finish { id: rec.id.clone(), outcome, credit };
+        let written = self.finishes.write(&self.deps.db, finish).await?;
         self.done.finish(&rec.id);
+        if written == Some(false) {
+            tracing::warn!(settlement = %rec.id, tx = ?tx, "the transfer is credited to another payment in the books; settlement failed");
+            crate::telemetry::books_refused(&rec.chain, "x402");
+            return Ok(Pass::Done(Ended { status: SettlementStatus::Failed, tx_hash: None, reason: Some(Reason::TransactionState) }));
+        }
+        tracing::info!(settlement = %rec.id, status = to.as_str(), tx = ?tx, reason = ?why.map(Reason::code), "facilitator settlement ended");
         Ok(Pass::Done(Ended { status: to, tx_hash: tx.map(str::to_string), reason: why }))
     }
 
@@ -245,7 +265,7 @@ impl Worker {
             Err(ProofError::ChainUnavailable(m)) => return unavailable(&m),
             Err(e) if stored.is_empty() => {
                 return match self.moved(rec, &adapter, &req).await {
-                    Ok(Some(tx)) => self.finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
+                    Ok(Some((tx, moved))) => self.settled(rec, &tx, self.foreign(rec, moved)).await,
                     Ok(None) => self.refuse(rec, refusal(&e)).await,
                     Err(e) => unavailable(&format!("{e:#}")),
                 };
@@ -266,24 +286,36 @@ impl Worker {
         // by the relayer itself (the upto proxy checks its caller).
         let shareable = scheme::named(&rec.scheme).is_some_and(|r| r.batchable);
         match self.steps.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored, shareable).await {
-            Ok((hash, receipt)) => match self.steps.read_receipt(&adapter, expected(&rec.payer, &req), receipt).await? {
-                ReceiptStatus::Settled(_) => {
-                    crate::telemetry::settlement_leg(&rec.chain, "x402", "settled", Some(elapsed_since(rec.created_at)));
-                    self.finish(rec, SettlementStatus::Settled, Some(&hash), None).await
-                }
-                ReceiptStatus::Failed(m) => {
-                    tracing::info!(settlement = id, detail = %m, "facilitator transaction mined without the transfer");
-                    if self.steps.failed_call_retryable(id, "x402", &rec.chain, &hash, &adapter, &req, &rec.payload).await? {
-                        return Ok(Pass::Later(Duration::from_secs(1)));
+            Ok((hash, receipt)) => {
+                let claim = self.steps.claim(
+                    &rec.chain,
+                    &adapter,
+                    &hash,
+                    &receipt,
+                    &expected(&rec.payer, &req),
+                    &rec.payload,
+                    Purpose::X402,
+                    id,
+                )?;
+                match self.steps.read_receipt(&adapter, expected(&rec.payer, &req), receipt).await? {
+                    ReceiptStatus::Settled(_) => {
+                        crate::telemetry::settlement_leg(&rec.chain, "x402", "settled", Some(elapsed_since(rec.created_at)));
+                        self.settled(rec, &hash, claim).await
                     }
-                    match self.moved(rec, &adapter, &req).await {
-                        Ok(Some(tx)) => self.finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
-                        Ok(None) => self.finish(rec, SettlementStatus::Failed, None, Some(Reason::TransactionState)).await,
-                        Err(e) => unavailable(&format!("{e:#}")),
+                    ReceiptStatus::Failed(m) => {
+                        tracing::info!(settlement = id, detail = %m, "facilitator transaction mined without the transfer");
+                        if self.steps.failed_call_retryable(id, "x402", &rec.chain, &hash, &adapter, &req, &rec.payload).await? {
+                            return Ok(Pass::Later(Duration::from_secs(1)));
+                        }
+                        match self.moved(rec, &adapter, &req).await {
+                            Ok(Some((tx, moved))) => self.settled(rec, &tx, self.foreign(rec, moved)).await,
+                            Ok(None) => self.finish(rec, SettlementStatus::Failed, None, Some(Reason::TransactionState)).await,
+                            Err(e) => unavailable(&format!("{e:#}")),
+                        }
                     }
+                    ReceiptStatus::Pending => Ok(Pass::Later(Duration::from_secs(1))),
                 }
-                ReceiptStatus::Pending => Ok(Pass::Later(Duration::from_secs(1))),
-            },
+            }
             Err(StepError::NotSent(code, m)) => {
                 tracing::info!(settlement = id, code = code.code(), detail = %m, "facilitator settlement not sent; retrying");
                 Ok(Pass::Later(Duration::from_secs(1)))
@@ -293,7 +325,7 @@ impl Worker {
                 // This step did not go out: say why if the adapter can.
                 tracing::info!(settlement = id, detail = %m, "facilitator settlement would revert");
                 match self.moved(rec, &adapter, &req).await {
-                    Ok(Some(tx)) => return self.finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
+                    Ok(Some((tx, moved))) => return self.settled(rec, &tx, self.foreign(rec, moved)).await,
                     Ok(None) => {}
                     Err(e) => return unavailable(&format!("{e:#}")),
                 }
@@ -310,7 +342,7 @@ impl Worker {
             Err(StepError::Reverted(m)) => {
                 tracing::info!(settlement = id, detail = %m, "facilitator transaction reverted");
                 match self.moved(rec, &adapter, &req).await {
-                    Ok(Some(tx)) => self.finish(rec, SettlementStatus::Settled, Some(&tx), None).await,
+                    Ok(Some((tx, moved))) => self.settled(rec, &tx, self.foreign(rec, moved)).await,
                     Ok(None) => self.finish(rec, SettlementStatus::Failed, None, Some(Reason::TransactionState)).await,
                     Err(e) => unavailable(&format!("{e:#}")),
                 }
@@ -323,7 +355,12 @@ impl Worker {
     /// a minute before the settlement was recorded: a payload reaches its
     /// resource server moments before it reaches us, and one used longer
     /// ago is a replay, not a front-run.
-    async fn moved(&self, rec: &Settlement, adapter: &Arc<AssetAdapter>, req: &PaymentRequirements) -> anyhow::Result<Option<String>> {
+    async fn moved(
+        &self,
+        rec: &Settlement,
+        adapter: &Arc<AssetAdapter>,
+        req: &PaymentRequirements,
+    ) -> anyhow::Result<Option<(String, Vec<crate::payment::Movement>)>> {
         const FRONT_RUN_SLACK_MS: i64 = 60_000;
         self.steps.moved_anyway(&rec.chain, adapter, expected(&rec.payer, req), &rec.payload, rec.created_at - FRONT_RUN_SLACK_MS).await
     }

@@ -1,93 +1,289 @@
-//! Finding the transaction that used a payer's authorization when it was
-//! not ours: anyone may submit a signed EIP-3009 or Permit2 authorization,
-//! so a front-runner can land it first. The money then moved all the same,
-//! and the chain's record of that transfer is what the engine settles with.
+//! What the chain proves about a payer's authorization: the transaction
+//! that used it when it was not ours (anyone may submit a signed EIP-3009
+//! or Permit2 authorization, so a front-runner can land it first), and the
+//! one token movement a receipt made under it.
 //!
-//! A candidate is a `Transfer(payer → payTo)` of the token, of exactly the
-//! amount, mined since `since_ms`, in a transaction whose input carries the
-//! authorization's signature (`r ‖ s`, the same words whether the call
-//! takes `bytes signature` or `v, r, s`): money that moved under this
-//! authorization, not another payment of the same size.
+//! Only the authorization's own use counts, never bytes an outsider can
+//! copy into calldata:
+//! - EIP-3009: the token's `AuthorizationUsed(authorizer, nonce)` log. The
+//!   token emits it once per nonce, right before the `Transfer` it makes.
+//! - Permit2: the permit's nonce is spent in Permit2's bitmap, and the
+//!   transaction's top-level call is the configured x402 proxy settling
+//!   exactly this permit (`family::permit2::settles`).
 
-use alloy_primitives::{Address, U256};
+use alloy_primitives::{Address, B256, U256};
 use serde_json::{json, Value};
 
 use super::tx;
 use crate::family::chain::ChainClient;
-use crate::family::{carries, SendError, Sought};
+use crate::family::{permit2, SendError};
+use crate::payment::{Authorization, Movement, VerifiedPayment};
 
 /// keccak256("Transfer(address,address,uint256)")
-const TRANSFER: &str = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
-const TRANSFER_TOPIC: alloy_primitives::B256 = alloy_primitives::b256!("ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef");
+const TRANSFER: B256 = alloy_primitives::b256!("ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef");
+/// keccak256("AuthorizationUsed(address,bytes32)"), FiatToken's (EIP-3009).
+const AUTHORIZATION_USED: B256 = alloy_primitives::b256!("98de503528ee59b575ef0c0a2576a82497bfc029a5685b209e9ec333479b10a5");
 /// At most this many blocks are searched back (providers cap log ranges).
 const MAX_BLOCKS: u64 = 50_000;
-/// Block timestamps are whole seconds, and a node's clock is not ours.
-const CLOCK_SKEW_MS: i64 = 30_000;
-
-fn topic(a: &Address) -> String {
-    format!("0x{:0>64}", alloy_primitives::hex::encode(a.as_slice()))
-}
 
 fn hex_u64(v: &Value) -> Option<u64> {
     u64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok()
 }
 
-/// Transactions that moved what is `sought`, mined at or after its
-/// `since_ms`, oldest first.
-pub async fn transfers(chain: &ChainClient, block_time_ms: u64, sought: &Sought<'_>) -> Result<Vec<String>, SendError> {
-    let Sought { token, from, to, amount, evidence, since_ms } = *sought;
+fn word(v: &Value) -> Option<B256> {
+    v.as_str()?.parse().ok()
+}
+
+/// A receipt log's parts: emitter, topics, data as a number, index.
+struct Log {
+    emitter: Option<Address>,
+    topics: Vec<B256>,
+    value: Option<U256>,
+    index: Option<u64>,
+}
+
+fn logs(receipt: &Value) -> Vec<Log> {
+    let data = |l: &Value| l.get("data").and_then(Value::as_str).and_then(|d| U256::from_str_radix(d.trim_start_matches("0x"), 16).ok());
+    receipt
+        .get("logs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|l| Log {
+            emitter: l.get("address").and_then(Value::as_str).and_then(|a| a.parse().ok()),
+            topics: l.get("topics").and_then(Value::as_array).map(|t| t.iter().filter_map(word).collect()).unwrap_or_default(),
+            value: data(l),
+            index: l.get("logIndex").and_then(hex_u64),
+        })
+        .collect()
+}
+
+fn is_transfer(l: &Log, token: Address, from: Address, to: Address) -> bool {
+    l.emitter == Some(token)
+        && l.topics.len() == 3
+        && l.topics[0] == TRANSFER
+        && l.topics[1] == from.into_word()
+        && l.topics[2] == to.into_word()
+}
+
+/// The addresses a search compares, parsed once.
+pub struct Parties {
+    pub token: Address,
+    pub from: Address,
+    pub to: Address,
+    pub amount: U256,
+}
+
+impl Parties {
+    pub fn of(token: &str, payment: &VerifiedPayment) -> Result<Parties, SendError> {
+        let address = |a: &str| a.parse::<Address>().map_err(|_| SendError::Unsupported(format!("{a} is not an EVM address")));
+        let amount = U256::from_str_radix(&payment.amount, 10).map_err(|_| SendError::Unsupported("bad amount".into()))?;
+        Ok(Parties { token: address(token)?, from: address(&payment.payer)?, to: address(&payment.pay_to)?, amount })
+    }
+}
+
+/// Where a Permit2 authorization is settled: the asset's Permit2 and
+/// exact proxy (its params, else the canonical addresses).
+pub struct Permit2At {
+    pub permit2: Address,
+    pub proxy: Address,
+}
+
+/// Transactions mined since `since_ms` that used `auth` to move `p`,
+/// oldest first, whoever sent them. An authorization whose use the chain
+/// cannot prove (`Authorization::Own`) finds none.
+pub async fn transfers(
+    chain: &ChainClient,
+    block_time_ms: u64,
+    p: &Parties,
+    auth: &Authorization,
+    at: &Permit2At,
+    since_ms: i64,
+) -> Result<Vec<String>, SendError> {
     let head = hex_u64(&tx::rpc(chain, "eth_blockNumber", json!([])).await?)
         .ok_or_else(|| SendError::Unavailable("eth_blockNumber: bad answer".into()))?;
     let elapsed = (crate::clock::now_ms() - since_ms).max(0) as u64;
     let back = (elapsed / block_time_ms.max(1) + 64).min(MAX_BLOCKS);
-    let filter = json!({
-        "address": token,
-        "fromBlock": format!("{:#x}", head.saturating_sub(back)),
-        "toBlock": format!("{head:#x}"),
-        "topics": [TRANSFER, topic(&from), topic(&to)],
-    });
-    let logs = tx::rpc(chain, "eth_getLogs", json!([filter])).await?;
-    let mut out: Vec<String> = vec![];
-    for log in logs.as_array().into_iter().flatten() {
-        let value = log.get("data").and_then(Value::as_str).and_then(|d| U256::from_str_radix(d.trim_start_matches("0x"), 16).ok());
-        let Some(hash) = log.get("transactionHash").and_then(Value::as_str) else { continue };
-        if value != Some(amount) || out.iter().any(|h| h == hash) {
-            continue;
+    let range = |topics: Value| json!([{ "address": p.token, "fromBlock": format!("{:#x}", head.saturating_sub(back)), "toBlock": format!("{head:#x}"), "topics": topics }]);
+    let hashes = |found: Value| -> Vec<String> {
+        let mut out: Vec<String> = vec![];
+        for h in found.as_array().into_iter().flatten().filter_map(|l| l.get("transactionHash").and_then(Value::as_str)) {
+            if !out.iter().any(|o| o == h) {
+                out.push(h.to_string());
+            }
         }
-        let Some(number) = log.get("blockNumber").cloned() else { continue };
-        let block = tx::rpc(chain, "eth_getBlockByNumber", json!([number, false])).await?;
-        let mined_ms = block.get("timestamp").and_then(hex_u64).map(|t| t as i64 * 1000);
-        if mined_ms.is_none_or(|t| t + CLOCK_SKEW_MS < since_ms) {
-            continue;
+        out
+    };
+    match auth {
+        Authorization::Eip3009 { authorizer, nonce } => {
+            if authorizer.parse::<Address>().ok() != Some(p.from) {
+                return Ok(vec![]);
+            }
+            let topics = json!([AUTHORIZATION_USED, p.from.into_word(), B256::from(*nonce)]);
+            Ok(hashes(tx::rpc(chain, "eth_getLogs", range(topics)).await?))
         }
-        let sent = tx::rpc(chain, "eth_getTransactionByHash", json!([hash])).await?;
-        let input = sent.get("input").and_then(Value::as_str).and_then(|i| alloy_primitives::hex::decode(i).ok()).unwrap_or_default();
-        if carries(&input, evidence) {
-            out.push(hash.to_string());
+        Authorization::Permit2(a) => {
+            let Ok(nonce) = U256::from_str_radix(&a.nonce, 10) else { return Ok(vec![]) };
+            // Unspent in Permit2's bitmap: nobody used it, so nothing to read.
+            let (query, bit) = permit2::bitmap_query(p.from, nonce);
+            let call = json!([{ "to": at.permit2, "data": alloy_primitives::hex::encode_prefixed(query) }, "latest"]);
+            let word = tx::rpc(chain, "eth_call", call).await?;
+            let word = word.as_str().and_then(|w| U256::from_str_radix(w.trim_start_matches("0x"), 16).ok()).unwrap_or_default();
+            if word & bit == U256::ZERO {
+                return Ok(vec![]);
+            }
+            let topics = json!([TRANSFER, p.from.into_word(), p.to.into_word()]);
+            let mut out = vec![];
+            for hash in hashes(tx::rpc(chain, "eth_getLogs", range(topics)).await?) {
+                let sent = tx::rpc(chain, "eth_getTransactionByHash", json!([hash])).await?;
+                let to = sent.get("to").and_then(Value::as_str).and_then(|t| t.parse::<Address>().ok());
+                let input =
+                    sent.get("input").and_then(Value::as_str).and_then(|i| alloy_primitives::hex::decode(i).ok()).unwrap_or_default();
+                if to == Some(at.proxy) && permit2::settles(&input, a, |s| s.parse().ok()) {
+                    out.push(hash);
+                }
+            }
+            Ok(out)
+        }
+        Authorization::Own => Ok(vec![]),
+    }
+}
+
+/// The movements a confirmed receipt may credit to the payment `p` made
+/// under `auth`, the one the chain pairs with it first: for EIP-3009 the
+/// Transfer right after its `AuthorizationUsed` (exactly one, or none);
+/// otherwise each Transfer of the amount from payer to payTo, for the books
+/// to give the first one no other payment holds.
+pub fn movements(receipt: &Value, p: &Parties, auth: &Authorization) -> Vec<Movement> {
+    let Some(tx) = receipt.get("transactionHash").and_then(Value::as_str) else { return vec![] };
+    let block = receipt.get("blockNumber").and_then(hex_u64).unwrap_or(0) as i64;
+    let fee = match (receipt.get("gasUsed").and_then(hex_u64), receipt.get("effectiveGasPrice").and_then(Value::as_str)) {
+        (Some(gas), Some(price)) => {
+            U256::from_str_radix(price.trim_start_matches("0x"), 16).ok().map(|p| (p * U256::from(gas)).to_string())
+        }
+        _ => None,
+    };
+    let all = logs(receipt);
+    let movement = |l: &Log| Movement {
+        tx: tx.to_ascii_lowercase(),
+        index: l.index.unwrap_or(0) as i64,
+        token: p.token.to_checksum(None),
+        from: p.from.to_checksum(None),
+        to: p.to.to_checksum(None),
+        amount: l.value.unwrap_or_default().to_string(),
+        block,
+        fee: fee.clone(),
+    };
+    let paid = |l: &Log| is_transfer(l, p.token, p.from, p.to) && l.value == Some(p.amount);
+    match auth {
+        Authorization::Eip3009 { nonce, .. } => {
+            let used = all.iter().position(|l| {
+                l.emitter == Some(p.token)
+                    && l.topics.len() == 3
+                    && l.topics[0] == AUTHORIZATION_USED
+                    && l.topics[1] == p.from.into_word()
+                    && l.topics[2] == B256::from(*nonce)
+            });
+            used.and_then(|k| all.get(k + 1)).filter(|l| paid(l)).map(movement).into_iter().collect()
+        }
+        _ => all.iter().filter(|l| paid(l)).map(movement).collect(),
+    }
+}
+
+/// How routers name the native coin: it moves in no Transfer log.
+fn is_native(token: &Address) -> bool {
+    token.is_zero() || *token == alloy_primitives::address!("EeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE")
+}
+
+/// What a receipt's Transfer logs of `token` took from `from`, summed;
+/// `None` when `token` is not an ERC-20 address (a native coin).
+pub fn debited(receipt: &Value, token: &str, from: &str) -> Option<U256> {
+    let (token, from): (Address, Address) = (token.parse().ok()?, from.parse().ok()?);
+    if is_native(&token) {
+        return None;
+    }
+    let mut total = U256::ZERO;
+    for l in logs(receipt) {
+        if l.emitter == Some(token) && l.topics.len() == 3 && l.topics[0] == TRANSFER && l.topics[1] == from.into_word() {
+            total += l.value.unwrap_or_default();
         }
     }
-    Ok(out)
+    Some(total)
 }
 
 /// What a receipt's Transfer logs of `token` paid `to`, summed.
 pub fn credited(receipt: &Value, token: &str, to: &str) -> Option<U256> {
     let (token, to): (Address, Address) = (token.parse().ok()?, to.parse().ok()?);
-    let logs = receipt.get("logs")?.as_array()?;
+    if is_native(&token) {
+        return None;
+    }
     let mut total = U256::ZERO;
-    for log in logs {
-        let emitter = log.get("address").and_then(Value::as_str).and_then(|a| a.parse::<Address>().ok());
-        let topics: Vec<alloy_primitives::B256> = log
-            .get("topics")
-            .and_then(Value::as_array)
-            .map(|t| t.iter().filter_map(|x| x.as_str()?.parse().ok()).collect())
-            .unwrap_or_default();
-        if emitter == Some(token) && topics.first() == Some(&TRANSFER_TOPIC) && topics.get(2) == Some(&to.into_word()) {
-            total += log
-                .get("data")
-                .and_then(Value::as_str)
-                .and_then(|d| U256::from_str_radix(d.trim_start_matches("0x"), 16).ok())
-                .unwrap_or_default();
+    for l in logs(receipt) {
+        if l.emitter == Some(token) && l.topics.first() == Some(&TRANSFER) && l.topics.get(2) == Some(&to.into_word()) {
+            total += l.value.unwrap_or_default();
         }
     }
     Some(total)
+}
+
+/// `wallet`'s balance of `token` as of `block` (`balanceOf` at that block).
+pub async fn balance_at(chain: &ChainClient, token: &str, wallet: &str, block: u64) -> Result<U256, SendError> {
+    let wallet: Address = wallet.parse().map_err(|_| SendError::Unsupported(format!("{wallet} is not an EVM address")))?;
+    // balanceOf(address)
+    let mut data = alloy_primitives::hex!("70a08231").to_vec();
+    data.extend_from_slice(wallet.into_word().as_slice());
+    let call = json!([{ "to": token, "data": alloy_primitives::hex::encode_prefixed(data) }, format!("{block:#x}")]);
+    let answer = tx::rpc(chain, "eth_call", call).await?;
+    answer
+        .as_str()
+        .and_then(|w| U256::from_str_radix(w.trim_start_matches("0x"), 16).ok())
+        .ok_or_else(|| SendError::Unavailable(format!("balanceOf answered {answer}")))
+}
+
+/// Every Transfer of `token` into or out of `wallet` in blocks `from..=to`,
+/// read in ranges a provider accepts, oldest first.
+pub async fn wallet_movements(chain: &ChainClient, token: &str, wallet: &str, from: u64, to: u64) -> Result<Vec<Movement>, SendError> {
+    const RANGE: u64 = 5_000;
+    let token_at: Address = token.parse().map_err(|_| SendError::Unsupported(format!("{token} is not an EVM address")))?;
+    let wallet: Address = wallet.parse().map_err(|_| SendError::Unsupported(format!("{wallet} is not an EVM address")))?;
+    let mut out = vec![];
+    let mut start = from;
+    while start <= to {
+        let end = (start + RANGE - 1).min(to);
+        for topics in [json!([TRANSFER, Value::Null, wallet.into_word()]), json!([TRANSFER, wallet.into_word()])] {
+            let filter =
+                json!([{ "address": token_at, "fromBlock": format!("{start:#x}"), "toBlock": format!("{end:#x}"), "topics": topics }]);
+            for log in tx::rpc(chain, "eth_getLogs", filter).await?.as_array().into_iter().flatten() {
+                let topic = |k: usize| log.pointer(&format!("/topics/{k}")).and_then(word).map(Address::from_word);
+                let (Some(from), Some(to), Some(tx), Some(index), Some(block)) = (
+                    topic(1),
+                    topic(2),
+                    log.get("transactionHash").and_then(Value::as_str),
+                    log.get("logIndex").and_then(hex_u64),
+                    log.get("blockNumber").and_then(hex_u64),
+                ) else {
+                    continue;
+                };
+                let amount =
+                    log.get("data").and_then(Value::as_str).and_then(|d| U256::from_str_radix(d.trim_start_matches("0x"), 16).ok());
+                // A transfer of the wallet to itself is read once.
+                if out.iter().any(|m: &Movement| m.tx == tx && m.index == index as i64) {
+                    continue;
+                }
+                out.push(Movement {
+                    tx: tx.to_ascii_lowercase(),
+                    index: index as i64,
+                    token: token_at.to_checksum(None),
+                    from: from.to_checksum(None),
+                    to: to.to_checksum(None),
+                    amount: amount.unwrap_or_default().to_string(),
+                    block: block as i64,
+                    fee: None,
+                });
+            }
+        }
+        start = end + 1;
+    }
+    out.sort_by_key(|m| (m.block, m.index));
+    Ok(out)
 }

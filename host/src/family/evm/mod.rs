@@ -17,12 +17,12 @@ use alloy_primitives::{keccak256, Address, B256, U256};
 use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
 
-use super::{Balance, Driver, Finality, Resent, SendError, Submit, Upkeep};
+use super::{Balance, Driver, Finality, Receipt, Resent, SendError, Submit, Upkeep};
 use crate::config::{Config, Family};
 use crate::db::Db;
 use crate::family::chain::{ChainClient, ChainError, Chains};
 use crate::family::keys::{Keystore, Role};
-use crate::payment::{EvmCall, SettleStep, SigningRequest, Submission, VerifiedPayment};
+use crate::payment::{Authorization, EvmCall, Movement, SettleStep, SigningRequest, Submission, VerifiedPayment};
 use crate::store::settlement::{StoredTx, TxRow};
 use tx::{Broadcast, GasLimit, Net, Nonces, TxCall};
 
@@ -192,15 +192,50 @@ impl Driver for EvmDriver {
     async fn landed(
         &self,
         chain: &str,
-        token: &str,
+        asset: &crate::config::Asset,
         payment: &VerifiedPayment,
-        evidence: &[u8],
+        auth: &Authorization,
         since_ms: i64,
     ) -> Result<Vec<String>, SendError> {
         let client = self.chain(chain)?;
-        let sought = super::Sought::new(token, payment, evidence, since_ms, |a| a.parse::<Address>().ok())?;
+        let parties = landed::Parties::of(&asset.token, payment)?;
+        let param = |key: &str, default: Address| asset.params.get(key).and_then(|a| a.parse().ok()).unwrap_or(default);
+        let at = landed::Permit2At {
+            permit2: param("permit2-address", token_facts::PERMIT2),
+            proxy: param("proxy-address", token_facts::X402_EXACT_PROXY),
+        };
         let block_ms = self.config.chains.get(chain).map_or(1000, |c| c.block_time_ms());
-        landed::transfers(&client, block_ms, &sought).await
+        landed::transfers(&client, block_ms, &parties, auth, &at, since_ms).await
+    }
+
+    fn movements(&self, _tx: &str, receipt: &Receipt, token: &str, payment: &VerifiedPayment, auth: &Authorization) -> Vec<Movement> {
+        match landed::Parties::of(token, payment) {
+            Ok(p) => landed::movements(&receipt.json, &p, auth),
+            Err(_) => vec![],
+        }
+    }
+
+    async fn final_block(&self, chain: &str) -> Result<Option<u64>, SendError> {
+        let client = self.chain(chain)?;
+        let confirmations = self.config.chains.get(chain).map_or(1, |c| c.confirmations.max(1));
+        let head = tx::rpc(&client, "eth_blockNumber", json!([])).await?;
+        let head = head.as_str().and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
+        let head = head.ok_or_else(|| SendError::Unavailable("eth_blockNumber: bad answer".into()))?;
+        Ok(Some(head.saturating_sub(confirmations - 1)))
+    }
+
+    async fn balance_at(&self, chain: &str, token: &str, wallet: &str, block: u64) -> Result<U256, SendError> {
+        let client = self.chain(chain)?;
+        landed::balance_at(&client, token, wallet, block).await
+    }
+
+    async fn wallet_movements(&self, chain: &str, token: &str, wallet: &str, from: u64, to: u64) -> Result<Vec<Movement>, SendError> {
+        let client = self.chain(chain)?;
+        landed::wallet_movements(&client, token, wallet, from, to).await
+    }
+
+    fn debited(&self, receipt: &Receipt, token: &str, sender: &str) -> Option<U256> {
+        landed::debited(&receipt.json, token, sender)
     }
 
     fn credited(&self, receipt: &crate::family::Receipt, token: &str, recipient: &str) -> Option<alloy_primitives::U256> {

@@ -208,6 +208,29 @@ impl Driver for SolanaDriver {
         credited(&receipt.json, token, recipient).map(alloy_primitives::U256::from)
     }
 
+    /// A Solana payment is one transaction with one transfer (the adapter
+    /// checked its instructions): its signature is its id, and no other
+    /// transaction can land it.
+    fn movements(
+        &self,
+        tx: &str,
+        receipt: &Receipt,
+        token: &str,
+        payment: &crate::payment::VerifiedPayment,
+        _auth: &crate::payment::Authorization,
+    ) -> Vec<crate::payment::Movement> {
+        vec![crate::payment::Movement {
+            tx: tx.to_string(),
+            index: 0,
+            token: token.to_string(),
+            from: payment.payer.clone(),
+            to: payment.pay_to.clone(),
+            amount: payment.amount.clone(),
+            block: receipt.json.get("slot").and_then(Value::as_i64).unwrap_or(0),
+            fee: receipt.json.pointer("/meta/fee").and_then(Value::as_u64).map(|f| f.to_string()),
+        }]
+    }
+
     async fn sender_of(&self, chain: &str, tx: &str) -> Result<Option<String>, SendError> {
         let client = self.client(chain)?;
         let params = json!([tx, { "encoding": "json", "commitment": "confirmed", "maxSupportedTransactionVersion": 0 }]);

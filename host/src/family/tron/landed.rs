@@ -1,21 +1,23 @@
-//! Finding the transaction that used a payer's Permit2 authorization when it
-//! was not ours: anyone may call the x402 Permit2 proxy's `settle` with a
-//! signed authorization, so a front-runner can land it first. The money
-//! moved all the same, and the chain's record of that transfer is what the
-//! engine settles with (as `family/evm/landed.rs` does on EVM chains).
+//! What a TRON node proves about a payer's Permit2 authorization: the
+//! transaction that used it when it was not ours (anyone may call the x402
+//! Permit2 proxy's `settle` with a signed permit, so a front-runner can
+//! land it first), and the one TRC-20 movement a transaction made under it
+//! (as `family/evm/landed.rs` does on EVM chains).
 //!
 //! A full node has no log filter: blocks since the intent are read one by
-//! one (`gettransactioninfobyblocknum`). A candidate is a TRC-20
-//! `Transfer(payer → payTo)` of the token, of exactly the amount, in a
-//! transaction whose `raw_data` carries the authorization's signature
-//! `r ‖ s` (read back with `gettransactionbyid`).
+//! one (`gettransactioninfobyblocknum`). A candidate moved the amount from
+//! payer to payTo; it counts only if its `raw_data` (whose sha256 is its id)
+//! is one TriggerSmartContract of the configured proxy whose calldata
+//! settles exactly this permit (`family::permit2::settles`), and it
+//! succeeded. Bytes elsewhere in a transaction prove nothing.
 
 use alloy_primitives::{Address, U256};
 use serde_json::{json, Value};
 
 use super::call;
 use crate::family::chain::ChainClient;
-use crate::family::{carries, SendError, Sought};
+use crate::family::{permit2, SendError};
+use crate::payment::{Authorization, Movement, VerifiedPayment};
 
 /// keccak256("Transfer(address,address,uint256)"), as a node shows topics.
 const TRANSFER: &str = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
@@ -28,23 +30,46 @@ fn word(a: &Address) -> String {
     format!("{:0>64}", hex::encode(a.as_slice()))
 }
 
-fn is_transfer(log: &Value, token: &Address, from: &Address, to: &Address, amount: U256) -> bool {
+/// The addresses a search compares, parsed once.
+pub struct Parties {
+    pub token: Address,
+    pub from: Address,
+    pub to: Address,
+    pub amount: U256,
+}
+
+impl Parties {
+    pub fn of(token: &str, payment: &VerifiedPayment) -> Result<Parties, SendError> {
+        let address = |a: &str| tron_wire::address::parse(a).ok_or_else(|| SendError::Unsupported(format!("{a} is not a TRON address")));
+        let amount = U256::from_str_radix(&payment.amount, 10).map_err(|_| SendError::Unsupported("bad amount".into()))?;
+        Ok(Parties { token: address(token)?, from: address(&payment.payer)?, to: address(&payment.pay_to)?, amount })
+    }
+}
+
+/// A log's amount if it is a TRC-20 Transfer of `p`'s token from payer to payTo.
+fn transfer_value(log: &Value, p: &Parties) -> Option<U256> {
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(|s| s.trim_start_matches("0x").to_ascii_lowercase());
     let topics: Vec<String> = log.get("topics").and_then(Value::as_array).into_iter().flatten().filter_map(|t| text(Some(t))).collect();
     let emitter = text(log.get("address")).map(|a| a.strip_prefix("41").filter(|r| r.len() == 40).map(str::to_string).unwrap_or(a));
-    let value = text(log.get("data")).and_then(|d| U256::from_str_radix(&d, 16).ok());
-    emitter.as_deref() == Some(hex::encode(token.as_slice()).as_str())
+    let ok = emitter.as_deref() == Some(hex::encode(p.token.as_slice()).as_str())
         && topics.len() == 3
         && topics[0] == TRANSFER
-        && topics[1] == word(from)
-        && topics[2] == word(to)
-        && value == Some(amount)
+        && topics[1] == word(&p.from)
+        && topics[2] == word(&p.to);
+    ok.then(|| text(log.get("data")).and_then(|d| U256::from_str_radix(&d, 16).ok())).flatten()
 }
 
-/// Transactions that moved what is `sought`, executed at or after its
-/// `since_ms`, oldest first.
-pub async fn transfers(client: &ChainClient, block_time_ms: u64, sought: &Sought<'_>) -> Result<Vec<String>, SendError> {
-    let Sought { token, from, to, amount, evidence, since_ms } = *sought;
+/// Transactions executed since `since_ms` that used `auth` to move `p`
+/// through `proxy`, oldest first, whoever sent them.
+pub async fn transfers(
+    client: &ChainClient,
+    block_time_ms: u64,
+    p: &Parties,
+    auth: &Authorization,
+    proxy: Address,
+    since_ms: i64,
+) -> Result<Vec<String>, SendError> {
+    let Authorization::Permit2(permit) = auth else { return Ok(vec![]) };
     let head = call(client, "/wallet/getnowblock", json!({})).await?;
     let head = head
         .pointer("/block_header/raw_data/number")
@@ -58,16 +83,50 @@ pub async fn transfers(client: &ChainClient, block_time_ms: u64, sought: &Sought
         for info in infos.as_array().into_iter().flatten() {
             let Some(id) = info.get("id").and_then(Value::as_str) else { continue };
             let recent = info.get("blockTimeStamp").and_then(Value::as_i64).is_some_and(|t| t + CLOCK_SKEW_MS >= since_ms);
-            let moved = info.get("log").and_then(Value::as_array).into_iter().flatten().any(|l| is_transfer(l, &token, &from, &to, amount));
-            if !recent || !moved || out.iter().any(|h| h == id) {
+            let succeeded = info.pointer("/receipt/result").and_then(Value::as_str) == Some("SUCCESS");
+            let moved = info.get("log").and_then(Value::as_array).into_iter().flatten().any(|l| transfer_value(l, p) == Some(p.amount));
+            if !recent || !succeeded || !moved || out.iter().any(|h| h == id) {
                 continue;
             }
             let tx = call(client, "/wallet/gettransactionbyid", json!({ "value": id })).await?;
             let raw = tx.get("raw_data_hex").and_then(Value::as_str).and_then(|h| hex::decode(h).ok()).unwrap_or_default();
-            if carries(&raw, evidence) {
+            // The node's id is not trusted: the bytes must hash to it.
+            if hex::encode(tron_wire::raw::tx_id(&raw)) != id.trim_start_matches("0x").to_ascii_lowercase() {
+                continue;
+            }
+            let Ok((_, trigger)) = tron_wire::raw::single_call(&raw) else { continue };
+            let target = trigger.contract_address.strip_prefix(&[0x41u8][..]).and_then(|a| <[u8; 20]>::try_from(a).ok()).map(Address::from);
+            if target == Some(proxy) && permit2::settles(&trigger.data, permit, tron_wire::address::parse_signed) {
                 out.push(id.to_string());
             }
         }
     }
     Ok(out)
+}
+
+/// The movements a transaction's info may credit to `p`: each TRC-20
+/// Transfer of the amount from payer to payTo, by its place in the log,
+/// for the books to give the first one no other payment holds.
+pub fn movements(info: &Value, p: &Parties) -> Vec<Movement> {
+    let Some(id) = info.get("id").and_then(Value::as_str) else { return vec![] };
+    let block = info.get("blockNumber").and_then(Value::as_i64).unwrap_or(0);
+    let fee = info.get("fee").and_then(Value::as_u64).map(|f| f.to_string());
+    let show = tron_wire::address::show;
+    info.get("log")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, l)| transfer_value(l, p) == Some(p.amount))
+        .map(|(k, _)| Movement {
+            tx: id.trim_start_matches("0x").to_ascii_lowercase(),
+            index: k as i64,
+            token: show(&p.token),
+            from: show(&p.from),
+            to: show(&p.to),
+            amount: p.amount.to_string(),
+            block,
+            fee: fee.clone(),
+        })
+        .collect()
 }

@@ -27,7 +27,7 @@ use crate::config::{Availability, Config, Family};
 use crate::db::Db;
 use crate::family::chain::{ChainClient, ChainError, Chains};
 use crate::family::keys::{Keystore, Role};
-use crate::payment::{SigningRequest, Submission, VerifiedPayment};
+use crate::payment::{Authorization, Movement, SigningRequest, Submission, VerifiedPayment};
 use crate::store::settlement::{StoredTx, TxRow};
 
 /// TRX has 6 decimals (sun).
@@ -230,15 +230,24 @@ impl Driver for TronDriver {
     async fn landed(
         &self,
         chain: &str,
-        token: &str,
+        asset: &crate::config::Asset,
         payment: &VerifiedPayment,
-        evidence: &[u8],
+        auth: &Authorization,
         since_ms: i64,
     ) -> Result<Vec<String>, SendError> {
+        // Only a permit settled through the configured proxy is provable.
+        let Some(proxy) = asset.params.get("proxy-address").and_then(|a| tron_wire::address::parse(a)) else { return Ok(vec![]) };
         let client = self.client(chain)?;
-        let sought = super::Sought::new(token, payment, evidence, since_ms, tron_wire::address::parse)?;
+        let parties = landed::Parties::of(&asset.token, payment)?;
         let block_ms = self.config.chains.get(chain).map_or(3000, |c| c.block_time_ms());
-        landed::transfers(&client, block_ms, &sought).await
+        landed::transfers(&client, block_ms, &parties, auth, proxy, since_ms).await
+    }
+
+    fn movements(&self, _tx: &str, receipt: &Receipt, token: &str, payment: &VerifiedPayment, _auth: &Authorization) -> Vec<Movement> {
+        match landed::Parties::of(token, payment) {
+            Ok(p) => landed::movements(&receipt.json, &p),
+            Err(_) => vec![],
+        }
     }
 
     /// The token, and for Permit2 assets the Permit2 and x402 proxy

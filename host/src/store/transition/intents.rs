@@ -10,6 +10,7 @@ use super::{record, Change, Subject};
 use crate::db::{Backend, Db};
 use crate::failure::Reason;
 use crate::intent::{Intent, Status};
+use crate::store::books::Credited;
 use crate::store::intents::{get, COLUMNS};
 use crate::store::StoreError;
 
@@ -176,33 +177,45 @@ pub enum Leg {
 /// A leg settled by `tx_hash`: the intent moves PENDING → SOURCE_SETTLED
 /// (its payout queued, due now, behind due source legs, its retry budget
 /// starting) or TARGET_SETTLING → TARGET_SETTLED (out of the queue), each a
-/// compare-and-set on its status. Legs that land together (a Multicall3
-/// batch's receipt ends many) are written together through a `Group`: one
-/// statement per transaction for the intents, one for their queue entries.
-/// The two statements need not be one transaction: a crash between them
-/// leaves the entry leased, and the next pass, after the lease, finds the
-/// leg already settled.
+/// compare-and-set on its status, in the same database transaction as the
+/// leg's credit in the books (`credit`): a leg whose movement the books
+/// give to another payment does not move (answered `false`). Legs that land
+/// together (a Multicall3 batch's receipt ends many) are written together
+/// through a `Group`: one statement per transaction for the intents, one for
+/// their queue entries. The two statements need not be one transaction: a
+/// crash between them leaves the entry leased, and the next pass, after the
+/// lease, finds the leg already settled.
 #[derive(Debug, Clone)]
 pub struct LegSettled {
     pub id: String,
     pub leg: Leg,
     pub tx_hash: String,
+    pub credit: crate::store::books::Credit,
 }
 
 impl crate::store::group::Write for LegSettled {
     type Item = LegSettled;
-    type Out = ();
+    type Out = bool;
 
-    async fn write(db: &Db, items: &[LegSettled]) -> Result<Vec<()>, StoreError> {
+    async fn write(db: &Db, items: &[LegSettled]) -> Result<Vec<bool>, StoreError> {
         let now_ms = crate::clock::now_ms();
-        let mut by_tx: Vec<(Leg, &str, Vec<&str>)> = vec![];
+        let mut tx = db.pool.begin().await?;
+        let (mut credited, mut fresh) = (std::collections::HashSet::new(), vec![]);
         for s in items {
+            match crate::store::books::credit(&mut tx, &s.credit, now_ms).await? {
+                Credited::Held => {}
+                Credited::New => fresh.push(s),
+                Credited::Refused => continue,
+            }
+            credited.insert(s.id.as_str());
+        }
+        let mut by_tx: Vec<(Leg, &str, Vec<&str>)> = vec![];
+        for s in items.iter().filter(|s| credited.contains(s.id.as_str())) {
             match by_tx.iter_mut().find(|(leg, tx, _)| *leg == s.leg && *tx == s.tx_hash) {
                 Some((_, _, ids)) => ids.push(&s.id),
                 None => by_tx.push((s.leg, &s.tx_hash, vec![&s.id])),
             }
         }
-        let mut tx = db.pool.begin().await?;
         let mut events = vec![];
         for (leg, tx_hash, ids) in &by_tx {
             let (column, from, to) = match leg {
@@ -222,10 +235,17 @@ impl crate::store::group::Write for LegSettled {
                 events.push(change(&r.try_get::<String, _>("id")?, r.try_get("version")?, Some(from), to, None));
             }
         }
+        // A credit given here to a leg that did not move (someone else moved
+        // the intent) is taken back with it.
+        for s in fresh {
+            if !events.iter().any(|e| e.id == s.id) {
+                crate::store::books::uncredit(&mut tx, s.credit.purpose, &s.id).await?;
+            }
+        }
         record(&mut tx, db.backend, &events, now_ms).await?;
         tx.commit().await?;
         for leg in [Leg::Source, Leg::Target] {
-            let ids: Vec<&str> = items.iter().filter(|s| s.leg == leg).map(|s| s.id.as_str()).collect();
+            let ids: Vec<&str> = items.iter().filter(|s| s.leg == leg && credited.contains(s.id.as_str())).map(|s| s.id.as_str()).collect();
             if ids.is_empty() {
                 continue;
             }
@@ -244,13 +264,16 @@ impl crate::store::group::Write for LegSettled {
             }
             q.execute(&db.pool).await?;
         }
-        Ok(vec![(); items.len()])
+        Ok(items.iter().map(|s| credited.contains(s.id.as_str())).collect())
     }
 }
 
 /// PARTIAL_SETTLEMENT → TARGET_SETTLED: a stored payout did land after all.
-pub async fn reconciled(db: &Db, id: &str, tx_hash: &str, now_ms: i64) -> Result<bool, StoreError> {
+pub async fn reconciled(db: &Db, id: &str, tx_hash: &str, credit: &crate::store::books::Credit, now_ms: i64) -> Result<bool, StoreError> {
     let mut tx = db.pool.begin().await?;
+    if !crate::store::books::credit(&mut tx, credit, now_ms).await?.holds() {
+        return Ok(false);
+    }
     let moved = sqlx::query(
         "UPDATE intents SET status = $1, target_tx_hash = $2, target_settled_at = $3, updated_at = $3, \
          error_message = NULL, error_code = NULL, version = version + 1 WHERE id = $4 AND status = $5 RETURNING version",

@@ -54,32 +54,66 @@ pub async fn insert(db: &Db, s: &Settlement, lease: Option<(&str, i64)>) -> Resu
 const FINISHED: &str = "status = $1, tx_hash = $2, error_reason = $3, updated_at = $4, locked_by = NULL, locked_until = NULL, \
      replay_key = CASE WHEN $5 = 1 THEN id ELSE replay_key END, payment_id = CASE WHEN $5 = 1 THEN NULL ELSE payment_id END";
 
-/// A settlement's end: compare-and-set `queued` → a final status, answered
-/// `false` if it was not queued. Written through a `Group`: settlements
+/// A settlement's end: compare-and-set `queued` → a final status. A
+/// settled one is credited its movement in the books (`credit`) in the same
+/// database transaction; one whose movement is another payment's ends
+/// failed instead (`invalid_transaction_state`). Answered per item: `None`
+/// if it was not queued, `Some(true)` when written as asked, `Some(false)`
+/// when its credit was refused. Written through a `Group`: settlements
 /// ending together (the settlements of one Multicall3 batch end when its
 /// receipt lands) take one statement per outcome instead of one each.
 #[derive(Debug, Clone)]
 pub struct Finish {
     pub id: String,
     pub outcome: Outcome,
+    /// The movement claim of a settled outcome.
+    pub credit: Option<crate::store::books::Credit>,
+}
+
+/// The outcome of a settlement whose movement the books refused.
+fn not_credited() -> Outcome {
+    Outcome {
+        status: crate::store::facilitator::SettlementStatus::Failed,
+        tx_hash: None,
+        error_reason: Some("invalid_transaction_state".into()),
+        refused: false,
+    }
 }
 
 impl crate::store::group::Write for Finish {
     type Item = Finish;
-    type Out = bool;
+    type Out = Option<bool>;
 
-    async fn write(db: &Db, items: &[Finish]) -> Result<Vec<bool>, StoreError> {
+    async fn write(db: &Db, items: &[Finish]) -> Result<Vec<Option<bool>>, StoreError> {
         let now_ms = crate::clock::now_ms();
-        let mut by_outcome: Vec<(&Outcome, Vec<&str>)> = vec![];
+        let mut tx = db.pool.begin().await?;
+        let (mut refused, mut fresh) = (std::collections::HashSet::new(), vec![]);
+        let mut outcomes = Vec::with_capacity(items.len());
         for f in items {
-            match by_outcome.iter_mut().find(|(o, _)| **o == f.outcome) {
+            let credited = match &f.credit {
+                Some(c) => match crate::store::books::credit(&mut tx, c, now_ms).await? {
+                    crate::store::books::Credited::New => {
+                        fresh.push(f);
+                        true
+                    }
+                    other => other.holds(),
+                },
+                None => true,
+            };
+            if !credited {
+                refused.insert(f.id.as_str());
+            }
+            outcomes.push(if credited { f.outcome.clone() } else { not_credited() });
+        }
+        let mut by_outcome: Vec<(&Outcome, Vec<&str>)> = vec![];
+        for (f, outcome) in items.iter().zip(&outcomes) {
+            match by_outcome.iter_mut().find(|(o, _)| *o == outcome) {
                 Some((_, ids)) => ids.push(&f.id),
-                None => by_outcome.push((&f.outcome, vec![&f.id])),
+                None => by_outcome.push((outcome, vec![&f.id])),
             }
         }
         let mut moved = std::collections::HashSet::new();
         let mut events = vec![];
-        let mut tx = db.pool.begin().await?;
         for (o, ids) in by_outcome {
             let sql = format!(
                 "UPDATE x402_settlements SET {FINISHED} WHERE status = 'queued' AND id IN ({}) RETURNING id",
@@ -96,8 +130,15 @@ impl crate::store::group::Write for Finish {
                 moved.insert(id);
             }
         }
+        // A credit given here to a settlement that was not queued any more
+        // is taken back with it.
+        for f in fresh {
+            if !moved.contains(&f.id) {
+                crate::store::books::uncredit(&mut tx, crate::store::books::Purpose::X402, &f.id).await?;
+            }
+        }
         record(&mut tx, db.backend, &events, now_ms).await?;
         tx.commit().await?;
-        Ok(items.iter().map(|f| moved.contains(&f.id)).collect())
+        Ok(items.iter().map(|f| moved.contains(&f.id).then(|| !refused.contains(f.id.as_str()))).collect())
     }
 }

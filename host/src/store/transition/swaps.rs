@@ -10,14 +10,16 @@ fn change(id: &str, version: i64, from: Option<&str>, to: &str, code: Option<&st
     Change { subject: Subject::Swap, id: id.into(), version, from: from.map(Into::into), to: to.into(), code: code.map(Into::into) }
 }
 
-/// The intent of (`from_chain`, `source_tx_hash`): the one registered
-/// before, or `new` (its id used) when none was.
-pub async fn register(db: &Db, new: &SwapIntent) -> Result<SwapIntent, StoreError> {
+/// The intent of (`from_chain`, `source_tx_hash`, `details`): the one
+/// registered before with the same details, or `new` (its id used) when
+/// none was. Other details are another intent: nobody's registration
+/// blocks another's.
+pub async fn register(db: &Db, new: &SwapIntent, details: &str) -> Result<SwapIntent, StoreError> {
     let mut tx = db.pool.begin().await?;
     let inserted = sqlx::query(
         "INSERT INTO swap_intents (id, from_chain, to_chain, source_tx_hash, from_token, to_token, payer_address, recipient_address, \
-         sending_token_amount, status, created_at, updated_at, next_check_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING', $10, $10, $10) ON CONFLICT (from_chain, source_tx_hash) DO NOTHING",
+         sending_token_amount, status, created_at, updated_at, next_check_at, details) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING', $10, $10, $10, $11) ON CONFLICT (from_chain, source_tx_hash, details) DO NOTHING",
     )
     .bind(&new.id)
     .bind(&new.from_chain)
@@ -29,6 +31,7 @@ pub async fn register(db: &Db, new: &SwapIntent) -> Result<SwapIntent, StoreErro
     .bind(&new.recipient_address)
     .bind(&new.sending_token_amount)
     .bind(new.created_at)
+    .bind(details)
     .execute(&mut *tx)
     .await?
     .rows_affected()
@@ -36,9 +39,10 @@ pub async fn register(db: &Db, new: &SwapIntent) -> Result<SwapIntent, StoreErro
     if inserted {
         record(&mut tx, db.backend, &[change(&new.id, 1, None, "PENDING", None)], new.created_at).await?;
     }
-    let r = sqlx::query(&format!("SELECT {COLUMNS} FROM swap_intents WHERE from_chain = $1 AND source_tx_hash = $2"))
+    let r = sqlx::query(&format!("SELECT {COLUMNS} FROM swap_intents WHERE from_chain = $1 AND source_tx_hash = $2 AND details = $3"))
         .bind(&new.from_chain)
         .bind(&new.source_tx_hash)
+        .bind(details)
         .fetch_one(&mut *tx)
         .await?;
     tx.commit().await?;

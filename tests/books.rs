@@ -1,0 +1,281 @@
+//! One on-chain movement, one credit (issue 68), each attack done by the
+//! test itself on the devnet with the real `@x402/evm` client, balances
+//! read on chain: a payer signs two authorizations of the same amount to
+//! the same wallet, lets the service accept both, then front-runs the
+//! relayer with one plain `transfer` whose calldata carries both
+//! signatures. A plain transfer uses no authorization, so neither payment
+//! is credited, the merchant is paid nothing, and each payment says so.
+
+use crate::common;
+use crate::facilitator::{facilitator_key, payload, requirements, MERCHANT};
+
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, U256};
+use alloy_sol_types::{sol, SolCall};
+use common::devnet::{call_state, decode_proof, rpc, units, x402_pay, x402_pay_on, Devnet};
+use serde_json::{json, Value};
+
+sol! {
+    function transfer(address to, uint256 value) external returns (bool);
+}
+
+const PERMIT2: &str = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
+
+/// The payer moves whatever it holds beyond `keep` to the deployer, so that
+/// one transfer of `keep` empties it.
+async fn hold_only(dn: &Devnet, chain: &str, asset: &str, payer: &str, keep: U256) {
+    let held = dn.balance_of(chain, asset, payer).await;
+    rpc(&dn.rpc_url(chain), "anvil_impersonateAccount", json!([payer])).await;
+    rpc(&dn.rpc_url(chain), "anvil_setBalance", json!([payer, "0xde0b6b3a7640000"])).await;
+    if held > keep {
+        let to: Address = dn.info["deployer"].as_str().unwrap().parse().unwrap();
+        dn.send_as(chain, payer, &dn.token(chain, asset), transferCall { to, value: held - keep }.abi_encode()).await;
+    }
+    assert_eq!(dn.balance_of(chain, asset, payer).await, keep);
+}
+
+/// `transfer(to, value)` with the signatures of `payloads` appended: the
+/// calldata an attacker copies signatures into. The token ignores the tail.
+fn plain_transfer_carrying(to: &str, value: U256, payloads: &[Value]) -> String {
+    let mut data = transferCall { to: to.parse().unwrap(), value }.abi_encode();
+    for p in payloads {
+        data.extend(alloy_primitives::hex::decode(p["payload"]["signature"].as_str().unwrap()).unwrap());
+    }
+    alloy_primitives::hex::encode_prefixed(data)
+}
+
+/// The payer (impersonated) sends `data` to the token with a tip far above
+/// the relayer's, so the node orders it first.
+async fn front_run_as(dn: &Devnet, chain: &str, payer: &str, to: &str, data: &str) -> String {
+    let tx = json!({
+        "from": payer, "to": to, "data": data, "gas": "0x30000",
+        "maxPriorityFeePerGas": "0xba43b7400", "maxFeePerGas": "0x2e90edd000",
+    });
+    rpc(&dn.rpc_url(chain), "eth_sendTransaction", json!([tx])).await.as_str().unwrap().to_string()
+}
+
+/// Wait until the node's pool holds at least `n` transactions.
+async fn pool_holds(dn: &Devnet, chain: &str, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = rpc(&dn.rpc_url(chain), "txpool_status", json!([])).await;
+        let pending = u64::from_str_radix(status["pending"].as_str().unwrap_or("0x0").trim_start_matches("0x"), 16).unwrap_or(0);
+        if pending >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the pool never held {n} transactions: {status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn receipt_status(dn: &Devnet, chain: &str, tx: &str) -> String {
+    let r = rpc(&dn.rpc_url(chain), "eth_getTransactionReceipt", json!([tx])).await;
+    r["status"].as_str().unwrap_or_default().to_string()
+}
+
+/// Wait until the intent is in a terminal status, and answer it.
+async fn settled_or_failed(dn: &Devnet, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, i) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
+        let s = i["status"].as_str().unwrap_or_default().to_string();
+        if ["TARGET_SETTLED", "VERIFICATION_FAILED", "PARTIAL_SETTLEMENT", "BLOCKED", "EXPIRED"].contains(&s.as_str()) {
+            return i;
+        }
+        assert!(Instant::now() < deadline, "intent {id} never ended: {i}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Rows of the books credited to `owner`.
+async fn credits_of(dn: &Devnet, owner: &str) -> i64 {
+    let row =
+        sqlx::query("SELECT COUNT(*) AS n FROM book_movements WHERE owner_id = $1").bind(owner).fetch_one(&dn.state.db.pool).await.unwrap();
+    sqlx::Row::get(&row, "n")
+}
+
+/// Two intents of one payer and one amount, both proofs accepted; the
+/// payer's one plain transfer into the collection wallet carries both
+/// signatures. `permit2`: the asset pays with Permit2 (bsc USDC).
+async fn two_intents_one_plain_transfer(dn: &Devnet, chain: &str, target: &str, payer_n: usize, permit2: bool) {
+    let (payer, key) = dn.payer(payer_n);
+    // The books open before anything moves.
+    let opened = dn.cli(&["books", "check"]);
+    assert_eq!(opened["differences"], 0, "{opened}");
+    if permit2 {
+        dn.approve(chain, "usdc", &payer, PERMIT2, U256::MAX).await;
+    }
+    let body = json!({ "recipient": common::app::MERCHANT, "amount": "2", "payer_chain": chain, "target_chain": target });
+    let (a, first) = dn.create_public(body.clone()).await;
+    let (b, second) = dn.create_public(body).await;
+    let sending = units(&first["payment_requirements"]["amount"]);
+    assert_eq!(sending, units(&second["payment_requirements"]["amount"]), "the same amount twice");
+    let collection = first["payment_requirements"]["payTo"].as_str().unwrap().to_string();
+    hold_only(dn, chain, "usdc", &payer, sending).await;
+    let before = (dn.balance_of(chain, "usdc", &collection).await, dn.balance_of(target, "usdc", common::app::MERCHANT).await);
+
+    let url = dn.rpc_url(chain);
+    rpc(&url, "evm_setAutomine", json!([false])).await;
+    let mut payloads = vec![];
+    for (id, intent) in [(&a, &first), (&b, &second)] {
+        let req = &intent["payment_requirements"];
+        let proof = if permit2 { x402_pay_on(req, &key, &url) } else { x402_pay(req, &key) };
+        let (s, ok) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+        assert_eq!(s, 200, "both proofs are accepted (the payer holds one amount, each checks alone): {ok}");
+        payloads.push(decode_proof(&proof));
+    }
+    pool_holds(dn, chain, 1).await;
+    let data = plain_transfer_carrying(&collection, sending, &payloads);
+    let front = front_run_as(dn, chain, &payer, &dn.token(chain, "usdc"), &data).await;
+    rpc(&url, "evm_mine", json!([])).await;
+    rpc(&url, "evm_setAutomine", json!([true])).await;
+    assert_eq!(receipt_status(dn, chain, &front).await, "0x1", "the plain transfer landed");
+
+    for id in [&a, &b] {
+        let done = settled_or_failed(dn, id).await;
+        assert_eq!(done["status"], "VERIFICATION_FAILED", "a plain transfer credits no authorization: {done}");
+        assert!(done["source_payment"]["tx_hash"].is_null(), "no source transaction is claimed: {done}");
+        // Why, plainly: the authorization was not used, or (when the
+        // adapter can tell) the payer holds nothing left to pay it with.
+        let said = done["error_message"].as_str().unwrap();
+        assert!(said.contains("not used on chain") || done["error_code"] == "insufficient_funds", "the status says so: {done}");
+        assert_eq!(credits_of(dn, id).await, 0, "nothing in the books for {id}");
+    }
+    assert_eq!(dn.balance_of(chain, "usdc", &payer).await, U256::ZERO, "the payer's one transfer left");
+    assert_eq!(dn.balance_of(chain, "usdc", &collection).await, before.0 + sending, "it arrived once, uncredited");
+    assert_eq!(dn.balance_of(target, "usdc", common::app::MERCHANT).await, before.1, "the merchant was paid nothing for it");
+    // The money that did arrive belongs to no payment: the books list it.
+    let listed = dn.cli(&["books", "unmatched"]);
+    let rows = listed["unmatched"].as_array().unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        rows.iter()
+            .any(|r| r["tx_id"].as_str().is_some_and(|t| t.eq_ignore_ascii_case(&front)) && r["amount"] == json!(sending.to_string())),
+        "books unmatched lists the plain transfer: {listed}"
+    );
+    // And the books still add up to what the chain holds.
+    let checked = dn.cli(&["books", "check"]);
+    assert_eq!(checked["differences"], 0, "{checked}");
+    assert!(checked["wallets"].as_array().unwrap().iter().any(|w| w["role"] == "collection" && w["chain"] == chain), "{checked}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_plain_transfer_carrying_two_eip3009_signatures_credits_neither_intent() {
+    let dn = Devnet::start(30745, "base,arbitrum", "").await;
+    two_intents_one_plain_transfer(&dn, "base", "arbitrum", 4, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_plain_transfer_carrying_two_permit2_signatures_credits_neither_intent() {
+    let dn = Devnet::start(30845, "bsc,base", "").await;
+    two_intents_one_plain_transfer(&dn, "bsc", "base", 5, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_plain_transfer_carrying_two_signatures_settles_neither_facilitator_request() {
+    let dn = Devnet::start(30945, "base", "").await;
+    let base = dn.rpc_url("base");
+    let auth = format!("Bearer {}", facilitator_key(&dn, "shop"));
+    let (payer, key) = dn.payer(6);
+    let amount = U256::from(25_000u64);
+    hold_only(&dn, "base", "usdc", &payer, amount).await;
+    let merchant_before = dn.balance_of("base", "usdc", MERCHANT).await;
+    let req = requirements(&dn, &amount.to_string());
+    // Two payloads: the same amount to the same payTo, two nonces.
+    let signed = [payload(&req, &key), payload(&req, &key)];
+    assert_ne!(signed[0]["payload"]["authorization"]["nonce"], signed[1]["payload"]["authorization"]["nonce"]);
+
+    rpc(&base, "evm_setAutomine", json!([false])).await;
+    let mut answers = vec![];
+    for p in &signed {
+        let body = json!({ "x402Version": 2, "paymentPayload": p, "paymentRequirements": req });
+        let (state, a) = (dn.state.clone(), auth.clone());
+        answers.push(tokio::spawn(async move { call_state(&state, "POST", "/x402/settle", Some(body), &[("authorization", &a)]).await }));
+    }
+    pool_holds(&dn, "base", 1).await;
+    let data = plain_transfer_carrying(MERCHANT, amount, &signed);
+    let front = front_run_as(&dn, "base", &payer, &dn.token("base", "usdc"), &data).await;
+    rpc(&base, "evm_mine", json!([])).await;
+    rpc(&base, "evm_setAutomine", json!([true])).await;
+    assert_eq!(receipt_status(&dn, "base", &front).await, "0x1", "the plain transfer landed");
+
+    for a in answers {
+        let (s, answer) = a.await.unwrap();
+        assert_eq!(answer["success"], json!(false), "a plain transfer settles no authorization ({s}): {answer}");
+        assert_ne!(answer["transaction"].as_str(), Some(front.as_str()), "never answered with someone's plain transfer: {answer}");
+    }
+    assert_eq!(dn.balance_of("base", "usdc", MERCHANT).await, merchant_before + amount, "payTo received the one transfer, once");
+    let credited: i64 = sqlx::Row::get(
+        &sqlx::query("SELECT COUNT(*) AS n FROM book_movements WHERE purpose = 'x402'").fetch_one(&dn.state.db.pool).await.unwrap(),
+        "n",
+    );
+    assert_eq!(credited, 0, "no settlement holds the plain transfer");
+}
+
+/// Runtime code of a wallet whose `isValidSignature` (whatever it is asked)
+/// burns about 5,000,000 gas in a loop, then accepts: `0x1626ba7e`.
+const GAS_BURNING_WALLET: &str = "0x6202ef345b600190038060045750631626ba7e60e01b60005260206000f3";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_contract_payer_that_burns_gas_is_refused_before_the_relayer_sends_anything() {
+    use base64::Engine as _;
+    let dn = Devnet::start(31045, "base", "").await;
+    let base = dn.rpc_url("base");
+    let wallet = "0x00000000000000000000000000000000000b0a7d";
+    rpc(&base, "anvil_setCode", json!([wallet, GAS_BURNING_WALLET])).await;
+    dn.mint("base", wallet, U256::from(10_000_000u64)).await;
+    // The chain itself runs the wallet's check with the gas it is given.
+    let probe = rpc(&base, "eth_estimateGas", json!([{ "to": wallet, "data": "0x1626ba7e" }])).await;
+    let burns = u64::from_str_radix(probe.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    assert!(burns > 4_500_000, "the wallet burns about 5M gas: {probe}");
+
+    let relayer = dn.state.keys.address(stablerail::family::keys::RELAYER).await.unwrap();
+    let before = (
+        rpc(&base, "eth_getBalance", json!([relayer, "latest"])).await,
+        rpc(&base, "eth_getTransactionCount", json!([relayer, "latest"])).await,
+    );
+    // An EIP-3009 payload from the wallet: any signature, it accepts all.
+    let payload = |req: &Value| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        json!({
+            "x402Version": 2, "accepted": req,
+            "payload": {
+                "signature": format!("0x{}", "11".repeat(65)),
+                "authorization": {
+                    "from": wallet, "to": req["payTo"], "value": req["amount"], "validAfter": (now - 60).to_string(),
+                    "validBefore": (now + 600).to_string(), "nonce": format!("0x{}", alloy_primitives::hex::encode(rand_bytes())),
+                },
+            },
+        })
+    };
+
+    // A public intent: refused at submit, with its own code, unchanged.
+    let body = json!({ "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "base" });
+    let (id, intent) = dn.create_public(body).await;
+    let proof = base64::engine::general_purpose::STANDARD.encode(payload(&intent["payment_requirements"]).to_string());
+    let (s, refused) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 400, "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("needs more gas to check"), "{refused}");
+    let (_, still) = dn.call("GET", &format!("/api/intents/{id}"), None, &[]).await;
+    assert_eq!(still["status"], "AWAITING_PAYMENT", "{still}");
+
+    // A resource server's settle: refused with its own reason.
+    let auth = format!("Bearer {}", facilitator_key(&dn, "shop"));
+    let req = requirements(&dn, "10000");
+    let body = json!({ "x402Version": 2, "paymentPayload": payload(&req), "paymentRequirements": req });
+    let (_, settled) = dn.call("POST", "/x402/settle", Some(body.clone()), &[("authorization", &auth)]).await;
+    assert_eq!((&settled["success"], &settled["errorReason"]), (&json!(false), &json!("payer_gas_cap_exceeded")), "{settled}");
+    let (_, verified) = dn.call("POST", "/x402/verify", Some(body), &[("authorization", &auth)]).await;
+    assert_eq!((&verified["isValid"], &verified["invalidReason"]), (&json!(false), &json!("payer_gas_cap_exceeded")), "{verified}");
+
+    let after = (
+        rpc(&base, "eth_getBalance", json!([relayer, "latest"])).await,
+        rpc(&base, "eth_getTransactionCount", json!([relayer, "latest"])).await,
+    );
+    assert_eq!(after, before, "the relayer sent nothing and paid nothing");
+    assert_eq!(dn.balance("base", wallet).await, U256::from(10_000_000u64), "nothing moved");
+}
+
+fn rand_bytes() -> [u8; 32] {
+    rand::random()
+}
