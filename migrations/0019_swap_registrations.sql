@@ -5,6 +5,8 @@
 -- payer, recipient and amount): the same details give the same intent,
 -- other details another intent, which the chain and the provider then
 -- judge (a mismatch is refused, or ends FAILED `registration_mismatch`).
+-- Rows registered before keep `details` empty; the same details registered
+-- again find them (`swap::register::store`).
 -- The table is rebuilt to change its UNIQUE constraint (SQLite cannot
 -- drop one). Portable SQL.
 CREATE TABLE swap_intents_next (
@@ -39,3 +41,4 @@ FROM swap_intents;
 DROP TABLE swap_intents;
 ALTER TABLE swap_intents_next RENAME TO swap_intents;
 CREATE INDEX swap_intents_due ON swap_intents (status, next_check_at);
+CREATE INDEX swap_intents_by_payer ON swap_intents(lower(payer_address), created_at);

@@ -214,7 +214,20 @@ async fn kill_nine_while_settling_pays_each_merchant_once() {
     let stuck: i64 =
         sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM settlement_queue").fetch_one(&dn.state.db.pool).await.unwrap(), "n");
     assert_eq!(stuck, 0, "nothing left in the queue");
-    eprintln!("chaos: {rounds} rounds, {} intents, 0 double payments, 0 stuck", all.len());
+    // The books: each intent holds one source movement and one payout, no
+    // movement is credited twice (the key), and every wallet's books add
+    // up to its balance on chain.
+    for p in &all {
+        let held: Vec<(String, String)> = sqlx::query_as("SELECT purpose, tx_id FROM book_movements WHERE owner_id = $1 ORDER BY purpose")
+            .bind(&p.id)
+            .fetch_all(&dn.state.db.pool)
+            .await
+            .unwrap();
+        assert_eq!(held.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["payout", "source"], "{}: {held:?}", p.id);
+    }
+    let checked = dn.cli(&["books", "check"]);
+    assert_eq!(checked["differences"], 0, "{checked}");
+    eprintln!("chaos: {rounds} rounds, {} intents, 0 double payments, 0 stuck, books balanced", all.len());
 }
 
 /// The target chain goes down for `OUTAGE_SECS` (default 60) while its

@@ -5,7 +5,7 @@
 //! by the input, the output arrives, its ETH stays 0; a retry with the same
 //! key does nothing more; a provider gone bad is refused with nothing
 //! moved and no gas spent; a run whose swap cannot be made after the pull
-//! is refunded in full; `kill -9` between the steps pays once.
+//! is refunded less the fee; `kill -9` between the steps pays once.
 
 use crate::common;
 
@@ -151,7 +151,7 @@ async fn an_agent_with_only_usdc_swaps_and_the_relayer_pays_the_gas() {
 /// A provider gone bad on the sponsored path: refused before anything is
 /// signed, so the wallet's USDC is where it was and the relayer spent no
 /// gas. Then a run whose input was pulled and whose swap has no route any
-/// more (after a crash) is refunded in full, on chain.
+/// more (after a crash) is refunded less the fee, on chain.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_bad_provider_moves_nothing_and_a_swap_that_cannot_be_made_is_refunded() {
     let dn = Devnet::start_swaps(30245, "base", "").await;
@@ -217,8 +217,8 @@ async fn a_bad_provider_moves_nothing_and_a_swap_that_cannot_be_made_is_refunded
     assert_eq!((row.phase, row.error_code.as_deref()), (Phase::Refunded, Some("no_route")));
     let receipt = crate::swaps::receipt_of(&dn.rpc_url("base"), row.tx_hash.as_deref().unwrap()).await;
     assert_eq!(receipt["status"], "0x1", "{receipt}");
-    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before + U256::from(3_000_000u64), "the whole input back, fee included");
-    assert_eq!(dn.balance_of("base", "usdc", &relayer).await, relayer_usdc - U256::from(3_000_000u64));
+    assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before + U256::from(2_990_000u64), "the input back, less the fee");
+    assert_eq!(dn.balance_of("base", "usdc", &relayer).await, relayer_usdc - U256::from(2_990_000u64), "the fee paid the gas");
     // Its answer to a retry of the same run is the refund, and nothing more is sent.
     let n = nonce(&dn, &relayer).await;
     let again = sponsor.drive(row, "test", None).await.unwrap_err();
@@ -230,7 +230,7 @@ async fn a_bad_provider_moves_nothing_and_a_swap_that_cannot_be_made_is_refunded
 /// pull landed (seen on chain), after the relayer's approval landed, and
 /// at random moments. The service comes back, the client retries with
 /// the same key, and each run ends once: swapped (the wallet paid its
-/// input once and got the output once) or refunded in full.
+/// input once and got the output once) or refunded less the fee.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_nine_between_the_steps_of_a_sponsored_swap_pays_once() {
     let dn = Devnet::start_swaps_with(30345, "base", "", 0).await;
@@ -308,7 +308,12 @@ async fn kill_nine_between_the_steps_of_a_sponsored_swap_pays_once() {
                 paid.1 += units(&answer["estimated_output"]);
                 paid.2 += units(&answer["sponsored_fee"]);
             }
-            (502, Phase::Refunded) => assert_eq!(answer["message"], "swap failed; the input was refunded"),
+            (502, Phase::Refunded) => {
+                assert_eq!(answer["message"], "swap failed; the input was refunded less the sponsored gas fee");
+                // The fee paid the relayer's gas for the pull and the refund.
+                paid.0 += units(&json!(row.fee));
+                paid.2 += units(&json!(row.fee));
+            }
             other => panic!("round {round}: {other:?} {answer}"),
         }
         let swaps = stablerail::store::settlement::list_txs(&dn.state.db, &run, "swap").await.unwrap();
@@ -399,7 +404,7 @@ async fn a_sponsored_swap_that_reverts_keeps_its_fee_and_no_slippage_is_refused(
     let run = runs::get(&state.db, &run.run).await.unwrap().unwrap();
     let sponsor = stablerail::swap::sponsored::Sponsor { swaps: &state.swaps, db: &state.db, drivers: &state.drivers, steps: &state.steps };
     let e = sponsor.drive(run, "test", None).await.unwrap_err();
-    assert!(matches!(e, stablerail::swap::SwapError::RefundedLessFee), "{e:?}");
+    assert!(matches!(e, stablerail::swap::SwapError::Refunded), "{e:?}");
     let row = runs::get(&state.db, "swx_reverted_test").await.unwrap().unwrap();
     assert_eq!((row.phase, row.error_code.as_deref()), (Phase::Refunded, Some("swap_reverted_on_chain")));
     assert_eq!(dn.balance_of("base", "usdc", &wallet).await, before + U256::from(2_960_000u64), "the input back less the fee");
@@ -409,5 +414,5 @@ async fn a_sponsored_swap_that_reverts_keeps_its_fee_and_no_slippage_is_refused(
         (r.is_err(), r.err().map(|e| e.to_string()))
     };
     assert!(s);
-    assert_eq!(answer.as_deref(), Some("swap reverted; the input was refunded less the sponsored gas fee"));
+    assert_eq!(answer.as_deref(), Some("swap failed; the input was refunded less the sponsored gas fee"));
 }

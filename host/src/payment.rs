@@ -231,5 +231,4 @@ pub struct Permit2Authorization {
     pub deadline: String,
     pub to: String,
     pub valid_after: String,
-    pub signature: Vec<u8>,
 }

@@ -69,6 +69,11 @@ pub struct Started {
 }
 
 impl AppState {
+    /// Is `address` one of this service's own wallets on `chain`?
+    pub async fn is_service_wallet(&self, chain: &str, address: &str) -> bool {
+        self.drivers.is_service_wallet(chain, address).await
+    }
+
     /// Start this replica's background work: the settlement engine (`workers`
     /// at once) and the x402 worker on one step runner, and the swap
     /// tracker, each with its own share of the state.

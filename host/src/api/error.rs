@@ -230,7 +230,7 @@ impl From<crate::swap::SwapError> for ApiError {
             }
             SwapError::Internal(detail) => ApiError::Internal(detail),
             SwapError::WalletNotReady | SwapError::NoTronWallet => ApiError::Forbidden(e.to_string()),
-            SwapError::Refunded | SwapError::RefundedLessFee => ApiError::BadGateway(e.to_string()),
+            SwapError::Refunded => ApiError::BadGateway(e.to_string()),
             SwapError::SendFailed(ref detail) => {
                 tracing::warn!(%detail, "hosted wallet could not send a swap transaction");
                 ApiError::BadGateway(e.to_string())

@@ -71,14 +71,13 @@ pub async fn register(State(s): State<Shared>, req: axum::extract::Request) -> R
         return Err(ApiError::BadRequest("the body must be a JSON object".into()));
     }
     let new = swap::register::parse(&s.swaps, &body, crate::clock::now_ms())?;
-    // On its chain already: checked now. Not yet (just broadcast, or
-    // never): following it costs the tracker, so the client's budget of
-    // such registrations pays for it, and the tracker checks it later.
-    if swap::register::check_on_chain(&s.drivers, &s.config, &new).await? == swap::register::Seen::NotYet {
+    // On its chain already: checked now. What the chain cannot judge yet
+    // (not mined, or a destination on another chain) costs the tracker and
+    // the provider until it can, so the client's budget pays for it.
+    if swap::register::budgeted(swap::register::check_on_chain(&s.drivers, &s.config, &new).await?, &new) {
         s.unseen_swaps.check(format!("ip:{client}")).map_err(ApiError::RateLimited)?;
     }
-    let family = s.config.chains.get(&new.from_chain).map(|c| c.family).ok_or(swap::SwapError::UnsupportedChain(new.from_chain.clone()))?;
-    let i = swap::register::store(&s.db, &new, family).await?;
+    let i = swap::register::store(&s.db, &s.config, &new).await?;
     Ok((StatusCode::CREATED, Json(Registered { intent_id: i.id, status: i.status })))
 }
 

@@ -345,6 +345,22 @@ impl Drivers {
         self.of(self.config.chains.get(chain)?.family)
     }
 
+    /// Is `address` one of this service's own wallets on `chain` (its
+    /// relayer, collection or proxy wallet, or the configured treasury)?
+    /// `true` when the keystore cannot say.
+    pub async fn is_service_wallet(&self, chain: &str, address: &str) -> bool {
+        let (Some(c), Some(driver)) = (self.config.chains.get(chain), self.for_chain(chain)) else { return false };
+        let facts = c.family.facts();
+        for role in keys::SERVICE_ROLES {
+            match driver.address(&role).await {
+                Ok(own) if facts.same_address(&own, address) => return true,
+                Ok(_) => {}
+                Err(_) => return true,
+            }
+        }
+        c.collection_address.iter().any(|own| facts.same_address(own, address))
+    }
+
     pub fn all(&self) -> Vec<Arc<dyn Driver>> {
         vec![self.evm.clone(), self.solana.clone(), self.tron.clone()]
     }

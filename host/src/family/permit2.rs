@@ -3,7 +3,10 @@
 //! Permit2 logs nothing of its own when it spends a nonce, so the proof is
 //! the call itself: a successful transaction whose top-level call is the
 //! proxy's `settle` or `settleWithPermit` carrying exactly the payer's
-//! permit (owner, token, amount, nonce, deadline, witness, signature).
+//! permit (owner, token, amount, nonce, deadline, witness). Its signature
+//! bytes are not compared: Permit2 checked a signature over exactly these
+//! fields, and the same signature has other encodings (EIP-2098's 64
+//! bytes) that a front-runner may use.
 //! A call wrapped in someone else's contract cannot be read without a
 //! trace, so it proves nothing, and such a payment is not credited.
 
@@ -25,10 +28,10 @@ sol! {
 /// Does `input`, the calldata of a call to the permit's spender, settle
 /// exactly `auth`? `parse` reads the family's address form.
 pub fn settles(input: &[u8], auth: &Permit2Authorization, parse: impl Fn(&str) -> Option<Address>) -> bool {
-    let (permit, owner, witness, signature) = if let Ok(c) = settleCall::abi_decode(input) {
-        (c.permit, c.owner, c.witness, c.signature)
+    let (permit, owner, witness) = if let Ok(c) = settleCall::abi_decode(input) {
+        (c.permit, c.owner, c.witness)
     } else if let Ok(c) = settleWithPermitCall::abi_decode(input) {
-        (c.permit, c.owner, c.witness, c.signature)
+        (c.permit, c.owner, c.witness)
     } else {
         return false;
     };
@@ -40,7 +43,6 @@ pub fn settles(input: &[u8], auth: &Permit2Authorization, parse: impl Fn(&str) -
         && Some(permit.deadline) == number(&auth.deadline)
         && Some(witness.to) == parse(&auth.to)
         && Some(witness.validAfter) == number(&auth.valid_after)
-        && signature.as_ref() == auth.signature.as_slice()
 }
 
 /// Calldata of Permit2's `nonceBitmap(owner, nonce >> 8)` and the bit that

@@ -51,12 +51,5 @@ async fn unreceivable(s: &AppState, chain: &str, address: &str) -> bool {
     if c.assets.values().any(|a| !a.token.is_empty() && facts.same_address(&a.token, address)) {
         return true;
     }
-    for role in crate::family::keys::SERVICE_ROLES {
-        match s.keys.address(&role.key_name(c.family)).await {
-            Ok(own) if facts.same_address(&own, address) => return true,
-            Ok(_) => {}
-            Err(_) => return true,
-        }
-    }
-    c.collection_address.iter().any(|own| facts.same_address(own, address))
+    s.is_service_wallet(chain, address).await
 }

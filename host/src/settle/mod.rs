@@ -299,12 +299,14 @@ impl Engine {
 }
 
 /// What a proof's authorization leaves on chain when it is used, read
-/// from the x402 payload itself (`payload.authorization` of EIP-3009,
-/// `payload.permit2Authorization` of Permit2). A payload of any other
-/// shape (a payer's own signed transaction, a scheme the host cannot read)
-/// is `Own`: only the service's own transaction can be credited for it.
-/// The adapter verified the payload; this only says what its use proves.
-pub fn authorization(proof: &str) -> crate::payment::Authorization {
+/// from the x402 payload itself, by the asset's configured `scheme` (never
+/// by what the payload chooses to carry): `eip3009` reads
+/// `payload.authorization`, the Permit2 schemes `payload.permit2Authorization`.
+/// Any other scheme, or a payload that carries both (the adapter ignores
+/// the one it does not read), is `Own`: only the service's own transaction
+/// can be credited for it. The adapter verified the payload; this only
+/// says what its use proves.
+pub fn authorization(proof: &str, scheme: &str) -> crate::payment::Authorization {
     use crate::payment::{Authorization, Permit2Authorization};
     let Ok(v) = serde_json::from_str::<serde_json::Value>(proof) else { return Authorization::Own };
     let text = |p: &str| v.pointer(p).and_then(|s| s.as_str()).map(str::to_string);
@@ -313,12 +315,22 @@ pub fn authorization(proof: &str) -> crate::payment::Authorization {
         Some(serde_json::Value::Number(n)) => Some(n.to_string()),
         _ => None,
     };
-    if let (Some(from), Some(nonce)) = (text("/payload/authorization/from"), text("/payload/authorization/nonce")) {
+    let (eip3009, permit2) = (v.pointer("/payload/authorization").is_some(), v.pointer("/payload/permit2Authorization").is_some());
+    if eip3009 && permit2 {
+        return Authorization::Own;
+    }
+    if scheme == "eip3009" {
+        let (Some(from), Some(nonce)) = (text("/payload/authorization/from"), text("/payload/authorization/nonce")) else {
+            return Authorization::Own;
+        };
         let nonce = alloy_primitives::hex::decode(&nonce).ok().and_then(|n| <[u8; 32]>::try_from(n).ok());
         return match nonce {
             Some(nonce) => Authorization::Eip3009 { authorizer: from, nonce },
             None => Authorization::Own,
         };
+    }
+    if !matches!(scheme, "permit2" | "upto" | "tron-permit2") {
+        return Authorization::Own;
     }
     let a = "/payload/permit2Authorization";
     let fields = (
@@ -330,20 +342,11 @@ pub fn authorization(proof: &str) -> crate::payment::Authorization {
         number(&format!("{a}/deadline")),
         text(&format!("{a}/witness/to")),
         number(&format!("{a}/witness/validAfter")),
-        text("/payload/signature").and_then(|s| alloy_primitives::hex::decode(s).ok()),
     );
     match fields {
-        (
-            Some(owner),
-            Some(spender),
-            Some(token),
-            Some(amount),
-            Some(nonce),
-            Some(deadline),
-            Some(to),
-            Some(valid_after),
-            Some(signature),
-        ) => Authorization::Permit2(Permit2Authorization { owner, spender, token, amount, nonce, deadline, to, valid_after, signature }),
+        (Some(owner), Some(spender), Some(token), Some(amount), Some(nonce), Some(deadline), Some(to), Some(valid_after)) => {
+            Authorization::Permit2(Permit2Authorization { owner, spender, token, amount, nonce, deadline, to, valid_after })
+        }
         _ => Authorization::Own,
     }
 }

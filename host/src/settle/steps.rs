@@ -34,6 +34,16 @@ impl Steps {
         self.deps.registry.asset(chain, asset).ok_or_else(|| anyhow::anyhow!("{chain}/{asset} is not served"))
     }
 
+    /// The configured asset an adapter serves.
+    fn asset(&self, chain: &str, adapter: &AssetAdapter) -> anyhow::Result<&crate::config::Asset> {
+        self.deps
+            .config
+            .chains
+            .get(chain)
+            .and_then(|c| c.assets.get(&adapter.ctx.asset))
+            .ok_or_else(|| anyhow::anyhow!("{chain}/{} is not configured", adapter.ctx.asset))
+    }
+
     pub(crate) fn driver(&self, chain: &str) -> anyhow::Result<Arc<dyn Driver>> {
         self.deps.drivers.for_chain(chain).ok_or_else(|| anyhow::anyhow!("no driver for {chain}'s family in this build"))
     }
@@ -78,17 +88,11 @@ impl Steps {
         since_ms: i64,
     ) -> anyhow::Result<Option<(String, Vec<Movement>)>> {
         let driver = self.driver(chain)?;
-        let auth = super::authorization(proof);
+        let asset = self.asset(chain, adapter)?;
+        let auth = super::authorization(proof, &asset.scheme);
         if auth == Authorization::Own {
             return Ok(None);
         }
-        let asset = self
-            .deps
-            .config
-            .chains
-            .get(chain)
-            .and_then(|c| c.assets.get(&adapter.ctx.asset))
-            .ok_or_else(|| anyhow::anyhow!("{chain}/{} is not configured", adapter.ctx.asset))?;
         let found = driver.landed(chain, asset, &payment, &auth, since_ms).await?;
         let confirmations = self.deps.config.chains.get(chain).map_or(1, |c| c.confirmations.max(1));
         for tx in found {
@@ -133,8 +137,9 @@ impl Steps {
     ) -> anyhow::Result<Credit> {
         let driver = self.driver(chain)?;
         let family = driver.family();
+        let auth = super::authorization(proof, &self.asset(chain, adapter)?.scheme);
         let candidates = driver
-            .movements(tx, receipt, &adapter.ctx.token, payment, &super::authorization(proof))
+            .movements(tx, receipt, &adapter.ctx.token, payment, &auth)
             .into_iter()
             .map(|m| super::books::canonical(family, m))
             .collect();

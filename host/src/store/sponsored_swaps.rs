@@ -15,7 +15,7 @@ pub enum Phase {
     Swapping,
     /// The swap landed.
     Done,
-    /// The swap could not be made; the whole input went back.
+    /// The swap could not be made; the input went back less the fee.
     Refunded,
     /// The pull could not be landed: nothing moved.
     Refused,

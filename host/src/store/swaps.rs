@@ -50,6 +50,19 @@ pub(crate) fn row(r: &sqlx::any::AnyRow) -> Result<SwapIntent, StoreError> {
     })
 }
 
+/// A registration of (`chain`, `tx`) stored before registrations kept
+/// their details (migration 0019), if any.
+pub async fn legacy(db: &Db, chain: &str, tx: &str) -> Result<Option<SwapIntent>, StoreError> {
+    sqlx::query(&format!("SELECT {COLUMNS} FROM swap_intents WHERE from_chain = $1 AND source_tx_hash = $2 AND details = ''"))
+        .bind(chain)
+        .bind(tx)
+        .fetch_optional(&db.pool)
+        .await?
+        .as_ref()
+        .map(row)
+        .transpose()
+}
+
 pub async fn get(db: &Db, id: &str) -> Result<Option<SwapIntent>, StoreError> {
     sqlx::query(&format!("SELECT {COLUMNS} FROM swap_intents WHERE id = $1"))
         .bind(id)

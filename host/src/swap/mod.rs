@@ -107,14 +107,10 @@ pub enum SwapError {
     /// The wallet holds less of the input than the swap takes.
     #[error("agent wallet has insufficient balance for this swap")]
     InsufficientBalance,
-    /// A sponsored swap failed after its input was pulled; the whole input
-    /// went back to the wallet.
-    #[error("swap failed; the input was refunded")]
+    /// A sponsored swap failed after its input was pulled: the input went
+    /// back to the wallet less the fee, which paid the relayer's gas.
+    #[error("swap failed; the input was refunded less the sponsored gas fee")]
     Refunded,
-    /// A sponsored swap reverted on chain: the input went back less the
-    /// fee, which paid the gas the relayer spent on it.
-    #[error("swap reverted; the input was refunded less the sponsored gas fee")]
-    RefundedLessFee,
     /// A sponsored swap asked less slippage than the service's floor.
     #[error("slippage_bps is below the minimum for sponsored swaps")]
     SlippageBelowFloor,

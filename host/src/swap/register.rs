@@ -118,22 +118,34 @@ pub fn parse(swaps: &Swaps, body: &Value, now: i64) -> Result<SwapIntent, SwapEr
     Ok(new)
 }
 
-/// A digest of what a registration says (lower case where the family's
-/// addresses compare without case): the same details are the same intent.
-fn details(i: &SwapIntent, family: crate::config::Family) -> String {
+/// A digest of what a registration says, each address in its family's
+/// stored form (EVM hex in lower case; Solana and TRON as they are): the
+/// same details are the same intent.
+fn details(i: &SwapIntent, from: crate::config::Family, to: crate::config::Family) -> String {
     use sha2::Digest;
-    let f = family.facts();
+    let (f, t) = (from.facts(), to.facts());
     let text = [
-        &i.to_chain,
-        &f.canonical(&i.from_token),
-        &i.to_token.to_ascii_lowercase(),
-        &f.canonical(&i.payer_address),
-        &i.recipient_address.to_ascii_lowercase(),
-        &i.sending_token_amount,
+        i.to_chain.clone(),
+        f.canonical(&i.from_token),
+        t.canonical(&i.to_token),
+        f.canonical(&i.payer_address),
+        t.canonical(&i.recipient_address),
+        i.sending_token_amount.clone(),
     ]
-    .map(|s| s.as_str())
     .join("|");
     hex::encode(sha2::Sha256::digest(text.as_bytes()))
+}
+
+/// Do two registrations say the same (addresses compared as their
+/// families compare them)?
+fn same(a: &SwapIntent, b: &SwapIntent, from: crate::config::Family, to: crate::config::Family) -> bool {
+    let (f, t) = (from.facts(), to.facts());
+    a.to_chain == b.to_chain
+        && f.same_address(&a.from_token, &b.from_token)
+        && t.same_address(&a.to_token, &b.to_token)
+        && f.same_address(&a.payer_address, &b.payer_address)
+        && t.same_address(&a.recipient_address, &b.recipient_address)
+        && a.sending_token_amount == b.sending_token_amount
 }
 
 /// What the source chain shows of a registered transaction.
@@ -170,6 +182,12 @@ pub async fn check_on_chain(drivers: &crate::family::Drivers, config: &crate::co
     }
 }
 
+/// Does this registration spend the client's budget of registrations the
+/// chain cannot judge yet (not mined, or a destination on another chain)?
+pub fn budgeted(seen: Seen, i: &SwapIntent) -> bool {
+    seen == Seen::NotYet || i.from_chain != i.to_chain
+}
+
 /// Does a confirmed source receipt contradict the registration? Only
 /// what the family can read is judged (an EVM token's Transfer logs).
 pub fn mismatch(driver: &dyn crate::family::Driver, receipt: &crate::family::Receipt, i: &SwapIntent) -> bool {
@@ -188,7 +206,15 @@ pub fn mismatch(driver: &dyn crate::family::Driver, receipt: &crate::family::Rec
     false
 }
 
-/// Store a parsed, checked registration, or find the same one stored before.
-pub async fn store(db: &Db, new: &SwapIntent, family: crate::config::Family) -> Result<SwapIntent, SwapError> {
-    Ok(crate::store::transition::swaps::register(db, new, &details(new, family)).await?)
+/// Store a parsed, checked registration, or find the same one stored
+/// before (with its details, or before registrations kept them).
+pub async fn store(db: &Db, config: &crate::config::Config, new: &SwapIntent) -> Result<SwapIntent, SwapError> {
+    let family = |c: &str| config.chains.get(c).map(|c| c.family).ok_or_else(|| SwapError::UnsupportedChain(c.to_string()));
+    let (from, to) = (family(&new.from_chain)?, family(&new.to_chain)?);
+    if let Some(old) = crate::store::swaps::legacy(db, &new.from_chain, &new.source_tx_hash).await? {
+        if same(&old, new, from, to) {
+            return Ok(old);
+        }
+    }
+    Ok(crate::store::transition::swaps::register(db, new, &details(new, from, to)).await?)
 }

@@ -13,7 +13,8 @@
 //!    token, for the gas it paid;
 //! 3. **refund**: if the swap cannot be made once the input is pulled (it
 //!    reverted, or after a crash no acceptable route is left), the relayer
-//!    sends the whole input back.
+//!    sends the input back less the fee, which paid its gas (a swap that
+//!    is refused for free would let anyone make the relayer pay).
 //!
 //! Before anything is signed, the route passes the swap guard from the
 //! relayer's side (known contracts, at most the input less the fee
@@ -50,9 +51,6 @@ use crate::store::transition::sponsored_swaps as phase;
 /// under `execute::LEG`, as on the unsponsored path).
 const PULL_LEG: &str = "swap-pull";
 const REFUND_LEG: &str = "swap-refund";
-/// A run's code when its swap was mined and reverted (the refund keeps
-/// the fee); a swap refused before it was sent is `swap_reverted`.
-const REVERTED_ON_CHAIN: &str = "swap_reverted_on_chain";
 /// How long the pull's authorization is valid.
 const PULL_VALIDITY_SECS: u64 = 600;
 /// How long a pulled input waits for the provider to answer again before
@@ -227,7 +225,7 @@ impl Sponsor<'_> {
             let outcome = match run {
                 // Refunded and refused are ends too.
                 Ok(Some(run)) => match self.drive(run, &holder, None).await {
-                    Ok(_) | Err(SwapError::Refunded) | Err(SwapError::RefundedLessFee) | Err(SwapError::Refused(_)) => Ok(()),
+                    Ok(_) | Err(SwapError::Refunded) | Err(SwapError::Refused(_)) => Ok(()),
                     Err(e) => Err(e),
                 },
                 Ok(None) => continue,
@@ -515,17 +513,17 @@ impl Sponsor<'_> {
                 tracing::info!(run = %run.run, tx = %hash, "sponsored swap landed");
                 self.advance(run, holder, Phase::Swapping, Phase::Done, Some(&hash), None, None).await
             }
-            // Mined and reverted: the relayer paid for the pull, the
-            // approval, the swap and now the refund, so the fee stays.
+            // Mined and reverted (a swap refused before it was sent is
+            // `swap_reverted`).
             false => {
                 tracing::warn!(run = %run.run, tx = %hash, "sponsored swap reverted on chain; refunding less the fee");
-                self.refund(run, holder, REVERTED_ON_CHAIN).await
+                self.refund(run, holder, "swap_reverted_on_chain").await
             }
         }
     }
 
-    /// Send the input back to the agent's wallet: whole, unless the swap
-    /// reverted on chain (`REVERTED_ON_CHAIN`), which keeps the fee.
+    /// Send the input back to the agent's wallet, less the fee: the relayer
+    /// paid the gas of the pull, of anything sent after it, and of the refund.
     async fn refund(&self, run: Run, holder: &str, code: &str) -> Result<Run, SwapError> {
         let driver = self.driver(&run.chain)?;
         let hash = match repo::get_tx(self.db, &run.run, REFUND_LEG, 0).await? {
@@ -533,9 +531,10 @@ impl Sponsor<'_> {
             None => {
                 let to: Address = self.agent_address(&run).await?.parse().map_err(|_| SwapError::WalletNotReady)?;
                 let token = run.from_token.clone();
-                let kept = if code == REVERTED_ON_CHAIN { parse_units(&run.fee)? } else { U256::ZERO };
+                // The relayer paid for the pull and pays for the refund:
+                // the fee stays, whatever made the swap impossible.
                 let back = parse_units(&run.from_amount)?
-                    .checked_sub(kept)
+                    .checked_sub(parse_units(&run.fee)?)
                     .ok_or_else(|| SwapError::Internal(format!("{}: fee above input", run.run)))?;
                 let data = alloy_sol_types::SolCall::abi_encode(&transferCall { to, amount: back });
                 let refund = Submission::EvmCall(EvmCall { to: token, data, value: "0".into(), gas_limit: None });
@@ -672,7 +671,6 @@ fn answer(run: &Run) -> Result<Executed, SwapError> {
             estimated_output: run.estimated_output.clone().unwrap_or_default(),
             sponsored_fee: Some(run.fee.clone()),
         }),
-        Phase::Refunded if run.error_code.as_deref() == Some(REVERTED_ON_CHAIN) => Err(SwapError::RefundedLessFee),
         Phase::Refunded => Err(SwapError::Refunded),
         Phase::Refused => Err(SwapError::Refused(format!("sponsored swap {}: the pull could not land", run.run))),
         Phase::Pulling | Phase::Swapping => Err(SwapError::Unavailable(format!("sponsored swap {} unfinished", run.run))),

@@ -104,7 +104,7 @@ async fn follow(deps: &Deps, lifi: &Lifi, holder: &str, i: &SwapIntent) -> Resul
         Status::Known(v) => {
             let s = |p: &str| v.pointer(p).and_then(Value::as_str);
             match s("/status") {
-                Some("DONE") if provider_mismatch(&v, i, ids(&i.to_chain)) => {
+                Some("DONE") if cfg.chains.get(&i.to_chain).is_some_and(|c| provider_mismatch(&v, i, c.chain_id, c.family)) => {
                     done(deps, i, holder, now, Outcome::ended("FAILED", "registration_mismatch")).await
                 }
                 Some("DONE") => {
@@ -155,8 +155,8 @@ async fn done(deps: &Deps, i: &SwapIntent, holder: &str, now: i64, o: Outcome<'_
 /// Does the provider's record of a cross-chain swap name another
 /// destination (chain, token or recipient) than the registration? Only
 /// what it names is compared.
-fn provider_mismatch(v: &Value, i: &SwapIntent, to_chain_id: Option<u64>) -> bool {
-    let differs = |p: &str, want: &str| v.pointer(p).and_then(Value::as_str).is_some_and(|got| !got.eq_ignore_ascii_case(want));
+fn provider_mismatch(v: &Value, i: &SwapIntent, to_chain_id: Option<u64>, to: crate::config::Family) -> bool {
+    let differs = |p: &str, want: &str| v.pointer(p).and_then(Value::as_str).is_some_and(|got| !to.facts().same_address(got, want));
     let chain = v.pointer("/receiving/chainId").and_then(Value::as_u64);
     differs("/receiving/token/address", &i.to_token)
         || differs("/toAddress", &i.recipient_address)

@@ -25,6 +25,8 @@ const TRANSFER: B256 = alloy_primitives::b256!("ddf252ad1be2c89b69c2b068fc378daa
 const AUTHORIZATION_USED: B256 = alloy_primitives::b256!("98de503528ee59b575ef0c0a2576a82497bfc029a5685b209e9ec333479b10a5");
 /// At most this many blocks are searched back (providers cap log ranges).
 const MAX_BLOCKS: u64 = 50_000;
+/// Block timestamps are whole seconds, and a node's clock is not ours.
+const CLOCK_SKEW_MS: i64 = 30_000;
 
 fn hex_u64(v: &Value) -> Option<u64> {
     u64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok()
@@ -105,14 +107,31 @@ pub async fn transfers(
     let elapsed = (crate::clock::now_ms() - since_ms).max(0) as u64;
     let back = (elapsed / block_time_ms.max(1) + 64).min(MAX_BLOCKS);
     let range = |topics: Value| json!([{ "address": p.token, "fromBlock": format!("{:#x}", head.saturating_sub(back)), "toBlock": format!("{head:#x}"), "topics": topics }]);
-    let hashes = |found: Value| -> Vec<String> {
+    // Mined since the payment was made (less the clock's skew): an older
+    // use is another payment's, replayed, not a front-run of this one.
+    let hashes = |found: Value| async move {
         let mut out: Vec<String> = vec![];
-        for h in found.as_array().into_iter().flatten().filter_map(|l| l.get("transactionHash").and_then(Value::as_str)) {
-            if !out.iter().any(|o| o == h) {
+        let mut blocks: Vec<(Value, bool)> = vec![];
+        for log in found.as_array().into_iter().flatten() {
+            let (Some(h), Some(number)) = (log.get("transactionHash").and_then(Value::as_str), log.get("blockNumber")) else { continue };
+            if out.iter().any(|o| o == h) {
+                continue;
+            }
+            let recent = match blocks.iter().find(|(n, _)| n == number) {
+                Some((_, recent)) => *recent,
+                None => {
+                    let block = tx::rpc(chain, "eth_getBlockByNumber", json!([number, false])).await?;
+                    let mined_ms = block.get("timestamp").and_then(hex_u64).map(|t| t as i64 * 1000);
+                    let recent = mined_ms.is_some_and(|t| t + CLOCK_SKEW_MS >= since_ms);
+                    blocks.push((number.clone(), recent));
+                    recent
+                }
+            };
+            if recent {
                 out.push(h.to_string());
             }
         }
-        out
+        Ok::<_, SendError>(out)
     };
     match auth {
         Authorization::Eip3009 { authorizer, nonce } => {
@@ -120,7 +139,7 @@ pub async fn transfers(
                 return Ok(vec![]);
             }
             let topics = json!([AUTHORIZATION_USED, p.from.into_word(), B256::from(*nonce)]);
-            Ok(hashes(tx::rpc(chain, "eth_getLogs", range(topics)).await?))
+            hashes(tx::rpc(chain, "eth_getLogs", range(topics)).await?).await
         }
         Authorization::Permit2(a) => {
             let Ok(nonce) = U256::from_str_radix(&a.nonce, 10) else { return Ok(vec![]) };
@@ -134,7 +153,7 @@ pub async fn transfers(
             }
             let topics = json!([TRANSFER, p.from.into_word(), p.to.into_word()]);
             let mut out = vec![];
-            for hash in hashes(tx::rpc(chain, "eth_getLogs", range(topics)).await?) {
+            for hash in hashes(tx::rpc(chain, "eth_getLogs", range(topics)).await?).await? {
                 let sent = tx::rpc(chain, "eth_getTransactionByHash", json!([hash])).await?;
                 let to = sent.get("to").and_then(Value::as_str).and_then(|t| t.parse::<Address>().ok());
                 let input =
@@ -246,43 +265,54 @@ pub async fn wallet_movements(chain: &ChainClient, token: &str, wallet: &str, fr
     const RANGE: u64 = 5_000;
     let token_at: Address = token.parse().map_err(|_| SendError::Unsupported(format!("{token} is not an EVM address")))?;
     let wallet: Address = wallet.parse().map_err(|_| SendError::Unsupported(format!("{wallet} is not an EVM address")))?;
-    let mut out = vec![];
-    let mut start = from;
-    while start <= to {
-        let end = (start + RANGE - 1).min(to);
+    let mut out: Vec<Movement> = vec![];
+    let (mut start, mut span) = (from, RANGE);
+    'ranges: while start <= to {
+        let end = (start + span - 1).min(to);
+        let mut found = vec![];
         for topics in [json!([TRANSFER, Value::Null, wallet.into_word()]), json!([TRANSFER, wallet.into_word()])] {
             let filter =
                 json!([{ "address": token_at, "fromBlock": format!("{start:#x}"), "toBlock": format!("{end:#x}"), "topics": topics }]);
-            for log in tx::rpc(chain, "eth_getLogs", filter).await?.as_array().into_iter().flatten() {
-                let topic = |k: usize| log.pointer(&format!("/topics/{k}")).and_then(word).map(Address::from_word);
-                let (Some(from), Some(to), Some(tx), Some(index), Some(block)) = (
-                    topic(1),
-                    topic(2),
-                    log.get("transactionHash").and_then(Value::as_str),
-                    log.get("logIndex").and_then(hex_u64),
-                    log.get("blockNumber").and_then(hex_u64),
-                ) else {
-                    continue;
-                };
-                let amount =
-                    log.get("data").and_then(Value::as_str).and_then(|d| U256::from_str_radix(d.trim_start_matches("0x"), 16).ok());
-                // A transfer of the wallet to itself is read once.
-                if out.iter().any(|m: &Movement| m.tx == tx && m.index == index as i64) {
-                    continue;
+            match tx::rpc(chain, "eth_getLogs", filter).await {
+                Ok(logs) => found.extend(logs.as_array().cloned().unwrap_or_default()),
+                // A provider that refuses a range (too many logs: a flood
+                // of spam transfers) is asked for half of it.
+                Err(_) if span > 1 => {
+                    span /= 2;
+                    continue 'ranges;
                 }
-                out.push(Movement {
-                    tx: tx.to_ascii_lowercase(),
-                    index: index as i64,
-                    token: token_at.to_checksum(None),
-                    from: from.to_checksum(None),
-                    to: to.to_checksum(None),
-                    amount: amount.unwrap_or_default().to_string(),
-                    block: block as i64,
-                    fee: None,
-                });
+                Err(e) => return Err(e),
             }
         }
+        for log in &found {
+            let topic = |k: usize| log.pointer(&format!("/topics/{k}")).and_then(word).map(Address::from_word);
+            let (Some(from), Some(to), Some(tx), Some(index), Some(block)) = (
+                topic(1),
+                topic(2),
+                log.get("transactionHash").and_then(Value::as_str),
+                log.get("logIndex").and_then(hex_u64),
+                log.get("blockNumber").and_then(hex_u64),
+            ) else {
+                continue;
+            };
+            let amount = log.get("data").and_then(Value::as_str).and_then(|d| U256::from_str_radix(d.trim_start_matches("0x"), 16).ok());
+            // Nothing moved (anyone may log a zero `transferFrom` of any
+            // wallet); a transfer of the wallet to itself is read once.
+            let seen = out.iter().any(|m| m.tx.eq_ignore_ascii_case(tx) && m.index == index as i64);
+            let Some(amount) = amount.filter(|a| !a.is_zero() && !seen) else { continue };
+            out.push(Movement {
+                tx: tx.to_ascii_lowercase(),
+                index: index as i64,
+                token: token_at.to_checksum(None),
+                from: from.to_checksum(None),
+                to: to.to_checksum(None),
+                amount: amount.to_string(),
+                block: block as i64,
+                fee: None,
+            });
+        }
         start = end + 1;
+        span = RANGE;
     }
     out.sort_by_key(|m| (m.block, m.index));
     Ok(out)

@@ -131,6 +131,12 @@ async fn check(s: &Facilitator, t: &Target, caller: &Caller, preflight: bool) ->
     if *caller == Caller::Public && !publicly_allowed(s, t, &paid) {
         return Err((Reason::NotAllowed, payer));
     }
+    // The service's own wallets are paid only through intents: a settlement
+    // into one would compete with an intent for the same movement in the
+    // books (and pays nobody outside).
+    if s.drivers.is_service_wallet(&t.adapter.ctx.chain, &paid.pay_to).await {
+        return Err((Reason::NotAllowed, payer));
+    }
     // A payTo that cannot receive the asset (a Solana owner without its
     // token account) makes a transfer that fails on chain, and the fee
     // payer pays for the failure: refused as the reference facilitator does.
