@@ -55,13 +55,30 @@ async fn limits_count_the_client_a_trusted_proxy_forwarded_and_ipv6_clients_by_t
     }
     assert!(site_limited, "fresh /64s of one /48 ran into the site's limit");
     assert_eq!(from("2001:db8:2::1").await, 200, "another /48 is another site");
-    // RFC 7239 `Forwarded` is read first.
-    let forwarded = [("forwarded", r#"for="[2001:db8:9:9::1]:443";proto=https"#)];
+    // A client behind the proxy that writes its own `Forwarded: for=<random>`
+    // on each request (the proxy passes it through, appending only
+    // X-Forwarded-For) does not pick its own key: the real client's limit applies.
+    let mut limited = 0;
+    for n in 0..6u8 {
+        let own = format!("for=192.0.2.{n}");
+        let headers = [("x-forwarded-for", "198.51.100.50"), ("forwarded", own.as_str())];
+        if status_of(port, "/api/chains", &headers).await == 429 {
+            limited += 1;
+        }
+    }
+    assert_eq!(limited, 3, "three of six over the real client's limit of three");
+    drop(service);
+    // Named `forwarded` (a proxy that writes RFC 7239), that header is read.
+    dn.set("service.client_ip_header", "forwarded");
+    let port = free_port();
+    let service = serve(&dn, port);
+    let forwarded = [("forwarded", r#"for="[2001:db8:9:9::1]:443";proto=https"#), ("x-forwarded-for", "198.51.100.1")];
     for _ in 0..3 {
         assert_eq!(status_of(port, "/api/chains", &forwarded).await, 200);
     }
     assert_eq!(status_of(port, "/api/chains", &forwarded).await, 429);
     drop(service);
+    dn.set("service.client_ip_header", "x-forwarded-for");
 
     // Without trusted proxies the headers are ignored: everyone here is 127.0.0.1.
     dn.set("service.trusted_proxies", Vec::<String>::new());

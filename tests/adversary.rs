@@ -95,7 +95,7 @@ async fn front_run(dn: &Devnet, chain: &str, to: &str, data: &str) -> String {
 }
 
 /// Wait until the node's pool holds at least `n` transactions.
-async fn pool_holds(dn: &Devnet, chain: &str, n: u64) {
+pub(crate) async fn pool_holds(dn: &Devnet, chain: &str, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let status = rpc(&dn.rpc_url(chain), "txpool_status", json!([])).await;
@@ -112,7 +112,7 @@ fn units_hex(v: &Value) -> u64 {
     u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
 }
 
-async fn receipt_status(dn: &Devnet, chain: &str, tx: &str) -> String {
+pub(crate) async fn receipt_status(dn: &Devnet, chain: &str, tx: &str) -> String {
     let r = rpc(&dn.rpc_url(chain), "eth_getTransactionReceipt", json!([tx])).await;
     r["status"].as_str().unwrap_or_default().to_string()
 }

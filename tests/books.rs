@@ -6,6 +6,7 @@
 //! signatures. A plain transfer uses no authorization, so neither payment
 //! is credited, the merchant is paid nothing, and each payment says so.
 
+use crate::adversary::{pool_holds, receipt_status};
 use crate::common;
 use crate::facilitator::{facilitator_key, payload, requirements, MERCHANT};
 
@@ -53,25 +54,6 @@ async fn front_run_as(dn: &Devnet, chain: &str, payer: &str, to: &str, data: &st
         "maxPriorityFeePerGas": "0xba43b7400", "maxFeePerGas": "0x2e90edd000",
     });
     rpc(&dn.rpc_url(chain), "eth_sendTransaction", json!([tx])).await.as_str().unwrap().to_string()
-}
-
-/// Wait until the node's pool holds at least `n` transactions.
-async fn pool_holds(dn: &Devnet, chain: &str, n: u64) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let status = rpc(&dn.rpc_url(chain), "txpool_status", json!([])).await;
-        let pending = u64::from_str_radix(status["pending"].as_str().unwrap_or("0x0").trim_start_matches("0x"), 16).unwrap_or(0);
-        if pending >= n {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the pool never held {n} transactions: {status}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn receipt_status(dn: &Devnet, chain: &str, tx: &str) -> String {
-    let r = rpc(&dn.rpc_url(chain), "eth_getTransactionReceipt", json!([tx])).await;
-    r["status"].as_str().unwrap_or_default().to_string()
 }
 
 /// Wait until the intent is in a terminal status, and answer it.
@@ -229,30 +211,13 @@ async fn a_contract_payer_that_burns_gas_is_refused_before_the_relayer_sends_any
     let burns = u64::from_str_radix(probe.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
     assert!(burns > 4_500_000, "the wallet burns about 5M gas: {probe}");
 
-    let relayer = dn.state.keys.address(stablerail::family::keys::RELAYER).await.unwrap();
-    let before = (
-        rpc(&base, "eth_getBalance", json!([relayer, "latest"])).await,
-        rpc(&base, "eth_getTransactionCount", json!([relayer, "latest"])).await,
-    );
+    let before = relayer_state(&dn, "base").await;
     // An EIP-3009 payload from the wallet: any signature, it accepts all.
-    let payload = |req: &Value| {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-        json!({
-            "x402Version": 2, "accepted": req,
-            "payload": {
-                "signature": format!("0x{}", "11".repeat(65)),
-                "authorization": {
-                    "from": wallet, "to": req["payTo"], "value": req["amount"], "validAfter": (now - 60).to_string(),
-                    "validBefore": (now + 600).to_string(), "nonce": format!("0x{}", alloy_primitives::hex::encode(rand_bytes())),
-                },
-            },
-        })
-    };
-
     // A public intent: refused at submit, with its own code, unchanged.
     let body = json!({ "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "base" });
     let (id, intent) = dn.create_public(body).await;
-    let proof = base64::engine::general_purpose::STANDARD.encode(payload(&intent["payment_requirements"]).to_string());
+    let proof =
+        base64::engine::general_purpose::STANDARD.encode(contract_payload(&intent["payment_requirements"], wallet, "11").to_string());
     let (s, refused) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
     assert_eq!(s, 400, "{refused}");
     assert!(refused["message"].as_str().unwrap().contains("needs more gas to check"), "{refused}");
@@ -262,20 +227,79 @@ async fn a_contract_payer_that_burns_gas_is_refused_before_the_relayer_sends_any
     // A resource server's settle: refused with its own reason.
     let auth = format!("Bearer {}", facilitator_key(&dn, "shop"));
     let req = requirements(&dn, "10000");
-    let body = json!({ "x402Version": 2, "paymentPayload": payload(&req), "paymentRequirements": req });
+    let body = json!({ "x402Version": 2, "paymentPayload": contract_payload(&req, wallet, "11"), "paymentRequirements": req });
     let (_, settled) = dn.call("POST", "/x402/settle", Some(body.clone()), &[("authorization", &auth)]).await;
     assert_eq!((&settled["success"], &settled["errorReason"]), (&json!(false), &json!("payer_gas_cap_exceeded")), "{settled}");
     let (_, verified) = dn.call("POST", "/x402/verify", Some(body), &[("authorization", &auth)]).await;
     assert_eq!((&verified["isValid"], &verified["invalidReason"]), (&json!(false), &json!("payer_gas_cap_exceeded")), "{verified}");
 
-    let after = (
-        rpc(&base, "eth_getBalance", json!([relayer, "latest"])).await,
-        rpc(&base, "eth_getTransactionCount", json!([relayer, "latest"])).await,
-    );
-    assert_eq!(after, before, "the relayer sent nothing and paid nothing");
+    assert_eq!(relayer_state(&dn, "base").await, before, "the relayer sent nothing and paid nothing");
     assert_eq!(dn.balance("base", wallet).await, U256::from(10_000_000u64), "nothing moved");
+}
+
+/// An EIP-3009 payload from a contract `wallet` that accepts any
+/// signature: 65 bytes of `fill`.
+fn contract_payload(req: &Value, wallet: &str, fill: &str) -> Value {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    json!({
+        "x402Version": 2, "accepted": req,
+        "payload": {
+            "signature": format!("0x{}", fill.repeat(65)),
+            "authorization": {
+                "from": wallet, "to": req["payTo"], "value": req["amount"], "validAfter": (now - 60).to_string(),
+                "validBefore": (now + 600).to_string(), "nonce": format!("0x{}", alloy_primitives::hex::encode(rand_bytes())),
+            },
+        },
+    })
+}
+
+/// The relayer's native balance and nonce on `chain`.
+async fn relayer_state(dn: &Devnet, chain: &str) -> (Value, Value) {
+    let relayer = dn.state.keys.address(stablerail::family::keys::RELAYER).await.unwrap();
+    let url = dn.rpc_url(chain);
+    (rpc(&url, "eth_getBalance", json!([relayer, "latest"])).await, rpc(&url, "eth_getTransactionCount", json!([relayer, "latest"])).await)
 }
 
 fn rand_bytes() -> [u8; 32] {
     rand::random()
+}
+
+/// Runtime code of a wallet that accepts any signature cheaply when it is
+/// given less than 1,000,000 gas (a simulation under the cap) and burns
+/// about 5,000,000 when it is given more (the relayer's transaction).
+const GAS_DEPENDENT_WALLET: &str =
+    "0x5a620f424010601957631626ba7e60e01b60005260206000f35b6202ef345b6001900380601e5750631626ba7e60e01b60005260206000f3";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_contract_payer_that_burns_only_in_the_relayers_transaction_is_refused_before_it_is_sent() {
+    use base64::Engine as _;
+    let dn = Devnet::start(31245, "base", "").await;
+    let base = dn.rpc_url("base");
+    let wallet = "0x00000000000000000000000000000000000b0a7e";
+    rpc(&base, "anvil_setCode", json!([wallet, GAS_DEPENDENT_WALLET])).await;
+    dn.mint("base", wallet, U256::from(10_000_000u64)).await;
+    let cheap = rpc(&base, "eth_estimateGas", json!([{ "to": wallet, "data": "0x1626ba7e", "gas": "0x7a120" }])).await;
+    let cheap = u64::from_str_radix(cheap.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    assert!(cheap < 100_000, "cheap under the cap: {cheap}");
+
+    let before = relayer_state(&dn, "base").await;
+    // The proof passes its capped checks; the relayer's own measurement
+    // of the transaction finds the burn, and nothing is sent.
+    let body = json!({ "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": "base", "target_chain": "base" });
+    let (id, intent) = dn.create_public(body).await;
+    let proof =
+        base64::engine::general_purpose::STANDARD.encode(contract_payload(&intent["payment_requirements"], wallet, "22").to_string());
+    let (s, accepted) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200, "{accepted}");
+    let done = settled_or_failed(&dn, &id).await;
+    assert_eq!((&done["status"], &done["error_code"]), (&json!("VERIFICATION_FAILED"), &json!("payer_gas_cap_exceeded")), "{done}");
+
+    let auth = format!("Bearer {}", facilitator_key(&dn, "shop"));
+    let req = requirements(&dn, "10000");
+    let body = json!({ "x402Version": 2, "paymentPayload": contract_payload(&req, wallet, "22"), "paymentRequirements": req });
+    let (_, settled) = dn.call("POST", "/x402/settle", Some(body), &[("authorization", &auth)]).await;
+    assert_eq!((&settled["success"], &settled["errorReason"]), (&json!(false), &json!("payer_gas_cap_exceeded")), "{settled}");
+
+    assert_eq!(relayer_state(&dn, "base").await, before, "the relayer sent nothing and paid nothing");
+    assert_eq!(dn.balance("base", wallet).await, U256::from(10_000_000u64), "nothing moved");
 }

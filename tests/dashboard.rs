@@ -552,3 +552,100 @@ async fn a_new_user_in_a_real_browser() {
     let got = rx.until(seen["intent_id"].as_str().unwrap(), "TARGET_SETTLED").await;
     assert!(got.iter().all(|v| v["verified"] == json!([0])), "{got:?}");
 }
+
+/// Sign-in tries count per email across codes (issue 69): three wrong
+/// tries, a new code, three more: the email is locked, the right code is
+/// refused, and its account's owner is told once by mail. Wrong codes are
+/// budgeted per client too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_tries_count_across_codes_and_the_owner_is_told() {
+    let (app, _sink, log) = app_with_mail(Backend::Sqlite, "resend_seconds = 1\nfailed_tries_per_client_per_hour = 12\n").await;
+    let email = "owner@example.com";
+    // The owner has an account (signed in once).
+    Visitor::new("127.0.0.1").sign_in(&app, &log, email).await;
+    let mut attacker = Visitor::new("127.0.0.1");
+    let mut codes = vec![];
+    for round in 0..2 {
+        let before = mails(&log, email).len();
+        if round == 1 {
+            tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        }
+        assert_eq!(attacker.ask_code(&app, email).await.status, 200);
+        let code = wait_mails(&log, email, before + 1).await.last().unwrap()["code"].as_str().unwrap().to_string();
+        let wrong = format!("{:06}", (code.parse::<u32>().unwrap() + 1) % 1_000_000);
+        for _ in 0..3 {
+            assert_eq!(attacker.try_code(&app, email, &wrong).await.status, 400);
+        }
+        codes.push(code);
+    }
+    let right = attacker.try_code(&app, email, codes.last().unwrap()).await;
+    assert_eq!(right.status, 400, "a new code gave no tries back: locked");
+    assert!(!attacker.cookies.keys().any(|k| k.ends_with("sr_session")), "the right code after six wrong ones signed in");
+    // The owner hears of it, once for the lockout.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let notices = loop {
+        let n: Vec<Value> =
+            mails(&log, email).into_iter().filter(|m| m["subject"].as_str().is_some_and(|s| s.contains("locked"))).collect();
+        if !n.is_empty() || std::time::Instant::now() > deadline {
+            break n;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(notices.len(), 1, "one lockout notice: {notices:?}");
+    // Locked: no new code is sent, and the answer is the same.
+    let before = mails(&log, email).len();
+    assert_eq!(attacker.ask_code(&app, email).await.status, 200);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(mails(&log, email).len(), before, "a locked email gets no code");
+    // The lock grows: a second lockout lasts twice the first.
+    let row: (i64, i64) = sqlx::query_as("SELECT lockouts, locked_until FROM sign_in_codes WHERE email = $1")
+        .bind(email)
+        .fetch_one(&app.state.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(row.0, 1);
+    // Guesses spread over many emails meet the client's budget (12 an hour
+    // here; seven were spent above): past it every code is refused unchecked.
+    let mut other = Visitor::new("127.0.0.1");
+    for n in 0..8 {
+        let e = format!("spread{n}@example.com");
+        other.ask_code(&app, &e).await;
+        let code = wait_mails(&log, &e, 1).await[0]["code"].as_str().unwrap().to_string();
+        if n < 5 {
+            let wrong = format!("{:06}", (code.parse::<u32>().unwrap() + 1) % 1_000_000);
+            assert_eq!(other.try_code(&app, &e, &wrong).await.status, 400);
+        } else {
+            let a = other.try_code(&app, &e, &code).await;
+            assert_eq!(a.status, 400, "{e}: the client's budget of wrong codes is spent, even a right code is refused");
+        }
+    }
+    app.close().await;
+}
+
+/// Behind a proxy that rewrites Host to 127.0.0.1, `public_url` decides the
+/// cookies' hardening, never the request's Host; plain `smtp://` to a
+/// non-loopback relay is refused at load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cookies_follow_public_url_and_smtp_needs_tls() {
+    let (app, _sink, _log) = app_with_mail(Backend::Sqlite, "public_url = \"https://pay.example.com\"\n").await;
+    let mut proxied = Visitor::new("127.0.0.1:8402");
+    let page = proxied.get(&app, "/dashboard/sign-in").await;
+    let c = cookie_named(&page, "__Host-sr_signin");
+    assert!(c.contains("Secure") && c.contains("HttpOnly"), "{c}");
+    app.close().await;
+    for (url, ok) in [
+        ("smtp://mail.example.com:587", false),
+        ("smtp://user:pw@mail.example.com:25/", false),
+        ("smtp://mail.example.com:587?tls=required", true),
+        ("smtps://mail.example.com:465", true),
+        ("smtp://127.0.0.1:2525", true),
+        ("smtp://[::1]:2525", true),
+    ] {
+        // The dashboard's keys are checked first; a refusal names its key.
+        let text = format!("[dashboard]\nenabled = true\nsmtp_url = \"{url}\"\n");
+        let err = stablerail::config::Config::parse(&text).err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(err.contains("smtp_url"), !ok, "{url}: {err}");
+    }
+    let insecure = stablerail::config::Config::parse("[dashboard]\npublic_url = \"http://pay.example.com\"\n");
+    assert!(insecure.err().is_some_and(|e| e.to_string().contains("public_url")));
+}

@@ -515,7 +515,7 @@ async fn expiry(b: Backend) {
     assert_error(s, &e, StatusCode::BAD_REQUEST, "payment intent has expired");
     let (s, e) = app.call("POST", &format!("/v2/intents/{id}/execute"), None, &[("authorization", &auth)]).await;
     assert_error(s, &e, StatusCode::BAD_REQUEST, "payment intent has expired");
-    stablerail::sweeper::sweep(&app.state.db).await;
+    stablerail::sweeper::sweep(&app.state.db, 900_000).await;
     let stored = stablerail::store::intents::get(&app.state.db, id).await.unwrap().unwrap();
     assert_eq!(stored.status, stablerail::intent::Status::Expired);
     app.close().await;

@@ -197,6 +197,8 @@ try {
   await page.goto(`${base}/dashboard/operator`, { waitUntil: "load" });
   const floats = await page.$$eval("#floats tbody tr", (r) => r.length);
   if (!floats) throw new Error("the operator page shows no float");
+  const books = await page.$eval("#books-alarms", (e) => e.textContent);
+  if (!/balanced/.test(books)) throw new Error(`the operator page's books: ${books}`);
   await check("operator");
 
   // 7. Revoke the key: /v2 refuses it at once.

@@ -1,9 +1,12 @@
 //! Who a request is from, for rate limits: the socket's peer, or, when that
 //! peer is a proxy the operator trusts (`[service] trusted_proxies`), the
-//! address the proxies recorded (`Forwarded`, else `X-Forwarded-For`), read
-//! from the right: the first hop that is not a trusted proxy is the client.
-//! A client can write anything into these headers, so only what trusted
-//! proxies appended is believed; with no trusted proxies they are ignored.
+//! address the proxies recorded in the one header the operator names
+//! (`[service] client_ip_header`: `x-forwarded-for` by default, the header
+//! every common proxy appends; `forwarded`; or `x-real-ip`), read from the
+//! right: the first hop that is not a trusted proxy is the client. Every
+//! other forwarding header is ignored: a proxy passes a client's own
+//! `Forwarded` through untouched, so reading it would let the client pick
+//! its own key. With no trusted proxies all of them are ignored.
 //!
 //! Limits key a client by its address, and an IPv6 client by its /64: one
 //! subscriber line gets a /64 or more, so single addresses cost nothing to
@@ -14,18 +17,34 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use axum::http::HeaderMap;
 use ipnet::IpNet;
 
-/// The operator's proxies, parsed once at start.
+/// The header the operator's proxies record the client in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientIpHeader {
+    /// `X-Forwarded-For`: nginx, Caddy, HAProxy and cloud load balancers append to it.
+    #[default]
+    XForwardedFor,
+    /// RFC 7239 `Forwarded` (its `for=` of each element).
+    Forwarded,
+    /// `X-Real-IP`: one address, set (not appended) by the proxy.
+    XRealIp,
+}
+
+/// The operator's proxies, parsed once at start, and the header they write.
 #[derive(Debug, Clone, Default)]
-pub struct TrustedProxies(Vec<IpNet>);
+pub struct TrustedProxies {
+    nets: Vec<IpNet>,
+    header: ClientIpHeader,
+}
 
 impl TrustedProxies {
-    pub fn new(nets: Vec<IpNet>) -> TrustedProxies {
-        TrustedProxies(nets)
+    pub fn new(nets: Vec<IpNet>, header: ClientIpHeader) -> TrustedProxies {
+        TrustedProxies { nets, header }
     }
 
     fn trusts(&self, ip: IpAddr) -> bool {
         let ip = canonical(ip);
-        self.0.iter().any(|net| net.contains(&ip))
+        self.nets.iter().any(|net| net.contains(&ip))
     }
 
     /// The client's address: `peer` unless it is trusted, then the right-most
@@ -35,7 +54,7 @@ impl TrustedProxies {
         if !self.trusts(peer) {
             return peer;
         }
-        let hops = forwarded(headers);
+        let hops = forwarded(headers, self.header);
         let mut last = peer;
         for hop in hops.iter().rev() {
             let Some(ip) = *hop else { return last };
@@ -90,12 +109,30 @@ fn canonical(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// The forwarded chain, client first. RFC 7239 `Forwarded` when present
-/// (its `for=` of each element), else `X-Forwarded-For`. A hop that is not
-/// an address (`unknown`, an obfuscated name, garbage) is `None`: the chain
+/// The forwarded chain in `header`, client first. A hop that is not an
+/// address (`unknown`, an obfuscated name, garbage) is `None`: the chain
 /// cannot be followed past it.
-fn forwarded(headers: &HeaderMap) -> Vec<Option<IpAddr>> {
+fn forwarded(headers: &HeaderMap, header: ClientIpHeader) -> Vec<Option<IpAddr>> {
     let values = |name: &str| headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).collect::<Vec<_>>().join(",");
+    let chain = |text: String| -> Vec<Option<IpAddr>> {
+        if text.trim().is_empty() {
+            return vec![];
+        }
+        text.split(',').map(|hop| node(hop.trim())).collect()
+    };
+    match header {
+        ClientIpHeader::XForwardedFor => return chain(values("x-forwarded-for")),
+        // Set, not appended: more than one is not the proxy's doing.
+        ClientIpHeader::XRealIp => {
+            let all: Vec<&str> = headers.get_all("x-real-ip").iter().filter_map(|v| v.to_str().ok()).collect();
+            return match all.as_slice() {
+                [one] if !one.contains(',') => vec![node(one.trim())],
+                [] => vec![],
+                _ => vec![None],
+            };
+        }
+        ClientIpHeader::Forwarded => {}
+    }
     let standard = values("forwarded");
     if !standard.trim().is_empty() {
         return standard
@@ -108,11 +145,7 @@ fn forwarded(headers: &HeaderMap) -> Vec<Option<IpAddr>> {
             })
             .collect();
     }
-    let legacy = values("x-forwarded-for");
-    if legacy.trim().is_empty() {
-        return vec![];
-    }
-    legacy.split(',').map(|hop| node(hop.trim())).collect()
+    vec![]
 }
 
 /// `192.0.2.1`, `192.0.2.1:8080`, `[2001:db8::1]`, `[2001:db8::1]:8080` or

@@ -76,3 +76,43 @@ impl Limiter {
         }
     }
 }
+
+/// A budget of failures per key per hour (a fixed window): spent only when
+/// something fails, looked at before trying. Bounded like `Limiter`: past
+/// `max_keys`, keys whose window ended are forgotten, and if all are live
+/// the table starts over.
+pub struct Budget {
+    per_hour: u32,
+    max_keys: usize,
+    table: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, u32)>>,
+}
+
+impl Budget {
+    pub fn per_hour(per_hour: u32, max_keys: usize) -> Budget {
+        Budget { per_hour: per_hour.max(1), max_keys: max_keys.max(1), table: Default::default() }
+    }
+
+    /// Has `key` spent its budget this window?
+    pub fn exhausted(&self, key: &str) -> bool {
+        let table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        table.get(key).is_some_and(|(since, n)| since.elapsed() < HOUR && *n >= self.per_hour)
+    }
+
+    /// One failure of `key`.
+    pub fn spend(&self, key: &str) {
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        if table.len() >= self.max_keys && !table.contains_key(key) {
+            table.retain(|_, (since, _)| since.elapsed() < HOUR);
+            if table.len() >= self.max_keys {
+                table.clear();
+            }
+        }
+        let entry = table.entry(key.to_string()).or_insert((std::time::Instant::now(), 0));
+        if entry.0.elapsed() >= HOUR {
+            *entry = (std::time::Instant::now(), 0);
+        }
+        entry.1 += 1;
+    }
+}
+
+const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);

@@ -39,11 +39,16 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     let site_limiter = Limiter::bounded(config.limits.site_requests_per_minute(), bound);
     let unseen_swaps = Limiter::bounded(config.swap.unseen_registrations_per_minute.max(1), bound);
     let sign_in_limiter = Limiter::bounded(config.dashboard.sign_in_requests_per_minute.max(1), bound);
+    let sign_in_failures = crate::ratelimit::Budget::per_hour(config.dashboard.failed_tries_per_client_per_hour, bound);
+    let sign_in_failures_all = crate::ratelimit::Budget::per_hour(config.dashboard.failed_tries_per_hour, 1);
     let sealer = crate::webhooks::sign::Sealer::new(&pepper);
     let live = crate::live::Hub::default();
     live.spawn(db.clone());
     let mailer = crate::mail::Mailer::new(&config.dashboard.smtp_url, &config.dashboard.from)?;
-    let proxies = crate::client_ip::TrustedProxies::new(config.service.trusted_proxies().map_err(|e| anyhow::anyhow!(e))?);
+    let proxies = crate::client_ip::TrustedProxies::new(
+        config.service.trusted_proxies().map_err(|e| anyhow::anyhow!(e))?,
+        config.service.client_ip_header,
+    );
     let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
     let (config, registry) = (Arc::new(config), Arc::new(registry));
     let drivers = Arc::new(crate::family::Drivers::new(config.clone(), chains.clone(), db.clone(), keys.clone()));
@@ -97,6 +102,8 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         unseen_swaps,
         site_limiter,
         sign_in_limiter,
+        sign_in_failures,
+        sign_in_failures_all,
         mailer,
         sealer,
         live,
@@ -170,7 +177,8 @@ pub async fn serve(config_path: PathBuf, listen: SocketAddr, database: String) -
     tokio::spawn(crate::watch::probe_withheld(state.config.clone(), state.chains.clone(), state.drivers.clone(), state.watch.clone()));
     tokio::spawn(crate::watch::balances(state.config.clone(), state.keys.clone(), state.drivers.clone(), state.watch.clone()));
     let every = std::time::Duration::from_secs(state.config.service.sweep_interval_seconds.max(1));
-    tokio::spawn(crate::sweeper::run(state.db.clone(), every, state.config.retention.clone()));
+    let window = std::time::Duration::from_secs(state.config.dashboard.attempts_window_seconds);
+    tokio::spawn(crate::sweeper::run(state.db.clone(), every, state.config.retention.clone(), window));
     if state.config.service.heap_trim_seconds > 0 {
         tokio::spawn(crate::heap::trim_every(std::time::Duration::from_secs(state.config.service.heap_trim_seconds)));
     }

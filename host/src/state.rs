@@ -22,6 +22,9 @@ pub struct AppState {
     pub site_limiter: crate::ratelimit::Limiter,
     /// Dashboard code requests and tries, per client.
     pub sign_in_limiter: crate::ratelimit::Limiter,
+    /// Wrong sign-in codes per client address, and from everyone, per hour.
+    pub sign_in_failures: crate::ratelimit::Budget,
+    pub sign_in_failures_all: crate::ratelimit::Budget,
     /// Sends the dashboard's sign-in codes.
     pub mailer: crate::mail::Mailer,
     /// Announces recorded changes to this replica's live streams.

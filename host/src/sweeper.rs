@@ -11,13 +11,13 @@ use crate::store::{idempotency, retention};
 /// How often a retention pass runs (each deletes at most a batch per kind).
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
-pub async fn run(db: Db, every: Duration, keep: Retention) {
+pub async fn run(db: Db, every: Duration, keep: Retention, sign_in_window: Duration) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut pruned_at = tokio::time::Instant::now();
     loop {
         tick.tick().await;
-        sweep(&db).await;
+        sweep(&db, sign_in_window.as_millis() as i64).await;
         if pruned_at.elapsed() >= PRUNE_EVERY {
             prune(&db, &keep).await;
             pruned_at = tokio::time::Instant::now();
@@ -40,7 +40,7 @@ pub async fn prune(db: &Db, keep: &Retention) {
     }
 }
 
-pub async fn sweep(db: &Db) {
+pub async fn sweep(db: &Db, sign_in_window_ms: i64) {
     let now = now_ms();
     match crate::store::transition::intents::expire_due(db, now).await {
         Ok(0) => {}
@@ -50,7 +50,7 @@ pub async fn sweep(db: &Db) {
     if let Err(e) = idempotency::purge_expired(db, now).await {
         tracing::warn!(error = %e, "idempotency purge failed");
     }
-    if let Err(e) = crate::store::dashboard::purge(db, now).await {
+    if let Err(e) = crate::store::dashboard::purge(db, now, sign_in_window_ms).await {
         tracing::warn!(error = %e, "sessions purge failed");
     }
 }

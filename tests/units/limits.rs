@@ -65,7 +65,11 @@ mod client_ip {
     }
 
     fn trusted(nets: &[&str]) -> TrustedProxies {
-        TrustedProxies::new(nets.iter().map(|n| n.parse().unwrap()).collect())
+        trusted_by(nets, ClientIpHeader::XForwardedFor)
+    }
+
+    fn trusted_by(nets: &[&str], header: ClientIpHeader) -> TrustedProxies {
+        TrustedProxies::new(nets.iter().map(|n| n.parse().unwrap()).collect(), header)
     }
 
     fn peer(ip: &str) -> SocketAddr {
@@ -87,7 +91,8 @@ mod client_ip {
         let h = headers(&[("x-forwarded-for", "9.9.9.9, 198.51.100.7, 10.1.1.1")]);
         assert_eq!(t.client(peer("127.0.0.1"), &h).to_string(), "198.51.100.7");
         let h = headers(&[("forwarded", r#"for=9.9.9.9, for="[2001:db8:1:2::5]:443";proto=https, for=10.2.2.2"#)]);
-        assert_eq!(t.client(peer("10.0.0.1"), &h).to_string(), "2001:db8:1:2::5");
+        let by_forwarded = trusted_by(&["10.0.0.0/8", "127.0.0.1/32"], ClientIpHeader::Forwarded);
+        assert_eq!(by_forwarded.client(peer("10.0.0.1"), &h).to_string(), "2001:db8:1:2::5");
         let h = headers(&[("x-forwarded-for", "198.51.100.7:5555")]);
         assert_eq!(t.client(peer("10.0.0.1"), &h).to_string(), "198.51.100.7");
         // Only proxies: the left-most; nothing forwarded: the proxy itself.
@@ -97,6 +102,25 @@ mod client_ip {
         // A hop that is no address stops the walk at the last proxy.
         let h = headers(&[("x-forwarded-for", "198.51.100.7, unknown")]);
         assert_eq!(t.client(peer("10.0.0.1"), &h).to_string(), "10.0.0.1");
+    }
+
+    /// A proxy that appends only `X-Forwarded-For` passes the client's own
+    /// `Forwarded` through: the header the operator names is the only one read.
+    #[test]
+    fn only_the_named_header_is_read() {
+        let xff = trusted(&["10.0.0.0/8"]);
+        let h = headers(&[("forwarded", "for=9.9.9.9"), ("x-forwarded-for", "198.51.100.7"), ("x-real-ip", "203.0.113.5")]);
+        assert_eq!(xff.client(peer("10.0.0.1"), &h).to_string(), "198.51.100.7", "a client's own Forwarded is ignored");
+        let forwarded = trusted_by(&["10.0.0.0/8"], ClientIpHeader::Forwarded);
+        assert_eq!(forwarded.client(peer("10.0.0.1"), &h).to_string(), "9.9.9.9");
+        let real = trusted_by(&["10.0.0.0/8"], ClientIpHeader::XRealIp);
+        assert_eq!(real.client(peer("10.0.0.1"), &h).to_string(), "203.0.113.5");
+        // X-Real-IP is set once by the proxy: a list, or two of them, is not its doing.
+        let two = headers(&[("x-real-ip", "203.0.113.5"), ("x-real-ip", "9.9.9.9")]);
+        assert_eq!(real.client(peer("10.0.0.1"), &two).to_string(), "10.0.0.1");
+        // Named X-Forwarded-For with only a Forwarded: the proxy itself.
+        let only = headers(&[("forwarded", "for=9.9.9.9")]);
+        assert_eq!(xff.client(peer("10.0.0.1"), &only).to_string(), "10.0.0.1");
     }
 
     #[test]

@@ -66,7 +66,27 @@ pub fn router(s: &Shared) -> Router<Shared> {
         .fallback(|| async { DashError::NotFound })
         .layer(RequestBodyLimitLayer::new(session::MAX_FORM_BYTES))
         .layer(axum::middleware::map_response(headers));
+    let pages = match public_host(s) {
+        Some(host) => pages.layer(axum::middleware::map_request(move |mut req: axum::extract::Request| {
+            let host = host.clone();
+            async move {
+                req.headers_mut().insert(header::HOST, host);
+                req
+            }
+        })),
+        None => pages,
+    };
     Router::new().nest("/dashboard", pages)
+}
+
+/// `[dashboard] public_url`'s host, which the pages read in place of the
+/// request's (a proxy may rewrite Host to 127.0.0.1): the session cookies
+/// are hardened by the operator's word, never by the request's.
+fn public_host(s: &Shared) -> Option<HeaderValue> {
+    let url = s.config.dashboard.public_url.as_deref()?;
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    HeaderValue::from_str(authority.rsplit_once('@').map_or(authority, |(_, h)| h)).ok()
 }
 
 async fn asset(kind: &'static str, body: &'static str) -> Response {

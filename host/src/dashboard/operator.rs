@@ -1,6 +1,7 @@
 //! The operator's pages (accounts the CLI marks `account operator`):
-//! accounts, the service wallets' floats against their floors, what is
-//! withheld and why, and the last day's failures by code.
+//! accounts, the service wallets' floats against their floors, the books'
+//! alarms and unclaimed money, what is withheld and why, and the last
+//! day's failures by code.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -79,6 +80,8 @@ pub async fn page(State(s): State<Shared>, signed: Signed) -> Result<Response, D
         withheld.push((asset, format!("the chain disagrees with chains.toml: {why}")));
     }
     let failures = crate::store::intents::failures_by_code(&s.db, now_ms() - RECENT_MS).await?;
+    let books = crate::store::books::alarms(&s.db, now_ms() - crate::settle::books::GRACE_MS).await?;
+    let unmatched = crate::store::books::unmatched(&s.db, 20).await?;
     let body = html! {
         section {
             h2 { "Service wallets" }
@@ -92,6 +95,24 @@ pub async fn page(State(s): State<Shared>, signed: Signed) -> Result<Response, D
                     td { @if f.low { span.badge.disabled { "below floor" } } @else if f.balance.is_none() { span.badge { "unknown" } } @else if f.floor.is_some() { span.badge.active { "ok" } } @else { span.small { "no floor" } } }
                 } } }
             } }
+        }
+        section {
+            h2 { "Books" }
+            p id="books-alarms" {
+                @if books.unexplained_outgoing > 0 || books.unseen_credits > 0 { span.badge.disabled { "alarm" } " " } @else { span.badge.active { "balanced" } " " }
+                (books.unexplained_outgoing) " movements out that no payment claims; "
+                (books.unseen_credits) " credits the chain does not show; "
+                (books.unmatched_incoming) " movements in that no payment claims (stablerail books unmatched, books check)."
+            }
+            @if !unmatched.is_empty() {
+                div.scroll tabindex="0" { table id="unmatched" {
+                    caption { "Money no payment claims, oldest first" }
+                    thead { tr { th scope="col" { "Chain" } th scope="col" { "Transaction" } th scope="col" { "From" } th scope="col" { "To" } th.num scope="col" { "Amount (base units)" } } }
+                    tbody { @for m in &unmatched { tr {
+                        td { (m.chain) } td.mono.small { (m.tx_id) } td.mono.small { (m.from) } td.mono.small { (m.to) } td.num.mono { (m.amount) }
+                    } } }
+                } }
+            }
         }
         section {
             h2 { "Withheld" }

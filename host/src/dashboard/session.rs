@@ -3,9 +3,10 @@
 //! its session's (`Posted`).
 //!
 //! The cookie is `__Host-sr_session` (Secure, HttpOnly, SameSite=Strict,
-//! Path=/). On a loopback host over plain HTTP (the devnet) a `__Host-`
-//! cookie cannot be set, for it must be Secure: there it is `sr_session`,
-//! the same without Secure.
+//! Path=/) when `[dashboard] public_url` is https, whatever Host a proxy
+//! sends; `sr_session` without Secure when it is a loopback http URL (the
+//! devnet: a `__Host-` cookie must be Secure). Without `public_url` the
+//! request's Host decides, for local use only.
 
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{header, request::Parts, HeaderMap};
@@ -31,8 +32,16 @@ pub fn loopback(headers: &HeaderMap) -> bool {
     name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
+/// Are the cookies plain (no Secure, no `__Host-`)? Only for a dashboard
+/// served over http on loopback. The Host read here is `public_url`'s when
+/// it is set (`dashboard::public_host` puts it there), whatever a proxy
+/// sent.
+fn plain(headers: &HeaderMap) -> bool {
+    loopback(headers)
+}
+
 fn name(base: &str, headers: &HeaderMap) -> String {
-    if loopback(headers) {
+    if plain(headers) {
         base.to_string()
     } else {
         format!("__Host-{base}")
@@ -40,7 +49,7 @@ fn name(base: &str, headers: &HeaderMap) -> String {
 }
 
 fn cookie(base: &str, headers: &HeaderMap, value: String) -> Cookie<'static> {
-    Cookie::build((name(base, headers), value)).path("/").http_only(true).secure(!loopback(headers)).same_site(SameSite::Strict).build()
+    Cookie::build((name(base, headers), value)).path("/").http_only(true).secure(!plain(headers)).same_site(SameSite::Strict).build()
 }
 
 fn read(base: &str, headers: &HeaderMap) -> Option<String> {
@@ -142,7 +151,13 @@ impl<T: DeserializeOwned + Send> FromRequest<Shared> for Posted<T> {
 pub struct SignInForm<T> {
     pub form: T,
     pub headers: HeaderMap,
+    /// The limit key of the client it came from (set by `signin::limit`).
+    pub client: String,
 }
+
+/// The limit key of a sign-in request's client, for the handlers.
+#[derive(Debug, Clone)]
+pub struct Client(pub String);
 
 impl<T: DeserializeOwned + Send> FromRequest<Shared> for SignInForm<T> {
     type Rejection = DashError;
@@ -151,7 +166,8 @@ impl<T: DeserializeOwned + Send> FromRequest<Shared> for SignInForm<T> {
         let (parts, bytes) = form_bytes(req).await?;
         let expected = read(SIGN_IN, &parts.headers).ok_or(DashError::Csrf)?;
         let form = checked(&bytes, &expected)?;
-        Ok(SignInForm { form, headers: parts.headers })
+        let client = parts.extensions.get::<Client>().map_or_else(|| "unknown".to_string(), |c| c.0.clone());
+        Ok(SignInForm { form, headers: parts.headers, client })
     }
 }
 

@@ -18,6 +18,8 @@ use crate::state::Shared;
 pub async fn limit(State(s): State<Shared>, req: Request, next: Next) -> Result<Response, DashError> {
     let ip = crate::client_ip::of(&s.proxies, &req);
     s.sign_in_limiter.check(format!("ip:{ip}")).map_err(DashError::TooMany)?;
+    let mut req = req;
+    req.extensions_mut().insert(session::Client(format!("ip:{ip}")));
     Ok(next.run(req).await)
 }
 
@@ -96,7 +98,7 @@ pub struct CodeForm {
 
 pub async fn verify_code(State(s): State<Shared>, posted: SignInForm<CodeForm>) -> Result<Response, DashError> {
     let (token, _) = session::sign_in_token(&posted.headers);
-    match op::verify_code(&s, &posted.form.email, &posted.form.code).await {
+    match op::verify_code(&s, &posted.form.email, &posted.form.code, &posted.client).await {
         Ok(opened) => {
             let jar = CookieJar::new().add(session::session_cookie(&posted.headers, opened.token));
             Ok((jar, Redirect::to("/dashboard/agents")).into_response())

@@ -70,6 +70,10 @@ pub enum SendError {
     /// The submission is not one this family can send.
     #[error("cannot submit: {0}")]
     Unsupported(String),
+    /// The call, run from the relayer, needs more gas than a payer-caused
+    /// call may (`contract_payer_gas_cap`): nothing was sent.
+    #[error("the call needs more gas than a payment may: {0}")]
+    OverGasCap(String),
 }
 
 /// What a stored transaction's re-send found.
@@ -108,6 +112,10 @@ pub struct Submit {
     pub resync: bool,
     /// It may share a transaction with other intents' calls.
     pub shareable: bool,
+    /// It carries a payer's authorization, whose checks the payer's
+    /// contract may make costly: its gas, measured from the relayer, must
+    /// stay under the chain's cap or nothing is sent.
+    pub payer_caused: bool,
 }
 
 /// One balance: the chain's native coin (under its `native_asset` key) or

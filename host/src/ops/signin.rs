@@ -3,9 +3,12 @@
 //!
 //! Asking for a code answers the same whoever asks (a known email, an
 //! unknown one, one locked out): only the mailbox learns anything. A code
-//! is kept as its HMAC under the pepper, lives `code_ttl_seconds`, and
-//! dies after `code_attempts` wrong tries, which also hold the email's
-//! codes back for `lockout_seconds`.
+//! is kept as its HMAC under the pepper and lives `code_ttl_seconds`. An
+//! email has `code_attempts` tries per `attempts_window_seconds` across its
+//! codes (a new code gives none back); the try that spends them locks it for
+//! `lockout_seconds`, longer each time, and mails its account's owner once
+//! per lockout. Wrong codes are also budgeted per client address and for
+//! everyone, per hour, so guesses spread over many emails meet a limit too.
 
 use base64::Engine as _;
 use rand::Rng;
@@ -98,22 +101,37 @@ pub async fn request_code(s: &AppState, email: &str) -> Result<String, SignInErr
 }
 
 /// Check a code and open a session for its email's account (made now for
-/// a new email the signup rule lets in).
-pub async fn verify_code(s: &AppState, email: &str, code: &str) -> Result<Opened, SignInError> {
+/// a new email the signup rule lets in). `client`: the limit key of the
+/// address it comes from.
+pub async fn verify_code(s: &AppState, email: &str, code: &str, client: &str) -> Result<Opened, SignInError> {
     let email = checked_email(email).map_err(|_| SignInError::WrongCode)?;
     let d = &s.config.dashboard;
     let now = now_ms();
-    let lock = now + secs_ms(d.lockout_seconds);
-    // Every try counts, a malformed one too.
-    let Some(stored) = repo::try_code(&s.db, &email, now, i64::from(d.code_attempts), lock).await? else {
-        return Err(SignInError::WrongCode);
-    };
-    let code = code.trim();
-    let well_formed = code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit());
-    if !well_formed || !s.pepper.verify(&format!("sign-in\n{email}\n{code}"), &stored) {
+    // Past the client's or everyone's budget of wrong codes: refused, the
+    // same answer, without spending the email's tries.
+    if s.sign_in_failures.exhausted(client) || s.sign_in_failures_all.exhausted("all") {
+        tracing::warn!("sign-in: the budget of wrong codes is spent; refused unchecked");
         return Err(SignInError::WrongCode);
     }
-    if !repo::consume_code(&s.db, &email, &stored).await? || !may_sign_in(s, &email).await? {
+    let wrong = || {
+        s.sign_in_failures.spend(client);
+        s.sign_in_failures_all.spend("all");
+        SignInError::WrongCode
+    };
+    // Every try counts, a malformed one too.
+    let (attempts, window) = (i64::from(d.code_attempts), secs_ms(d.attempts_window_seconds));
+    let Some(tried) = repo::try_code(&s.db, &email, now, attempts, secs_ms(d.lockout_seconds), window).await? else {
+        return Err(wrong());
+    };
+    if let Some(until) = tried.locked_until {
+        locked_out(s, &email, until).await;
+    }
+    let code = code.trim();
+    let well_formed = code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit());
+    if !well_formed || !s.pepper.verify(&format!("sign-in\n{email}\n{code}"), &tried.code_hmac) {
+        return Err(wrong());
+    }
+    if !repo::consume_code(&s.db, &email, &tried.code_hmac).await? || !may_sign_in(s, &email).await? {
         return Err(SignInError::WrongCode);
     }
     let account = repo::account_for_email(&s.db, &email, now).await?;
@@ -122,6 +140,28 @@ pub async fn verify_code(s: &AppState, email: &str, code: &str) -> Result<Opened
     repo::create_session(&s.db, &token_hash(&token), &account.id, &csrf, now, expires).await?;
     tracing::info!(account = %account.id, "signed in");
     Ok(Opened { token, session: Session { account, csrf, last_seen_at: now } })
+}
+
+/// The email was just locked (once per lockout: only the try that locks
+/// it gets here): its account's owner is told, off the request's path.
+async fn locked_out(s: &AppState, email: &str, until: i64) {
+    tracing::warn!("sign-in: an email's tries are spent; locked");
+    match repo::account_by_email(&s.db, email).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return,
+        Err(e) => return tracing::warn!(error = %e, "sign-in lockout: could not read the account"),
+    }
+    let (mailer, to) = (s.mailer.clone(), email.to_string());
+    let minutes = ((until - now_ms()).max(0) as u64).div_ceil(60_000);
+    tokio::spawn(async move {
+        let body = format!(
+            "Someone entered wrong sign-in codes for this email on stablerail, so signing in with it is locked for {minutes} minutes.\n\n\
+             If it was you, wait and ask for a new code. If it was not, nobody got in: the codes only ever went to this mailbox.\n"
+        );
+        if let Err(e) = mailer.send(&to, "Sign-in to stablerail locked after wrong codes", body).await {
+            tracing::warn!(error = %e, "sending a lockout notice failed");
+        }
+    });
 }
 
 /// The live session of a cookie's token; its last use is recorded to the

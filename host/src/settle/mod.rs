@@ -102,6 +102,8 @@ pub(crate) enum StepError {
     WouldRevert(String),
     /// A transaction was included and failed, or can never be included.
     Reverted(String),
+    /// A payer-caused call needs more gas than the chain's cap: nothing was sent.
+    OverGasCap(String),
 }
 
 impl From<SendError> for StepError {
@@ -110,6 +112,7 @@ impl From<SendError> for StepError {
         match e {
             SendError::WouldRevert(m) => StepError::WouldRevert(m),
             SendError::Lost(m) => StepError::Reverted(m),
+            SendError::OverGasCap(m) => StepError::OverGasCap(m),
             SendError::Unfunded(_) => StepError::NotSent(Failure::RelayerUnfunded, detail),
             SendError::Unavailable(_) => StepError::NotSent(Failure::ChainUnavailable, detail),
             SendError::Superseded | SendError::Refused(_) | SendError::Unsupported(_) => {

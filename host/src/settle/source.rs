@@ -69,7 +69,7 @@ impl Engine {
                     Ok(()) => {}
                     Err(StepError::NotSent(code, m)) => return self.later_waiting(&i, code, &m).await,
                     Err(StepError::Pending(m)) => return Ok(self.later_unavailable(&i, &m)),
-                    Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) => {
+                    Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) | Err(StepError::OverGasCap(m)) => {
                         tracing::warn!(intent = %i.id, detail = %m, "agent wallet could not approve its token spender");
                         return self.fail(&i, Status::VerificationFailed, Failure::AgentWalletNotReady.into()).await;
                     }
@@ -209,6 +209,10 @@ impl Engine {
                         .into(),
                 };
                 self.source_not_landed(&i, &adapter, &req, &proof, why).await
+            }
+            Err(StepError::OverGasCap(m)) => {
+                tracing::warn!(intent = %i.id, detail = %m, "the payer's contract makes its settlement too costly; nothing sent");
+                self.source_not_landed(&i, &adapter, &req, &proof, Failure::GasCapExceeded.into()).await
             }
             Err(StepError::Reverted(m)) => {
                 tracing::info!(intent = %i.id, detail = %m, "source transaction reverted");

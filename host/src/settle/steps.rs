@@ -191,7 +191,7 @@ impl Steps {
                 async move {
                     let step = step?;
                     let row = TxRow { intent_id: owner.to_string(), leg: leg.into(), step: n, label: step.label.clone() };
-                    let how = Submit { resync, shareable };
+                    let how = Submit { resync, shareable, payer_caused: leg == "source" || leg == "x402" };
                     Ok::<_, StepError>(driver.submit(chain, wallet, &step.submission, row, how).await?)
                 }
             };

@@ -157,7 +157,7 @@ impl Engine {
                 let code = if short { Failure::PayoutWalletShort } else { Failure::PayoutNotDispatched };
                 self.payout_failed(&i, code, &m).await
             }
-            Err(StepError::Reverted(m)) => self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await,
+            Err(StepError::Reverted(m)) | Err(StepError::OverGasCap(m)) => self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await,
         }
     }
 

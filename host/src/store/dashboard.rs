@@ -17,7 +17,7 @@ pub fn normal_email(email: &str) -> String {
 pub async fn put_code(db: &Db, email: &str, code_hmac: &str, now: i64, ttl_ms: i64, resend_ms: i64) -> Result<bool, StoreError> {
     let n = sqlx::query(
         "INSERT INTO sign_in_codes (email, code_hmac, attempts, sent_at, expires_at, locked_until) VALUES ($1, $2, 0, $3, $4, 0) \
-         ON CONFLICT (email) DO UPDATE SET code_hmac = excluded.code_hmac, attempts = 0, sent_at = excluded.sent_at, \
+         ON CONFLICT (email) DO UPDATE SET code_hmac = excluded.code_hmac, sent_at = excluded.sent_at, \
          expires_at = excluded.expires_at WHERE sign_in_codes.locked_until <= $3 AND sign_in_codes.sent_at <= $5",
     )
     .bind(email)
@@ -31,23 +31,54 @@ pub async fn put_code(db: &Db, email: &str, code_hmac: &str, now: i64, ttl_ms: i
     Ok(n == 1)
 }
 
+/// The most times a lockout grows (`lockout × (lockouts + 1)`).
+pub const MOST_LOCKOUT_STEPS: i64 = 96;
+
+/// What a try of a code found.
+pub struct Tried {
+    /// The live code's HMAC, to compare the given code with.
+    pub code_hmac: String,
+    /// This try used up the email's budget: it is locked until then.
+    pub locked_until: Option<i64>,
+}
+
 /// Spend one try of `email`'s live code: the stored HMAC to compare with,
-/// or `None` when there is no live code (none sent, expired, tries used
-/// up, locked out). The try that uses up the last one locks the email
-/// until `locked_until`, whatever the caller then finds.
-pub async fn try_code(db: &Db, email: &str, now: i64, max_attempts: i64, locked_until: i64) -> Result<Option<String>, StoreError> {
-    let row = sqlx::query(
-        "UPDATE sign_in_codes SET attempts = attempts + 1, \
-         locked_until = CASE WHEN attempts + 1 >= $2 THEN $3 ELSE locked_until END \
-         WHERE email = $1 AND attempts < $2 AND expires_at > $4 AND locked_until <= $4 RETURNING code_hmac",
-    )
-    .bind(email)
-    .bind(max_attempts)
-    .bind(locked_until)
-    .bind(now)
-    .fetch_optional(&db.pool)
-    .await?;
-    row.map(|r| r.try_get("code_hmac").map_err(StoreError::from)).transpose()
+/// or `None` when there is no live code (none sent, expired, locked out).
+/// Tries count per email across codes, in windows of `window_ms` (a new
+/// code does not reset them); the try that reaches `max_attempts` locks
+/// the email for `lockout_ms` times its lockouts so far plus one (growing,
+/// up to `MOST_LOCKOUT_STEPS` times), whatever the caller then finds.
+pub async fn try_code(
+    db: &Db,
+    email: &str,
+    now: i64,
+    max_attempts: i64,
+    lockout_ms: i64,
+    window_ms: i64,
+) -> Result<Option<Tried>, StoreError> {
+    // `counted`: this try's number in its window (old values on the right
+    // of SET, on both engines).
+    const COUNTED: &str = "(CASE WHEN window_started <= $5 THEN 1 ELSE attempts + 1 END)";
+    let sql = format!(
+        "UPDATE sign_in_codes SET \
+         attempts = CASE WHEN {COUNTED} >= $2 THEN 0 ELSE {COUNTED} END, \
+         locked_until = CASE WHEN {COUNTED} >= $2 THEN $4 + $3 * ((CASE WHEN lockouts >= $6 THEN $6 ELSE lockouts END) + 1) ELSE locked_until END, \
+         lockouts = CASE WHEN {COUNTED} >= $2 THEN lockouts + 1 ELSE lockouts END, \
+         window_started = CASE WHEN window_started <= $5 THEN $4 ELSE window_started END \
+         WHERE email = $1 AND expires_at > $4 AND locked_until <= $4 RETURNING code_hmac, locked_until"
+    );
+    let row = sqlx::query(&sql)
+        .bind(email)
+        .bind(max_attempts)
+        .bind(lockout_ms)
+        .bind(now)
+        .bind(now - window_ms)
+        .bind(MOST_LOCKOUT_STEPS)
+        .fetch_optional(&db.pool)
+        .await?;
+    let Some(row) = row else { return Ok(None) };
+    let locked_until: i64 = row.try_get("locked_until")?;
+    Ok(Some(Tried { code_hmac: row.try_get("code_hmac")?, locked_until: (locked_until > now).then_some(locked_until) }))
 }
 
 /// Use the code up: `true` for exactly one of two racing sign-ins.
@@ -189,13 +220,21 @@ pub async fn end_sessions(db: &Db, account: &str) -> Result<u64, StoreError> {
 /// Delete sessions past their absolute end (an idle one is refused on
 /// sight and reaches that end within hours) and dead codes (the sweeper);
 /// how many rows.
-pub async fn purge(db: &Db, now: i64) -> Result<u64, StoreError> {
+/// A code row outlives its code while it holds failed tries of the
+/// current window, or a lockout of the last day (which the next one grows
+/// from): deleting it would give the email its budget back.
+pub async fn purge(db: &Db, now: i64, window_ms: i64) -> Result<u64, StoreError> {
     let sessions = sqlx::query("DELETE FROM sessions WHERE expires_at <= $1").bind(now).execute(&db.pool).await?.rows_affected();
-    let codes = sqlx::query("DELETE FROM sign_in_codes WHERE expires_at <= $1 AND locked_until <= $1")
-        .bind(now)
-        .execute(&db.pool)
-        .await?
-        .rows_affected();
+    let codes = sqlx::query(
+        "DELETE FROM sign_in_codes WHERE expires_at <= $1 AND locked_until <= $1 AND (attempts = 0 OR window_started <= $2) \
+         AND (lockouts = 0 OR locked_until <= $3)",
+    )
+    .bind(now)
+    .bind(now - window_ms)
+    .bind(now - 24 * 3_600_000)
+    .execute(&db.pool)
+    .await?
+    .rows_affected();
     Ok(sessions + codes)
 }
 

@@ -423,7 +423,9 @@ impl Sponsor<'_> {
                     ReceiptStatus::Pending => Err(SwapError::Unavailable("pull not final yet".into())),
                 }
             }
-            Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) => self.pull_not_landed(run, holder, &adapter, &req, m).await,
+            Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) | Err(StepError::OverGasCap(m)) => {
+                self.pull_not_landed(run, holder, &adapter, &req, m).await
+            }
             Err(e) => Err(step_error(e)),
         }
     }
@@ -758,7 +760,7 @@ fn step_error(e: StepError) -> SwapError {
     match e {
         StepError::NotSent(code, m) => SwapError::Unavailable(format!("{code:?}: {m}")),
         StepError::Pending(m) => SwapError::Unavailable(m),
-        StepError::WouldRevert(m) | StepError::Reverted(m) => SwapError::Refused(m),
+        StepError::WouldRevert(m) | StepError::Reverted(m) | StepError::OverGasCap(m) => SwapError::Refused(m),
     }
 }
 

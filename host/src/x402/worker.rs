@@ -339,6 +339,14 @@ impl Worker {
                     self.finish(rec, SettlementStatus::Failed, None, Some(why)).await
                 }
             }
+            Err(StepError::OverGasCap(m)) => {
+                tracing::warn!(settlement = id, detail = %m, "the payer's contract makes its settlement too costly; nothing sent");
+                if repo::list_txs(db, id, "x402").await?.is_empty() {
+                    self.refuse(rec, Reason::GasCapExceeded).await
+                } else {
+                    self.finish(rec, SettlementStatus::Failed, None, Some(Reason::GasCapExceeded)).await
+                }
+            }
             Err(StepError::Reverted(m)) => {
                 tracing::info!(settlement = id, detail = %m, "facilitator transaction reverted");
                 match self.moved(rec, &adapter, &req).await {

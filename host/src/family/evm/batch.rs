@@ -60,6 +60,9 @@ pub struct Call {
     pub row: Row,
     pub to: Address,
     pub data: Vec<u8>,
+    /// The most gas this call may take, measured from the relayer, when a
+    /// payer's contract can make it costly (`Submit::payer_caused`).
+    pub limit: Option<u64>,
     pub reply: oneshot::Sender<Result<String, SendError>>,
 }
 
@@ -152,13 +155,15 @@ async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
                 },
             }
         }
-        resync = dispatch(&lane, &relay, calls, resync).await;
+        resync = dispatch(&lane, &relay, calls, resync, false).await;
     }
 }
 
 /// Send `calls` (batched when more than one can go together). Returns
 /// whether the next send should re-read the relayer's nonce from the node.
-async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) -> bool {
+/// `measured`: the payer-caused calls were each measured already (a
+/// batch that costs more than usual goes on with what passed).
+async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool, measured: bool) -> bool {
     // One run of the whole batch finds its gas and, when it passes, that
     // every call passes (the usual case): one run on the node, not two.
     // Only a batch that fails it is simulated call by call, and its gas is
@@ -179,12 +184,24 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
         (Ok(calls), GasLimit::OneRun)
     };
     let calls = match calls {
+        // A batch that costs more than its calls usually do may carry a
+        // payer contract that burns gas: each such call is measured alone.
+        Ok(c)
+            if !measured
+                && c.len() > 1
+                // (`gas_for` answers the run's gas and half again.)
+                && matches!(gas, GasLimit::Known(g) if g * 2 / 3 > USUAL_CALL_GAS * c.len() as u64)
+                && c.iter().any(|c| c.limit.is_some()) =>
+        {
+            let kept = within_limits(lane, c).await.into_iter().map(|(c, _)| c).collect();
+            return Box::pin(dispatch(lane, relay, kept, resync, true)).await;
+        }
         Ok(c) => c,
         Err(calls) => {
             // No Multicall3 here: one transaction each.
             let mut again = resync;
             for c in calls {
-                again = Box::pin(dispatch(lane, relay, vec![c], again)).await;
+                again = Box::pin(dispatch(lane, relay, vec![c], again, measured)).await;
             }
             return again;
         }
@@ -192,8 +209,23 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
     if calls.is_empty() {
         return resync;
     }
+    // A lone payer-caused call is measured once, and refused above its limit.
+    let (calls, lone_gas) = match calls.as_slice() {
+        [one] if one.limit.is_some() && !measured => {
+            let mut kept = within_limits(lane, calls).await;
+            let gas = kept.first().and_then(|(_, g)| *g);
+            (kept.drain(..).map(|(c, _)| c).collect::<Vec<_>>(), gas)
+        }
+        _ => (calls, None),
+    };
+    if calls.is_empty() {
+        return resync;
+    }
     let call = match calls.as_slice() {
-        [one] => TxCall { to: one.to, data: one.data.clone(), value: U256::ZERO, gas: GasLimit::OneRun },
+        [one] => {
+            let gas = lone_gas.map_or(GasLimit::OneRun, |g| GasLimit::Known(g + g / 2));
+            TxCall { to: one.to, data: one.data.clone(), value: U256::ZERO, gas }
+        }
         many => {
             let batch = many.iter().map(|c| call3(c, true)).collect();
             TxCall { to: lane.multicall, data: aggregate3Call { calls: batch }.abi_encode(), value: U256::ZERO, gas }
@@ -215,6 +247,35 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool) ->
         let _ = reply.send(sent.as_ref().map(|s| s.hash.clone()).map_err(Clone::clone));
     }
     taken
+}
+
+/// What a payment's call usually costs in a batch (an EIP-3009 or Permit2
+/// transfer with warm accounts is 40,000-90,000): a batch over this much a
+/// call is looked at call by call.
+const USUAL_CALL_GAS: u64 = 100_000;
+
+/// Each call with a limit, run alone from the relayer: one over its limit
+/// is answered `OverGasCap` now and never sent; the others come back, with
+/// the gas their run used (`None` for a call without a limit, or whose run
+/// failed: the batch's own simulation judges it).
+async fn within_limits(lane: &Lane, calls: Vec<Call>) -> Vec<(Call, Option<u64>)> {
+    let mut kept = Vec::with_capacity(calls.len());
+    for c in calls {
+        let Some(limit) = c.limit else {
+            kept.push((c, None));
+            continue;
+        };
+        // `gas_for` answers the run's gas and half again.
+        match gas_for(&lane.chain, lane.relayer.address(), c.to, &c.data, GasLimit::OneRun).await.map(|g| g * 2 / 3) {
+            Ok(used) if used > limit => {
+                tracing::warn!(chain = %lane.chain.chain, used, limit, "a payer-caused call needs more gas than the cap; refused");
+                let _ = c.reply.send(Err(SendError::OverGasCap(format!("{used} gas against a limit of {limit}"))));
+            }
+            Ok(used) => kept.push((c, Some(used))),
+            Err(_) => kept.push((c, None)),
+        }
+    }
+    kept
 }
 
 fn call3(c: &Call, allow_failure: bool) -> Call3 {

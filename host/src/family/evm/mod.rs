@@ -26,6 +26,11 @@ use crate::payment::{Authorization, EvmCall, Movement, SettleStep, SigningReques
 use crate::store::settlement::{StoredTx, TxRow};
 use tx::{Broadcast, GasLimit, Net, Nonces, TxCall};
 
+/// What a settlement call costs beyond the payer's checks (the token's or
+/// Permit2's own work): added to `contract_payer_gas_cap` for the most a
+/// payer-caused call may take.
+const SETTLEMENT_GAS: u64 = 200_000;
+
 pub struct EvmDriver {
     config: Arc<Config>,
     chains: Arc<Chains>,
@@ -109,14 +114,31 @@ impl Driver for EvmDriver {
                     U256::from_str_radix(&call.value, 10).map_err(|_| SendError::WouldRevert(format!("bad value {}", call.value)))?;
                 let signer = self.signer(wallet).await.map_err(|e| SendError::Unavailable(format!("wallet: {e:#}")))?;
                 let batch_max = self.config.service.settlement_batch_max;
+                // A payer-caused call may take the chain's cap for the payer's
+                // checks, and what a settlement itself costs, and no more.
+                let limit = how
+                    .payer_caused
+                    .then(|| self.config.chains.get(chain).and_then(|c| c.contract_payer_gas_cap()))
+                    .flatten()
+                    .map(|cap| cap + SETTLEMENT_GAS);
                 // Calls that carry no value may share a transaction.
                 if !(how.shareable && value.is_zero() && batch_max > 1) {
-                    let call = TxCall { to, data: call.data.clone(), value, gas: GasLimit::Estimate };
+                    let gas = match limit {
+                        Some(limit) => {
+                            let gas = tx::gas_for(&client, signer.address(), to, &call.data, GasLimit::Estimate).await?;
+                            if gas > limit {
+                                return Err(SendError::OverGasCap(format!("{gas} gas against a limit of {limit}")));
+                            }
+                            GasLimit::Known(gas)
+                        }
+                        None => GasLimit::Estimate,
+                    };
+                    let call = TxCall { to, data: call.data.clone(), value, gas };
                     let sent = self.relay.send(&client, self.net(chain), &signer, how.resync, call, std::slice::from_ref(&row)).await?;
                     return Ok(sent.hash);
                 }
                 let (reply, answer) = tokio::sync::oneshot::channel();
-                let c = batch::Call { row, to, data: call.data.clone(), reply };
+                let c = batch::Call { row, to, data: call.data.clone(), limit, reply };
                 let lane = || batch::Lane {
                     chain: client.clone(),
                     net: self.net(chain),
