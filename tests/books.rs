@@ -303,3 +303,48 @@ async fn a_contract_payer_that_burns_only_in_the_relayers_transaction_is_refused
     assert_eq!(relayer_state(&dn, "base").await, before, "the relayer sent nothing and paid nothing");
     assert_eq!(dn.balance("base", wallet).await, U256::from(10_000_000u64), "nothing moved");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_plain_transfer_carrying_two_permit2_signatures_settles_neither_facilitator_request() {
+    let dn = Devnet::start(31345, "bsc,base", "").await;
+    let bsc = dn.rpc_url("bsc");
+    let auth = format!("Bearer {}", facilitator_key(&dn, "shop"));
+    let (payer, key) = dn.payer(6);
+    dn.approve("bsc", "usdc", &payer, PERMIT2, U256::MAX).await;
+    // bsc USDC's Permit2 requirements, as an intent states them, to the shop.
+    let body = json!({ "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": "bsc", "target_chain": "base" });
+    let (_, intent) = dn.create_public(body).await;
+    let mut req = intent["payment_requirements"].clone();
+    req["payTo"] = json!(MERCHANT);
+    let amount = units(&req["amount"]);
+    hold_only(&dn, "bsc", "usdc", &payer, amount).await;
+    let merchant_before = dn.balance_of("bsc", "usdc", MERCHANT).await;
+    let signed: Vec<Value> = (0..2).map(|_| decode_proof(&x402_pay_on(&req, &key, &bsc))).collect();
+    assert_ne!(signed[0]["payload"]["permit2Authorization"]["nonce"], signed[1]["payload"]["permit2Authorization"]["nonce"]);
+
+    rpc(&bsc, "evm_setAutomine", json!([false])).await;
+    let mut answers = vec![];
+    for p in &signed {
+        let body = json!({ "x402Version": 2, "paymentPayload": p, "paymentRequirements": req });
+        let (state, a) = (dn.state.clone(), auth.clone());
+        answers.push(tokio::spawn(async move { call_state(&state, "POST", "/x402/settle", Some(body), &[("authorization", &a)]).await }));
+    }
+    pool_holds(&dn, "bsc", 1).await;
+    let data = plain_transfer_carrying(MERCHANT, amount, &signed);
+    let front = front_run_as(&dn, "bsc", &payer, &dn.token("bsc", "usdc"), &data).await;
+    rpc(&bsc, "evm_mine", json!([])).await;
+    rpc(&bsc, "evm_setAutomine", json!([true])).await;
+    assert_eq!(receipt_status(&dn, "bsc", &front).await, "0x1", "the plain transfer landed");
+    for a in answers {
+        let (s, answer) = a.await.unwrap();
+        assert_eq!(answer["success"], json!(false), "a plain transfer settles no permit ({s}): {answer}");
+        let why = answer["errorReason"].as_str().unwrap_or_default();
+        assert!(["insufficient_funds", "invalid_transaction_state"].contains(&why), "refused for the payment itself, not its shape: {answer}");
+    }
+    assert_eq!(dn.balance_of("bsc", "usdc", MERCHANT).await, merchant_before + amount, "payTo received the one transfer, once");
+    let credited: i64 = sqlx::Row::get(
+        &sqlx::query("SELECT COUNT(*) AS n FROM book_movements WHERE purpose = 'x402'").fetch_one(&dn.state.db.pool).await.unwrap(),
+        "n",
+    );
+    assert_eq!(credited, 0, "no settlement holds the plain transfer");
+}
