@@ -339,7 +339,10 @@ async fn one_plain_transfer_carrying_two_permit2_signatures_settles_neither_faci
         let (s, answer) = a.await.unwrap();
         assert_eq!(answer["success"], json!(false), "a plain transfer settles no permit ({s}): {answer}");
         let why = answer["errorReason"].as_str().unwrap_or_default();
-        assert!(["insufficient_funds", "invalid_transaction_state"].contains(&why), "refused for the payment itself, not its shape: {answer}");
+        assert!(
+            ["insufficient_funds", "invalid_transaction_state"].contains(&why),
+            "refused for the payment itself, not its shape: {answer}"
+        );
     }
     assert_eq!(dn.balance_of("bsc", "usdc", MERCHANT).await, merchant_before + amount, "payTo received the one transfer, once");
     let credited: i64 = sqlx::Row::get(
