@@ -31,8 +31,16 @@ async fn a_receiver_down_two_minutes_gets_everything_in_order() {
     for id in &intents {
         check_in_order(&dn, &rx, id, &[0]).await;
     }
-    // The ids sent while down are the ids received.
-    let ledger = stablerail::store::webhooks::deliveries_of(&dn.state.db, made["id"].as_str().unwrap(), 100).await.unwrap();
+    // The ids sent while down are the ids received. The receiver can see a
+    // body a moment before its attempt is recorded: the ledger is read until
+    // it says so too (or 10 s pass).
+    let read = || stablerail::store::webhooks::deliveries_of(&dn.state.db, made["id"].as_str().unwrap(), 100);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut ledger = read().await.unwrap();
+    while !ledger.iter().all(|d| d.status == "delivered") && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        ledger = read().await.unwrap();
+    }
     assert!(ledger.iter().all(|d| d.status == "delivered"));
     // Each intent's first change was tried through the outage (0, 5, 15,
     // 35, 75 s, then delivered); the later ones waited behind it, once each.
