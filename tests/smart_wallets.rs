@@ -69,7 +69,9 @@ async fn wait_settled(port: u16, id: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn smart_wallets_pay_intents_and_resource_servers_as_the_chain_checks_them() {
-    let dn = Devnet::start(28945, "base", "").await;
+    // No in-process replica: it would settle on the config as it was before
+    // the factory was allowed below (the served binary reads it after).
+    let dn = Devnet::start_with(28945, "base", "", 0, None).await;
     let w = setup_wallets(&dn);
     let wallets = &w["wallets"];
     let factory = w["factory"].as_str().unwrap();
