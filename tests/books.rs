@@ -351,3 +351,128 @@ async fn one_plain_transfer_carrying_two_permit2_signatures_settles_neither_faci
     );
     assert_eq!(credited, 0, "no settlement holds the plain transfer");
 }
+
+/// TRON (Permit2 through the x402 proxy): two intents of one payer and one
+/// amount, both proofs accepted; the node holds the relayer's settlements
+/// while the payer broadcasts one plain TRC-20 transfer whose memo (inside
+/// the `raw_data` its id covers) carries both signatures, and lands it
+/// first. No permit was used: neither intent is credited.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_plain_trc20_transfer_carrying_two_permit2_signatures_credits_neither_intent() {
+    use common::devnet::{post_json, trc20_balance, tron_pay, tron_send};
+    let dn = Devnet::start(31445, "base,tron", "").await;
+    let t = dn.info["tron"].clone();
+    let api = t["http"].as_str().unwrap().to_string();
+    let token = t["assets"]["usdt"]["address"].as_str().unwrap().to_string();
+    let (payer, key) =
+        (t["payers"][0]["address"].as_str().unwrap().to_string(), t["payers"][0]["private_key"].as_str().unwrap().to_string());
+    let approved = tron_send(&api, &key, &token, "", u64::MAX, &["--approve", t["permit2"].as_str().unwrap()]);
+    assert_eq!(approved["info"]["receipt"]["result"], "SUCCESS", "{approved}");
+    let opened = dn.cli(&["books", "check"]);
+    assert_eq!(opened["differences"], 0, "{opened}");
+
+    let body =
+        json!({ "recipient": common::app::MERCHANT, "amount": "2", "payer_chain": "tron", "payer_asset": "usdt", "target_chain": "base" });
+    let (a, first) = dn.create_public(body.clone()).await;
+    let (b, second) = dn.create_public(body).await;
+    let sending: u128 = first["payment_requirements"]["amount"].as_str().unwrap().parse().unwrap();
+    assert_eq!(second["payment_requirements"]["amount"], first["payment_requirements"]["amount"], "the same amount twice");
+    let collection = first["payment_requirements"]["payTo"].as_str().unwrap().to_string();
+    // The payer keeps exactly one amount (the rest to another payer).
+    let held = trc20_balance(&api, &token, &payer).await;
+    let elsewhere = t["payers"][1]["address"].as_str().unwrap();
+    tron_send(&api, &key, &token, elsewhere, held - sending, &[]);
+    assert_eq!(trc20_balance(&api, &token, &payer).await, sending);
+    let before = (trc20_balance(&api, &token, &collection).await, dn.balance_of("base", "usdc", common::app::MERCHANT).await);
+
+    post_json(&format!("{api}/devnet/hold"), json!({})).await;
+    let mut signatures = String::new();
+    for (id, intent) in [(&a, &first), (&b, &second)] {
+        let proof = tron_pay(&intent["payment_requirements"], &key);
+        let (s, ok) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+        assert_eq!(s, 200, "both proofs are accepted (the payer holds one amount, each checks alone): {ok}");
+        signatures.push_str(decode_proof(&proof)["payload"]["signature"].as_str().unwrap().trim_start_matches("0x"));
+    }
+    // The relayer's settlements reach the node and wait there.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while post_json(&format!("{api}/devnet/held"), json!({})).await["held"].as_u64().unwrap_or(0) < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let front = tron_send(&api, &key, &token, &collection, sending, &["--memo", &signatures]);
+    assert_eq!(front["broadcast"]["result"], true, "{front}");
+    let front_id = front["transaction"]["txID"].as_str().unwrap().to_string();
+    assert!(front["transaction"]["raw_data_hex"].as_str().unwrap().contains(&signatures[..130]), "the memo carries the signatures");
+    let out = post_json(&format!("{api}/devnet/release"), json!({ "mode": "land", "order": "newest-first" })).await;
+    assert!(out["landed"].as_u64().unwrap() >= 2, "the plain transfer and at least one settlement: {out}");
+    let info = post_json(&format!("{api}/wallet/gettransactioninfobyid"), json!({ "value": front_id })).await;
+    assert_eq!(info["receipt"]["result"], "SUCCESS", "the plain transfer landed first: {info}");
+
+    for id in [&a, &b] {
+        let done = settled_or_failed(&dn, id).await;
+        assert_eq!(done["status"], "VERIFICATION_FAILED", "a plain transfer credits no permit: {done}");
+        assert!(done["source_payment"]["tx_hash"].is_null(), "no source transaction is claimed: {done}");
+        let said = done["error_message"].as_str().unwrap();
+        assert!(said.contains("not used on chain") || done["error_code"] == "insufficient_funds", "the status says so: {done}");
+        assert_eq!(credits_of(&dn, id).await, 0, "nothing in the books for {id}");
+    }
+    assert_eq!(trc20_balance(&api, &token, &payer).await, 0, "the payer's one transfer left");
+    assert_eq!(trc20_balance(&api, &token, &collection).await, before.0 + sending, "it arrived once, uncredited");
+    assert_eq!(dn.balance_of("base", "usdc", common::app::MERCHANT).await, before.1, "the merchant was paid nothing for it");
+    let listed = dn.cli(&["books", "unmatched"]);
+    let rows = listed["unmatched"].as_array().unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        rows.iter().any(|r| r["chain"] == "tron" && r["tx_id"] == json!(front_id) && r["amount"] == json!(sending.to_string())),
+        "books unmatched lists the plain transfer: {listed}"
+    );
+    let checked = dn.cli(&["books", "check"]);
+    assert_eq!(checked["differences"], 0, "{checked}");
+    assert!(checked["wallets"].as_array().unwrap().iter().any(|w| w["role"] == "collection" && w["chain"] == "tron"), "{checked}");
+}
+
+/// Keyless settlements spend the relayer's gas: the budget counts it. An
+/// EOA's settlement counts a usual call (100,000); a payer that may run
+/// code counts its chain's cap on top of a settlement's own gas, so a
+/// fresh contract wallet each time cannot buy more than the budget.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_keyless_budget_counts_gas_and_a_contract_payer_its_cap() {
+    let dn =
+        Devnet::start(31545, "base", "[facilitator]\npublic = true\npublic_settlements_per_minute = 100\npublic_gas_per_hour = 250000\n")
+            .await;
+    let port = common::process::free_port();
+    let _service = common::process::serve(&dn, port);
+    let settle = |p: &Value, r: &Value| {
+        common::process::http(
+            port,
+            "POST",
+            "/x402/settle",
+            Some(json!({ "x402Version": 2, "paymentPayload": p, "paymentRequirements": r })),
+        )
+        .1
+    };
+    let base = dn.rpc_url("base");
+    let wallet = "0x00000000000000000000000000000000000b0a7f";
+    rpc(&base, "anvil_setCode", json!([wallet, GAS_DEPENDENT_WALLET])).await;
+    dn.mint("base", wallet, U256::from(10_000_000u64)).await;
+    let before = relayer_state(&dn, "base").await;
+
+    // A contract payer (cheap to check here) counts 500,000 + 200,000: over
+    // a 250,000 budget at once, nothing sent.
+    let req = requirements(&dn, "10000");
+    let settled = settle(&contract_payload(&req, wallet, "33"), &req);
+    assert_eq!((&settled["success"], &settled["errorReason"]), (&json!(false), &json!("payment_not_allowed")), "{settled}");
+    assert_eq!(relayer_state(&dn, "base").await, before, "the relayer sent nothing for it");
+
+    // An EOA payer: two settlements fit, the third does not.
+    let (_, key) = dn.payer(0);
+    let merchant = dn.balance_of("base", "usdc", MERCHANT).await;
+    for (n, want) in [(0u64, true), (1, true), (2, false)] {
+        let req = requirements(&dn, &(20_000 + n).to_string());
+        let settled = settle(&payload(&req, &key), &req);
+        assert_eq!(settled["success"], json!(want), "settlement {n}: {settled}");
+        if !want {
+            assert_eq!(settled["errorReason"], "payment_not_allowed", "{settled}");
+        }
+    }
+    assert_eq!(dn.balance_of("base", "usdc", MERCHANT).await, merchant + U256::from(40_001u64), "two settlements, not the third");
+    assert_eq!(dn.balance("base", wallet).await, U256::from(10_000_000u64), "the contract payer's money did not move");
+}

@@ -7,6 +7,8 @@
 //                      [--approve SPENDER]   (approve(SPENDER, amount) instead of a transfer)
 //                      [--fee-limit SUN]     (default 50 TRX)
 //
+// --memo HEX puts bytes in the transaction's `raw_data.data` (its memo, which
+// the txID covers): what an attacker copies signatures into.
 // --signer signs with another key than the owner's; --local builds the
 // transaction offline (tronweb's txLocal) with an expiry in the past or a
 // reference block the chain never had.
@@ -41,6 +43,8 @@ const built = await tronWeb.transactionBuilder.triggerSmartContract(
   from,
 );
 if (!built.result?.result) throw new Error(`the node did not build the transaction: ${JSON.stringify(built)}`);
+const memo = arg("memo");
+if (memo) built.transaction = await tronWeb.transactionBuilder.addUpdateData(built.transaction, memo.replace(/^0x/, ""), "hex", { txLocal: true });
 // tronweb refuses to sign for another owner unless asked as a co-signer.
 const signer = arg("signer");
 const transaction = signer ? await tronWeb.trx.sign(built.transaction, signer.replace(/^0x/, ""), true, true) : await tronWeb.trx.sign(built.transaction, key);

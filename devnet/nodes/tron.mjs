@@ -312,7 +312,7 @@ const routes = {
 
 // The solidity node's view (what is confirmed): on the devnet, everything
 // executed is final at once.
-for (const path of ["getnowblock", "getblockbynum", "gettransactioninfobyid", "gettransactionbyid", "getaccount", "triggerconstantcontract"]) {
+for (const path of ["getnowblock", "getblockbynum", "gettransactioninfobyid", "gettransactionbyid", "getaccount", "triggerconstantcontract", "gettransactioninfobyblocknum"]) {
   routes[`/walletsolidity/${path}`] = routes[`/wallet/${path}`];
 }
 

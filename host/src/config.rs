@@ -465,6 +465,13 @@ pub struct Facilitator {
     pub public_requests_per_minute: u32,
     /// Keyless `/x402/settle` settlements per minute per payer, and per payTo.
     pub public_settlements_per_minute: u32,
+    /// Relayer gas keyless settlements may spend per hour, per payer and
+    /// per payTo on each chain (each settlement counts the most it can
+    /// cost: a contract payer its chain's `contract_payer_gas_cap` more).
+    pub public_gas_per_hour: u64,
+    /// Relayer gas all keyless settlements together may spend per hour on
+    /// each chain (fresh payers and shops do not buy more of it).
+    pub public_chain_gas_per_hour: u64,
     /// Smallest keyless settlement, in the asset's units ("0.01").
     pub public_min_amount: String,
     /// When not empty, keyless settlements may pay only these addresses.
@@ -488,6 +495,8 @@ impl Default for Facilitator {
             public: false,
             public_requests_per_minute: 120,
             public_settlements_per_minute: 60,
+            public_gas_per_hour: 10_000_000,
+            public_chain_gas_per_hour: 100_000_000,
             public_min_amount: "0.001".into(),
             public_pay_to: vec![],
             settle_wait_seconds: 20,

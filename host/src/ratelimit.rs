@@ -77,19 +77,19 @@ impl Limiter {
     }
 }
 
-/// A budget of failures per key per hour (a fixed window): spent only when
-/// something fails, looked at before trying. Bounded like `Limiter`: past
+/// A budget per key per hour (a fixed window): failures (one each), or
+/// gas (its amount). Looked at before trying. Bounded like `Limiter`: past
 /// `max_keys`, keys whose window ended are forgotten, and if all are live
 /// the table starts over.
 pub struct Budget {
-    per_hour: u32,
+    per_hour: u64,
     max_keys: usize,
-    table: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, u32)>>,
+    table: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, u64)>>,
 }
 
 impl Budget {
-    pub fn per_hour(per_hour: u32, max_keys: usize) -> Budget {
-        Budget { per_hour: per_hour.max(1), max_keys: max_keys.max(1), table: Default::default() }
+    pub fn per_hour(per_hour: impl Into<u64>, max_keys: usize) -> Budget {
+        Budget { per_hour: per_hour.into().max(1), max_keys: max_keys.max(1), table: Default::default() }
     }
 
     /// Has `key` spent its budget this window?
@@ -101,6 +101,25 @@ impl Budget {
     /// One failure of `key`.
     pub fn spend(&self, key: &str) {
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        self.add(&mut table, key, 1);
+    }
+
+    /// `n` from each of `keys` if every one of them has `n` left this
+    /// window, at once (two requests cannot both take the last of it);
+    /// otherwise nothing, and false.
+    pub fn take(&self, keys: &[&str], n: u64) -> bool {
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        let used = |k: &str| table.get(k).filter(|(since, _)| since.elapsed() < HOUR).map_or(0, |(_, u)| *u);
+        if keys.iter().any(|k| used(k).saturating_add(n) > self.per_hour) {
+            return false;
+        }
+        for k in keys {
+            self.add(&mut table, k, n);
+        }
+        true
+    }
+
+    fn add(&self, table: &mut std::collections::HashMap<String, (std::time::Instant, u64)>, key: &str, n: u64) {
         if table.len() >= self.max_keys && !table.contains_key(key) {
             table.retain(|_, (since, _)| since.elapsed() < HOUR);
             if table.len() >= self.max_keys {
@@ -111,7 +130,7 @@ impl Budget {
         if entry.0.elapsed() >= HOUR {
             *entry = (std::time::Instant::now(), 0);
         }
-        entry.1 += 1;
+        entry.1 = entry.1.saturating_add(n);
     }
 }
 

@@ -36,6 +36,8 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     let limiter = Limiter::bounded(config.limits.requests_per_minute, bound);
     let facilitator_limiter = Limiter::bounded(config.facilitator.public_requests_per_minute.max(1), bound);
     let public_budget = Limiter::bounded(config.facilitator.public_settlements_per_minute.max(1), bound);
+    let public_gas = crate::ratelimit::Budget::per_hour(config.facilitator.public_gas_per_hour, bound);
+    let public_chain_gas = crate::ratelimit::Budget::per_hour(config.facilitator.public_chain_gas_per_hour, bound);
     let site_limiter = Limiter::bounded(config.limits.site_requests_per_minute(), bound);
     let unseen_swaps = Limiter::bounded(config.swap.unseen_registrations_per_minute.max(1), bound);
     let sign_in_limiter = Limiter::bounded(config.dashboard.sign_in_requests_per_minute.max(1), bound);
@@ -71,6 +73,8 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         sanctions: sanctions.clone(),
         watch: watch.clone(),
         public_budget,
+        public_gas,
+        public_chain_gas,
         work: Default::default(),
         done: Default::default(),
         worker: Default::default(),

@@ -214,6 +214,19 @@ pub trait Driver: Send + Sync {
         Err(SendError::Unsupported("no reconciliation read in this family".into()))
     }
 
+    /// The most relayer gas settling one payment of `payer` (its x402
+    /// `payload`) can cost on `chain`: what a keyless budget counts. Zero
+    /// where a payer cannot change the fee (a Solana or TRON settlement).
+    async fn most_settlement_gas(&self, _chain: &str, _payer: &str, _payload: &str) -> Result<u64, SendError> {
+        Ok(0)
+    }
+
+    /// Most blocks one `wallet_movements` call reads (a pass of the books'
+    /// reconciler; a long outage catches up over passes).
+    fn most_blocks_per_read(&self) -> u64 {
+        50_000
+    }
+
     /// Can `owner` receive `token` on `chain` without the sender paying to
     /// open an account for it first (a Solana associated token account)?
     /// Families without such accounts always can.

@@ -33,8 +33,6 @@ pub fn canonical(family: crate::config::Family, m: crate::payment::Movement) -> 
 /// A credit is written a moment after its transaction is final; an
 /// uncredited movement younger than this is not an alarm yet.
 pub const GRACE_MS: i64 = 5 * 60 * 1000;
-/// Most blocks read per wallet per pass (a long outage catches up over passes).
-const MOST_BLOCKS: u64 = 50_000;
 
 /// One (chain, wallet, token) the books follow.
 #[derive(Debug, Clone, PartialEq, Eq, Ord, PartialOrd)]
@@ -106,7 +104,7 @@ pub async fn reconcile(deps: &Deps) -> anyhow::Result<books::Alarms> {
         if from > last {
             continue;
         }
-        let to = last.min(from + MOST_BLOCKS - 1);
+        let to = last.min(from + driver.most_blocks_per_read() - 1);
         let found = match driver.wallet_movements(&w.chain, &w.token, &w.address, from, to).await {
             Ok(f) => f,
             Err(e) => {
@@ -151,17 +149,34 @@ pub async fn check(deps: &Deps) -> anyhow::Result<Vec<Check>> {
         else {
             continue;
         };
-        let on_chain = driver.balance_at(&w.chain, &w.token, &w.address, cursor.read_block as u64).await?;
-        let mut held: i128 = cursor.opening.parse::<U256>()?.try_into()?;
-        for m in books::of_wallet(&deps.db, &w.chain, &w.address, &w.token, cursor.opened_block).await? {
-            if m.block > cursor.read_block {
-                break;
+        // A family without older state (TRON) answers at its final block
+        // only: the movements since the last read are read on to it here.
+        let (on_chain, block, since) = match driver.balance_at(&w.chain, &w.token, &w.address, cursor.read_block as u64).await {
+            Ok(b) => (b, cursor.read_block, vec![]),
+            Err(_) => {
+                let Some(head) = driver.final_block(&w.chain).await? else { continue };
+                let since = if head > cursor.read_block as u64 {
+                    driver.wallet_movements(&w.chain, &w.token, &w.address, cursor.read_block as u64 + 1, head).await?
+                } else {
+                    vec![]
+                };
+                (driver.balance_at(&w.chain, &w.token, &w.address, head).await?, head as i64, since)
             }
-            let amount: i128 = m.amount.parse::<U256>()?.try_into()?;
-            if m.to == w.address {
+        };
+        let family = driver.family();
+        let booked = books::of_wallet(&deps.db, &w.chain, &w.address, &w.token, cursor.opened_block).await?;
+        let mut held: i128 = cursor.opening.parse::<U256>()?.try_into()?;
+        let moves = booked
+            .iter()
+            .take_while(|m| m.block <= cursor.read_block)
+            .map(|m| (m.from.clone(), m.to.clone(), m.amount.clone()))
+            .chain(since.into_iter().map(|m| canonical(family, m)).map(|m| (m.from, m.to, m.amount)));
+        for (from, to, amount) in moves {
+            let amount: i128 = amount.parse::<U256>()?.try_into()?;
+            if to == w.address {
                 held += amount;
             }
-            if m.from == w.address {
+            if from == w.address {
                 held -= amount;
             }
         }
@@ -171,7 +186,7 @@ pub async fn check(deps: &Deps) -> anyhow::Result<Vec<Check>> {
             role: w.role,
             wallet: w.address,
             asset: w.asset,
-            block: cursor.read_block,
+            block,
             on_chain: chain_held.to_string(),
             books: held.to_string(),
             difference: (chain_held - held).to_string(),

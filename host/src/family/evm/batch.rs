@@ -252,7 +252,7 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool, me
 /// What a payment's call usually costs in a batch (an EIP-3009 or Permit2
 /// transfer with warm accounts is 40,000-90,000): a batch over this much a
 /// call is looked at call by call.
-const USUAL_CALL_GAS: u64 = 100_000;
+pub const USUAL_CALL_GAS: u64 = 100_000;
 
 /// Each call with a limit, run alone from the relayer: one over its limit
 /// is answered `OverGasCap` now and never sent; the others come back, with

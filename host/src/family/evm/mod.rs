@@ -260,6 +260,23 @@ impl Driver for EvmDriver {
         landed::debited(&receipt.json, token, sender)
     }
 
+    /// An EOA's signature costs a usual call; a payer that may run code in
+    /// the relayer's transaction (it has code, or its signature is not a
+    /// plain ECDSA one: ERC-1271 bytes, an ERC-6492 deployment) counts its
+    /// chain's cap on top of a settlement's own gas, as the relayer allows.
+    /// `payload` is the x402 PaymentPayload (its `payload.signature`).
+    async fn most_settlement_gas(&self, chain: &str, payer: &str, payload: &str) -> Result<u64, SendError> {
+        let cap = self.config.chains.get(chain).and_then(|c| c.contract_payer_gas_cap()).unwrap_or(0);
+        let signature = serde_json::from_str::<Value>(payload)
+            .ok()
+            .and_then(|p| p.pointer("/payload/signature").and_then(Value::as_str).map(|s| s.trim_start_matches("0x").len() / 2));
+        if !matches!(signature, Some(64 | 65)) {
+            return Ok(cap + SETTLEMENT_GAS);
+        }
+        let code = tx::rpc(&*self.chain(chain)?, "eth_getCode", json!([payer, "latest"])).await?;
+        Ok(if code.as_str().is_some_and(|c| c.len() > 2) { cap + SETTLEMENT_GAS } else { batch::USUAL_CALL_GAS })
+    }
+
     fn credited(&self, receipt: &crate::family::Receipt, token: &str, recipient: &str) -> Option<alloy_primitives::U256> {
         landed::credited(&receipt.json, token, recipient)
     }

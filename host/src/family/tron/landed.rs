@@ -130,3 +130,93 @@ pub fn movements(info: &Value, p: &Parties) -> Vec<Movement> {
         })
         .collect()
 }
+
+/// The solidified head: what the books read up to (a TRON block is final
+/// once solidified; no confirmations to count on top).
+pub async fn solid_head(client: &ChainClient) -> Result<u64, SendError> {
+    let head = call(client, "/walletsolidity/getnowblock", json!({})).await?;
+    head.pointer("/block_header/raw_data/number")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| SendError::Unavailable("getnowblock: no block number".into()))
+}
+
+/// `wallet`'s TRC-20 balance in the solidified state, and the solidified
+/// block it is of. A node has no older state, so the head is read on both
+/// sides of the balance: an answer between two blocks is not given.
+pub async fn solid_balance(client: &ChainClient, token: &Address, wallet: &Address) -> Result<(U256, u64), SendError> {
+    let show = tron_wire::address::show;
+    for _ in 0..5 {
+        let before = solid_head(client).await?;
+        let v = call(
+            client,
+            "/walletsolidity/triggerconstantcontract",
+            json!({
+                "owner_address": show(wallet), "contract_address": show(token), "visible": true,
+                "function_selector": "balanceOf(address)", "parameter": word(wallet),
+            }),
+        )
+        .await?;
+        let raw = v.pointer("/constant_result/0").and_then(Value::as_str).and_then(|h| U256::from_str_radix(h, 16).ok());
+        let raw = raw.ok_or_else(|| SendError::Unavailable(format!("balanceOf answered {v}")))?;
+        if solid_head(client).await? == before {
+            return Ok((raw, before));
+        }
+    }
+    Err(SendError::Unavailable("the solidified head kept moving while the balance was read".into()))
+}
+
+/// Every TRC-20 Transfer of `token` into or out of `wallet` in blocks
+/// `from..=to` that executed successfully, whoever sent it, indexed by its
+/// place in its transaction's log (as `movements` credits them).
+pub async fn wallet_movements(
+    client: &ChainClient,
+    token: &Address,
+    wallet: &Address,
+    from: u64,
+    to: u64,
+) -> Result<Vec<Movement>, SendError> {
+    let (token_hex, wallet_word) = (hex::encode(token.as_slice()), word(wallet));
+    let show = tron_wire::address::show;
+    let mut out = vec![];
+    for num in from..=to {
+        let infos = call(client, "/walletsolidity/gettransactioninfobyblocknum", json!({ "num": num })).await?;
+        for info in infos.as_array().into_iter().flatten() {
+            let Some(id) = info.get("id").and_then(Value::as_str) else { continue };
+            if info.pointer("/receipt/result").and_then(Value::as_str) != Some("SUCCESS") {
+                continue;
+            }
+            let fee = info.get("fee").and_then(Value::as_u64).map(|f| f.to_string());
+            for (k, log) in info.get("log").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                let text = |v: Option<&Value>| v.and_then(Value::as_str).map(|s| s.trim_start_matches("0x").to_ascii_lowercase());
+                let topics: Vec<String> =
+                    log.get("topics").and_then(Value::as_array).into_iter().flatten().filter_map(|t| text(Some(t))).collect();
+                let emitter =
+                    text(log.get("address")).map(|a| a.strip_prefix("41").filter(|r| r.len() == 40).map(str::to_string).unwrap_or(a));
+                if emitter.as_deref() != Some(token_hex.as_str()) || topics.len() != 3 || topics[0] != TRANSFER {
+                    continue;
+                }
+                if topics[1] != wallet_word && topics[2] != wallet_word {
+                    continue;
+                }
+                let Some(amount) = text(log.get("data")).and_then(|d| U256::from_str_radix(&d, 16).ok()) else { continue };
+                if amount.is_zero() {
+                    continue;
+                }
+                let party =
+                    |t: &str| t.get(24..).and_then(|h| hex::decode(h).ok()).filter(|b| b.len() == 20).map(|b| Address::from_slice(&b));
+                let (Some(sender), Some(receiver)) = (party(&topics[1]), party(&topics[2])) else { continue };
+                out.push(Movement {
+                    tx: id.trim_start_matches("0x").to_ascii_lowercase(),
+                    index: k as i64,
+                    token: show(token),
+                    from: show(&sender),
+                    to: show(&receiver),
+                    amount: amount.to_string(),
+                    block: num as i64,
+                    fee: fee.clone(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}

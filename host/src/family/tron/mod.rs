@@ -114,6 +114,10 @@ async fn trx_balance(client: &ChainClient, address: &str) -> Result<u64, ChainEr
     Ok(account.get("balance").and_then(Value::as_u64).unwrap_or(0))
 }
 
+fn tron_address(a: &str) -> Result<Address, SendError> {
+    tron_wire::address::parse(a).ok_or_else(|| SendError::Unsupported(format!("{a} is not a TRON address")))
+}
+
 fn expired(bytes: &[u8]) -> bool {
     let expiration = Transaction::decode(bytes).ok().and_then(|t| Raw::decode(t.raw_data.as_slice()).ok()).map_or(0, |r| r.expiration);
     expiration <= now_ms()
@@ -248,6 +252,34 @@ impl Driver for TronDriver {
             Ok(p) => landed::movements(&receipt.json, &p),
             Err(_) => vec![],
         }
+    }
+
+    async fn final_block(&self, chain: &str) -> Result<Option<u64>, SendError> {
+        Ok(Some(landed::solid_head(&*self.client(chain)?).await?))
+    }
+
+    /// A node answers balances in its solidified state only: `block` must
+    /// be the solidified head (the books read on to it first otherwise).
+    async fn balance_at(&self, chain: &str, token: &str, wallet: &str, block: u64) -> Result<U256, SendError> {
+        let (token, wallet) = (tron_address(token)?, tron_address(wallet)?);
+        let (balance, at) = landed::solid_balance(&*self.client(chain)?, &token, &wallet).await?;
+        if at != block {
+            return Err(SendError::Unavailable(format!(
+                "a TRON node answers balances at its solidified head ({at}), not at block {block}"
+            )));
+        }
+        Ok(balance)
+    }
+
+    async fn wallet_movements(&self, chain: &str, token: &str, wallet: &str, from: u64, to: u64) -> Result<Vec<Movement>, SendError> {
+        let (token, wallet) = (tron_address(token)?, tron_address(wallet)?);
+        landed::wallet_movements(&*self.client(chain)?, &token, &wallet, from, to).await
+    }
+
+    /// One request per block: a pass reads at most this many (a 3-second
+    /// chain makes 20 in a minute).
+    fn most_blocks_per_read(&self) -> u64 {
+        200
     }
 
     /// The token, and for Permit2 assets the Permit2 and x402 proxy

@@ -33,6 +33,10 @@ pub struct Facilitator {
     /// Keyless settlements, per payer and per payTo: rotating IPs does not
     /// buy one payer or one shop more of the relayer's gas.
     pub public_budget: crate::ratelimit::Limiter,
+    /// Keyless settlements' relayer gas per hour, per payer and per payTo
+    /// on each chain, and each chain's in all.
+    pub public_gas: crate::ratelimit::Budget,
+    pub public_chain_gas: crate::ratelimit::Budget,
     /// Wakes this replica's x402 workers when a settlement is queued.
     pub work: std::sync::Arc<tokio::sync::Notify>,
     /// Wakes requests waiting on a settlement when it ends.

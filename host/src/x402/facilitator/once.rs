@@ -69,6 +69,26 @@ pub async fn settle(s: &Facilitator, r: &Request, t: &Target, caller: &Caller) -
             tracing::info!(payer = %paid.payer, pay_to = %paid.pay_to, "keyless settlement budget spent");
             return (Status::Ok, failed(Reason::NotAllowed, Some(paid.payer), String::new(), network));
         }
+        // And the gas it may cost, counted before it is sent (a payer that
+        // may run code counts the most its chain lets it burn).
+        let most = match s.drivers.for_chain(chain) {
+            Some(driver) => driver.most_settlement_gas(chain, &paid.payer, &t.payload).await,
+            None => Err(crate::family::SendError::Unavailable(format!("{chain} has no driver"))),
+        };
+        let gas = match most {
+            Ok(g) => g,
+            Err(e) => {
+                tracing::info!(chain = %chain, error = %e, "keyless settlement: the payer's code could not be read");
+                return (Status::Unavailable, failed(Reason::ChainUnavailable, Some(paid.payer), String::new(), network));
+            }
+        };
+        if gas > 0 {
+            let (payer, pay_to) = (format!("payer:{chain}:{}", key(&paid.payer)), format!("payto:{chain}:{}", key(&paid.pay_to)));
+            if !s.public_gas.take(&[&payer, &pay_to], gas) || !s.public_chain_gas.take(&[chain.as_str()], gas) {
+                tracing::info!(payer = %paid.payer, pay_to = %paid.pay_to, gas, "keyless gas budget spent");
+                return (Status::Ok, failed(Reason::NotAllowed, Some(paid.payer), String::new(), network));
+            }
+        }
     }
     if t.charges_nothing() {
         // Nothing to move: the authorization stays unused, as the payer's.
