@@ -139,6 +139,29 @@ async fn two_intents_one_plain_transfer(dn: &Devnet, chain: &str, target: &str, 
     let checked = dn.cli(&["books", "check"]);
     assert_eq!(checked["differences"], 0, "{checked}");
     assert!(checked["wallets"].as_array().unwrap().iter().any(|w| w["role"] == "collection" && w["chain"] == chain), "{checked}");
+
+    // The operator refunds it by hand and says so: not while a credit may
+    // still be on its way (read under five minutes ago), then once.
+    let row = rows.iter().find(|r| r["tx_id"].as_str().is_some_and(|t| t.eq_ignore_ascii_case(&front))).unwrap();
+    let index = row["log_index"].to_string();
+    let tx_id = row["tx_id"].as_str().unwrap();
+    let ack = ["books", "acknowledge", "--chain", chain, "--tx", tx_id, "--index", &index, "--note", "refunded by hand"];
+    let (ok, answer, stderr) = dn.cli_answer(&ack);
+    assert!(!ok && answer["acknowledged"] == false, "too young to acknowledge: {answer} {stderr}");
+    sqlx::query("UPDATE book_movements SET seen_at = seen_at - 600000 WHERE tx_id = $1")
+        .bind(tx_id)
+        .execute(&dn.state.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(dn.cli(&ack)["acknowledged"], true);
+    let (ok, _, _) = dn.cli_answer(&ack);
+    assert!(!ok, "acknowledged once");
+    let listed = dn.cli(&["books", "unmatched"]);
+    assert!(!listed["unmatched"].as_array().unwrap().iter().any(|r| r["tx_id"] == json!(tx_id)), "no longer unmatched: {listed}");
+    let row =
+        sqlx::query("SELECT purpose, note FROM book_movements WHERE tx_id = $1").bind(tx_id).fetch_one(&dn.state.db.pool).await.unwrap();
+    let (purpose, note): (String, String) = (sqlx::Row::get(&row, "purpose"), sqlx::Row::get(&row, "note"));
+    assert_eq!((purpose.as_str(), note.as_str()), ("operator", "refunded by hand"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -475,4 +498,53 @@ async fn the_keyless_budget_counts_gas_and_a_contract_payer_its_cap() {
     }
     assert_eq!(dn.balance_of("base", "usdc", MERCHANT).await, merchant + U256::from(40_001u64), "two settlements, not the third");
     assert_eq!(dn.balance("base", wallet).await, U256::from(10_000_000u64), "the contract payer's money did not move");
+}
+
+/// A payout copied from the public pool: a stranger sends the relayer's
+/// pending payout calldata first, from its own account (the authorization
+/// is the proxy wallet's; anyone may submit it). The merchant is paid once,
+/// and the intent says so: TARGET_SETTLED with the stranger's transaction,
+/// credited in the books (its fee not the relayer's).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_payout_landed_by_a_stranger_settles_the_intent_with_the_strangers_transaction() {
+    let dn = Devnet::start(31645, "base,arbitrum", "").await;
+    let arb = dn.rpc_url("arbitrum");
+    let (_, key) = dn.payer(0);
+    let body = json!({ "recipient": common::app::MERCHANT, "amount": "3", "payer_chain": "base", "target_chain": "arbitrum" });
+    let (id, intent) = dn.create_public(body).await;
+    let merchant = dn.balance_of("arbitrum", "usdc", common::app::MERCHANT).await;
+    rpc(&arb, "evm_setAutomine", json!([false])).await;
+    let proof = x402_pay(&intent["payment_requirements"], &key);
+    let (s, ok) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200, "{ok}");
+    pool_holds(&dn, "arbitrum", 1).await;
+    let pool = rpc(&arb, "txpool_content", json!([])).await;
+    let pending: Vec<&Value> =
+        pool["pending"].as_object().unwrap().values().flat_map(|by_nonce| by_nonce.as_object().unwrap().values()).collect();
+    assert_eq!(pending.len(), 1, "the relayer's payout waits in the pool: {pool}");
+    let (to, input) = (pending[0]["to"].as_str().unwrap(), pending[0]["input"].as_str().unwrap());
+    let stranger = dn.info["deployer"].as_str().unwrap();
+    rpc(&arb, "anvil_impersonateAccount", json!([stranger])).await;
+    let front = front_run_as(&dn, "arbitrum", stranger, to, input).await;
+    rpc(&arb, "evm_mine", json!([])).await;
+    rpc(&arb, "evm_setAutomine", json!([true])).await;
+    assert_eq!(receipt_status(&dn, "arbitrum", &front).await, "0x1", "the stranger's copy landed");
+
+    let done = settled_or_failed(&dn, &id).await;
+    assert_eq!(done["status"], "TARGET_SETTLED", "the merchant was paid, and the intent says so: {done}");
+    assert!(done["target_payment"]["tx_hash"].as_str().unwrap().eq_ignore_ascii_case(&front), "by the stranger's transaction: {done}");
+    let (whole, frac) =
+        done["receiving_amount"].as_str().unwrap().split_once('.').unwrap_or((done["receiving_amount"].as_str().unwrap(), ""));
+    let receiving = U256::from(format!("{whole}{frac:0<6}").parse::<u64>().unwrap());
+    let paid = dn.balance_of("arbitrum", "usdc", common::app::MERCHANT).await - merchant;
+    assert_eq!(paid, receiving, "the merchant was paid once");
+    let row = sqlx::query("SELECT tx_id, fee FROM book_movements WHERE purpose = 'payout' AND owner_id = $1")
+        .bind(&id)
+        .fetch_one(&dn.state.db.pool)
+        .await
+        .unwrap();
+    let (tx_id, fee): (String, Option<String>) = (sqlx::Row::get(&row, "tx_id"), sqlx::Row::get(&row, "fee"));
+    assert!(tx_id.eq_ignore_ascii_case(&front) && fee.is_none(), "the stranger's movement, not the relayer's cost: {tx_id} {fee:?}");
+    let checked = dn.cli(&["books", "check"]);
+    assert_eq!(checked["differences"], 0, "{checked}");
 }

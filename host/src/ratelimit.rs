@@ -119,6 +119,16 @@ impl Budget {
         true
     }
 
+    /// Give back what `take` took (what it was taken for was not done).
+    pub fn give_back(&self, keys: &[&str], n: u64) {
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        for k in keys {
+            if let Some((_, used)) = table.get_mut(*k) {
+                *used = used.saturating_sub(n);
+            }
+        }
+    }
+
     fn add(&self, table: &mut std::collections::HashMap<String, (std::time::Instant, u64)>, key: &str, n: u64) {
         if table.len() >= self.max_keys && !table.contains_key(key) {
             table.retain(|_, (since, _)| since.elapsed() < HOUR);

@@ -23,6 +23,23 @@ pub enum BooksCommand {
     /// read, the books' (opening + in - out), and the difference. Exits 1
     /// when any differs, or when something moved that no payment explains.
     Check,
+    /// Mark a movement no payment claims as handled by hand (a refund made,
+    /// a top-up of the wallet): it leaves the unmatched list and the
+    /// alarms, and no payment can be credited with it afterwards. Only a
+    /// movement the reconciler read more than five minutes ago.
+    Acknowledge {
+        #[arg(long)]
+        chain: String,
+        /// The transaction id, as `books unmatched` shows it.
+        #[arg(long)]
+        tx: String,
+        /// The movement's `log_index`, as `books unmatched` shows it.
+        #[arg(long)]
+        index: i64,
+        /// What was done about it (kept in the books).
+        #[arg(long)]
+        note: String,
+    },
 }
 
 pub async fn books(out: Output, cmd: BooksCommand, store: StoreArgs) -> anyhow::Result<()> {
@@ -33,6 +50,16 @@ pub async fn books(out: Output, cmd: BooksCommand, store: StoreArgs) -> anyhow::
         BooksCommand::Unmatched { limit } => {
             let rows = crate::store::books::unmatched(&state.db, limit.clamp(1, 10_000)).await?;
             emit(out, &json!({ "unmatched": rows }));
+            Ok(())
+        }
+        BooksCommand::Acknowledge { chain, tx, index, note } => {
+            anyhow::ensure!(!note.trim().is_empty(), "--note says what was done about it");
+            let now = crate::clock::now_ms();
+            let done =
+                crate::store::books::acknowledge(&state.db, &chain, &tx, index, note.trim(), now - crate::settle::books::GRACE_MS, now)
+                    .await?;
+            emit(out, &json!({ "acknowledged": done, "chain": chain, "tx_id": tx, "log_index": index }));
+            anyhow::ensure!(done, "no unclaimed movement {chain} {tx} #{index} read more than five minutes ago");
             Ok(())
         }
         BooksCommand::Check => {

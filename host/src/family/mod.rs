@@ -131,6 +131,10 @@ pub struct Balance {
 /// progress at the previous look.
 pub type Upkeep = HashMap<(String, String), u64>;
 
+/// What a keyless budget counts for a settlement whose cost the payer
+/// cannot change (an EOA's EVM transfer in a batch costs 40,000-90,000).
+pub const USUAL_SETTLEMENT_GAS: u64 = 100_000;
+
 #[async_trait::async_trait]
 pub trait Driver: Send + Sync {
     fn family(&self) -> Family;
@@ -215,10 +219,11 @@ pub trait Driver: Send + Sync {
     }
 
     /// The most relayer gas settling one payment of `payer` (its x402
-    /// `payload`) can cost on `chain`: what a keyless budget counts. Zero
-    /// where a payer cannot change the fee (a Solana or TRON settlement).
+    /// `payload`) can cost on `chain`: what a keyless budget counts. Where
+    /// a payer cannot change the fee (a Solana or TRON settlement), each
+    /// counts as a usual EVM call does, so the budget bounds their number.
     async fn most_settlement_gas(&self, _chain: &str, _payer: &str, _payload: &str) -> Result<u64, SendError> {
-        Ok(0)
+        Ok(USUAL_SETTLEMENT_GAS)
     }
 
     /// Most blocks one `wallet_movements` call reads (a pass of the books'

@@ -305,10 +305,12 @@ impl Engine {
 /// from the x402 payload itself, by the asset's configured `scheme` (never
 /// by what the payload chooses to carry): `eip3009` reads
 /// `payload.authorization`, the Permit2 schemes `payload.permit2Authorization`.
-/// Any other scheme, or a payload that carries both (the adapter ignores
-/// the one it does not read), is `Own`: only the service's own transaction
-/// can be credited for it. The adapter verified the payload; this only
-/// says what its use proves.
+/// The scheme's adapter reads that field and no other, so a payload that
+/// also carries the other shape is read as the adapter read it (taking it
+/// for `Own` would let a junk field loosen what the books accept). Any
+/// other scheme is `Own`: only the service's own transaction can be
+/// credited for it. The adapter verified the payload; this only says what
+/// its use proves.
 pub fn authorization(proof: &str, scheme: &str) -> crate::payment::Authorization {
     use crate::payment::{Authorization, Permit2Authorization};
     let Ok(v) = serde_json::from_str::<serde_json::Value>(proof) else { return Authorization::Own };
@@ -318,10 +320,6 @@ pub fn authorization(proof: &str, scheme: &str) -> crate::payment::Authorization
         Some(serde_json::Value::Number(n)) => Some(n.to_string()),
         _ => None,
     };
-    let (eip3009, permit2) = (v.pointer("/payload/authorization").is_some(), v.pointer("/payload/permit2Authorization").is_some());
-    if eip3009 && permit2 {
-        return Authorization::Own;
-    }
     if scheme == "eip3009" {
         let (Some(from), Some(nonce)) = (text("/payload/authorization/from"), text("/payload/authorization/nonce")) else {
             return Authorization::Own;

@@ -25,6 +25,9 @@ pub struct Steps {
     confirmed: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::OnceCell<()>>>>,
 }
 
+/// Times a leg's call that failed on chain inside a batch is sent again.
+const MOST_BATCH_RETRIES: i64 = 1;
+
 impl Steps {
     pub fn new(deps: Deps) -> Arc<Steps> {
         Arc::new(Steps { deps, setup_locks: Default::default(), confirmed: Default::default() })
@@ -229,6 +232,9 @@ impl Steps {
     /// too (a batch whose calls fail alone) while the authorization it
     /// carries is still good: its row is dropped, so the next pass sends it
     /// again. The authorization is the same, so money moves at most once.
+    /// Once only (`MOST_BATCH_RETRIES`): a payer contract that passes every
+    /// simulation and fails on chain would otherwise cost the relayer a
+    /// share of a batch every block, for ever.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn failed_call_retryable(
         &self,
@@ -243,6 +249,10 @@ impl Steps {
         let driver = self.driver(chain)?;
         let rows = repo::list_txs(&self.deps.db, owner, leg).await?;
         let Some(row) = rows.iter().find(|t| t.tx_hash == tx && driver.shared(chain, t)) else { return Ok(false) };
+        if repo::dropped_count(&self.deps.db, owner, leg).await? >= MOST_BATCH_RETRIES {
+            tracing::warn!(owner, chain, tx, "a call failed on chain inside a batch again; not sent a third time");
+            return Ok(false);
+        }
         let usable = match adapter.verify(req, proof).await? {
             Ok(paid) => matches!(adapter.preflight(&paid).await?, Ok(())),
             Err(_) => false,

@@ -16,7 +16,7 @@ use crate::failure::{Failure, Reason};
 use crate::family::keys::Role;
 use crate::intent::{Intent, Status};
 use crate::payment::{ProofError, ReceiptStatus, Terms, Transfer};
-use crate::store::books::Purpose;
+use crate::store::books::{Credit, Purpose};
 use crate::store::settlement as repo;
 use crate::store::transition::intents as transition;
 
@@ -97,6 +97,9 @@ impl Engine {
                 return Ok(Next::Later(Duration::ZERO, false));
             }
             Err(e) if stored.is_empty() => {
+                if let Some(next) = self.payout_landed_elsewhere(&i, &adapter, &req, &proof, &proxy).await? {
+                    return Ok(next);
+                }
                 let code = match e {
                     ProofError::ChainUnavailable(_) => Failure::ChainUnavailable,
                     ProofError::InsufficientFunds(_) => Failure::PayoutWalletShort,
@@ -134,6 +137,9 @@ impl Engine {
                         Ok(Next::Recorded)
                     }
                     ReceiptStatus::Failed(m) => {
+                        if let Some(next) = self.payout_landed_elsewhere(&i, &adapter, &req, &proof, &proxy).await? {
+                            return Ok(next);
+                        }
                         // A call that failed alone inside a batch goes out again.
                         self.steps.failed_call_retryable(&i.id, "target", &i.target_chain, &hash, &adapter, &req, &proof).await?;
                         self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await
@@ -148,6 +154,9 @@ impl Engine {
             }
             Err(StepError::NotSent(code, m)) => self.payout_failed(&i, code, &m).await,
             Err(StepError::WouldRevert(m)) => {
+                if let Some(next) = self.payout_landed_elsewhere(&i, &adapter, &req, &proof, &proxy).await? {
+                    return Ok(next);
+                }
                 // The payout wallet short is the usual reason a payout would
                 // revert: let the adapter check the stored authorization.
                 let short = match adapter.verify(&req, &proof).await? {
@@ -159,6 +168,40 @@ impl Engine {
             }
             Err(StepError::Reverted(m)) | Err(StepError::OverGasCap(m)) => self.payout_failed(&i, Failure::PayoutNotDispatched, &m).await,
         }
+    }
+
+    /// The payout's own authorization was landed by another sender (copied
+    /// from a public mempool: a Multicall3 batch anyone may send again):
+    /// the merchant was paid, so the intent says so, with that transaction
+    /// and its movement in the books (its fee not the relayer's).
+    async fn payout_landed_elsewhere(
+        &self,
+        i: &Intent,
+        adapter: &std::sync::Arc<crate::adapter::AssetAdapter>,
+        req: &crate::payment::PaymentRequirements,
+        proof: &str,
+        proxy: &str,
+    ) -> anyhow::Result<Option<Next>> {
+        let since = i.source_settled_at.unwrap_or(i.created_at);
+        let Some((tx, movements)) = self.steps.moved_anyway(&i.target_chain, adapter, expected(proxy, req), proof, since).await? else {
+            return Ok(None);
+        };
+        let credit = Credit {
+            chain: i.target_chain.clone(),
+            purpose: Purpose::Payout,
+            owner: i.id.clone(),
+            candidates: movements,
+            relayer_paid: false,
+        };
+        let settled = transition::LegSettled { id: i.id.clone(), leg: transition::Leg::Target, tx_hash: tx.clone(), credit };
+        if !self.settled.write(&self.deps.db, settled).await? {
+            tracing::error!(intent = %i.id, tx = %tx, "the payout landed by another sender is another payment's in the books; waiting");
+            crate::telemetry::books_refused(&i.target_chain, "payout");
+            return Ok(Some(Next::Later(Duration::from_secs(30), false)));
+        }
+        tracing::warn!(intent = %i.id, tx = %tx, "the payout's authorization was landed by another sender; the merchant was paid");
+        crate::telemetry::settlement_leg(&i.target_chain, "target", "settled", i.source_settled_at.map(elapsed_since));
+        Ok(Some(Next::Recorded))
     }
 
     /// The payout could not be dispatched: back to SOURCE_SETTLED and retry

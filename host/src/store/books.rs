@@ -18,6 +18,8 @@ pub enum Purpose {
     Payout,
     /// A facilitator settlement: the payer's money to the resource server.
     X402,
+    /// No payment: an operator acknowledged it (`stablerail books acknowledge`).
+    Operator,
 }
 
 impl Purpose {
@@ -26,6 +28,7 @@ impl Purpose {
             Purpose::Source => "source",
             Purpose::Payout => "payout",
             Purpose::X402 => "x402",
+            Purpose::Operator => "operator",
         }
     }
 }
@@ -131,6 +134,38 @@ pub async fn observe(db: &Db, chain: &str, m: &Movement, now_ms: i64) -> Result<
     .execute(&db.pool)
     .await?;
     Ok(())
+}
+
+/// An operator's acknowledgement of a movement no payment claims: it is
+/// credited to the operator with `note`, so no payment can take it later.
+/// Only a movement the reconciler read on chain before `seen_before_ms`
+/// (a payment's credit may still be on its way for a younger one). False
+/// when there is no such unclaimed movement.
+pub async fn acknowledge(
+    db: &Db,
+    chain: &str,
+    tx_id: &str,
+    index: i64,
+    note: &str,
+    seen_before_ms: i64,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    let owner = format!("ack:{chain}:{tx_id}:{index}");
+    let done = sqlx::query(
+        "UPDATE book_movements SET purpose = $4, owner_id = $5, note = $6, credited_at = $7 \
+         WHERE chain = $1 AND tx_id = $2 AND log_index = $3 AND owner_id IS NULL AND seen_at IS NOT NULL AND seen_at < $8",
+    )
+    .bind(chain)
+    .bind(tx_id)
+    .bind(index)
+    .bind(Purpose::Operator.as_str())
+    .bind(owner)
+    .bind(note)
+    .bind(now_ms)
+    .bind(seen_before_ms)
+    .execute(&db.pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// A row of the books.

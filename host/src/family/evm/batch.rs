@@ -189,8 +189,12 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool, me
         Ok(c)
             if !measured
                 && c.len() > 1
-                // (`gas_for` answers the run's gas and half again.)
-                && matches!(gas, GasLimit::Known(g) if g * 2 / 3 > USUAL_CALL_GAS * c.len() as u64)
+                // (`gas_for` answers the run's gas and half again.) A batch
+                // whose whole run failed has no known gas: measured too.
+                && match gas {
+                    GasLimit::Known(g) => g * 2 / 3 > USUAL_CALL_GAS * c.len() as u64,
+                    _ => true,
+                }
                 && c.iter().any(|c| c.limit.is_some()) =>
         {
             let kept = within_limits(lane, c).await.into_iter().map(|(c, _)| c).collect();
@@ -252,7 +256,7 @@ async fn dispatch(lane: &Lane, relay: &Relay, calls: Vec<Call>, resync: bool, me
 /// What a payment's call usually costs in a batch (an EIP-3009 or Permit2
 /// transfer with warm accounts is 40,000-90,000): a batch over this much a
 /// call is looked at call by call.
-pub const USUAL_CALL_GAS: u64 = 100_000;
+pub const USUAL_CALL_GAS: u64 = crate::family::USUAL_SETTLEMENT_GAS;
 
 /// Each call with a limit, run alone from the relayer: one over its limit
 /// is answered `OverGasCap` now and never sent; the others come back, with

@@ -190,6 +190,16 @@ pub async fn drop_tx(db: &Db, id: &str, leg: &str, step: i32, now_ms: i64) -> Re
     Ok(tx.commit().await?)
 }
 
+/// How many transactions of `id`'s `leg` were dropped to be sent again.
+pub async fn dropped_count(db: &Db, id: &str, leg: &str) -> Result<i64, StoreError> {
+    let row = sqlx::query("SELECT COUNT(*) AS n FROM dropped_transactions WHERE intent_id = $1 AND leg = $2")
+        .bind(id)
+        .bind(leg)
+        .fetch_one(&db.read)
+        .await?;
+    Ok(row.try_get("n")?)
+}
+
 /// Where one signed transaction is recorded: a row per intent step it settles.
 pub struct TxRow {
     pub intent_id: String,

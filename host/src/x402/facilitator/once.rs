@@ -60,6 +60,7 @@ pub async fn settle(s: &Facilitator, r: &Request, t: &Target, caller: &Caller) -
     };
     // A keyless caller spends the relayer's gas: a budget per payer and per
     // payTo on each chain, whatever addresses the requests come from.
+    let mut budgeted: Option<(String, String, u64)> = None;
     if *caller == Caller::Public {
         let chain = &t.adapter.ctx.chain;
         let key = |a: &str| t.family.facts().canonical(a);
@@ -82,13 +83,17 @@ pub async fn settle(s: &Facilitator, r: &Request, t: &Target, caller: &Caller) -
                 return (Status::Unavailable, failed(Reason::ChainUnavailable, Some(paid.payer), String::new(), network));
             }
         };
-        if gas > 0 {
-            let (payer, pay_to) = (format!("payer:{chain}:{}", key(&paid.payer)), format!("payto:{chain}:{}", key(&paid.pay_to)));
-            if !s.public_gas.take(&[&payer, &pay_to], gas) || !s.public_chain_gas.take(&[chain.as_str()], gas) {
-                tracing::info!(payer = %paid.payer, pay_to = %paid.pay_to, gas, "keyless gas budget spent");
-                return (Status::Ok, failed(Reason::NotAllowed, Some(paid.payer), String::new(), network));
-            }
+        let (payer, pay_to) = (format!("payer:{chain}:{}", key(&paid.payer)), format!("payto:{chain}:{}", key(&paid.pay_to)));
+        if !s.public_gas.take(&[&payer, &pay_to], gas) {
+            tracing::info!(payer = %paid.payer, pay_to = %paid.pay_to, gas, "keyless gas budget spent");
+            return (Status::Ok, failed(Reason::NotAllowed, Some(paid.payer), String::new(), network));
         }
+        if !s.public_chain_gas.take(&[chain.as_str()], gas) {
+            s.public_gas.give_back(&[&payer, &pay_to], gas);
+            tracing::info!(chain = %chain, gas, "keyless gas budget of the chain spent");
+            return (Status::Ok, failed(Reason::NotAllowed, Some(paid.payer), String::new(), network));
+        }
+        budgeted = Some((payer, pay_to, gas));
     }
     if t.charges_nothing() {
         // Nothing to move: the authorization stays unused, as the payer's.
@@ -143,6 +148,11 @@ pub async fn settle(s: &Facilitator, r: &Request, t: &Target, caller: &Caller) -
         // request or replica: the same payload waits for that settlement;
         // another payload is refused.
         Err(e) if e.is_duplicate() => {
+            // Nothing new is sent for it: the gas it was counted goes back.
+            if let Some((payer, pay_to, gas)) = &budgeted {
+                s.public_gas.give_back(&[payer, pay_to], *gas);
+                s.public_chain_gas.give_back(&[t.adapter.ctx.chain.as_str()], *gas);
+            }
             let by_key = ledger::by_replay_key(&s.db, &rec.replay_key).await;
             let by_id = match &payment_id {
                 Some(id) => ledger::by_payment_id(&s.db, &paid.payer, id).await,
