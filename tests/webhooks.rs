@@ -665,14 +665,172 @@ async fn a_later_change_waits_for_an_earlier_one_another_replica_holds(backend: 
     }
     let delivery = || vec![NewDelivery { endpoint_id: made.endpoint.id.clone(), body: "{}".into() }];
     // One replica fanned out version 2; version 1 is still another's to fan out.
-    assert_eq!(repo::fan_out(&app.state.db, &[(event(2), delivery())], now).await.unwrap(), 1);
+    assert_eq!(repo::fan_out(&app.state.db, &[(event(2), delivery())], now, 1000).await.unwrap(), 1);
     assert!(repo::claim(&app.state.db, "r1", now + 10, 30_000, 10).await.unwrap().is_empty(), "v2 waits for v1's fan-out");
-    assert_eq!(repo::fan_out(&app.state.db, &[(event(1), delivery())], now).await.unwrap(), 1);
+    assert_eq!(repo::fan_out(&app.state.db, &[(event(1), delivery())], now, 1000).await.unwrap(), 1);
     let leased = repo::claim(&app.state.db, "r1", now + 10, 30_000, 10).await.unwrap();
     assert_eq!(leased.len(), 1, "v1 first, then v2");
     let first = repo::delivery_by_id(&app.state.db, &leased[0]).await.unwrap().unwrap();
     assert_eq!(first.event_id, "evt_order_1");
     // The same event again (a replica that lost the race) writes nothing.
-    assert_eq!(repo::fan_out(&app.state.db, &[(event(1), delivery())], now).await.unwrap(), 0);
+    assert_eq!(repo::fan_out(&app.state.db, &[(event(1), delivery())], now, 1000).await.unwrap(), 0);
     app.close().await;
+}
+
+/// An HTTP server that takes requests and never answers until it is told
+/// to recover; then it answers 204 (closing each connection) and keeps
+/// what it was sent: (path, subject, version).
+struct BlackHole {
+    port: u16,
+    recovered: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    got: std::sync::Arc<std::sync::Mutex<Vec<(String, String, i64)>>>,
+}
+
+impl BlackHole {
+    async fn start() -> BlackHole {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hole = BlackHole { port, recovered: Default::default(), got: Default::default() };
+        let (recovered, got) = (hole.recovered.clone(), hole.got.clone());
+        tokio::spawn(async move {
+            let mut held = vec![];
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else { return };
+                if !recovered.load(Ordering::SeqCst) {
+                    held.push(socket);
+                    continue;
+                }
+                let got = got.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![];
+                    let mut chunk = [0u8; 8192];
+                    let (head, body) = loop {
+                        let Ok(n) = socket.read(&mut chunk).await else { return };
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        let text = String::from_utf8_lossy(&buf).to_string();
+                        let Some((head, body)) = text.split_once("\r\n\r\n") else { continue };
+                        let length = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if body.len() >= length {
+                            break (head.to_string(), body.to_string());
+                        }
+                    };
+                    let path = head.split_whitespace().nth(1).unwrap_or_default().to_string();
+                    let event: Value = serde_json::from_str(&body).unwrap_or_default();
+                    let subject = event["data"]["intent_id"].as_str().unwrap_or_default().to_string();
+                    got.lock().unwrap().push((path, subject, event["version"].as_i64().unwrap_or(-1)));
+                    let _ = socket.write_all(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+                });
+            }
+        });
+        hole
+    }
+}
+
+/// Milliseconds from each of the intents' events to its arrival at `rx`.
+fn latencies(rx: &Receiver, intents: &[String]) -> Vec<i64> {
+    let mut out: Vec<i64> = intents
+        .iter()
+        .flat_map(|id| rx.of(id))
+        .map(|v| {
+            let made = chrono::DateTime::parse_from_rfc3339(v["created_at"].as_str().unwrap()).unwrap().timestamp_millis();
+            v["at"].as_i64().unwrap() - made
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// One stranger's ten endpoints that take requests and never answer,
+/// beside an agent's healthy one: each endpoint is its own lane, so the
+/// healthy one's deliveries keep their latency (the slowest within twice
+/// the slowest alone), and the stranger's arrive, in order, once its
+/// server answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_endpoint_that_never_answers_delays_only_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rx = Receiver::new(tmp.path());
+    let _running = rx.start();
+    let dn = Devnet::start(31745, "base", "").await;
+    let (_, a) = dn.agent().await;
+    let (s, made) = dn.call("POST", "/v2/webhook_endpoints", Some(json!({ "url": rx.url() })), &[("authorization", &a)]).await;
+    assert_eq!(s, 201, "{made}");
+    rx.secrets(&[made["secret"].as_str().unwrap()]);
+    let mut alone_ids = vec![];
+    for _ in 0..3 {
+        let id = pay(&dn, &a, 1).await;
+        rx.until(&id, "TARGET_SETTLED").await;
+        alone_ids.push(id);
+    }
+    let alone = latencies(&rx, &alone_ids);
+
+    // The stranger: another agent's ten endpoints at a server that never
+    // answers, and its intents' changes flowing to them.
+    let hole = BlackHole::start().await;
+    let (_, b) = dn.agent().await;
+    for k in 0..10 {
+        let url = format!("http://127.0.0.1:{}/{k}", hole.port);
+        let (s, made) = dn.call("POST", "/v2/webhook_endpoints", Some(json!({ "url": url })), &[("authorization", &b)]).await;
+        assert_eq!(s, 201, "{made}");
+    }
+    let mut theirs = vec![];
+    for _ in 0..4 {
+        theirs.push(pay(&dn, &b, 2).await);
+    }
+    // The slots the stranger's endpoints hold now, while A pays again.
+    let mut flooded_ids = vec![];
+    for _ in 0..3 {
+        let id = pay(&dn, &a, 1).await;
+        rx.until(&id, "TARGET_SETTLED").await;
+        flooded_ids.push(id);
+    }
+    for id in &flooded_ids {
+        check_in_order(&dn, &rx, id, &[0]).await;
+    }
+    let flooded = latencies(&rx, &flooded_ids);
+    let (alone_max, flooded_max) = (*alone.last().unwrap(), *flooded.last().unwrap());
+    // Twice the slowest alone; a floor of 500 ms for a busy machine's noise.
+    assert!(flooded_max <= 2 * alone_max.max(500), "alone {alone:?}, beside the stranger {flooded:?}");
+    assert!(hole.got.lock().unwrap().is_empty(), "the stranger's server answered nothing yet");
+
+    // The stranger's server answers again: each of its endpoints gets every
+    // change of every intent, in order per intent.
+    hole.recovered.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut want = std::collections::BTreeMap::new();
+    for id in &theirs {
+        let events =
+            stablerail::store::transition::events_of(&dn.state.db, stablerail::store::transition::Subject::Intent, id).await.unwrap();
+        want.insert(id.clone(), events.len());
+    }
+    let total: usize = want.values().sum::<usize>() * 10;
+    let deadline = std::time::Instant::now() + Duration::from_secs(240);
+    loop {
+        let got = hole.got.lock().unwrap().clone();
+        let mut first = std::collections::BTreeSet::new();
+        let unique = got.iter().filter(|g| first.insert((*g).clone())).count();
+        if unique >= total {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{unique} of {total} arrived");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let got = hole.got.lock().unwrap().clone();
+    for k in 0..10 {
+        for (id, n) in &want {
+            let versions: Vec<i64> = got.iter().filter(|(p, s, _)| *p == format!("/{k}") && s == id).map(|(_, _, v)| *v).collect();
+            let mut once = versions.clone();
+            once.dedup();
+            assert_eq!(once.len(), *n, "endpoint {k}, intent {id}: every change: {versions:?}");
+            assert!(versions.windows(2).all(|w| w[0] <= w[1]), "endpoint {k}, intent {id}: in order: {versions:?}");
+        }
+    }
 }

@@ -312,8 +312,12 @@ pub struct Webhooks {
     pub retry_hours: u64,
     /// How often the fan-out and the deliverers look for work.
     pub poll_ms: u64,
-    /// Deliveries in flight at once per replica.
+    /// Deliveries in flight at once per replica (each endpoint has one at
+    /// most, across replicas: its slowness costs only itself).
     pub concurrency: usize,
+    /// Deliveries an endpoint may have pending; past it the endpoint is
+    /// disabled with its reason.
+    pub max_pending_per_endpoint: i64,
 }
 
 impl Default for Webhooks {
@@ -325,7 +329,8 @@ impl Default for Webhooks {
             timeout_seconds: 10,
             retry_hours: 72,
             poll_ms: 250,
-            concurrency: 16,
+            concurrency: 64,
+            max_pending_per_endpoint: 1000,
         }
     }
 }

@@ -183,9 +183,15 @@ impl Engine {
         proxy: &str,
     ) -> anyhow::Result<Option<Next>> {
         let since = i.source_settled_at.unwrap_or(i.created_at);
-        let Some((tx, movements)) = self.steps.moved_anyway(&i.target_chain, adapter, expected(proxy, req), proof, since).await? else {
-            return Ok(None);
+        // A chain that cannot be asked says nothing: the usual retry follows.
+        let found = match self.steps.moved_anyway(&i.target_chain, adapter, expected(proxy, req), proof, since).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::info!(intent = %i.id, error = %e, "could not look for the payout landed by another sender");
+                None
+            }
         };
+        let Some((tx, movements)) = found else { return Ok(None) };
         let credit = Credit {
             chain: i.target_chain.clone(),
             purpose: Purpose::Payout,

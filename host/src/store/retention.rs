@@ -116,6 +116,16 @@ pub async fn prune(db: &Db, r: &Retention, now_ms: i64) -> Result<Pruned, StoreE
     .bind(BATCH)
     .execute(&db.pool)
     .await?
-    .rows_affected();
+    .rows_affected()
+        // And what a disabled endpoint will never be sent: its pending
+        // deliveries (a re-enabled endpoint starts from new events).
+        + sqlx::query(
+            "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' \
+             AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE status <> 'enabled') LIMIT $1)",
+        )
+        .bind(BATCH)
+        .execute(&db.pool)
+        .await?
+        .rows_affected();
     Ok(Pruned { expired_intents, payloads_dropped, failed_settlements, unseen_swaps, webhook_deliveries })
 }

@@ -221,7 +221,7 @@ pub struct NewDelivery {
 /// `fanned_out`, and its deliveries are inserted only if this call won it
 /// (another replica may have). Events with no delivery are marked in one
 /// statement. How many events this call fanned out.
-pub async fn fan_out(db: &Db, events: &[(NewEvent, Vec<NewDelivery>)], now: i64) -> Result<usize, StoreError> {
+pub async fn fan_out(db: &Db, events: &[(NewEvent, Vec<NewDelivery>)], now: i64, max_pending: i64) -> Result<usize, StoreError> {
     let mut tx = db.pool.begin().await?;
     let silent: Vec<&str> = events.iter().filter(|(_, d)| d.is_empty()).map(|(e, _)| e.id.as_str()).collect();
     let mut won = 0usize;
@@ -236,6 +236,18 @@ pub async fn fan_out(db: &Db, events: &[(NewEvent, Vec<NewDelivery>)], now: i64)
         }
         won += q.execute(&mut *tx).await?.rows_affected() as usize;
     }
+    // Deliveries pending per endpoint: past `max_pending` the endpoint is
+    // disabled with its reason, and gets no more (it cannot keep up, or
+    // never answers: one key's endpoints cannot grow the table for ever).
+    let mut pending: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+    let endpoints: std::collections::BTreeSet<&str> = events.iter().flat_map(|(_, d)| d.iter().map(|d| d.endpoint_id.as_str())).collect();
+    for e in &endpoints {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'")
+            .bind(*e)
+            .fetch_one(&mut *tx)
+            .await?;
+        pending.insert(e.to_string(), row.try_get("n")?);
+    }
     for (event, deliveries) in events.iter().filter(|(_, d)| !d.is_empty()) {
         let marked = sqlx::query("UPDATE events SET fanned_out = 1 WHERE id = $1 AND fanned_out = 0")
             .bind(&event.id)
@@ -247,6 +259,22 @@ pub async fn fan_out(db: &Db, events: &[(NewEvent, Vec<NewDelivery>)], now: i64)
         }
         won += 1;
         for d in deliveries {
+            let waiting = pending.entry(d.endpoint_id.clone()).or_default();
+            if *waiting >= max_pending {
+                if *waiting == max_pending {
+                    tracing::warn!(endpoint = %d.endpoint_id, max_pending, "webhooks: an endpoint's pending deliveries reached the cap; disabled");
+                    sqlx::query(
+                        "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'too many deliveries pending' \
+                         WHERE id = $1 AND status = 'enabled'",
+                    )
+                    .bind(&d.endpoint_id)
+                    .execute(&mut *tx)
+                    .await?;
+                    *waiting += 1;
+                }
+                continue;
+            }
+            *waiting += 1;
             sqlx::query(
                 "INSERT INTO webhook_deliveries (id, endpoint_id, event_id, subject_id, version, body, status, attempts, available_at, created_at) \
                  VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7)",
@@ -277,7 +305,10 @@ pub async fn claim(db: &Db, holder: &str, now: i64, lease_ms: i64, max: usize) -
             table: "webhook_deliveries",
             key: "id",
             due: "status = 'pending' \
-                  AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE status = 'enabled') \
+                  AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE status = 'enabled' \
+                      AND (paused_until IS NULL OR paused_until <= $3)) \
+                  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries f WHERE f.endpoint_id = webhook_deliveries.endpoint_id \
+                      AND f.status = 'pending' AND f.locked_until >= $3) \
                   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.endpoint_id = webhook_deliveries.endpoint_id \
                       AND e.subject_id = webhook_deliveries.subject_id AND e.version < webhook_deliveries.version AND e.status = 'pending') \
                   AND NOT EXISTS (SELECT 1 FROM events ev WHERE ev.fanned_out = 0 \
@@ -290,6 +321,29 @@ pub async fn claim(db: &Db, holder: &str, now: i64, lease_ms: i64, max: usize) -
         max,
     )
     .await
+}
+
+/// Let go of leased deliveries unattempted (a lane already has one in
+/// flight): due again at once, their attempts unchanged.
+pub async fn release(db: &Db, holder: &str, ids: &[String]) -> Result<(), StoreError> {
+    for id in ids {
+        sqlx::query("UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL WHERE id = $1 AND locked_by = $2")
+            .bind(id)
+            .bind(holder)
+            .execute(&db.pool)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Failed attempts in a row after which an endpoint's breaker opens.
+pub const BREAKER_AFTER: i64 = 5;
+
+/// How long an open breaker holds an endpoint after `failures` failed
+/// attempts in a row: 5 s doubling from `BREAKER_AFTER`, at most a minute
+/// (then one attempt probes it again).
+pub fn breaker_pause_ms(failures: i64) -> Option<i64> {
+    (failures >= BREAKER_AFTER).then(|| (5_000i64 << (failures - BREAKER_AFTER).clamp(0, 10)).min(60_000))
 }
 
 #[derive(Debug, Clone)]
@@ -402,6 +456,31 @@ pub async fn finish(db: &Db, holder: &str, now: i64, attempts: &[(String, Attemp
         .rows_affected();
         if n == 1 {
             recorded += 1;
+            // The endpoint's breaker: reset by a delivery, counted by a
+            // failure, open (no lease until `paused_until`) past a few.
+            let endpoint = "(SELECT endpoint_id FROM webhook_deliveries WHERE id = $1)";
+            if let Attempt::Delivered { .. } = outcome {
+                sqlx::query(&format!(
+                    "UPDATE webhook_endpoints SET failures = 0, paused_until = NULL WHERE id = {endpoint} AND failures > 0"
+                ))
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            } else {
+                let row =
+                    sqlx::query(&format!("UPDATE webhook_endpoints SET failures = failures + 1 WHERE id = {endpoint} RETURNING failures"))
+                        .bind(id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let failures: i64 = row.map(|r| r.try_get("failures")).transpose()?.unwrap_or(0);
+                if let Some(pause) = breaker_pause_ms(failures) {
+                    sqlx::query(&format!("UPDATE webhook_endpoints SET paused_until = $2 WHERE id = {endpoint}"))
+                        .bind(id)
+                        .bind(now + pause)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
             if let Attempt::GiveUp { .. } = outcome {
                 sqlx::query(
                     "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'deliveries failed for 3 days' \

@@ -73,7 +73,7 @@ pub async fn fan_out_pass(d: &Deps) -> Result<usize, crate::store::StoreError> {
         let deliveries = if any { deliveries_for(d, &e, now).await? } else { vec![] };
         made.push((e, deliveries));
     }
-    repo::fan_out(&d.db, &made, now).await?;
+    repo::fan_out(&d.db, &made, now, d.config.webhooks.max_pending_per_endpoint.max(1)).await?;
     Ok(made.len())
 }
 
@@ -94,12 +94,29 @@ async fn deliveries_for(d: &Deps, e: &NewEvent, now: i64) -> Result<Vec<NewDeliv
     Ok(endpoints.into_iter().map(|p| NewDelivery { endpoint_id: p.id, body: body.clone() }).collect())
 }
 
+/// Each endpoint is its own lane: at most one delivery of it in flight
+/// (across replicas: the lease query skips an endpoint with one leased),
+/// and its breaker holds it after failures in a row. Attempts run on
+/// their own tasks, up to `concurrency` at once; the loop leases more as
+/// soon as one ends, so one endpoint that never answers holds one slot for
+/// one timeout, not a batch of everyone's deliveries. What the attempts
+/// found is written by one task, many at a time (one commit each batch).
 async fn deliver_loop(d: Deps, holder: String) {
     let every = Duration::from_millis(d.config.webhooks.poll_ms.max(10));
     let client_timeout = Duration::from_secs(d.config.webhooks.timeout_seconds.max(1));
     let lease_ms = (client_timeout.as_millis() as i64) + 5_000;
+    let concurrency = d.config.webhooks.concurrency.max(1);
+    let slots = Arc::new(tokio::sync::Semaphore::new(concurrency));
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel::<(String, Attempt)>();
+    tokio::spawn(record_loop(d.clone(), holder.clone(), done_rx, wake.clone()));
     loop {
-        let ids = match repo::claim(&d.db, &holder, now_ms(), lease_ms, d.config.webhooks.concurrency.max(1)).await {
+        let free = slots.available_permits();
+        if free == 0 {
+            let _ = tokio::time::timeout(every, wake.notified()).await;
+            continue;
+        }
+        let ids = match repo::claim(&d.db, &holder, now_ms(), lease_ms, free).await {
             Ok(ids) => ids,
             Err(e) => {
                 tracing::warn!(error = %e, "webhooks: claim failed");
@@ -107,14 +124,63 @@ async fn deliver_loop(d: Deps, holder: String) {
             }
         };
         if ids.is_empty() {
-            tokio::time::sleep(every).await;
+            let _ = tokio::time::timeout(every, wake.notified()).await;
             continue;
         }
-        let done: Vec<(String, Attempt)> =
-            futures::future::join_all(ids.iter().map(|id| attempt(&d, id, client_timeout))).await.into_iter().flatten().collect();
-        if let Err(e) = repo::finish(&d.db, &holder, now_ms(), &done).await {
+        // One lease may hold two deliveries of one endpoint (neither was in
+        // flight when it was taken): the oldest goes, the others wait.
+        let mut lanes = std::collections::HashSet::new();
+        let mut extra = vec![];
+        for id in ids {
+            let delivery = match repo::delivery_by_id(&d.db, &id).await {
+                Ok(Some(found)) => found,
+                Ok(None) => continue,
+                // Unreadable now: the lease lapses into a retry.
+                Err(e) => {
+                    tracing::warn!(error = %e, "webhooks: a leased delivery could not be read");
+                    continue;
+                }
+            };
+            if !lanes.insert(delivery.endpoint_id.clone()) {
+                extra.push(id);
+                continue;
+            }
+            let Ok(permit) = slots.clone().try_acquire_owned() else {
+                extra.push(id);
+                continue;
+            };
+            let (d, done) = (d.clone(), done_tx.clone());
+            tokio::spawn(async move {
+                if let Some(found) = attempt(&d, delivery, client_timeout).await {
+                    let _ = done.send(found);
+                }
+                drop(permit);
+            });
+        }
+        if let Err(e) = repo::release(&d.db, &holder, &extra).await {
+            tracing::warn!(error = %e, "webhooks: releasing deliveries failed");
+        }
+    }
+}
+
+/// Write what attempts found, as many as have ended at once in one
+/// transaction, then wake the deliverer: a lane is free once its attempt
+/// is recorded.
+async fn record_loop(
+    d: Deps,
+    holder: String,
+    mut done: tokio::sync::mpsc::UnboundedReceiver<(String, Attempt)>,
+    wake: Arc<tokio::sync::Notify>,
+) {
+    while let Some(first) = done.recv().await {
+        let mut batch = vec![first];
+        while let Ok(more) = done.try_recv() {
+            batch.push(more);
+        }
+        if let Err(e) = repo::finish(&d.db, &holder, now_ms(), &batch).await {
             tracing::warn!(error = %e, "webhooks: recording attempts failed");
         }
+        wake.notify_one();
     }
 }
 
@@ -125,15 +191,8 @@ fn backoff_ms(attempts: i64) -> i64 {
 }
 
 /// One attempt of one leased delivery, and what to record of it.
-async fn attempt(d: &Deps, id: &str, timeout: Duration) -> Option<(String, Attempt)> {
-    // Unreadable now: nothing is recorded and the lease lapses into a retry.
-    let delivery = match repo::delivery_by_id(&d.db, id).await {
-        Ok(found) => found?,
-        Err(e) => {
-            tracing::warn!(error = %e, "webhooks: a leased delivery could not be read");
-            return None;
-        }
-    };
+async fn attempt(d: &Deps, delivery: repo::Delivery, timeout: Duration) -> Option<(String, Attempt)> {
+    let id = delivery.id.as_str();
     // The whole attempt (the name's lookup included) within the timeout:
     // an endpoint whose DNS never answers holds nothing longer than one
     // that never answers itself.
