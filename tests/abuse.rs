@@ -356,3 +356,65 @@ async fn a_stranger_learns_nothing_of_an_email_and_its_payment_waits_for_a_walle
         assert!(!shown.to_string().to_lowercase().contains(&wallet), "the wallet is not shown: {shown}");
     }
 }
+
+/// Live streams are bounded per client and per agent, in pools of their
+/// own: one client behind the proxy holding its streams gets 429 (in the
+/// envelope) for one more, the next client's stream opens; an agent's
+/// streams likewise.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_holds_its_own_share_of_streams_and_no_more() {
+    let dn = Devnet::start(31845, "base", "[limits]\nstreams_per_client = 3\nstreams_per_agent = 2\n").await;
+    dn.set("service.trusted_proxies", vec!["127.0.0.1/32".to_string()]);
+    let port = free_port();
+    let _service = serve(&dn, port);
+    let (_, intent) = dn.create_public(json!({ "recipient": common::app::MERCHANT, "amount": "1", "payer_chain": "base" })).await;
+    let id = intent["intent_id"].as_str().unwrap();
+    let client = reqwest::Client::new();
+    let open = |path: String, headers: Vec<(&'static str, String)>| {
+        let client = client.clone();
+        async move {
+            let mut req = client.get(format!("http://127.0.0.1:{port}{path}"));
+            for (k, v) in headers {
+                req = req.header(k, v);
+            }
+            req.send().await.unwrap()
+        }
+    };
+    let events = format!("/api/intents/{id}/events");
+    let mut held = vec![];
+    for _ in 0..3 {
+        let r = open(events.clone(), vec![("x-forwarded-for", "203.0.113.7".into())]).await;
+        assert_eq!(r.status(), 200);
+        held.push(r);
+    }
+    let over = open(events.clone(), vec![("x-forwarded-for", "203.0.113.7".into())]).await;
+    assert_eq!(over.status(), 429);
+    let body: serde_json::Value = over.json().await.unwrap();
+    assert_eq!((body["statusCode"].as_u64(), body["error"].as_str()), (Some(429), Some("Too Many Requests")), "{body}");
+    // Another client behind the same proxy is not held up.
+    let other = open(events.clone(), vec![("x-forwarded-for", "203.0.113.8".into())]).await;
+    assert_eq!(other.status(), 200);
+    // A stream that ends gives its place back.
+    drop(held.pop());
+    let mut again = 0;
+    for _ in 0..50 {
+        let r = open(events.clone(), vec![("x-forwarded-for", "203.0.113.7".into())]).await;
+        if r.status() == 200 {
+            again = 200;
+            held.push(r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(again, 200, "a closed stream's place is free again");
+
+    // An agent: two streams, then 429.
+    let (_, bearer) = dn.agent().await;
+    for _ in 0..2 {
+        let r = open("/v2/events".into(), vec![("authorization", bearer.clone())]).await;
+        assert_eq!(r.status(), 200);
+        held.push(r);
+    }
+    let over = open("/v2/events".into(), vec![("authorization", bearer.clone())]).await;
+    assert_eq!(over.status(), 429);
+}

@@ -249,11 +249,29 @@ pub struct Limits {
     pub ipv6_site_requests_per_minute: Option<u32>,
     /// Milliseconds a keyless client over its limit waits for its 429.
     pub rejection_delay_ms: u64,
+    /// Live streams per replica: keyless ones (`/api/intents/{id}/events`)
+    /// and agents' (`/v2/events`) in pools of their own, so neither kind
+    /// can take the other's.
+    pub public_streams: usize,
+    pub agent_streams: usize,
+    /// Open keyless streams per client (an IPv6 client's /64), and open
+    /// streams per agent; past it, 429.
+    pub streams_per_client: usize,
+    pub streams_per_agent: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { requests_per_minute: 60, max_tracked_clients: 100_000, ipv6_site_requests_per_minute: None, rejection_delay_ms: 500 }
+        Limits {
+            requests_per_minute: 60,
+            max_tracked_clients: 100_000,
+            ipv6_site_requests_per_minute: None,
+            rejection_delay_ms: 500,
+            public_streams: 2_000,
+            agent_streams: 2_000,
+            streams_per_client: 20,
+            streams_per_agent: 10,
+        }
     }
 }
 

@@ -65,3 +65,62 @@ impl Hub {
         });
     }
 }
+
+/// Open live streams per key (a keyless client's address, an agent): a
+/// stream holds its count until it ends. Its size is the open streams'.
+#[derive(Default)]
+pub struct StreamCounts(std::sync::Mutex<std::collections::HashMap<String, usize>>);
+
+/// One open stream's place in `StreamCounts`, given back when dropped.
+pub struct StreamHeld {
+    counts: std::sync::Arc<StreamCounts>,
+    key: String,
+}
+
+impl StreamCounts {
+    /// A place for one more stream of `key`, unless it holds `cap` already.
+    pub fn open(self: &std::sync::Arc<Self>, key: String, cap: usize) -> Option<StreamHeld> {
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(key.clone()).or_default();
+        if *n >= cap {
+            return None;
+        }
+        *n += 1;
+        Some(StreamHeld { counts: self.clone(), key })
+    }
+}
+
+impl Drop for StreamHeld {
+    fn drop(&mut self) {
+        let mut open = self.counts.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// Which agent owns each intent (`None`: a public intent), as read once:
+/// an intent's owner never changes, so every agent stream of a replica
+/// skips another's change without reading its row. Bounded: past
+/// `OWNERS_KEPT` entries it starts over.
+#[derive(Default)]
+pub struct Owners(std::sync::Mutex<std::collections::HashMap<String, Option<String>>>);
+
+const OWNERS_KEPT: usize = 100_000;
+
+impl Owners {
+    pub fn get(&self, intent: &str) -> Option<Option<String>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).get(intent).cloned()
+    }
+
+    pub fn put(&self, intent: &str, agent: Option<String>) {
+        let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if known.len() >= OWNERS_KEPT {
+            known.clear();
+        }
+        known.insert(intent.to_string(), agent);
+    }
+}

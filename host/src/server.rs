@@ -52,6 +52,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         config.service.client_ip_header,
     );
     let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
+    let (public_streams, agent_streams) = (config.limits.public_streams.max(1), config.limits.agent_streams.max(1));
     let (config, registry) = (Arc::new(config), Arc::new(registry));
     let drivers = Arc::new(crate::family::Drivers::new(config.clone(), chains.clone(), db.clone(), keys.clone()));
     // Adapters are told the relayer's address (Solana: the fee payer payers
@@ -111,7 +112,10 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         mailer,
         sealer,
         live,
-        streams: Arc::new(tokio::sync::Semaphore::new(crate::api::STREAMS)),
+        public_streams: Arc::new(tokio::sync::Semaphore::new(public_streams)),
+        agent_streams: Arc::new(tokio::sync::Semaphore::new(agent_streams)),
+        stream_counts: Default::default(),
+        owners: Default::default(),
         keys,
         work,
         x402,

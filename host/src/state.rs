@@ -29,8 +29,13 @@ pub struct AppState {
     pub mailer: crate::mail::Mailer,
     /// Announces recorded changes to this replica's live streams.
     pub live: crate::live::Hub,
-    /// Live streams this replica may still open.
-    pub streams: Arc<tokio::sync::Semaphore>,
+    /// Live streams this replica may still open: keyless ones, agents'.
+    pub public_streams: Arc<tokio::sync::Semaphore>,
+    pub agent_streams: Arc<tokio::sync::Semaphore>,
+    /// Open streams per client and per agent, and which agent owns an
+    /// intent (agent streams skip others' changes without a read).
+    pub stream_counts: Arc<crate::live::StreamCounts>,
+    pub owners: Arc<crate::live::Owners>,
     /// Seals webhook endpoints' secrets at rest.
     pub sealer: crate::webhooks::sign::Sealer,
     /// Swap registrations whose transaction is not on its chain yet, per client.

@@ -30,9 +30,6 @@ pub use error::ApiError;
 
 pub use crate::state::{AppState, Shared};
 
-/// Live streams one replica serves at once.
-pub const STREAMS: usize = streams::MAX_STREAMS;
-
 /// Largest request body accepted, in bytes. A settle_proof is a few KiB.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 

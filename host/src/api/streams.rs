@@ -18,13 +18,16 @@ use super::{ApiError, Shared};
 use crate::intent::{views, Status};
 use crate::store::transition::{recorded_by_id, recorded_for_agent, recorded_of, Recorded, Subject};
 
-/// Streams this replica serves at once.
-pub const MAX_STREAMS: usize = 2_000;
 /// A stream ends after this long whatever its intent does (reconnect with
 /// `Last-Event-ID` to go on).
 const MAX_LIFE: Duration = Duration::from_secs(30 * 60);
 /// Look again without an announcement (another replica's change seen late).
 const RECHECK: Duration = Duration::from_secs(5);
+
+/// A client or agent holding as many streams as it may: 429, in the envelope.
+fn too_many() -> ApiError {
+    ApiError::Status(axum::http::StatusCode::TOO_MANY_REQUESTS, "too many open streams; close one first".into())
+}
 
 fn final_status(status: &str) -> bool {
     matches!(Status::parse(status), Some(Status::TargetSettled | Status::VerificationFailed | Status::Blocked | Status::Expired))
@@ -39,6 +42,7 @@ struct Follow {
     done: bool,
     until: Instant,
     _permit: tokio::sync::OwnedSemaphorePermit,
+    _held: crate::live::StreamHeld,
 }
 
 impl Follow {
@@ -102,12 +106,16 @@ fn stream(f: Follow) -> impl Stream<Item = Result<Event, Infallible>> {
     responses(
         (status = 200, description = "`text/event-stream`", content_type = "text/event-stream", body = String),
         (status = 404, description = "No such intent", body = super::docs::ErrorBody)))]
-pub async fn intent_events(State(s): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Result<Response, ApiError> {
+pub async fn intent_events(State(s): State<Shared>, Path(id): Path<String>, req: axum::extract::Request) -> Result<Response, ApiError> {
+    let headers = req.headers().clone();
     if crate::store::intents::get(&s.db, &id).await?.is_none() {
         return Err(ApiError::NotFound("intent not found".into()));
     }
+    // One client cannot hold the keyless pool: its own cap, then the pool's.
+    let client = crate::client_ip::of(&s.proxies, &req);
+    let held = s.stream_counts.open(format!("client:{client}"), s.config.limits.streams_per_client.max(1)).ok_or_else(too_many)?;
     let permit =
-        s.streams.clone().try_acquire_owned().map_err(|_| ApiError::Unavailable("too many open streams; try again later".into()))?;
+        s.public_streams.clone().try_acquire_owned().map_err(|_| ApiError::Unavailable("too many open streams; try again later".into()))?;
     // Subscribe first: a change between the read below and the first wait
     // is then announced, not missed.
     let rx = s.live.subscribe();
@@ -118,7 +126,7 @@ pub async fn intent_events(State(s): State<Shared>, Path(id): Path<String>, head
         None => history.last().map_or(0, |r| r.version - 1),
     };
     let queue = history.into_iter().filter(|r| r.version > last).collect();
-    let follow = Follow { s, id, rx, last, queue, done: false, until: Instant::now() + MAX_LIFE, _permit: permit };
+    let follow = Follow { s, id, rx, last, queue, done: false, until: Instant::now() + MAX_LIFE, _permit: permit, _held: held };
     Ok(Sse::new(stream(follow)).keep_alive(KeepAlive::default()).into_response())
 }
 
@@ -134,6 +142,7 @@ struct AgentFollow {
     cursor: (i64, String),
     until: Instant,
     _permit: tokio::sync::OwnedSemaphorePermit,
+    _held: crate::live::StreamHeld,
 }
 
 impl AgentFollow {
@@ -145,7 +154,12 @@ impl AgentFollow {
     }
 
     async fn event(&self, r: &Recorded) -> Option<Event> {
+        // Another's intent is skipped by its known owner, without a read.
+        if self.s.owners.get(&r.subject_id).is_some_and(|owner| owner.as_deref() != Some(self.agent.as_str())) {
+            return None;
+        }
         let intent = crate::store::intents::get(&self.s.db, &r.subject_id).await.ok()??;
+        self.s.owners.put(&r.subject_id, intent.agent_id.clone());
         if intent.agent_id.as_deref() != Some(self.agent.as_str()) {
             return None;
         }
@@ -207,8 +221,9 @@ pub async fn agent_events(
     axum::Extension(agent): axum::Extension<crate::store::agents::Agent>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    let held = s.stream_counts.open(format!("agent:{}", agent.id), s.config.limits.streams_per_agent.max(1)).ok_or_else(too_many)?;
     let permit =
-        s.streams.clone().try_acquire_owned().map_err(|_| ApiError::Unavailable("too many open streams; try again later".into()))?;
+        s.agent_streams.clone().try_acquire_owned().map_err(|_| ApiError::Unavailable("too many open streams; try again later".into()))?;
     let rx = s.live.subscribe();
     let now = crate::clock::now_ms();
     let mut follow = AgentFollow {
@@ -220,6 +235,7 @@ pub async fn agent_events(
         cursor: (now, String::new()),
         until: Instant::now() + MAX_LIFE,
         _permit: permit,
+        _held: held,
     };
     let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     if let Some(after) = resume {
