@@ -122,6 +122,18 @@ async fn slow_headers_are_cut_off_and_idle_connections_do_not_stop_anyone() {
     first.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     assert!(matches!(first.read(&mut buf), Ok(0) | Err(_)), "an idle socket is not held for ever");
     assert_eq!(status_of(port, "/api/chains", &[]).await, 200);
+
+    // An HTTP/2 client that sends its preface and settings, then goes
+    // quiet (reads nothing, answers no ping): closed, not held.
+    let mut quiet = TcpStream::connect(&at).unwrap();
+    quiet.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").unwrap();
+    let started = Instant::now();
+    let mut rest = vec![];
+    quiet.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let read = quiet.read_to_end(&mut rest);
+    assert!(read.is_ok() || started.elapsed() < Duration::from_secs(25), "the quiet connection was closed: {read:?}");
+    assert!(started.elapsed() < Duration::from_secs(20), "closed by the ping timeout, not by the test's own: {:?}", started.elapsed());
+    assert!(rest.len() >= 9 && rest[3] == 4, "it spoke HTTP/2 first (its SETTINGS)");
 }
 
 /// The sum of the metric lines that start with `name{` and hold `filter`.

@@ -1,6 +1,7 @@
 //! The HTTP listener: hyper's connection builder with the limits axum's own
 //! `serve` does not expose. A client has `header_read_timeout` to send a
-//! request's headers (a slow-header client cannot hold a socket for ever);
+//! request's headers (a slow-header client cannot hold a socket for ever),
+//! and a quiet HTTP/2 connection as long to answer a ping;
 //! at most `max_connections` are served at once, the rest wait in the
 //! kernel's accept queue; on shutdown, no new connections are taken and
 //! in-flight requests finish (for at most `DRAIN`).
@@ -17,6 +18,11 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+/// Requests one HTTP/2 connection carries at once.
+const H2_STREAMS: u32 = 100;
+/// Largest header block an HTTP/2 request may send (HTTP/1's limit is hyper's).
+const H2_HEADER_BYTES: u32 = 64 * 1024;
+
 /// Longest wait for in-flight requests at shutdown.
 const DRAIN: Duration = Duration::from_secs(30);
 
@@ -31,7 +37,17 @@ pub struct Limits {
 pub async fn serve(listener: TcpListener, app: Router, limits: Limits, shutdown: impl Future<Output = ()>) {
     let mut builder = Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
-    builder.http2().timer(TokioTimer::new());
+    // HTTP/2: a connection is pinged once quiet for the header timeout and
+    // closed when the ping goes unanswered that long again (a client that
+    // sends its preface and goes quiet holds nothing for ever), and one
+    // connection carries at most `H2_STREAMS` requests at once.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(limits.header_read_timeout))
+        .keep_alive_timeout(limits.header_read_timeout)
+        .max_concurrent_streams(H2_STREAMS)
+        .max_header_list_size(H2_HEADER_BYTES);
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
