@@ -348,7 +348,7 @@ impl Default for Webhooks {
             retry_hours: 72,
             poll_ms: 250,
             concurrency: 64,
-            max_pending_per_endpoint: 1000,
+            max_pending_per_endpoint: 10_000,
         }
     }
 }

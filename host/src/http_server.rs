@@ -32,6 +32,24 @@ pub struct Limits {
     pub max_connections: usize,
 }
 
+/// HTTP/2's connection preface: hyper reads this many bytes to tell it
+/// from HTTP/1.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Wait until the client has sent enough to tell its protocol (the whole
+/// preface, or bytes that are not one); false when it hangs up first.
+async fn first_bytes(stream: &tokio::net::TcpStream) -> bool {
+    let mut buf = [0u8; 24];
+    loop {
+        match stream.peek(&mut buf).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) if n >= H2_PREFACE.len() || buf[..n] != H2_PREFACE[..n] => return true,
+            // A prefix of the preface so far: wait for more.
+            Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}
+
 /// Serve `app` on `listener` until `shutdown` resolves. Each request carries
 /// its peer's address as `ConnectInfo<SocketAddr>`.
 pub async fn serve(listener: TcpListener, app: Router, limits: Limits, shutdown: impl Future<Output = ()>) {
@@ -73,11 +91,18 @@ pub async fn serve(listener: TcpListener, app: Router, limits: Limits, shutdown:
             req.extensions_mut().insert(ConnectInfo(peer));
             req
         });
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), hyper_util::service::TowerToHyperService::new(svc));
-        let conn = graceful.watch(conn.into_owned());
+        let (builder, watcher, wait) = (builder.clone(), graceful.watcher(), limits.header_read_timeout);
         tokio::spawn(async move {
+            // The protocol is told by the first bytes, which hyper waits
+            // for without a timeout: a client that sends fewer never
+            // reaches the header timeout, so it has as long to send them.
+            if !tokio::time::timeout(wait, first_bytes(&stream)).await.unwrap_or(false) {
+                drop(permit);
+                return;
+            }
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), hyper_util::service::TowerToHyperService::new(svc));
             // A client that hangs up or times out ends its connection; nothing to report.
-            let _ = conn.await;
+            let _ = watcher.watch(conn.into_owned()).await;
             drop(permit);
         });
     }

@@ -43,6 +43,7 @@ struct Follow {
     until: Instant,
     _permit: tokio::sync::OwnedSemaphorePermit,
     _held: crate::live::StreamHeld,
+    _site: Option<crate::live::StreamHeld>,
 }
 
 impl Follow {
@@ -113,7 +114,14 @@ pub async fn intent_events(State(s): State<Shared>, Path(id): Path<String>, req:
     }
     // One client cannot hold the keyless pool: its own cap, then the pool's.
     let client = crate::client_ip::of(&s.proxies, &req);
-    let held = s.stream_counts.open(format!("client:{client}"), s.config.limits.streams_per_client.max(1)).ok_or_else(too_many)?;
+    let per_client = s.config.limits.streams_per_client.max(1);
+    let held = s.stream_counts.open(format!("client:{client}"), per_client).ok_or_else(too_many)?;
+    // An IPv6 client has a /64 per key and many /64s per site: a site
+    // holds ten clients' share at most.
+    let site = match crate::client_ip::site_of(&s.proxies, &req) {
+        Some(site) => Some(s.stream_counts.open(format!("site:{site}"), per_client.saturating_mul(10)).ok_or_else(too_many)?),
+        None => None,
+    };
     let permit =
         s.public_streams.clone().try_acquire_owned().map_err(|_| ApiError::Unavailable("too many open streams; try again later".into()))?;
     // Subscribe first: a change between the read below and the first wait
@@ -126,7 +134,8 @@ pub async fn intent_events(State(s): State<Shared>, Path(id): Path<String>, req:
         None => history.last().map_or(0, |r| r.version - 1),
     };
     let queue = history.into_iter().filter(|r| r.version > last).collect();
-    let follow = Follow { s, id, rx, last, queue, done: false, until: Instant::now() + MAX_LIFE, _permit: permit, _held: held };
+    let follow =
+        Follow { s, id, rx, last, queue, done: false, until: Instant::now() + MAX_LIFE, _permit: permit, _held: held, _site: site };
     Ok(Sse::new(stream(follow)).keep_alive(KeepAlive::default()).into_response())
 }
 

@@ -118,11 +118,13 @@ pub async fn prune(db: &Db, r: &Retention, now_ms: i64) -> Result<Pruned, StoreE
     .await?
     .rows_affected()
         // And what a disabled endpoint will never be sent: its pending
-        // deliveries (a re-enabled endpoint starts from new events).
+        // deliveries, once as old as finished ones are kept (time for its
+        // owner to see why it was disabled).
         + sqlx::query(
             "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' \
-             AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE status <> 'enabled') LIMIT $1)",
+             AND created_at < $1 AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE status <> 'enabled') LIMIT $2)",
         )
+        .bind(horizon(now_ms, r.webhook_deliveries_hours))
         .bind(BATCH)
         .execute(&db.pool)
         .await?

@@ -261,7 +261,9 @@ pub async fn fan_out(db: &Db, events: &[(NewEvent, Vec<NewDelivery>)], now: i64,
         for d in deliveries {
             let waiting = pending.entry(d.endpoint_id.clone()).or_default();
             if *waiting >= max_pending {
-                if *waiting == max_pending {
+                // Once per endpoint per pass (it may be over the cap already:
+                // a redelivery, a lowered cap, two replicas at once).
+                if *waiting < i64::MAX {
                     tracing::warn!(endpoint = %d.endpoint_id, max_pending, "webhooks: an endpoint's pending deliveries reached the cap; disabled");
                     sqlx::query(
                         "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'too many deliveries pending' \
@@ -270,7 +272,7 @@ pub async fn fan_out(db: &Db, events: &[(NewEvent, Vec<NewDelivery>)], now: i64,
                     .bind(&d.endpoint_id)
                     .execute(&mut *tx)
                     .await?;
-                    *waiting += 1;
+                    *waiting = i64::MAX;
                 }
                 continue;
             }
@@ -326,13 +328,18 @@ pub async fn claim(db: &Db, holder: &str, now: i64, lease_ms: i64, max: usize) -
 /// Let go of leased deliveries unattempted (a lane already has one in
 /// flight): due again at once, their attempts unchanged.
 pub async fn release(db: &Db, holder: &str, ids: &[String]) -> Result<(), StoreError> {
-    for id in ids {
-        sqlx::query("UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL WHERE id = $1 AND locked_by = $2")
-            .bind(id)
-            .bind(holder)
-            .execute(&db.pool)
-            .await?;
+    if ids.is_empty() {
+        return Ok(());
     }
+    let sql = format!(
+        "UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL WHERE locked_by = $1 AND id IN ({})",
+        crate::store::numbered_params(2, ids.len())
+    );
+    let mut q = sqlx::query(&sql).bind(holder);
+    for id in ids {
+        q = q.bind(id);
+    }
+    q.execute(&db.pool).await?;
     Ok(())
 }
 

@@ -108,15 +108,18 @@ async fn deliver_loop(d: Deps, holder: String) {
     let concurrency = d.config.webhooks.concurrency.max(1);
     let slots = Arc::new(tokio::sync::Semaphore::new(concurrency));
     let wake = Arc::new(tokio::sync::Notify::new());
-    let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel::<(String, Attempt)>();
-    tokio::spawn(record_loop(d.clone(), holder.clone(), done_rx, wake.clone()));
+    let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel::<(String, (String, Attempt))>();
+    tokio::spawn(record_loop(d.clone(), done_rx, wake.clone()));
     loop {
         let free = slots.available_permits();
         if free == 0 {
             let _ = tokio::time::timeout(every, wake.notified()).await;
             continue;
         }
-        let ids = match repo::claim(&d.db, &holder, now_ms(), lease_ms, free).await {
+        // Each lease its own token: a late record of an attempt whose lease
+        // lapsed (and was taken again, here or elsewhere) matches nothing.
+        let token = format!("{holder}:{}", ulid::Ulid::new());
+        let ids = match repo::claim(&d.db, &token, now_ms(), lease_ms, free).await {
             Ok(ids) => ids,
             Err(e) => {
                 tracing::warn!(error = %e, "webhooks: claim failed");
@@ -149,15 +152,15 @@ async fn deliver_loop(d: Deps, holder: String) {
                 extra.push(id);
                 continue;
             };
-            let (d, done) = (d.clone(), done_tx.clone());
+            let (d, done, token) = (d.clone(), done_tx.clone(), token.clone());
             tokio::spawn(async move {
                 if let Some(found) = attempt(&d, delivery, client_timeout).await {
-                    let _ = done.send(found);
+                    let _ = done.send((token, found));
                 }
                 drop(permit);
             });
         }
-        if let Err(e) = repo::release(&d.db, &holder, &extra).await {
+        if let Err(e) = repo::release(&d.db, &token, &extra).await {
             tracing::warn!(error = %e, "webhooks: releasing deliveries failed");
         }
     }
@@ -166,19 +169,18 @@ async fn deliver_loop(d: Deps, holder: String) {
 /// Write what attempts found, as many as have ended at once in one
 /// transaction, then wake the deliverer: a lane is free once its attempt
 /// is recorded.
-async fn record_loop(
-    d: Deps,
-    holder: String,
-    mut done: tokio::sync::mpsc::UnboundedReceiver<(String, Attempt)>,
-    wake: Arc<tokio::sync::Notify>,
-) {
-    while let Some(first) = done.recv().await {
-        let mut batch = vec![first];
-        while let Ok(more) = done.try_recv() {
-            batch.push(more);
+async fn record_loop(d: Deps, mut done: tokio::sync::mpsc::UnboundedReceiver<(String, (String, Attempt))>, wake: Arc<tokio::sync::Notify>) {
+    while let Some((token, found)) = done.recv().await {
+        // Recorded under the lease each attempt was made in.
+        let mut by_lease: std::collections::BTreeMap<String, Vec<(String, Attempt)>> = Default::default();
+        by_lease.entry(token).or_default().push(found);
+        while let Ok((token, found)) = done.try_recv() {
+            by_lease.entry(token).or_default().push(found);
         }
-        if let Err(e) = repo::finish(&d.db, &holder, now_ms(), &batch).await {
-            tracing::warn!(error = %e, "webhooks: recording attempts failed");
+        for (token, batch) in by_lease {
+            if let Err(e) = repo::finish(&d.db, &token, now_ms(), &batch).await {
+                tracing::warn!(error = %e, "webhooks: recording attempts failed");
+            }
         }
         wake.notify_one();
     }
