@@ -548,3 +548,38 @@ async fn a_payout_landed_by_a_stranger_settles_the_intent_with_the_strangers_tra
     let checked = dn.cli(&["books", "check"]);
     assert_eq!(checked["differences"], 0, "{checked}");
 }
+
+/// Solana: the reconciler reads the collection wallet's finalized
+/// transactions; a payment's credit is the movement it finds (seen), and
+/// the books balance with the chain.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_books_read_solana_wallets_and_balance() {
+    use common::devnet::sol_pay;
+    let dn = Devnet::start(31945, "base,solana", "").await;
+    let rpc_url = dn.sol_rpc();
+    let opened = dn.cli(&["books", "check"]);
+    assert_eq!(opened["differences"], 0, "{opened}");
+    let (_, seed) = dn.sol_payer(0);
+    let body = json!({ "recipient": common::app::MERCHANT, "amount": "3", "payer_chain": "solana", "payer_asset": "usdc", "target_chain": "base" });
+    let (id, intent) = dn.create_public(body).await;
+    let proof = sol_pay(&intent["payment_requirements"], &seed, &rpc_url, None);
+    let (s, r) = dn.call("POST", &format!("/api/intents/{id}"), Some(json!({ "settle_proof": proof })), &[]).await;
+    assert_eq!(s, 200, "{r}");
+    let done = dn.wait_status(&id, "TARGET_SETTLED").await;
+    let signature = done["source_payment"]["tx_hash"].as_str().unwrap().to_string();
+    // The payment's slot becomes final.
+    rpc(&rpc_url, "devnet_advanceSlots", json!([40])).await;
+    let checked = dn.cli(&["books", "check"]);
+    assert_eq!(checked["differences"], 0, "{checked}");
+    assert!(checked["wallets"].as_array().unwrap().iter().any(|w| w["role"] == "collection" && w["chain"] == "solana"), "{checked}");
+    let row = sqlx::query("SELECT tx_id, seen_at FROM book_movements WHERE purpose = 'source' AND owner_id = $1")
+        .bind(&id)
+        .fetch_one(&dn.state.db.pool)
+        .await
+        .unwrap();
+    let (tx_id, seen): (String, Option<i64>) = (sqlx::Row::get(&row, "tx_id"), sqlx::Row::get(&row, "seen_at"));
+    assert_eq!(tx_id, signature, "the credit is the payer's transaction");
+    assert!(seen.is_some(), "the reconciler read it on chain");
+    let listed = dn.cli(&["books", "unmatched"]);
+    assert!(!listed["unmatched"].as_array().unwrap().iter().any(|r| r["chain"] == "solana"), "nothing unclaimed: {listed}");
+}

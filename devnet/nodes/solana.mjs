@@ -266,7 +266,26 @@ const methods = {
   getHealth: () => "ok",
   getVersion: () => ({ "solana-core": "2.2.0", "feature-set": 0 }),
   getGenesisHash: () => genesis,
-  getSlot: () => Number(slot),
+  getSlot: ([config = {}] = []) => Number(config.commitment === "finalized" ? (slot > FINALIZED_AFTER ? slot - FINALIZED_AFTER : 0n) : slot),
+  // Newest first, paged by `before`; `commitment: "finalized"` leaves out
+  // what is not final yet (the accounts a transaction names statically).
+  getSignaturesForAddress: ([key, config = {}]) => {
+    const rows = [];
+    let skipping = Boolean(config.before);
+    for (const [signature, p] of [...processed.entries()].reverse()) {
+      if (skipping) {
+        if (signature === config.before) skipping = false;
+        continue;
+      }
+      if (config.until && signature === config.until) break;
+      if (!p.message.staticAccounts.includes(key)) continue;
+      const age = slot - p.slot;
+      if (config.commitment === "finalized" && age < FINALIZED_AFTER) continue;
+      rows.push({ signature, slot: Number(p.slot), err: p.err, memo: null, blockTime: null, confirmationStatus: age >= FINALIZED_AFTER ? "finalized" : "confirmed" });
+      if (rows.length >= Math.min(config.limit ?? 1000, 1000)) break;
+    }
+    return rows;
+  },
   getBlockHeight: () => Number(height),
   getLatestBlockhash: () => {
     const hash = svm.latestBlockhash();

@@ -7,6 +7,7 @@
 //! error, a typed value), never from its message text.
 
 pub mod ata;
+mod books;
 pub mod facts;
 pub mod wire;
 
@@ -22,7 +23,7 @@ use crate::config::{Availability, Config, Family};
 use crate::db::Db;
 use crate::family::chain::{ChainClient, ChainError, Chains};
 use crate::family::keys::{Keystore, Role};
-use crate::payment::{SigningRequest, Submission};
+use crate::payment::{Movement, SigningRequest, Submission};
 use crate::store::settlement::{StoredTx, TxRow};
 use wire::Wire;
 
@@ -229,6 +230,18 @@ impl Driver for SolanaDriver {
             block: receipt.json.get("slot").and_then(Value::as_i64).unwrap_or(0),
             fee: receipt.json.pointer("/meta/fee").and_then(Value::as_u64).map(|f| f.to_string()),
         }]
+    }
+
+    async fn final_block(&self, chain: &str) -> Result<Option<u64>, SendError> {
+        Ok(Some(books::finalized_slot(&*self.client(chain)?).await?))
+    }
+
+    async fn balance_at(&self, chain: &str, token: &str, wallet: &str, block: u64) -> Result<U256, SendError> {
+        books::balance_at(&*self.client(chain)?, token, wallet, block).await
+    }
+
+    async fn wallet_movements(&self, chain: &str, token: &str, wallet: &str, from: u64, to: u64) -> Result<Vec<Movement>, SendError> {
+        books::movements(&*self.client(chain)?, token, wallet, from, to, true).await
     }
 
     async fn sender_of(&self, chain: &str, tx: &str) -> Result<Option<String>, SendError> {
