@@ -4,4 +4,6 @@
 -- Shared by every replica. Portable SQL.
 ALTER TABLE webhook_endpoints ADD COLUMN failures BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE webhook_endpoints ADD COLUMN paused_until BIGINT;
-CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries(endpoint_id, status);
+-- The lease asks of each candidate whether its endpoint has one in
+-- flight: one index seek, however many of the endpoint's rows wait.
+CREATE INDEX webhook_deliveries_in_flight ON webhook_deliveries(endpoint_id, status, locked_until);
