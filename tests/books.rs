@@ -509,6 +509,10 @@ async fn the_keyless_budget_counts_gas_and_a_contract_payer_its_cap() {
 async fn a_payout_landed_by_a_stranger_settles_the_intent_with_the_strangers_transaction() {
     let dn = Devnet::start(31645, "base,arbitrum", "").await;
     let arb = dn.rpc_url("arbitrum");
+    // The books open before anything moves: both legs' credits are then
+    // inside what the reconciler reads, and must be the movements it finds.
+    let opened = dn.cli(&["books", "check"]);
+    assert_eq!(opened["differences"], 0, "{opened}");
     let (_, key) = dn.payer(0);
     let body = json!({ "recipient": common::app::MERCHANT, "amount": "3", "payer_chain": "base", "target_chain": "arbitrum" });
     let (id, intent) = dn.create_public(body).await;
