@@ -64,8 +64,8 @@ pub async fn settle(s: &Facilitator, r: &Request, t: &Target, caller: &Caller) -
     if *caller == Caller::Public {
         let chain = &t.adapter.ctx.chain;
         let key = |a: &str| t.family.facts().canonical(a);
-        let over = s.public_budget.check(format!("payer:{chain}:{}", key(&paid.payer))).is_err()
-            || s.public_budget.check(format!("payto:{chain}:{}", key(&paid.pay_to))).is_err();
+        let (payer, pay_to) = (format!("payer:{chain}:{}", key(&paid.payer)), format!("payto:{chain}:{}", key(&paid.pay_to)));
+        let over = s.public_budget.check(payer.clone()).is_err() || s.public_budget.check(pay_to.clone()).is_err();
         if over {
             tracing::info!(payer = %paid.payer, pay_to = %paid.pay_to, "keyless settlement budget spent");
             return (Status::Ok, failed(Reason::NotAllowed, Some(paid.payer), String::new(), network));
@@ -83,7 +83,6 @@ pub async fn settle(s: &Facilitator, r: &Request, t: &Target, caller: &Caller) -
                 return (Status::Unavailable, failed(Reason::ChainUnavailable, Some(paid.payer), String::new(), network));
             }
         };
-        let (payer, pay_to) = (format!("payer:{chain}:{}", key(&paid.payer)), format!("payto:{chain}:{}", key(&paid.pay_to)));
         if !s.public_gas.take(&[&payer, &pay_to], gas) {
             tracing::info!(payer = %paid.payer, pay_to = %paid.pay_to, gas, "keyless gas budget spent");
             return (Status::Ok, failed(Reason::NotAllowed, Some(paid.payer), String::new(), network));
