@@ -127,7 +127,9 @@ async fn two_intents_one_plain_transfer(dn: &Devnet, chain: &str, target: &str, 
     assert_eq!(dn.balance_of(chain, "usdc", &payer).await, U256::ZERO, "the payer's one transfer left");
     assert_eq!(dn.balance_of(chain, "usdc", &collection).await, before.0 + sending, "it arrived once, uncredited");
     assert_eq!(dn.balance_of(target, "usdc", common::app::MERCHANT).await, before.1, "the merchant was paid nothing for it");
-    // The money that did arrive belongs to no payment: the books list it.
+    // The money that did arrive belongs to no payment: the books list it
+    // (once a block follows it: the books never read the head).
+    rpc(&dn.rpc_url(chain), "evm_mine", json!([])).await;
     let listed = dn.cli(&["books", "unmatched"]);
     let rows = listed["unmatched"].as_array().unwrap_or_else(|| panic!("{listed}"));
     assert!(
@@ -586,4 +588,50 @@ async fn the_books_read_solana_wallets_and_balance() {
     assert!(seen.is_some(), "the reconciler read it on chain");
     let listed = dn.cli(&["books", "unmatched"]);
     assert!(!listed["unmatched"].as_array().unwrap().iter().any(|r| r["chain"] == "solana"), "nothing unclaimed: {listed}");
+}
+
+/// A node's state "at" its head number can already hold the next block's
+/// transactions (anvil writes a block's state before its number). Books
+/// opened while money lands at the collection wallet every moment must
+/// still balance: the reconciler never reads state at the head itself.
+#[tokio::test(flavor = "multi_thread")]
+async fn books_opened_while_money_lands_every_block_balance() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    // No replica: only this test opens and reads the books.
+    let dn = Devnet::start_with(32045, "base", "", 0, None).await;
+    let deps = dn.state.engine_deps();
+    let wallets = stablerail::settle::books::wallets(&deps).await;
+    let collection = wallets.iter().find(|w| w.chain == "base" && w.role == "collection").expect("base collection wallet").clone();
+    let (payer, _) = dn.payer(0);
+    let url = dn.rpc_url("base");
+    rpc(&url, "anvil_impersonateAccount", json!([payer])).await;
+    rpc(&url, "anvil_setBalance", json!([payer, "0xde0b6b3a7640000"])).await;
+    let data =
+        alloy_primitives::hex::encode_prefixed(transferCall { to: collection.address.parse().unwrap(), value: U256::from(1) }.abi_encode());
+    let stop = Arc::new(AtomicBool::new(false));
+    let sender = {
+        let (stop, url, token, payer) = (stop.clone(), url.clone(), dn.token("base", "usdc"), payer.clone());
+        tokio::spawn(async move {
+            let mut sent = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                rpc(&url, "eth_sendTransaction", json!([{ "from": payer, "to": token, "data": data }])).await;
+                sent += 1;
+            }
+            sent
+        })
+    };
+    for round in 0..12 {
+        sqlx::query("DELETE FROM book_cursors").execute(&dn.state.db.pool).await.unwrap();
+        sqlx::query("DELETE FROM book_movements").execute(&dn.state.db.pool).await.unwrap();
+        // The first pass opens the books, the second reads what moved since.
+        for _ in 0..2 {
+            stablerail::settle::books::reconcile(&deps).await.unwrap();
+            let checked = stablerail::settle::books::check(&deps).await.unwrap();
+            let off: Vec<_> = checked.iter().filter(|c| c.difference != "0").collect();
+            assert!(off.is_empty(), "round {round}: the books do not balance: {off:?}");
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(sender.await.unwrap() > 24, "money landed throughout");
 }

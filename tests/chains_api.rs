@@ -107,7 +107,7 @@ fn binary() -> Command {
 /// Run `serve` on a free port (after `keys init`, on a database beside
 /// the config) and return what a create paying on TRON answers.
 fn serve_and_create(config: &std::path::Path, env: &[(&str, &str)]) -> Value {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = common::process::free_port();
     let database = format!("sqlite://{}", config.with_file_name("sr.db").display());
     let init = binary().args(["keys", "init", "--database", &database, "--config"]).arg(config).envs(env.iter().copied()).output().unwrap();
     assert!(init.status.success(), "keys init: {}", String::from_utf8_lossy(&init.stderr));

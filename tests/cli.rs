@@ -126,7 +126,7 @@ fn operator_cli_end_to_end() {
     let said = String::from_utf8_lossy(&bad.stderr);
     assert!(said.contains("is not a valid address on arbitrum") && !said.contains("Err(") && !said.contains("{ "), "{said}");
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = common::process::free_port();
     let log = tempfile::NamedTempFile::new().unwrap();
     // Reaped: killed even when an assertion fails before the graceful stop.
     let mut server = common::process::Reaped(

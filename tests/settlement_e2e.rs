@@ -276,7 +276,7 @@ use common::process::{anvil, http, kill, serve};
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn payout_survives_a_chain_outage_and_a_crash() {
     let dn = Devnet::start_with(21945, "base,arbitrum", "", 0, None).await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = common::process::free_port();
     // The service starts with both chains up (a chain down at start-up is
     // withheld), the intent is created, then arbitrum goes down (SIGTERM:
     // anvil writes its state file and exits).

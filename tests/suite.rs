@@ -17,6 +17,7 @@ mod cli;
 mod dashboard;
 mod database;
 mod delivery_outage;
+mod docs_routes;
 mod eip3009_adapter;
 mod evm_matrix;
 mod facilitator;

@@ -82,8 +82,22 @@ pub fn kill(pid: u32, signal: &str) {
     let _ = Command::new("kill").args([signal, &pid.to_string()]).status();
 }
 
+/// A port nothing listens on, below Linux's ephemeral range (32768–60999)
+/// and the devnets' ports (21545 and up): an OS-assigned port could be
+/// handed to an outgoing connection between this pick and the service's
+/// bind (CI once saw `serve` never come up on one). Each pick in a run is
+/// a new port; runs side by side start apart.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let start = (std::process::id() % 90) as u16 * 100;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 12_000 + (start + n) % 9_000;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// Poll `GET /api/intents/{id}` on a server process until it says `want`.

@@ -200,8 +200,9 @@ pub trait Driver: Send + Sync {
         }]
     }
 
-    /// The newest block of `chain` with the confirmations it needs: what
-    /// the books' reconciler reads up to. `None` where the family has no
+    /// The newest block of `chain` with the confirmations it needs, and
+    /// never the node's head (whose state may be the next block's in the
+    /// making): what the books' reconciler reads up to. `None` where the family has no
     /// reconciliation read (its movements are only the ones it credits).
     async fn final_block(&self, _chain: &str) -> Result<Option<u64>, SendError> {
         Ok(None)

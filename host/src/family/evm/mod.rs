@@ -243,7 +243,11 @@ impl Driver for EvmDriver {
         let head = tx::rpc(&client, "eth_blockNumber", json!([])).await?;
         let head = head.as_str().and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
         let head = head.ok_or_else(|| SendError::Unavailable("eth_blockNumber: bad answer".into()))?;
-        Ok(Some(head.saturating_sub(confirmations - 1)))
+        // Never the head itself: a node's state "at" its head number can
+        // already hold the next block's transactions (anvil applies a block
+        // before it publishes its number), and the books pair a balance with
+        // the block it is read at.
+        Ok(Some(head.saturating_sub((confirmations - 1).max(1))))
     }
 
     async fn balance_at(&self, chain: &str, token: &str, wallet: &str, block: u64) -> Result<U256, SendError> {
