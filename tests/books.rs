@@ -635,3 +635,74 @@ async fn books_opened_while_money_lands_every_block_balance() {
     stop.store(true, Ordering::Relaxed);
     assert!(sender.await.unwrap() > 24, "money landed throughout");
 }
+
+/// A provider that has not got a block yet answers no logs for it. The
+/// books must not pass such a range by: the chain's balance at the last
+/// block read does not add up, so the wallet is held back (an alarm once
+/// it lasts) until the provider answers, and then the movement is read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_that_answers_no_logs_does_not_make_the_books_skip_a_movement() {
+    use stablerail::settle::books as reconciler;
+    use stablerail::store::books;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    async fn forward(
+        axum::extract::State((upstream, blind)): axum::extract::State<(String, Arc<AtomicBool>)>,
+        body: axum::body::Bytes,
+    ) -> axum::Json<Value> {
+        let req: Value = serde_json::from_slice(&body).unwrap();
+        if blind.load(Ordering::SeqCst) && req["method"] == "eth_getLogs" {
+            return axum::Json(json!({ "jsonrpc": "2.0", "id": req["id"], "result": [] }));
+        }
+        let answer = reqwest::Client::new().post(&upstream).json(&req).send().await.unwrap().json().await.unwrap();
+        axum::Json(answer)
+    }
+    let dn = Devnet::start_with(32145, "base", "", 0, None).await;
+    let blind = Arc::new(AtomicBool::new(false));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let app = axum::Router::new().fallback(forward).with_state((dn.rpc_url("base"), blind.clone()));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    dn.set_rpc_url("base", &url);
+    let db_url = format!("sqlite://{}", dn.dir.path().join("sr.db").display());
+    let state = stablerail::server::build_state(&dn.config_path(), &db_url, stablerail::adapter::system_clock()).await.unwrap();
+    let deps = state.engine_deps();
+    let collection =
+        reconciler::wallets(&deps).await.into_iter().find(|w| w.role == "collection" && w.asset == "usdc").expect("the collection wallet");
+    reconciler::reconcile(&deps).await.unwrap();
+    let opened = books::cursor(&state.db, "base", &collection.address, &collection.token).await.unwrap().expect("the books opened");
+
+    // A stranger's transfer lands; a block follows it (the books never read the head).
+    let (payer, _) = dn.payer(0);
+    rpc(&dn.rpc_url("base"), "anvil_impersonateAccount", json!([payer])).await;
+    rpc(&dn.rpc_url("base"), "anvil_setBalance", json!([payer, "0xde0b6b3a7640000"])).await;
+    let to: Address = collection.address.parse().unwrap();
+    let sent = dn.send_as("base", &payer, &dn.token("base", "usdc"), transferCall { to, value: U256::from(7_000_000) }.abi_encode()).await;
+    assert_eq!(sent["status"], "0x1", "{sent}");
+    rpc(&dn.rpc_url("base"), "evm_mine", json!([])).await;
+
+    // The provider answers no logs: the books do not move past the transfer.
+    blind.store(true, Ordering::SeqCst);
+    reconciler::reconcile(&deps).await.unwrap();
+    let held = books::cursor(&state.db, "base", &collection.address, &collection.token).await.unwrap().unwrap();
+    assert_eq!(held.read_block, opened.read_block, "the books stay where they were");
+    let alarms = books::alarms(&state.db, stablerail::clock::now_ms() + 1).await.unwrap();
+    let stalled: Vec<(String, String)> =
+        sqlx::query_as("SELECT wallet, token FROM book_cursors WHERE stalled_since IS NOT NULL").fetch_all(&state.db.pool).await.unwrap();
+    // (Every wallet that moved since the books opened is held back: the
+    // devnet's last funding can land after they open.)
+    assert!(stalled.contains(&(collection.address.clone(), collection.token.clone())), "held back: {stalled:?}");
+    assert_eq!(alarms.stalled_wallets, stalled.len() as i64, "and say so once it lasts: {alarms:?}");
+
+    // The provider answers again: the movement is read, and the books balance.
+    blind.store(false, Ordering::SeqCst);
+    reconciler::reconcile(&deps).await.unwrap();
+    let moved = books::cursor(&state.db, "base", &collection.address, &collection.token).await.unwrap().unwrap();
+    assert!(moved.read_block > opened.read_block, "the books moved on");
+    assert_eq!(books::alarms(&state.db, stablerail::clock::now_ms() + 1).await.unwrap().stalled_wallets, 0);
+    let listed = books::unmatched(&state.db, 100).await.unwrap();
+    assert!(listed.iter().any(|m| m.amount == "7000000" && m.to == collection.address), "the transfer is listed: {listed:?}");
+    let checked = reconciler::check(&deps).await.unwrap();
+    assert!(checked.iter().all(|c| c.difference == "0"), "{checked:?}");
+}

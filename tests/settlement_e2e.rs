@@ -594,7 +594,7 @@ async fn readiness_probes_and_a_wrong_chain_id() {
         v["checks"],
         json!({
             "database": "ok", "chains": { "arbitrum": "ok", "base": "ok" }, "wallets": {}, "relayer_unfunded": [],
-            "assets_withheld": {}, "books": { "unexplained_outgoing": 0, "unmatched_incoming": 0, "unseen_credits": 0 },
+            "assets_withheld": {}, "books": { "unexplained_outgoing": 0, "unmatched_incoming": 0, "unseen_credits": 0, "stalled_wallets": 0 },
         })
     );
     let pid = dn.chain("arbitrum")["pid"].as_u64().unwrap() as u32;

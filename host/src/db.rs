@@ -54,6 +54,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0020_sign_in_tries.sql", include_str!("../../migrations/0020_sign_in_tries.sql")),
     ("0021_book_notes.sql", include_str!("../../migrations/0021_book_notes.sql")),
     ("0022_webhook_lanes.sql", include_str!("../../migrations/0022_webhook_lanes.sql")),
+    ("0023_book_checks.sql", include_str!("../../migrations/0023_book_checks.sql")),
 ];
 
 /// The embedded migrations as sqlx reads a folder: `VERSION_DESCRIPTION.sql`.

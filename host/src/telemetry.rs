@@ -97,6 +97,7 @@ pub fn books_alarms(a: &crate::store::books::Alarms) {
     metrics::gauge!("stablerail_books_unexplained_outgoing").set(a.unexplained_outgoing as f64);
     metrics::gauge!("stablerail_books_unmatched_incoming").set(a.unmatched_incoming as f64);
     metrics::gauge!("stablerail_books_unseen_credits").set(a.unseen_credits as f64);
+    metrics::gauge!("stablerail_books_stalled_wallets").set(a.stalled_wallets as f64);
 }
 
 /// Nonces a sender has taken beyond what its chain has mined.

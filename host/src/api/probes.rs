@@ -46,9 +46,10 @@ pub struct Checks {
     pub assets_withheld: BTreeMap<String, String>,
     /// What the books cannot explain at the service's wallets (reported,
     /// not a failed check): money out that no payment claims, money in
-    /// that no payment claims, credits the chain does not show. See
+    /// that no payment claims, credits the chain does not show, wallets
+    /// whose balance is not what the movements read add up to. See
     /// `stablerail books check`.
-    #[schema(example = json!({"unexplained_outgoing": 0, "unmatched_incoming": 1, "unseen_credits": 0}))]
+    #[schema(example = json!({"unexplained_outgoing": 0, "unmatched_incoming": 1, "unseen_credits": 0, "stalled_wallets": 0}))]
     pub books: BTreeMap<&'static str, i64>,
 }
 
@@ -91,6 +92,7 @@ async fn ready_view(s: &Shared) -> crate::watch::ReadyView {
                 ("unexplained_outgoing", books.unexplained_outgoing),
                 ("unmatched_incoming", books.unmatched_incoming),
                 ("unseen_credits", books.unseen_credits),
+                ("stalled_wallets", books.stalled_wallets),
             ]
             .into_iter()
             .collect();

@@ -99,9 +99,10 @@ pub async fn page(State(s): State<Shared>, signed: Signed) -> Result<Response, D
         section {
             h2 { "Books" }
             p id="books-alarms" {
-                @if books.unexplained_outgoing > 0 || books.unseen_credits > 0 { span.badge.disabled { "alarm" } " " } @else { span.badge.active { "balanced" } " " }
+                @if books.unexplained_outgoing > 0 || books.unseen_credits > 0 || books.stalled_wallets > 0 { span.badge.disabled { "alarm" } " " } @else { span.badge.active { "balanced" } " " }
                 (books.unexplained_outgoing) " movements out that no payment claims; "
                 (books.unseen_credits) " credits the chain does not show; "
+                (books.stalled_wallets) " wallets whose balance the movements read do not explain; "
                 (books.unmatched_incoming) " movements in that no payment claims (stablerail books unmatched, books check)."
             }
             @if !unmatched.is_empty() {

@@ -230,27 +230,36 @@ pub struct Cursor {
     pub opening: String,
     pub opened_block: i64,
     pub read_block: i64,
+    /// The balance on chain at `read_block`, as read (None: not read yet).
+    pub held: Option<String>,
+}
+
+fn cursor_of(r: &sqlx::any::AnyRow) -> Result<Cursor, StoreError> {
+    Ok(Cursor {
+        opening: r.try_get("opening")?,
+        opened_block: r.try_get("opened_block")?,
+        read_block: r.try_get("read_block")?,
+        held: r.try_get("held")?,
+    })
 }
 
 pub async fn cursor(db: &Db, chain: &str, wallet: &str, token: &str) -> Result<Option<Cursor>, StoreError> {
-    let row = sqlx::query("SELECT opening, opened_block, read_block FROM book_cursors WHERE chain = $1 AND wallet = $2 AND token = $3")
-        .bind(chain)
-        .bind(wallet)
-        .bind(token)
-        .fetch_optional(&db.pool)
-        .await?;
-    row.map(|r| {
-        Ok(Cursor { opening: r.try_get("opening")?, opened_block: r.try_get("opened_block")?, read_block: r.try_get("read_block")? })
-    })
-    .transpose()
+    let row =
+        sqlx::query("SELECT opening, opened_block, read_block, held FROM book_cursors WHERE chain = $1 AND wallet = $2 AND token = $3")
+            .bind(chain)
+            .bind(wallet)
+            .bind(token)
+            .fetch_optional(&db.pool)
+            .await?;
+    row.as_ref().map(cursor_of).transpose()
 }
 
 /// Open a wallet's books at `block` with the balance it held then; an
 /// open one stays as it is.
 pub async fn open(db: &Db, chain: &str, wallet: &str, token: &str, opening: &str, block: i64, now_ms: i64) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO book_cursors (chain, wallet, token, opening, opened_block, read_block, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $5, $6) ON CONFLICT (chain, wallet, token) DO NOTHING",
+        "INSERT INTO book_cursors (chain, wallet, token, opening, opened_block, read_block, held, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $5, $4, $6) ON CONFLICT (chain, wallet, token) DO NOTHING",
     )
     .bind(chain)
     .bind(wallet)
@@ -263,11 +272,23 @@ pub async fn open(db: &Db, chain: &str, wallet: &str, token: &str, opening: &str
     Ok(())
 }
 
-/// The reconciler read every movement up to `block`: compare-and-set on
-/// where it was, so two replicas do not both move it.
-pub async fn advance(db: &Db, chain: &str, wallet: &str, token: &str, from: i64, to: i64, now_ms: i64) -> Result<bool, StoreError> {
+/// The reconciler read every movement up to `to`, where the chain's
+/// balance is `held` (None: it could not be read there): compare-and-set
+/// on where it was, so two replicas do not both move it.
+#[allow(clippy::too_many_arguments)]
+pub async fn advance(
+    db: &Db,
+    chain: &str,
+    wallet: &str,
+    token: &str,
+    from: i64,
+    to: i64,
+    held: Option<&str>,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
     let done = sqlx::query(
-        "UPDATE book_cursors SET read_block = $1, updated_at = $2 WHERE chain = $3 AND wallet = $4 AND token = $5 AND read_block = $6",
+        "UPDATE book_cursors SET read_block = $1, updated_at = $2, held = $7, stalled_since = NULL \
+         WHERE chain = $3 AND wallet = $4 AND token = $5 AND read_block = $6",
     )
     .bind(to)
     .bind(now_ms)
@@ -275,9 +296,26 @@ pub async fn advance(db: &Db, chain: &str, wallet: &str, token: &str, from: i64,
     .bind(wallet)
     .bind(token)
     .bind(from)
+    .bind(held)
     .execute(&db.pool)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// The movements read did not add up to the chain's balance: the cursor
+/// stays where it was, marked stalled since the first such pass.
+pub async fn stall(db: &Db, chain: &str, wallet: &str, token: &str, now_ms: i64) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE book_cursors SET stalled_since = COALESCE(stalled_since, $1), updated_at = $1 \
+         WHERE chain = $2 AND wallet = $3 AND token = $4",
+    )
+    .bind(now_ms)
+    .bind(chain)
+    .bind(wallet)
+    .bind(token)
+    .execute(&db.pool)
+    .await?;
+    Ok(())
 }
 
 /// What the books cannot explain, for the alarms.
@@ -291,6 +329,9 @@ pub struct Alarms {
     /// Credits at a service wallet, inside the range the reconciler read,
     /// that it did not find on chain.
     pub unseen_credits: i64,
+    /// Wallets whose chain balance has not been what the movements read
+    /// add up to (since before `before_ms`): the reconciler holds them back.
+    pub stalled_wallets: i64,
 }
 
 /// Count what the books cannot explain at the wallets the reconciler
@@ -317,22 +358,16 @@ pub async fn alarms(db: &Db, before_ms: i64) -> Result<Alarms, StoreError> {
              AND m.block > c.opened_block AND m.block <= c.read_block AND m.created_at < $1",
         )
         .await?,
+        stalled_wallets: count("SELECT COUNT(*) AS n FROM book_cursors WHERE stalled_since IS NOT NULL AND stalled_since < $1").await?,
     })
 }
 
 /// Every wallet the reconciler reads.
 pub async fn cursors(db: &Db) -> Result<Vec<(String, String, String, Cursor)>, StoreError> {
-    sqlx::query("SELECT chain, wallet, token, opening, opened_block, read_block FROM book_cursors ORDER BY chain, wallet, token")
+    sqlx::query("SELECT chain, wallet, token, opening, opened_block, read_block, held FROM book_cursors ORDER BY chain, wallet, token")
         .fetch_all(&db.read)
         .await?
         .iter()
-        .map(|r| {
-            Ok((
-                r.try_get("chain")?,
-                r.try_get("wallet")?,
-                r.try_get("token")?,
-                Cursor { opening: r.try_get("opening")?, opened_block: r.try_get("opened_block")?, read_block: r.try_get("read_block")? },
-            ))
-        })
+        .map(|r| Ok((r.try_get("chain")?, r.try_get("wallet")?, r.try_get("token")?, cursor_of(r)?)))
         .collect()
 }
