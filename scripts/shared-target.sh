@@ -5,7 +5,7 @@
 # write the same artifacts, and cargo rebuilds them when a source file is
 # newer than the artifact. A fresh clone's files are, so CI always builds its
 # own; in a checkout older than the last build elsewhere, `touch
-# host/src/lib.rs` before building.
+# crates/types/src/lib.rs` before building.
 # `target` and `adapters/target` become links into the cache; an existing
 # folder is left alone. STABLERAIL_SHARED_TARGET=0 turns this off.
 share_target() {

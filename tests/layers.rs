@@ -1,34 +1,60 @@
-//! Layers point one way: no import circle between the top-level modules of
-//! `host/src`, nor between the members (files and subfolders) of any one
+//! Layers point one way. Between crates Cargo keeps them (a crate cannot
+//! name one above it: `docs/architecture.md` has the graph). Inside each
+//! crate this test keeps them: no import circle between its top-level
+//! modules, nor between the members (files and subfolders) of any one
 //! folder. Every `crate::…` and `super::…` path counts, inline ones and
 //! `use` groups too; comments, strings and char literals do not. A folder's
 //! own `mod.rs` is the folder, not one of its members: children reaching
 //! their parent's re-exports is how Rust modules are meant to be used.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::common;
 
 type Module = Vec<String>;
 
-#[test]
-fn host_src_has_no_import_circles() {
-    let circles = circles_in(&common::repo_root().join("host/src"));
-    assert!(circles.is_empty(), "import circles in host/src:\n{}", circles.join("\n"));
+/// The `src` folder of every crate of the service: the binary's and each
+/// one under `crates/`.
+fn crate_sources() -> Vec<PathBuf> {
+    let root = common::repo_root();
+    let mut out = vec![root.join("host/src")];
+    let mut crates: Vec<PathBuf> =
+        std::fs::read_dir(root.join("crates")).unwrap().map(|e| e.unwrap().path().join("src")).filter(|p| p.is_dir()).collect();
+    crates.sort();
+    out.extend(crates);
+    out
 }
 
-/// The library is built without its tests (`test = false` in
-/// host/Cargo.toml, so it compiles once for the service and the suite): a
+#[test]
+fn no_crate_has_import_circles() {
+    let sources = crate_sources();
+    assert!(sources.len() > 5, "the crates were found: {sources:?}");
+    let circles: Vec<String> =
+        sources.iter().flat_map(|src| circles_in(src).into_iter().map(move |c| format!("{}: {c}", src.display()))).collect();
+    assert!(circles.is_empty(), "import circles:\n{}", circles.join("\n"));
+}
+
+/// The crates are built without their tests (`test = false` in each
+/// Cargo.toml, so each compiles once for the service and the suite): a
 /// `#[cfg(test)]` module in it would never run. Unit tests live in
 /// tests/units.
 #[test]
 fn no_unit_test_hides_in_the_library() {
-    let mut files = BTreeMap::new();
-    collect(&common::repo_root().join("host/src"), &common::repo_root().join("host/src"), &mut files);
-    assert!(files.len() > 50, "the library's files were read");
-    let hidden: Vec<String> =
-        files.iter().filter(|(_, text)| code_only(text).contains("#[cfg(test)]")).map(|(module, _)| module.join("::")).collect();
+    let mut hidden = vec![];
+    let mut read = 0;
+    for src in crate_sources() {
+        let mut files = BTreeMap::new();
+        collect(&src, &src, &mut files);
+        read += files.len();
+        hidden.extend(
+            files
+                .iter()
+                .filter(|(_, text)| code_only(text).contains("#[cfg(test)]"))
+                .map(|(module, _)| format!("{}: {}", src.display(), module.join("::"))),
+        );
+    }
+    assert!(read > 150, "the crates' files were read");
     assert!(hidden.is_empty(), "tests that never run, in: {hidden:?}");
 }
 
@@ -63,11 +89,12 @@ fn a_known_circle_is_found_and_comments_do_not_count() {
 }
 
 /// A status (an intent's, a facilitator settlement's, a registered swap's)
-/// is written only in `store/transition/`: nothing else inserts those rows
+/// is written only in the store crate's `store/transition/`: nothing else,
+/// in any crate, inserts those rows
 /// or sets their `status`.
 #[test]
 fn a_status_is_written_only_in_the_transition_module() {
-    let found = status_writes_in(&common::repo_root().join("host/src"));
+    let found: Vec<String> = crate_sources().iter().flat_map(|src| status_writes_in(src)).collect();
     assert!(found.is_empty(), "status writes outside store/transition:\n{}", found.join("\n"));
 }
 

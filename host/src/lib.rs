@@ -1,41 +1,16 @@
 //! stablerail: moves stablecoin value from a payer on one chain to a merchant
-//! on another. Chains and schemes are WebAssembly adapters; this crate is the
-//! host that owns HTTP, storage, keys and transport.
+//! on another. Chains and schemes are WebAssembly adapters. This crate is the
+//! binary's command line; every layer below is its own crate, and is named
+//! here under the path the suite and the CLI use (`stablerail::settle`, ...).
 
-pub mod adapter;
-pub mod api;
-pub mod auth;
-pub mod cached;
+pub use stablerail_adapter_host::adapter;
+pub use stablerail_engine::{family, float, ratelimit, settle, swap, sweeper, wallets, watch, webhooks, x402};
+pub use stablerail_ops::{auth, client_ip, live, mail, ops, state};
+pub use stablerail_store::{db, store};
+pub use stablerail_types::{
+    cached, clock, config, crypto, decimal, facts, failure, intent, payment, pepper, sanctions, secret_file, telemetry,
+};
+pub use stablerail_web::{api, dashboard, heap, http_server, server};
+
 pub mod cli;
-pub mod client_ip;
-pub mod clock;
-pub mod config;
-pub mod crypto;
-pub mod dashboard;
-pub mod db;
-pub mod decimal;
-pub mod failure;
-pub mod family;
-pub mod float;
-pub mod heap;
-pub mod http_server;
-pub mod intent;
-pub mod live;
-pub mod mail;
-pub mod ops;
 pub mod output;
-pub mod payment;
-pub mod ratelimit;
-pub mod sanctions;
-pub mod secret_file;
-pub mod server;
-pub mod settle;
-pub mod state;
-pub mod store;
-pub mod swap;
-pub mod sweeper;
-pub mod telemetry;
-pub mod wallets;
-pub mod watch;
-pub mod webhooks;
-pub mod x402;

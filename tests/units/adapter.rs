@@ -1,4 +1,4 @@
-/// `host/src/adapter/check.rs`
+/// `host/src/cli/adapter_check.rs`
 mod check {
     use serde_json::json;
 
@@ -25,7 +25,7 @@ mod check {
     }
 }
 
-/// `host/src/adapter/new.rs`
+/// `host/src/cli/adapter_new.rs`
 mod new {
     use stablerail::cli::adapter_new::*;
     use stablerail::config::Family;
@@ -57,7 +57,7 @@ mod new {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }
-/// `host/src/adapter/wit/v0_6.rs`
+/// `crates/adapter-host/src/adapter/wit/v0_6.rs`
 mod v0_6 {
     use alloy_primitives::{Address, U256};
     use alloy_sol_types::Eip712Domain;

@@ -1,4 +1,4 @@
-/// `host/src/chain.rs`
+/// `crates/chain/src/chain.rs`
 mod chain {
     use stablerail::family::chain::redact_url;
 
@@ -11,7 +11,7 @@ mod chain {
     }
 }
 
-/// `host/src/family/evm/tx.rs`
+/// `crates/evm/src/tx.rs`
 mod tx {
     use stablerail::family::evm::tx::{node_says, NodeSays};
 
@@ -30,7 +30,7 @@ mod tx {
     }
 }
 
-/// `host/src/family/solana/wire.rs`
+/// `crates/solana/src/wire.rs`
 mod wire {
     use stablerail::family::solana::wire::*;
 
@@ -63,7 +63,7 @@ mod wire {
     }
 }
 
-/// `host/src/wallets.rs`
+/// `crates/engine/src/wallets.rs`
 mod wallets {
     use alloy_primitives::U256;
     use stablerail::wallets::*;

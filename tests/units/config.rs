@@ -1,4 +1,4 @@
-/// `host/src/config.rs`
+/// `crates/types/src/config.rs`
 mod env_tests {
     use stablerail::config::expand_env;
 
@@ -11,7 +11,7 @@ mod env_tests {
     }
 }
 
-/// `host/src/config.rs`
+/// `crates/types/src/config.rs`
 mod floor_tests {
     use stablerail::config::Config;
 
@@ -34,7 +34,7 @@ mod floor_tests {
     }
 }
 
-/// `host/src/config.rs`
+/// `crates/types/src/config.rs`
 mod swap_provider_tests {
     use stablerail::config::{Config, Family, SwapProvider};
 
@@ -57,7 +57,7 @@ mod swap_provider_tests {
     }
 }
 
-/// `host/src/config.rs`
+/// `crates/types/src/config.rs`
 mod transaction_type_tests {
     use stablerail::config::{Config, Family, TxType};
 
@@ -72,7 +72,7 @@ mod transaction_type_tests {
     }
 }
 
-/// `host/src/config.rs`
+/// `crates/types/src/config.rs`
 mod erc6492_factory_tests {
     use stablerail::config::Config;
 

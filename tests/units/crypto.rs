@@ -1,4 +1,4 @@
-//! `host/src/crypto.rs`
+//! `crates/types/src/crypto.rs`
 
 use alloy_primitives::{keccak256, U256};
 use alloy_signer::SignerSync;

@@ -1,4 +1,4 @@
-//! `host/src/heap.rs`
+//! `crates/web/src/heap.rs`
 #![cfg(all(target_os = "linux", target_env = "gnu"))]
 
 /// Pages freed in the middle of an arena stay resident until a trim

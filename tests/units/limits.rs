@@ -1,7 +1,7 @@
 //! The service's small shared pieces: the rate limiter's bounded table,
 //! the once-per-interval cache and the client address behind proxies.
 
-/// `host/src/ratelimit.rs`
+/// `crates/engine/src/ratelimit.rs`
 mod ratelimit {
     use stablerail::ratelimit::*;
 
@@ -31,7 +31,7 @@ mod ratelimit {
     }
 }
 
-/// `host/src/cached.rs`
+/// `crates/types/src/cached.rs`
 mod cached {
     use stablerail::cached::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -50,7 +50,7 @@ mod cached {
     }
 }
 
-/// `host/src/client_ip.rs`
+/// `crates/ops/src/client_ip.rs`
 mod client_ip {
     use axum::http::HeaderMap;
     use stablerail::client_ip::*;

@@ -1,4 +1,4 @@
-/// `host/src/failure.rs`
+/// `crates/types/src/failure.rs`
 mod failure {
     use stablerail::failure::*;
     use stablerail::payment::ProofError;
@@ -22,7 +22,7 @@ mod failure {
     }
 }
 
-/// `host/src/sanctions.rs`
+/// `crates/types/src/sanctions.rs`
 mod sanctions {
     use stablerail::sanctions::*;
 
@@ -44,7 +44,7 @@ mod sanctions {
     }
 }
 
-/// `host/src/intent/fees.rs`
+/// `crates/types/src/intent/fees.rs`
 mod fees {
     use rust_decimal::Decimal;
     use stablerail::intent::fees::*;

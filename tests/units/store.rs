@@ -1,4 +1,4 @@
-/// `host/src/db.rs`
+/// `crates/store/src/db.rs`
 mod db {
     /// Every file of `migrations/` is embedded, in order, and nothing else.
     #[test]
@@ -16,7 +16,7 @@ mod db {
     }
 }
 
-/// `host/src/store/group.rs`
+/// `crates/store/src/store/group.rs`
 mod group {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
@@ -86,7 +86,7 @@ mod group {
     }
 }
 
-/// `host/src/keys.rs`
+/// `crates/family/src/family/keys.rs`
 mod keys {
     use stablerail::config::Family;
     use stablerail::db::Db;

@@ -1,4 +1,4 @@
-/// `host/src/swap/mod.rs`: a request's inputs.
+/// `crates/engine/src/swap/mod.rs`: a request's inputs.
 mod inputs {
     use stablerail::config::Family;
     use stablerail::swap::*;
@@ -16,7 +16,7 @@ mod inputs {
         assert!(matches!(slippage(Some("x")), Err(SwapError::Invalid(_))));
     }
 
-    /// Through the family registry (`host/src/family/*/facts.rs`), which the swap code asks.
+    /// Through the family registry (`crates/types/src/facts/*.rs`), which the swap code asks.
     #[test]
     fn addresses_and_hashes_by_family() {
         let valid_address = |f: Family, t: &str| f.facts().is_address(t);
@@ -31,7 +31,7 @@ mod inputs {
     }
 }
 
-/// `host/src/swap/lifi.rs`
+/// `crates/engine/src/swap/lifi.rs`
 mod lifi {
     use serde_json::json;
     use stablerail::swap::lifi::*;
@@ -46,7 +46,7 @@ mod lifi {
     }
 }
 
-/// `host/src/swap/tracker.rs`
+/// `crates/engine/src/swap/tracker.rs`
 mod tracker {
     use serde_json::json;
     use stablerail::family::solana::credited as solana_received;
@@ -65,7 +65,7 @@ mod tracker {
     }
 }
 
-/// `host/src/swap/execute.rs`
+/// `crates/engine/src/swap/execute.rs`
 mod execute {
     use stablerail::swap::execute::*;
     use tron_wire::raw::{trigger, Reference};
@@ -95,7 +95,7 @@ mod execute {
     }
 }
 
-/// `host/src/swap/cache.rs`
+/// `crates/engine/src/swap/cache.rs`
 mod cache {
     use stablerail::swap::cache::*;
     use stablerail::swap::SwapError;

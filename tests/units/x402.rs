@@ -1,4 +1,4 @@
-/// `host/src/x402/reason.rs`
+/// `crates/engine/src/x402/reason.rs`
 mod reason {
     use stablerail::x402::reason::*;
 
@@ -13,7 +13,7 @@ mod reason {
     }
 }
 
-/// `host/src/x402/finished.rs`
+/// `crates/engine/src/x402/finished.rs`
 mod finished {
     use stablerail::x402::finished::*;
 
@@ -38,7 +38,7 @@ mod finished {
     }
 }
 
-/// `host/src/x402/v1.rs`
+/// `crates/engine/src/x402/v1.rs`
 mod v1 {
     use serde_json::json;
     use stablerail::x402::reason::Reason;

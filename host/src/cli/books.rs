@@ -44,7 +44,7 @@ pub enum BooksCommand {
 
 pub async fn books(out: Output, cmd: BooksCommand, store: StoreArgs) -> anyhow::Result<()> {
     let state = crate::server::build_state(&store.config, store.database()?, system_clock()).await?;
-    let deps = &state.steps.deps;
+    let deps = &state.engine_deps();
     let alarms = crate::settle::books::reconcile(deps).await?;
     match cmd {
         BooksCommand::Unmatched { limit } => {

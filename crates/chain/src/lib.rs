@@ -1,0 +1,5 @@
+//! stablerail's chain transport.
+
+use stablerail_types::{config, telemetry};
+
+pub mod chain;
