@@ -14,6 +14,31 @@ mod db {
             assert!(m.version > 0 && !m.description.contains('_'), "{file}");
         }
     }
+
+    /// Two processes on one SQLite file (the service and the CLI): a write
+    /// transaction that reads first and writes after the other wrote waits
+    /// its turn instead of failing with "database is locked" (a deferred
+    /// `BEGIN` fails at its first write: its snapshot is stale).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_transaction_waits_for_another_processs_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let service = Db::connect_unmigrated(&url).await.unwrap();
+        let cli = Db::connect_unmigrated(&url).await.unwrap();
+        sqlx::query("CREATE TABLE t (k INTEGER PRIMARY KEY)").execute(&service.pool).await.unwrap();
+        let mut tx = cli.begin().await.unwrap();
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t").fetch_one(&mut *tx).await.unwrap();
+        // The other process writes meanwhile: it waits for this transaction.
+        let other = tokio::spawn(async move { sqlx::query("INSERT INTO t (k) VALUES (1)").execute(&service.pool).await.map(|_| ()) });
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        sqlx::query("INSERT INTO t (k) VALUES ($1)").bind(n + 2).execute(&mut *tx).await.expect("the reading transaction writes");
+        tx.commit().await.unwrap();
+        other.await.unwrap().expect("the other writer went after it");
+        let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t").fetch_one(&cli.read).await.unwrap();
+        assert_eq!(rows, 2);
+    }
+
+    use stablerail::db::Db;
 }
 
 /// `crates/store/src/store/group.rs`

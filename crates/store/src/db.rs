@@ -76,6 +76,18 @@ pub fn migration(file: &str, sql: &'static str) -> Result<sqlx::migrate::Migrati
 }
 
 impl Db {
+    /// A write transaction. On SQLite it takes the write lock as it begins
+    /// (`BEGIN IMMEDIATE`): a deferred one that reads first and writes later
+    /// fails at once with "database is locked" when another process (the
+    /// CLI beside the service) wrote in between, and SQLite's busy handler
+    /// cannot help it; an immediate one waits its turn instead.
+    pub async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.pool.begin().await,
+        }
+    }
+
     /// Connect and bring the schema up to date.
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
         let db = Db::connect_unmigrated(url).await?;

@@ -57,7 +57,7 @@ pub async fn create_account(db: &Db, name: &str, now_ms: i64) -> Result<String, 
 /// count is bumped by compare-and-set, so the limit holds under concurrency.
 pub async fn create_agent(db: &Db, account: Option<&str>, name: &str, now_ms: i64) -> Result<Agent, AgentError> {
     for _ in 0..8 {
-        let mut tx = db.pool.begin().await?;
+        let mut tx = db.begin().await?;
         if let Some(acc) = account {
             let bumped =
                 sqlx::query("UPDATE accounts SET agent_count = agent_count + 1 WHERE id = $1 AND agent_count < $2 AND status = 'active'")
@@ -134,7 +134,7 @@ async fn insert_key(
 
 /// Issue a key pair for an agent, revoking the ones it had (rotation).
 pub async fn replace_key(db: &Db, agent_id: &str, api_key: &str, secret_hmac: &str, now_ms: i64) -> Result<(), AgentError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     if sqlx::query("SELECT 1 AS one FROM agents WHERE id = $1").bind(agent_id).fetch_optional(&mut *tx).await?.is_none() {
         return Err(AgentError::NoAgent(agent_id.into()));
     }
@@ -204,7 +204,7 @@ pub struct KeyRow {
 /// `MAX_NEW_KEYS_PER_DAY` in the last day. The no-op update
 /// locks the agent's row, so two adds at once count one after the other.
 pub async fn add_key(db: &Db, agent_id: &str, api_key: &str, secret_hmac: &str, now_ms: i64) -> Result<bool, AgentError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     let locked = sqlx::query("UPDATE agents SET name = name WHERE id = $1 AND status = 'active'")
         .bind(agent_id)
         .execute(&mut *tx)
@@ -294,7 +294,7 @@ pub async fn rename_agent(db: &Db, account: &str, id: &str, name: &str) -> Resul
 /// Map an email to a wallet on a chain (replacing an earlier mapping).
 pub async fn set_recipient(db: &Db, email: &str, chain: &str, address: &str) -> Result<(), StoreError> {
     let email = email.trim().to_lowercase();
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     sqlx::query("DELETE FROM recipients WHERE email = $1 AND chain = $2").bind(&email).bind(chain).execute(&mut *tx).await?;
     sqlx::query("INSERT INTO recipients (email, chain, address) VALUES ($1, $2, $3)")
         .bind(&email)
@@ -431,7 +431,7 @@ pub async fn disable_agent(db: &Db, id: &str) -> Result<bool, StoreError> {
 
 /// Disable an account and every agent of it, in one transaction.
 pub async fn disable_account(db: &Db, id: &str) -> Result<bool, StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     let n = sqlx::query("UPDATE accounts SET status = 'disabled' WHERE id = $1").bind(id).execute(&mut *tx).await?.rows_affected();
     sqlx::query("UPDATE agents SET status = 'disabled' WHERE account_id = $1").bind(id).execute(&mut *tx).await?;
     sqlx::query("DELETE FROM sessions WHERE account_id = $1").bind(id).execute(&mut *tx).await?;

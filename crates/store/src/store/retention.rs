@@ -37,7 +37,7 @@ fn horizon(now_ms: i64, hours: u64) -> i64 {
 /// Delete one batch of the rows `select` finds (ids; `$1` the horizon, `$2`
 /// the batch size) from `table`, with their events, in one transaction.
 async fn delete_batch(db: &Db, table: &str, kind: Subject, select: &str, horizon: i64) -> Result<u64, StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     let ids: Vec<String> = sqlx::query(select)
         .bind(horizon)
         .bind(BATCH)

@@ -73,7 +73,7 @@ fn endpoint(r: &sqlx::any::AnyRow) -> Result<Endpoint, StoreError> {
 
 /// Add an endpoint; `false` when the owner has as many as it may.
 pub async fn add_endpoint(db: &Db, e: &Endpoint) -> Result<bool, StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM webhook_endpoints WHERE owner_kind = $1 AND owner_id = $2")
         .bind(&e.owner_kind)
         .bind(&e.owner_id)
@@ -141,7 +141,7 @@ pub async fn endpoint_by_id(db: &Db, id: &str) -> Result<Option<Endpoint>, Store
 
 /// Remove an endpoint and its deliveries; `false` if the owner has no such endpoint.
 pub async fn remove_endpoint(db: &Db, owner_kind: &str, owner_id: &str, id: &str) -> Result<bool, StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     sqlx::query("DELETE FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE id = $1 AND owner_kind = $2 AND owner_id = $3)")
         .bind(id)
         .bind(owner_kind)
@@ -222,7 +222,7 @@ pub struct NewDelivery {
 /// (another replica may have). Events with no delivery are marked in one
 /// statement. How many events this call fanned out.
 pub async fn fan_out(db: &Db, events: &[(NewEvent, Vec<NewDelivery>)], now: i64, max_pending: i64) -> Result<usize, StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     let silent: Vec<&str> = events.iter().filter(|(_, d)| d.is_empty()).map(|(e, _)| e.id.as_str()).collect();
     let mut won = 0usize;
     if !silent.is_empty() {
@@ -437,7 +437,7 @@ pub async fn finish(db: &Db, holder: &str, now: i64, attempts: &[(String, Attemp
     if attempts.is_empty() {
         return Ok(0);
     }
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     let mut recorded = 0;
     for (id, outcome) in attempts {
         let (status, code, error, available, delivered) = match outcome {

@@ -169,7 +169,7 @@ pub async fn confirm_tx(db: &Db, chain: &str, tx_hash: &str, now_ms: i64) -> Res
 /// payouts: the authorization inside carries a fixed nonce, so the token
 /// contract accepts at most one of them.
 pub async fn drop_tx(db: &Db, id: &str, leg: &str, step: i32, now_ms: i64) -> Result<(), StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     sqlx::query(
         "INSERT INTO dropped_transactions (intent_id, leg, step, chain, sender, nonce, tx_hash, dropped_at) \
          SELECT intent_id, leg, step, chain, sender, nonce, tx_hash, $4 FROM chain_transactions \
@@ -235,7 +235,7 @@ pub async fn sign_with_next_nonce(
         Backend::Postgres => "GREATEST",
         Backend::Sqlite => "MAX",
     };
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     if let Some(f) = floor {
         sqlx::query("INSERT INTO relayer_nonces (chain, sender, next_nonce) VALUES ($1, $2, $3) ON CONFLICT (chain, sender) DO NOTHING")
             .bind(chain)

@@ -16,7 +16,7 @@ fn change(id: &str, version: i64, from: Option<&str>, to: &str, code: Option<&st
 /// until), already leased to that holder, as a claim would. `Duplicate`
 /// when its authorization (or the payer's payment id) is already recorded.
 pub async fn insert(db: &Db, s: &Settlement, lease: Option<(&str, i64)>) -> Result<(), StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     sqlx::query(&format!(
         "INSERT INTO x402_settlements ({COLUMNS}, available_at, locked_by, locked_until) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $18, $20, $21)"
@@ -86,7 +86,7 @@ impl crate::store::group::Write for Finish {
 
     async fn write(db: &Db, items: &[Finish]) -> Result<Vec<Option<bool>>, StoreError> {
         let now_ms = crate::clock::now_ms();
-        let mut tx = db.pool.begin().await?;
+        let mut tx = db.begin().await?;
         let (mut refused, mut fresh) = (std::collections::HashSet::new(), vec![]);
         let mut outcomes = Vec::with_capacity(items.len());
         for f in items {

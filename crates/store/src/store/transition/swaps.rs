@@ -15,7 +15,7 @@ fn change(id: &str, version: i64, from: Option<&str>, to: &str, code: Option<&st
 /// none was. Other details are another intent: nobody's registration
 /// blocks another's.
 pub async fn register(db: &Db, new: &SwapIntent, details: &str) -> Result<SwapIntent, StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     let inserted = sqlx::query(
         "INSERT INTO swap_intents (id, from_chain, to_chain, source_tx_hash, from_token, to_token, payer_address, recipient_address, \
          sending_token_amount, status, created_at, updated_at, next_check_at, details) \
@@ -51,7 +51,7 @@ pub async fn register(db: &Db, new: &SwapIntent, details: &str) -> Result<SwapIn
 
 /// PENDING → a terminal status, only by the lease's holder.
 pub async fn finish(db: &Db, id: &str, holder: &str, o: &Outcome<'_>, now: i64) -> Result<bool, StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     let n = sqlx::query(
         "UPDATE swap_intents SET status = $1, substatus = $2, dest_tx_hash = $3, received_amount = $4, error_code = $5, updated_at = $6, lease_until = 0 \
          WHERE id = $7 AND status = 'PENDING' AND lease_holder = $8",

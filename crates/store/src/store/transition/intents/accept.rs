@@ -72,7 +72,7 @@ impl crate::store::group::Write for Accept {
         });
         let mut moved = vec![false; items.len()];
         let mut events = vec![];
-        let mut tx = db.pool.begin().await?;
+        let mut tx = db.begin().await?;
         for n in order {
             if let Some(version) = accept_in(db.backend, &mut tx, &items[n]).await? {
                 moved[n] = true;

@@ -59,7 +59,7 @@ impl crate::store::group::Write for Inserts {
                 .bind(i64::from(i.payer_listed))
                 .bind(i.receiving_amount.parse().ok().and_then(micros));
         }
-        let mut tx = db.pool.begin().await?;
+        let mut tx = db.begin().await?;
         q.execute(&mut *tx).await?;
         let events: Vec<Change> = items.iter().map(|i| change(&i.id, 0, None, i.status, None)).collect();
         record(&mut tx, db.backend, &events, crate::clock::now_ms()).await?;

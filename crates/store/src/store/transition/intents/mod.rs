@@ -50,7 +50,7 @@ pub async fn transition_from(
     why: Option<&Reason>,
     now_ms: i64,
 ) -> Result<bool, StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     // One statement per state it may be in, in one transaction: the event
     // names the state it was in.
     for (n, f) in from.iter().enumerate() {
@@ -83,7 +83,7 @@ pub async fn transition_from(
 /// own authorization forgotten, so the agent can fund the wallet and
 /// execute again before the intent expires.
 pub async fn back_to_awaiting(db: &Db, id: &str, why: &Reason, now_ms: i64) -> Result<bool, StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     let moved = sqlx::query(
         "UPDATE intents SET status = $1, settle_proof = NULL, replay_key = NULL, payer = NULL, error_code = $2, \
          error_message = $3, updated_at = $4, version = version + 1 WHERE id = $5 AND status = $6 AND agent_id IS NOT NULL \
@@ -171,7 +171,7 @@ pub enum Retry {
 /// waiting one due now. The payout's retry budget starts again. Running it
 /// twice does no harm: the second run finds it waiting and re-queues it.
 pub async fn retry(db: &Db, id: &str, now_ms: i64) -> Result<Retry, StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     let Some(row) = sqlx::query("SELECT status FROM intents WHERE id = $1").bind(id).fetch_optional(&mut *tx).await? else {
         return Ok(Retry::NotFound);
     };
@@ -215,7 +215,7 @@ pub async fn retry(db: &Db, id: &str, now_ms: i64) -> Result<Retry, StoreError> 
 /// TARGET_SETTLING → PARTIAL_SETTLEMENT, out of the queue. If a stored
 /// payout lands after all, the keeper's reconciliation still records it.
 pub async fn give_up(db: &Db, id: &str, why: &Reason, now_ms: i64) -> Result<bool, StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     for from in [Status::SourceSettled, Status::TargetSettling] {
         let moved = sqlx::query(
             "UPDATE intents SET status = $1, error_code = $2, error_message = $3, updated_at = $4, version = version + 1 \
@@ -242,7 +242,7 @@ pub async fn give_up(db: &Db, id: &str, why: &Reason, now_ms: i64) -> Result<boo
 
 /// Record AWAITING_PAYMENT intents past their expiry as EXPIRED.
 pub async fn expire_due(db: &Db, now_ms: i64) -> Result<u64, StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     let expired = sqlx::query(
         "UPDATE intents SET status = $1, updated_at = $2, version = version + 1 WHERE status = $3 AND expires_at <= $2 RETURNING id, version",
     )

@@ -30,7 +30,7 @@ impl crate::store::group::Write for StartPayout {
             crate::store::numbered_params(4 + 2 * n, n)
         );
         let now_ms = crate::clock::now_ms();
-        let mut tx = db.pool.begin().await?;
+        let mut tx = db.begin().await?;
         let mut stored = std::collections::HashMap::new();
         let mut events = vec![];
         // Resumed first (already TARGET_SETTLING: no change of status), then
@@ -89,7 +89,7 @@ impl crate::store::group::Write for LegSettled {
 
     async fn write(db: &Db, items: &[LegSettled]) -> Result<Vec<bool>, StoreError> {
         let now_ms = crate::clock::now_ms();
-        let mut tx = db.pool.begin().await?;
+        let mut tx = db.begin().await?;
         let (mut credited, mut fresh) = (std::collections::HashSet::new(), vec![]);
         for s in items {
             match crate::store::books::credit(&mut tx, &s.credit, now_ms).await? {
@@ -160,7 +160,7 @@ impl crate::store::group::Write for LegSettled {
 
 /// PARTIAL_SETTLEMENT → TARGET_SETTLED: a stored payout did land after all.
 pub async fn reconciled(db: &Db, id: &str, tx_hash: &str, credit: &crate::store::books::Credit, now_ms: i64) -> Result<bool, StoreError> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     if !crate::store::books::credit(&mut tx, credit, now_ms).await?.holds() {
         return Ok(false);
     }
