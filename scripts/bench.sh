@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:-}
 case "$name" in
-  adapter) shift; exec cargo bench --release -p stablerail --bench adapter "$@" ;;
+  adapter) shift; exec cargo bench -p stablerail --bench adapter "$@" ;;
   peers|settlement|create|swap|abuse|soak-memory|events) shift; exec devnet/bench/"$name".sh "$@" ;;
   *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

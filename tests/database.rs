@@ -142,6 +142,17 @@ async fn check_claims(db: &Db) {
     let holders: i64 =
         sqlx::query("SELECT COUNT(*) AS n FROM settlement_queue WHERE locked_by = 'e'").fetch_one(&db.pool).await.unwrap().get("n");
     assert_eq!(holders, 10);
+    // A parked pass of the old holder, woken late: it may neither renew nor
+    // release the row its successor holds; the holder may.
+    use stablerail::store::settlement::{release, renew};
+    assert!(!renew(db, "i00", "a", 100 + 3 * LEASE,).await.unwrap(), "another's lease is not renewed");
+    release(db, "i00", "a", 0).await.unwrap();
+    let held: Option<String> =
+        sqlx::query("SELECT locked_by FROM settlement_queue WHERE intent_id = 'i00'").fetch_one(&db.pool).await.unwrap().get("locked_by");
+    assert_eq!(held.as_deref(), Some("e"), "another's lease is not released");
+    assert!(renew(db, "i00", "e", 100 + 3 * LEASE).await.unwrap());
+    release(db, "i00", "e", 0).await.unwrap();
+    assert_eq!(claim(db, "f", 100 + LEASE + 2, LEASE, 64).await.unwrap(), ["i00"], "released by its holder: due again");
 }
 
 #[tokio::test]

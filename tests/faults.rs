@@ -7,6 +7,7 @@
 //! (`scripts/chaos.sh` runs 10 rounds of 40 and a 5-minute outage); the
 //! suite runs 3 rounds of 30 and a 60-second outage, long enough for the
 //! payout to go through several capped backoffs while the chain is away.
+//! `CHAOS_BLOCK_SECONDS` mines the kill run's chains at that pace.
 
 use crate::common;
 
@@ -101,6 +102,14 @@ async fn kill_nine_while_settling_pays_each_merchant_once() {
     let dn = Devnet::start_with(23045, "base,arbitrum,polygon", "", 0, None).await;
     dn.service_setting("retry_max_backoff_seconds", 5);
     dn.service_setting("nonce_check_seconds", 2);
+    // `CHAOS_BLOCK_SECONDS=2` (scripts/chaos.sh): blocks at that pace
+    // instead of at once, so kills land while payments wait on blocks.
+    let block_seconds = env_or("CHAOS_BLOCK_SECONDS", 0);
+    if block_seconds > 0 {
+        for chain in ["base", "arbitrum", "polygon"] {
+            rpc(&dn.rpc_url(chain), "evm_setIntervalMining", json!([block_seconds])).await;
+        }
+    }
     let port = free_port();
     let routes = [("base", "arbitrum"), ("arbitrum", "polygon"), ("polygon", "base")];
     let collection = dn.state.keys.address(keys::COLLECTION).await.unwrap();

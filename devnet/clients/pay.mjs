@@ -4,6 +4,7 @@
 //
 //   echo '<requirements>' | node pay.mjs 0x<payer private key> [rpc url]
 //   echo '<requirements>' | node pay.mjs smart:<base64 wallet JSON> [rpc url]   (smart-signer.mjs)
+//   echo '[<requirements>, …]' | node pay.mjs 0x<key>   (a JSON array of proofs)
 //
 // With an RPC URL the signer can read chain state, which Permit2 payments
 // need: the client checks the payer's Permit2 allowance and, when it falls
@@ -15,7 +16,14 @@ import { command } from "./command.mjs";
 import { payerSigner } from "./smart-signer.mjs";
 
 export async function main(args, input) {
-  const requirements = JSON.parse(input);
+  const given = JSON.parse(input);
+  // An array of requirements: a JSON array of proofs, one process for all.
+  if (Array.isArray(given)) {
+    const proofs = [];
+    for (const one of given) proofs.push(await main(args, JSON.stringify(one)));
+    return JSON.stringify(proofs);
+  }
+  const requirements = given;
   const account = payerSigner(args[0]);
   const rpc = args[1];
   const signer = rpc ? toClientEvmSigner(account, createPublicClient({ transport: http(rpc) })) : account;

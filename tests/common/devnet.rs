@@ -498,6 +498,11 @@ pub fn x402_pay(requirements: &Value, private_key: &str) -> String {
     node("pay.mjs", &[private_key], &requirements.to_string())
 }
 
+/// The real x402 client signs each of `requirements` in one process.
+pub fn x402_pay_many(requirements: &[Value], private_key: &str) -> Vec<String> {
+    serde_json::from_str(&node("pay.mjs", &[private_key], &Value::from(requirements.to_vec()).to_string())).unwrap()
+}
+
 /// The x402 client with chain access, as Permit2 payments need: it reads
 /// the payer's Permit2 allowance and signs an offered extension if short.
 pub fn x402_pay_on(requirements: &Value, private_key: &str, rpc: &str) -> String {

@@ -30,6 +30,100 @@ mod tx {
     }
 }
 
+/// `crates/evm/src/rhythm.rs`
+mod rhythm {
+    use std::time::{Duration, Instant};
+
+    use stablerail::family::evm::rhythm::Rhythm;
+
+    /// Heads (number, block timestamp in seconds, ms after t0 seen here).
+    fn seen(heads: &[(u64, u64, u64)]) -> (Rhythm, Instant) {
+        let t0 = Instant::now();
+        let mut r = Rhythm::default();
+        for (number, ts, ms) in heads {
+            r.observe(*number, *ts, t0 + Duration::from_millis(*ms));
+        }
+        (r, t0)
+    }
+
+    /// Blocks every 2 s by their timestamps, seen here with jitter and one
+    /// head missed: a batch goes out halfway between two blocks.
+    #[test]
+    fn a_steady_two_second_chain_sends_in_the_middle_of_the_block() {
+        let (r, t0) = seen(&[(10, 100, 0), (11, 102, 2300), (13, 106, 6100), (14, 108, 8000), (15, 110, 10000)]);
+        assert_eq!(r.interval(), Some(Duration::from_secs(2)));
+        let at = r.send_at(t0 + Duration::from_millis(10300)).unwrap();
+        assert_eq!(at.duration_since(t0).as_millis(), 11000, "the middle of 10-12 s");
+        // Past the middle: the next block's.
+        let at = r.send_at(t0 + Duration::from_millis(11200)).unwrap();
+        assert_eq!(at.duration_since(t0).as_millis(), 13000);
+        // Heads not seen for long (the poll was idle): no rhythm claimed.
+        assert!(r.send_at(t0 + Duration::from_secs(20)).is_none());
+    }
+
+    /// The blocks before the head give the interval at once; the phase
+    /// waits for the next head to be seen.
+    #[test]
+    fn history_gives_the_interval_and_a_new_head_the_phase() {
+        let mut r = Rhythm::default();
+        r.history(&[(6, 90), (7, 92), (8, 94), (9, 96), (10, 98)]);
+        assert_eq!(r.interval(), Some(Duration::from_secs(2)));
+        let t0 = Instant::now();
+        assert!(r.send_at(t0).is_none(), "no phase before a head is seen to change");
+        r.observe(10, 98, t0);
+        assert!(r.send_at(t0).is_none(), "the head it already had says nothing of when it came");
+        r.observe(11, 100, t0 + Duration::from_millis(500));
+        assert_eq!(r.send_at(t0 + Duration::from_millis(600)).unwrap().duration_since(t0).as_millis(), 1500);
+    }
+
+    /// Blocks that follow our own sends (an instant devnet), fast blocks,
+    /// too few: no rhythm, so batches go out at once.
+    #[test]
+    fn irregular_fast_or_few_blocks_claim_no_rhythm() {
+        let (irregular, _) = seen(&[(1, 100, 0), (2, 101, 1000), (3, 104, 4000), (4, 105, 4900), (5, 109, 9000)]);
+        assert!(irregular.interval().is_none());
+        let (fast, _) = seen(&[(1, 100, 0), (2, 100, 250), (3, 100, 500), (4, 101, 750), (5, 101, 1000)]);
+        assert!(fast.interval().is_none());
+        let (few, _) = seen(&[(1, 100, 0), (2, 102, 2000), (3, 104, 4000)]);
+        assert!(few.interval().is_none());
+        // Timestamps a node got wrong (40 s apart): calls are not held that long.
+        let (slow, _) = seen(&[(1, 100, 0), (2, 140, 2000), (3, 180, 4000), (4, 220, 6000), (5, 260, 8000)]);
+        assert!(slow.interval().is_none());
+    }
+}
+
+/// `crates/engine/src/settle/hold.rs`
+mod hold {
+    use std::time::{Duration, Instant};
+
+    use stablerail::settle::hold::Holds;
+
+    /// A park ends before its lease with the claim it was made under; a
+    /// later claim of the same row makes the earlier park's wake-up stale.
+    #[test]
+    fn a_park_ends_before_its_lease_and_a_new_claim_makes_it_stale() {
+        let holds = Holds::default();
+        let id = "in_1".to_string();
+        holds.taken(std::slice::from_ref(&id), Instant::now() + Duration::from_secs(60), "r.1");
+        let (until, first) = holds.park(&id, Duration::from_secs(600)).unwrap();
+        let left = until.duration_since(Instant::now());
+        assert!(left <= Duration::from_secs(50) && left > Duration::from_secs(45), "{left:?}");
+        let (short, _) = holds.park(&id, Duration::from_secs(5)).unwrap();
+        assert!(short.duration_since(Instant::now()) <= Duration::from_secs(5));
+        assert_eq!(holds.current(&id, first).as_deref(), Some("r.1"), "the claim's own holder name");
+        // The lease ran out and the row was claimed again here.
+        holds.taken(std::slice::from_ref(&id), Instant::now() + Duration::from_secs(60), "r.2");
+        assert!(holds.current(&id, first).is_none(), "the first claim's wake-up does nothing");
+        holds.end(&id, first);
+        assert!(holds.park(&id, Duration::from_secs(5)).is_some(), "ending a stale claim leaves the new one");
+        // A lease about to run out: no park at all.
+        holds.taken(std::slice::from_ref(&id), Instant::now() + Duration::from_secs(8), "r.3");
+        assert!(holds.park(&id, Duration::from_secs(30)).is_none());
+        holds.done(&id);
+        assert!(holds.park(&id, Duration::from_secs(30)).is_none());
+    }
+}
+
 /// `crates/solana/src/wire.rs`
 mod wire {
     use stablerail::family::solana::wire::*;

@@ -77,6 +77,8 @@ pub struct Lane {
     pub window: std::time::Duration,
     /// Whether `multicall` has code, once the chain said.
     pub deployed: std::sync::Mutex<Option<bool>>,
+    /// The chain's block rhythm: one batch per block where it has one.
+    pub clock: Arc<super::rhythm::BlockClock>,
 }
 
 impl Lane {
@@ -143,6 +145,24 @@ async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
     let mut resync = false;
     while let Some(first) = rx.recv().await {
         let mut calls = vec![first];
+        // Blocks at a steady pace: everything that queues until the
+        // block's middle goes out then, in batches of `max`, and lands in
+        // the next block together (an operator's window overrides).
+        if let Some(at) = lane.clock.send_at().filter(|_| lane.window.is_zero()) {
+            let at = tokio::time::Instant::from_std(at);
+            while let Ok(Some(c)) = tokio::time::timeout_at(at, rx.recv()).await {
+                calls.push(c);
+            }
+            while let Ok(c) = rx.try_recv() {
+                calls.push(c);
+            }
+            while !calls.is_empty() {
+                let rest = calls.split_off(calls.len().min(lane.max.max(1)));
+                resync = dispatch(&lane, &relay, calls, resync, false).await;
+                calls = rest;
+            }
+            continue;
+        }
         let until = tokio::time::Instant::now() + lane.window;
         while calls.len() < lane.max.max(1) {
             match rx.try_recv() {

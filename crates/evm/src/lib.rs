@@ -9,6 +9,7 @@ use stablerail_types::{clock, config, crypto, payment, telemetry};
 
 pub mod balances;
 pub mod batch;
+pub mod rhythm;
 pub use stablerail_types::facts::evm as facts;
 mod keeper;
 pub mod landed;
@@ -152,6 +153,7 @@ impl Driver for EvmDriver {
                     max: batch_max,
                     window: std::time::Duration::from_millis(self.config.service.settlement_batch_window_ms),
                     deployed: Default::default(),
+                    clock: rhythm::BlockClock::new(client.clone()),
                 };
                 self.batchers.submit(chain, lane, &self.relay, c).await;
                 answer.await.map_err(|_| SendError::Unavailable("settlement batcher stopped".into()))?
@@ -241,6 +243,12 @@ impl Driver for EvmDriver {
             Ok(p) => landed::movements(&receipt.json, &p, auth),
             Err(_) => vec![],
         }
+    }
+
+    async fn head(&self, chain: &str) -> Result<Option<u64>, SendError> {
+        let client = self.chain(chain)?;
+        let head = tx::rpc(&client, "eth_blockNumber", json!([])).await?;
+        Ok(head.as_str().and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok()))
     }
 
     async fn final_block(&self, chain: &str) -> Result<Option<u64>, SendError> {

@@ -11,7 +11,10 @@
 //! id, so the token itself refuses a second payout.
 
 pub mod books;
+pub mod follow;
+pub mod hold;
 pub mod keeper;
+pub mod slot;
 mod source;
 pub mod steps;
 mod target;
@@ -61,6 +64,13 @@ pub struct Engine {
     settled: crate::store::group::Group<transition::LegSettled>,
     /// And the payouts that start together.
     payouts: crate::store::group::Group<transition::StartPayout>,
+    /// This engine, for the follower's wake-ups.
+    me: std::sync::Weak<Engine>,
+    /// Free workers (set by `spawn`), shared by claimed and woken passes.
+    free: std::sync::OnceLock<Arc<tokio::sync::Semaphore>>,
+    /// The rows this replica holds, and the name its leases are under.
+    holds: hold::Holds,
+    holder: String,
 }
 
 /// A claimed intent as read with the others claimed at once, and every
@@ -88,6 +98,9 @@ enum Next {
     /// The pass wrote its queue entry with its last transition (a settled
     /// leg: the payout queued, or the entry dropped).
     Recorded,
+    /// Its transaction waits on a block: the entry stays leased, and the
+    /// follower wakes the intent (`Engine::park`).
+    Parked,
 }
 
 /// Why a leg's transactions did not all land this pass. The strings are
@@ -98,6 +111,9 @@ pub(crate) enum StepError {
     NotSent(Failure, String),
     /// A transaction is out and not final yet: wait, it may still land.
     Pending(String),
+    /// A transaction is out and not final at the first look: the pass
+    /// ends and its owner parks on the follower (`run_steps`' `park`).
+    Parked(String),
     /// The chain says the step would fail; nothing was sent.
     WouldRevert(String),
     /// A transaction was included and failed, or can never be included.
@@ -171,7 +187,16 @@ impl Engine {
 
     /// An engine sharing `steps` (with the x402 worker).
     pub fn with_steps(steps: Arc<Steps>) -> Arc<Engine> {
-        Arc::new(Engine { deps: steps.deps.clone(), steps, settled: Default::default(), payouts: Default::default() })
+        Arc::new_cyclic(|me| Engine {
+            deps: steps.deps.clone(),
+            steps,
+            settled: Default::default(),
+            payouts: Default::default(),
+            me: me.clone(),
+            free: Default::default(),
+            holds: Default::default(),
+            holder: ulid::Ulid::new().to_string(),
+        })
     }
 
     /// Settle queued intents until the process ends, at most `workers` at
@@ -184,36 +209,42 @@ impl Engine {
     }
 
     async fn dispatch(self: Arc<Self>, workers: usize) {
-        let holder = ulid::Ulid::new().to_string();
-        let free = Arc::new(tokio::sync::Semaphore::new(workers));
+        let free = self.free.get_or_init(|| Arc::new(tokio::sync::Semaphore::new(workers))).clone();
+        let lease = self.lease();
         loop {
+            // Rows parked or waiting for a batch hold no worker: at most
+            // `MOST_HELD` of them, so a flood queues in the table.
+            if self.holds.room() == 0 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
             let Ok(first) = free.clone().acquire_owned().await else { return };
             // Passes of one batch end together: let the others end too, so
             // that one claim takes their places at once.
             tokio::task::yield_now().await;
             let mut permits = vec![first];
-            while permits.len() < CLAIM_MAX {
+            while permits.len() < CLAIM_MAX.min(self.holds.room()) {
                 match free.clone().try_acquire_owned() {
                     Ok(p) => permits.push(p),
                     Err(_) => break,
                 }
             }
-            match repo::claim(&self.deps.db, &holder, now_ms(), self.deps.config.service.claim_lease_seconds as i64 * 1000, permits.len())
-                .await
-            {
+            let until = std::time::Instant::now() + lease;
+            let token = self.holds.token(&self.holder);
+            match repo::claim(&self.deps.db, &token, now_ms(), lease.as_millis() as i64, permits.len()).await {
                 Ok(ids) if !ids.is_empty() => {
+                    self.holds.taken(&ids, until, &token);
                     // Read every claimed intent at once; a pass whose read
                     // failed here reads its own.
                     let mut read = self.read_claimed(&ids).await;
                     for (id, permit) in ids.into_iter().zip(permits) {
                         let me = self.clone();
                         let claimed = read.remove(&id);
-                        tokio::spawn(async move {
+                        tokio::spawn(slot::holding(permit, async move {
                             me.step(&id, claimed).await;
-                            drop(permit);
                             // The pass may have queued more work due now (a payout).
                             me.deps.work.notify_one();
-                        });
+                        }));
                     }
                 }
                 // Idle: wake on new work from this replica (API or a finished
@@ -258,10 +289,13 @@ impl Engine {
             }
         };
         let db = &self.deps.db;
+        if !matches!(next, Next::Parked) {
+            self.holds.done(id);
+        }
         let res = match next {
             Next::Done => repo::dequeue(db, id).await,
             Next::Later(after, failed) => repo::reschedule(db, id, now_ms() + after.as_millis() as i64, failed).await.map(|_| ()),
-            Next::Recorded => Ok(()),
+            Next::Recorded | Next::Parked => Ok(()),
         };
         if let Err(e) = res {
             tracing::warn!(intent = id, error = %e, "could not update the settlement queue");
@@ -293,6 +327,59 @@ impl Engine {
 
     fn max_backoff(&self) -> Duration {
         Duration::from_secs(self.deps.config.service.retry_max_backoff_seconds.max(1))
+    }
+
+    /// `tx` of intent `i` is out and not final: the intent keeps its
+    /// leased entry and waits on `chain`'s follower, its worker free; it is
+    /// woken when `tx` is final, or when the park runs out (before the
+    /// lease does), then releases its entry the ordinary way.
+    fn park(&self, i: &Intent, chain: &str, tx: String) -> Next {
+        let receipt_wait = Duration::from_secs(self.deps.config.service.receipt_timeout_seconds.max(1));
+        let (Some((until, generation)), Some(me)) = (self.holds.park(&i.id, receipt_wait), self.me.upgrade()) else {
+            return self.later_unavailable(i, &format!("{tx} is not final yet"));
+        };
+        let id = i.id.clone();
+        let wake = Box::new(move |why| {
+            tokio::spawn(async move { me.woken(id, generation, why).await });
+        });
+        self.steps.follower.park(chain, follow::Park { tx, until, wake });
+        Next::Parked
+    }
+
+    /// A parked intent woken by the follower: its next pass (on a free
+    /// worker), or its entry released when the wait ran out.
+    /// Only the claim it parked under acts, and only while the row is
+    /// still this replica's: the lease is renewed by compare-and-set on the
+    /// holder before the pass (after a wait for a worker), or the pass is
+    /// dropped (another holder has the row, or it was released).
+    async fn woken(self: Arc<Self>, id: String, generation: u64, why: follow::Woken) {
+        let Some(token) = self.holds.current(&id, generation) else { return };
+        if why == follow::Woken::TimedOut {
+            self.holds.end(&id, generation);
+            if let Err(e) = repo::release(&self.deps.db, &id, &token, now_ms()).await {
+                tracing::warn!(intent = %id, error = %e, "could not release a parked intent; its lease runs out");
+            }
+            self.deps.work.notify_one();
+            return;
+        }
+        let Some(free) = self.free.get().cloned() else { return };
+        let Ok(permit) = free.acquire_owned().await else { return };
+        let lease = self.lease();
+        let until = std::time::Instant::now() + lease;
+        let renewed = self.holds.current(&id, generation).is_some()
+            && matches!(repo::renew(&self.deps.db, &id, &token, now_ms() + lease.as_millis() as i64).await, Ok(true));
+        if !renewed {
+            tracing::info!(intent = %id, "a parked intent's row is no longer this replica's; its holder goes on");
+            self.holds.end(&id, generation);
+            return;
+        }
+        self.holds.renewed(&id, generation, until);
+        slot::holding(permit, self.step(&id, None)).await;
+        self.deps.work.notify_one();
+    }
+
+    fn lease(&self) -> Duration {
+        Duration::from_secs(self.deps.config.service.claim_lease_seconds)
     }
 
     fn later_unavailable(&self, i: &Intent, why: &str) -> Next {

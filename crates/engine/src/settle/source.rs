@@ -68,7 +68,7 @@ impl Engine {
                 match self.steps.prepare_wallet(&i.id, "source", &adapter, &wallet, &sender, &req.amount).await {
                     Ok(()) => {}
                     Err(StepError::NotSent(code, m)) => return self.later_waiting(&i, code, &m).await,
-                    Err(StepError::Pending(m)) => return Ok(self.later_unavailable(&i, &m)),
+                    Err(StepError::Pending(m) | StepError::Parked(m)) => return Ok(self.later_unavailable(&i, &m)),
                     Err(StepError::WouldRevert(m)) | Err(StepError::Reverted(m)) | Err(StepError::OverGasCap(m)) => {
                         tracing::warn!(intent = %i.id, detail = %m, "agent wallet could not approve its token spender");
                         return self.fail(&i, Status::VerificationFailed, Failure::AgentWalletNotReady.into()).await;
@@ -169,7 +169,7 @@ impl Engine {
                 return Ok(next);
             }
         }
-        match self.steps.run_steps(&i.id, "source", &i.payer_chain, &Role::Relayer, &steps, stored, true).await {
+        match self.steps.run_steps(&i.id, "source", &i.payer_chain, &Role::Relayer, &steps, stored, true, true).await {
             Ok((hash, receipt)) => {
                 let payer = i.payer.clone().unwrap_or_default();
                 let claim =
@@ -190,6 +190,7 @@ impl Engine {
             }
             Err(StepError::NotSent(code, m)) => self.later_waiting(&i, code, &m).await,
             Err(StepError::Pending(m)) => Ok(self.later_unavailable(&i, &m)),
+            Err(StepError::Parked(tx)) => Ok(self.park(&i, &i.payer_chain, tx)),
             Err(StepError::WouldRevert(m)) => {
                 // Nothing went out from here. Someone else may have landed the
                 // authorization; if not, let the adapter say why, if it can.

@@ -23,6 +23,8 @@ pub struct Steps {
     setup_locks: tokio::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Transactions recorded confirmed by this replica (see `confirmed`).
     confirmed: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::OnceCell<()>>>>,
+    /// Where passes park while their transaction waits on a block.
+    pub(crate) follower: super::follow::Follower,
 }
 
 /// Times a leg's call that failed on chain inside a batch is sent again.
@@ -30,7 +32,8 @@ const MOST_BATCH_RETRIES: i64 = 1;
 
 impl Steps {
     pub fn new(deps: Deps) -> Arc<Steps> {
-        Arc::new(Steps { deps, setup_locks: Default::default(), confirmed: Default::default() })
+        let follower = super::follow::Follower::new(deps.db.clone(), deps.drivers.clone(), &deps.config);
+        Arc::new(Steps { deps, setup_locks: Default::default(), confirmed: Default::default(), follower })
     }
 
     pub(crate) fn adapter(&self, chain: &str, asset: &str) -> anyhow::Result<Arc<AssetAdapter>> {
@@ -156,7 +159,9 @@ impl Steps {
     /// stored ones are followed. `wallet` signs what the host signs. Returns
     /// the last step's transaction id and receipt. `shareable`: the calls
     /// may share a transaction with other relayer calls (a Multicall3
-    /// batch), which a call that checks its sender cannot.
+    /// batch), which a call that checks its sender cannot. `park`: a step
+    /// out and not final yet ends the pass with `StepError::Parked` (its
+    /// owner parks on the follower) instead of holding it until final.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn run_steps(
         &self,
@@ -167,6 +172,7 @@ impl Steps {
         steps: &[SettleStep],
         stored: Vec<repo::StoredTx>,
         shareable: bool,
+        park: bool,
     ) -> Result<(String, Arc<Receipt>), StepError> {
         let db = &self.deps.db;
         let driver = self.driver(chain).map_err(|e| StepError::NotSent(Failure::PayoutNotDispatched, format!("{e:#}")))?;
@@ -195,9 +201,14 @@ impl Steps {
                     let step = step?;
                     let row = TxRow { intent_id: owner.to_string(), leg: leg.into(), step: n, label: step.label.clone() };
                     let how = Submit { resync, shareable, payer_caused: leg == "source" || leg == "x402" };
+                    // A shared call waits for its batch: the worker is free meanwhile.
+                    if shareable && park {
+                        super::slot::release();
+                    }
                     Ok::<_, StepError>(driver.submit(chain, wallet, &step.submission, row, how).await?)
                 }
             };
+            let recorded = row.is_some_and(|t| t.status == "confirmed");
             let tx = match row {
                 // A stored transaction is sent again, as it is; only one that
                 // another took the place of is signed again (the
@@ -209,7 +220,7 @@ impl Steps {
                 Some(t) => t.tx_hash.clone(),
                 None => submit(false).await?,
             };
-            let receipt = match self.wait_final(driver.as_ref(), chain, &tx).await? {
+            let receipt = match self.wait_final(driver.as_ref(), chain, &tx, park).await? {
                 Some(r) => r,
                 None => {
                     let shared = repo::get_tx(db, owner, leg, n).await.map_err(unavailable)?.is_some_and(|t| driver.shared(chain, &t));
@@ -222,7 +233,9 @@ impl Steps {
                     return Err(StepError::Reverted(format!("transaction {tx} failed")));
                 }
             };
-            self.confirmed(chain, &tx).await.map_err(unavailable)?;
+            if !recorded {
+                self.confirmed(chain, &tx).await.map_err(unavailable)?;
+            }
             last = Some((tx, receipt));
         }
         last.ok_or_else(|| StepError::NotSent(Failure::PayoutNotDispatched, "nothing was sent".into()))
@@ -282,10 +295,21 @@ impl Steps {
     /// Follow `tx` until it is final with the chain's confirmations: the
     /// receipt, or `None` when it failed. Fast chains answer within
     /// milliseconds (a devnet mines a moment after it took the
-    /// transaction); slow ones get polled gently.
-    async fn wait_final(&self, driver: &dyn Driver, chain: &str, tx: &str) -> Result<Option<Arc<Receipt>>, StepError> {
+    /// transaction); slow ones get polled gently. With `park`, a
+    /// transaction not final at the first look is `StepError::Parked`.
+    async fn wait_final(&self, driver: &dyn Driver, chain: &str, tx: &str, park: bool) -> Result<Option<Arc<Receipt>>, StepError> {
+        if let Some(r) = self.follower.final_receipt(chain, tx) {
+            return Ok(Some(r));
+        }
         let deadline = Instant::now() + Duration::from_secs(self.deps.config.service.receipt_timeout_seconds);
         let confirmations = self.deps.config.chains.get(chain).map_or(1, |c| c.confirmations.max(1));
+        if park {
+            return match driver.finality(chain, tx, confirmations).await? {
+                Finality::Confirmed(r) => Ok(Some(r)),
+                Finality::Failed => Ok(None),
+                Finality::Pending => Err(StepError::Parked(tx.to_string())),
+            };
+        }
         let mut pause = Duration::from_millis(1);
         loop {
             match driver.finality(chain, tx, confirmations).await? {
@@ -323,7 +347,7 @@ impl Steps {
         // label makes this one a new step.
         let step = SettleStep { label: format!("fund-{}", stored.len()), submission: top_up };
         tracing::info!(owner, chain, "the relayer funds a hosted wallet's setup gas");
-        self.run_steps(owner, &leg, chain, &Role::Relayer, &[step], stored, false).await.map(|_| ())
+        self.run_steps(owner, &leg, chain, &Role::Relayer, &[step], stored, false, false).await.map(|_| ())
     }
 
     /// One-time calls a host-held wallet must make before its transfers can
@@ -361,6 +385,6 @@ impl Steps {
             .await
             .map_err(|e| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}")))?;
         // Wallet preparation goes out on its own, from that wallet.
-        self.run_steps(owner, &leg, &adapter.ctx.chain, wallet, &steps, stored, false).await.map(|_| ())
+        self.run_steps(owner, &leg, &adapter.ctx.chain, wallet, &steps, stored, false, false).await.map(|_| ())
     }
 }

@@ -109,7 +109,7 @@ impl Engine {
             }
             Err(_) => vec![],
         };
-        match self.steps.run_steps(&i.id, "target", &i.target_chain, &Role::Relayer, &steps, stored, true).await {
+        match self.steps.run_steps(&i.id, "target", &i.target_chain, &Role::Relayer, &steps, stored, true, true).await {
             Ok((hash, receipt)) => {
                 let claim = self.steps.claim(
                     &i.target_chain,
@@ -148,6 +148,7 @@ impl Engine {
                 }
             }
             // Out and unconfirmed: the intent stays TARGET_SETTLING.
+            Err(StepError::Parked(tx)) => Ok(self.park(&i, &i.target_chain, tx)),
             Err(StepError::Pending(m)) => {
                 tracing::info!(intent = %i.id, detail = %m, "payout sent; waiting for its receipt");
                 Ok(Next::Later(Duration::from_secs(2), false))

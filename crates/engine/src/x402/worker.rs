@@ -29,6 +29,9 @@ use crate::x402::scheme;
 enum Pass {
     Done(Ended),
     Later(Duration),
+    /// Its transaction waits on a block: the row stays leased and the
+    /// follower wakes the settlement (`Worker::park`).
+    Parked,
 }
 
 /// How a settlement ended: its final status, transaction and reason.
@@ -41,7 +44,11 @@ pub struct Ended {
 
 /// A facilitator worker of this replica, held by a request that settles at once.
 pub struct Slot {
-    _permit: tokio::sync::OwnedSemaphorePermit,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    /// When its lease runs out, counted from before it was written, and
+    /// the holder name it is written under.
+    until: std::time::Instant,
+    token: String,
 }
 
 /// This replica's facilitator workers.
@@ -59,11 +66,15 @@ pub struct Worker {
     work: Arc<tokio::sync::Notify>,
     /// Wakes requests waiting on a settlement when it ends.
     done: Arc<Finished>,
+    /// This worker, for the follower's wake-ups.
+    me: std::sync::Weak<Worker>,
+    /// The rows this replica holds.
+    holds: crate::settle::hold::Holds,
 }
 
 impl Worker {
     pub fn new(steps: Arc<Steps>, work: Arc<tokio::sync::Notify>, done: Arc<Finished>) -> Arc<Worker> {
-        Arc::new(Worker {
+        Arc::new_cyclic(|me| Worker {
             deps: steps.deps.clone(),
             steps,
             free: Arc::new(tokio::sync::Semaphore::new(0)),
@@ -71,6 +82,8 @@ impl Worker {
             finishes: Default::default(),
             work,
             done,
+            me: me.clone(),
+            holds: Default::default(),
         })
     }
 
@@ -90,25 +103,34 @@ impl Worker {
         free.add_permits(workers);
         let lease = self.lease_ms();
         loop {
-            let available = free.available_permits();
+            let available = free.available_permits().min(self.holds.room());
             if available == 0 {
+                if self.holds.room() == 0 {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
                 let Ok(p) = free.clone().acquire_owned().await else { return };
                 drop(p);
                 continue;
             }
-            match ledger::claim(&self.deps.db, &holder, now_ms(), lease, available).await {
+            let until = std::time::Instant::now() + Duration::from_millis(lease as u64);
+            let token = self.holds.token(&holder);
+            match ledger::claim(&self.deps.db, &token, now_ms(), lease, available).await {
                 Ok(ids) if !ids.is_empty() => {
+                    self.holds.taken(&ids, until, &token);
                     for id in ids {
                         let Ok(permit) = free.clone().acquire_owned().await else { return };
                         let me = self.clone();
-                        tokio::spawn(async move {
+                        tokio::spawn(crate::settle::slot::holding(permit, async move {
                             match ledger::get(&me.deps.db, &id).await {
                                 Ok(Some(rec)) => drop(me.step(&rec, None).await),
-                                Ok(None) => {}
-                                Err(e) => tracing::warn!(settlement = %id, error = %e, "reading a claimed facilitator settlement failed"),
+                                Ok(None) => me.holds.done(&id),
+                                Err(e) => {
+                                    me.holds.done(&id);
+                                    tracing::warn!(settlement = %id, error = %e, "reading a claimed facilitator settlement failed")
+                                }
                             }
-                            drop(permit);
-                        });
+                        }));
                     }
                 }
                 Ok(_) => {
@@ -126,8 +148,66 @@ impl Worker {
     /// `locked_until`), and a free worker for it: `None` when every worker is
     /// busy (the settlement is then queued for the claim loop).
     pub fn slot(&self) -> Option<(Slot, String, i64)> {
+        if self.holds.room() == 0 {
+            return None;
+        }
         let permit = self.free.clone().try_acquire_owned().ok()?;
-        Some((Slot { _permit: permit }, self.holder.clone(), now_ms() + self.lease_ms()))
+        let until = std::time::Instant::now() + Duration::from_millis(self.lease_ms() as u64);
+        let token = self.holds.token(&self.holder);
+        Some((Slot { permit, until, token: token.clone() }, token, now_ms() + self.lease_ms()))
+    }
+
+    /// A transaction of `rec` is out and not final: the settlement keeps
+    /// its leased row and waits on its chain's follower, its worker free;
+    /// woken when the transaction is final (its next pass), or when the
+    /// park runs out, before the lease does (the row released).
+    fn park(&self, rec: &Settlement, tx: String) -> Pass {
+        let receipt_wait = Duration::from_secs(self.deps.config.service.receipt_timeout_seconds.max(1));
+        let (Some((until, generation)), Some(me)) = (self.holds.park(&rec.id, receipt_wait), self.me.upgrade()) else {
+            return Pass::Later(Duration::from_secs(1));
+        };
+        let id = rec.id.clone();
+        let wake = Box::new(move |why| {
+            tokio::spawn(async move { me.woken(id, generation, why).await });
+        });
+        self.steps.follower.park(&rec.chain, crate::settle::follow::Park { tx, until, wake });
+        Pass::Parked
+    }
+
+    /// Only the claim it parked under acts, and only while the row is
+    /// still this replica's (its lease renewed by compare-and-set on the
+    /// holder first), as for intents (`settle::Engine::woken`).
+    async fn woken(self: Arc<Self>, id: String, generation: u64, why: crate::settle::follow::Woken) {
+        let Some(token) = self.holds.current(&id, generation) else { return };
+        if why == crate::settle::follow::Woken::TimedOut {
+            self.holds.end(&id, generation);
+            if let Err(e) = ledger::release(&self.deps.db, &id, &token, now_ms()).await {
+                tracing::warn!(settlement = %id, error = %e, "could not release a parked settlement; its lease runs out");
+            }
+            self.work.notify_one();
+            return;
+        }
+        let Ok(permit) = self.free.clone().acquire_owned().await else { return };
+        let until = std::time::Instant::now() + Duration::from_millis(self.lease_ms() as u64);
+        let renewed = self.holds.current(&id, generation).is_some()
+            && matches!(ledger::renew(&self.deps.db, &id, &token, now_ms() + self.lease_ms()).await, Ok(true));
+        if !renewed {
+            tracing::info!(settlement = %id, "a parked settlement's row is no longer this replica's; its holder goes on");
+            self.holds.end(&id, generation);
+            return;
+        }
+        self.holds.renewed(&id, generation, until);
+        crate::settle::slot::holding(permit, async {
+            match ledger::get(&self.deps.db, &id).await {
+                Ok(Some(rec)) => drop(self.step(&rec, None).await),
+                Ok(None) => self.holds.done(&id),
+                Err(e) => {
+                    self.holds.done(&id);
+                    tracing::warn!(settlement = %id, error = %e, "reading a woken facilitator settlement failed; its lease runs out");
+                }
+            }
+        })
+        .await;
     }
 
     /// Run the first pass of a settlement just recorded under `slot`'s lease
@@ -136,14 +216,8 @@ impl Worker {
     /// in a task of its own, so a caller that goes away cancels nothing.
     pub async fn settle_now(self: &Arc<Self>, rec: Settlement, slot: Slot) -> Option<Ended> {
         let me = self.clone();
-        tokio::spawn(async move {
-            let ended = me.step(&rec, Some(vec![])).await;
-            drop(slot);
-            ended
-        })
-        .await
-        .ok()
-        .flatten()
+        self.holds.taken(std::slice::from_ref(&rec.id), slot.until, &slot.token);
+        tokio::spawn(async move { crate::settle::slot::holding(slot.permit, me.step(&rec, Some(vec![]))).await }).await.ok().flatten()
     }
 
     fn lease_ms(&self) -> i64 {
@@ -159,8 +233,12 @@ impl Worker {
                 Pass::Later(Duration::from_secs(1))
             }
         };
+        if !matches!(pass, Pass::Parked) {
+            self.holds.done(id);
+        }
         match pass {
             Pass::Done(ended) => Some(ended),
+            Pass::Parked => None,
             Pass::Later(after) => {
                 if let Err(e) = ledger::reschedule(&self.deps.db, id, now_ms() + after.as_millis() as i64, true).await {
                     tracing::warn!(settlement = id, error = %e, "could not reschedule a facilitator settlement");
@@ -285,7 +363,7 @@ impl Worker {
         // A batchable scheme's call may share a batch; any other's is sent
         // by the relayer itself (the upto proxy checks its caller).
         let shareable = scheme::named(&rec.scheme).is_some_and(|r| r.batchable);
-        match self.steps.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored, shareable).await {
+        match self.steps.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored, shareable, true).await {
             Ok((hash, receipt)) => {
                 let claim = self.steps.claim(
                     &rec.chain,
@@ -321,6 +399,7 @@ impl Worker {
                 Ok(Pass::Later(Duration::from_secs(1)))
             }
             Err(StepError::Pending(m)) => unavailable(&m),
+            Err(StepError::Parked(tx)) => Ok(self.park(rec, tx)),
             Err(StepError::WouldRevert(m)) => {
                 // This step did not go out: say why if the adapter can.
                 tracing::info!(settlement = id, detail = %m, "facilitator settlement would revert");

@@ -134,6 +134,13 @@ pub trait Driver: Send + Sync {
     /// Where a transaction stands; `Confirmed` only with `confirmations`.
     async fn finality(&self, chain: &str, tx: &str, confirmations: u64) -> Result<Finality, SendError>;
 
+    /// The chain's head (block or slot number), when a read of it is
+    /// cheap: the follower of parked transactions reads their receipts only
+    /// when it moves. `None`: every look reads them.
+    async fn head(&self, _chain: &str) -> Result<Option<u64>, SendError> {
+        Ok(None)
+    }
+
     /// Did a stored transaction carry other intents' calls too (a batch)?
     /// Then its failure says nothing certain about any one of them.
     fn shared(&self, chain: &str, stored: &StoredTx) -> bool;

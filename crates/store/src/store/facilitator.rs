@@ -157,10 +157,11 @@ pub async fn find(db: &Db, by: Lookup<'_>, page: Page<'_>) -> Result<Vec<Settlem
         .collect()
 }
 
+const LEDGER: Leased = Leased { table: "x402_settlements", key: "id", due: "status = 'queued'", order: "available_at" };
+
 /// Lease up to `max` due settlements (see `settlement::claim`).
 pub async fn claim(db: &Db, holder: &str, now_ms: i64, lease_ms: i64, max: usize) -> Result<Vec<String>, StoreError> {
-    let q = Leased { table: "x402_settlements", key: "id", due: "status = 'queued'", order: "available_at" };
-    lease(db, q, holder, now_ms, lease_ms, max).await
+    lease(db, LEDGER, holder, now_ms, lease_ms, max).await
 }
 
 /// Release the lease; come back at `available_at`.
@@ -175,6 +176,17 @@ pub async fn reschedule(db: &Db, id: &str, available_at: i64, failed: bool) -> R
     .execute(&db.pool)
     .await?;
     Ok(())
+}
+
+/// Extend this holder's lease on a queued settlement to `until_ms`:
+/// `false` when it is not (or no longer) `holder`'s.
+pub async fn renew(db: &Db, id: &str, holder: &str, until_ms: i64) -> Result<bool, StoreError> {
+    crate::store::settlement::renew_in(db, LEDGER, id, holder, until_ms).await
+}
+
+/// Release `holder`'s lease (only its own); come back at `available_at`.
+pub async fn release(db: &Db, id: &str, holder: &str, available_at: i64) -> Result<(), StoreError> {
+    crate::store::settlement::release_in(db, LEDGER, id, holder, available_at).await
 }
 
 /// What a settlement ends with: status, transaction, reason, and whether

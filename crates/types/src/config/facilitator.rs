@@ -31,9 +31,9 @@ pub struct Facilitator {
     pub settle_wait_seconds: u64,
     /// How long a repeated `/settle` of a pending payload waits.
     pub settle_retry_wait_seconds: u64,
-    /// Settlements this replica sends at once. Each waits mostly on the
-    /// chain and batches with the others into the relayer's Multicall3
-    /// transactions, so more of them cost little; past this many, a
+    /// Settlements this replica works on at once. A settlement gives its
+    /// worker back while it waits for its batch or its block, so this
+    /// bounds work, not settlements in flight; past this many at work, a
     /// `/settle` queues for a free worker.
     pub workers: usize,
 }

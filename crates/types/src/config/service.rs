@@ -20,9 +20,10 @@ pub struct Service {
     pub sweep_interval_seconds: u64,
     /// Keystore master key (created on first use; `STABLERAIL_MASTER_KEY` overrides).
     pub master_key_file: PathBuf,
-    /// Concurrent settlement passes per replica. A pass mostly waits on its
-    /// chain (the batch, the receipt), so this bounds intents in flight, not
-    /// CPU; payouts and source legs share it.
+    /// Settlement passes per replica working at once (verifying, signing,
+    /// reading receipts); payouts and source legs share them. A pass gives
+    /// its worker back while it waits for its batch or its block, so this
+    /// bounds work, not payments in flight (those cost a leased row).
     pub settlement_workers: usize,
     /// Most relayer calls sent together in one Multicall3 transaction per
     /// chain; 1 sends every call on its own.

@@ -325,7 +325,7 @@ impl Sponsor<'_> {
             Err(e) if stored.is_empty() => return self.pull_not_landed(run, holder, &adapter, &req, format!("{e:?}")).await,
             Err(_) => vec![],
         };
-        match self.steps.run_steps(&run.run, PULL_LEG, &run.chain, &Role::Relayer, &steps, stored, false).await {
+        match self.steps.run_steps(&run.run, PULL_LEG, &run.chain, &Role::Relayer, &steps, stored, false, false).await {
             Ok((hash, receipt)) => {
                 match self.steps.read_receipt(&adapter, crate::settle::expected(&payer, &req), receipt).await.map_err(internal)? {
                     ReceiptStatus::Settled(_) => {
@@ -599,7 +599,7 @@ fn internal(e: impl std::fmt::Display) -> SwapError {
 fn step_error(e: StepError) -> SwapError {
     match e {
         StepError::NotSent(code, m) => SwapError::Unavailable(format!("{code:?}: {m}")),
-        StepError::Pending(m) => SwapError::Unavailable(m),
+        StepError::Pending(m) | StepError::Parked(m) => SwapError::Unavailable(m),
         StepError::WouldRevert(m) | StepError::Reverted(m) | StepError::OverGasCap(m) => SwapError::Refused(m),
     }
 }

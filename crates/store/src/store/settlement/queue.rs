@@ -12,15 +12,7 @@ use crate::store::StoreError;
 /// replica is claiming instead of waiting for them; SQLite runs one writer at
 /// a time, so the single statement is already exclusive.
 pub async fn claim(db: &Db, holder: &str, now_ms: i64, lease_ms: i64, max: usize) -> Result<Vec<String>, StoreError> {
-    lease(
-        db,
-        Leased { table: "settlement_queue", key: "intent_id", due: "TRUE", order: "priority, available_at" },
-        holder,
-        now_ms,
-        lease_ms,
-        max,
-    )
-    .await
+    lease(db, QUEUE, holder, now_ms, lease_ms, max).await
 }
 
 /// A table whose rows are queue entries: `locked_by`, `locked_until` and
@@ -69,6 +61,45 @@ pub async fn reschedule(db: &Db, id: &str, available_at: i64, failed: bool) -> R
     .fetch_optional(&db.pool)
     .await?;
     Ok(row.map(|r| r.try_get::<i32, _>("attempts")).transpose()?.unwrap_or(0) as i64)
+}
+
+const QUEUE: Leased = Leased { table: "settlement_queue", key: "intent_id", due: "TRUE", order: "priority, available_at" };
+
+/// Extend this holder's lease to `until_ms`: `false` when the entry is
+/// not (or no longer) `holder`'s, and the holder must leave it alone.
+pub async fn renew(db: &Db, id: &str, holder: &str, until_ms: i64) -> Result<bool, StoreError> {
+    renew_in(db, QUEUE, id, holder, until_ms).await
+}
+
+/// Release `holder`'s lease (only its own) and come back at `available_at`.
+pub async fn release(db: &Db, id: &str, holder: &str, available_at: i64) -> Result<(), StoreError> {
+    release_in(db, QUEUE, id, holder, available_at).await
+}
+
+/// `renew` on any leased table: a compare-and-set on the holder's name.
+pub(crate) async fn renew_in(db: &Db, q: Leased, id: &str, holder: &str, until_ms: i64) -> Result<bool, StoreError> {
+    let Leased { table, key, due, .. } = q;
+    let done = sqlx::query(&format!("UPDATE {table} SET locked_until = $1 WHERE {key} = $2 AND locked_by = $3 AND {due}"))
+        .bind(until_ms)
+        .bind(id)
+        .bind(holder)
+        .execute(&db.pool)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// `release` on any leased table: only the holder's own lease.
+pub(crate) async fn release_in(db: &Db, q: Leased, id: &str, holder: &str, available_at: i64) -> Result<(), StoreError> {
+    let Leased { table, key, due, .. } = q;
+    sqlx::query(&format!(
+        "UPDATE {table} SET locked_by = NULL, locked_until = NULL, available_at = $1 WHERE {key} = $2 AND locked_by = $3 AND {due}"
+    ))
+    .bind(available_at)
+    .bind(id)
+    .bind(holder)
+    .execute(&db.pool)
+    .await?;
+    Ok(())
 }
 
 /// Failed passes so far, and since when this phase (source leg, or payout)
