@@ -33,6 +33,9 @@ const READS_AT_ONCE: usize = 16;
 /// How long a final receipt is kept for its owners' next passes.
 const RECEIPT_KEPT: Duration = Duration::from_secs(60);
 
+/// Final receipts by `chain:tx`, with when they were read.
+type Receipts = Arc<Mutex<HashMap<String, (Arc<Receipt>, Instant)>>>;
+
 /// Why a parked owner is woken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Woken {
@@ -54,7 +57,7 @@ pub struct Follower {
     drivers: Arc<Drivers>,
     confirmations: HashMap<String, u64>,
     chains: Mutex<HashMap<String, mpsc::UnboundedSender<Park>>>,
-    receipts: Arc<Mutex<HashMap<String, (Arc<Receipt>, Instant)>>>,
+    receipts: Receipts,
 }
 
 impl Follower {
@@ -104,7 +107,7 @@ struct Lane {
     confirmations: u64,
     db: Db,
     drivers: Arc<Drivers>,
-    receipts: Arc<Mutex<HashMap<String, (Arc<Receipt>, Instant)>>>,
+    receipts: Receipts,
 }
 
 impl Lane {
@@ -150,7 +153,7 @@ impl Lane {
                 Some(_) => now_head != head,
                 None => {
                     blind += 1;
-                    blind % BLIND_TICKS == 0
+                    blind.is_multiple_of(BLIND_TICKS)
                 }
             };
             if moved || fresh {

@@ -27,6 +27,17 @@ pub struct Steps {
     pub(crate) follower: super::follow::Follower,
 }
 
+/// The last pause of the quick looks at a new transaction before its pass
+/// parks (1 + 2 + … + 64 ms): an instant devnet mines a moment after it
+/// answers the send, later when its machine is busy, and a park costs a
+/// follower tick and a lease renewal.
+const INLINE_LOOKS: Duration = Duration::from_millis(64);
+
+/// A call waiting this long for its batch gives its worker back: longer
+/// than a busy instant chain's batches take (each freed worker is a claim
+/// of one row, a write), shorter than the half block a rhythm holds.
+const HELD_FOR_BATCH: Duration = Duration::from_millis(250);
+
 /// Times a leg's call that failed on chain inside a batch is sent again.
 const MOST_BATCH_RETRIES: i64 = 1;
 
@@ -201,11 +212,22 @@ impl Steps {
                     let step = step?;
                     let row = TxRow { intent_id: owner.to_string(), leg: leg.into(), step: n, label: step.label.clone() };
                     let how = Submit { resync, shareable, payer_caused: leg == "source" || leg == "x402" };
-                    // A shared call waits for its batch: the worker is free meanwhile.
-                    if shareable && park {
-                        super::slot::release();
+                    let send = driver.submit(chain, wallet, &step.submission, row, how);
+                    if !(shareable && park) {
+                        return Ok::<_, StepError>(send.await?);
                     }
-                    Ok::<_, StepError>(driver.submit(chain, wallet, &step.submission, row, how).await?)
+                    // A shared call held for its batch (a block's batch on a
+                    // slow chain) frees its worker meanwhile; one sent at once
+                    // (an instant chain) keeps it, so the claim loop is not
+                    // asked for one row at a time.
+                    tokio::pin!(send);
+                    tokio::select! {
+                        sent = &mut send => Ok(sent?),
+                        _ = tokio::time::sleep(HELD_FOR_BATCH) => {
+                            super::slot::release();
+                            Ok(send.await?)
+                        }
+                    }
                 }
             };
             let recorded = row.is_some_and(|t| t.status == "confirmed");
@@ -304,11 +326,19 @@ impl Steps {
         let deadline = Instant::now() + Duration::from_secs(self.deps.config.service.receipt_timeout_seconds);
         let confirmations = self.deps.config.chains.get(chain).map_or(1, |c| c.confirmations.max(1));
         if park {
-            return match driver.finality(chain, tx, confirmations).await? {
-                Finality::Confirmed(r) => Ok(Some(r)),
-                Finality::Failed => Ok(None),
-                Finality::Pending => Err(StepError::Parked(tx.to_string())),
-            };
+            // A devnet or a fast chain answers within milliseconds: a few
+            // quick looks (127 ms in all) before the pass parks for a block.
+            let mut pause = Duration::from_millis(1);
+            loop {
+                match driver.finality(chain, tx, confirmations).await? {
+                    Finality::Confirmed(r) => return Ok(Some(r)),
+                    Finality::Failed => return Ok(None),
+                    Finality::Pending if pause > INLINE_LOOKS => return Err(StepError::Parked(tx.to_string())),
+                    Finality::Pending => {}
+                }
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+            }
         }
         let mut pause = Duration::from_millis(1);
         loop {
