@@ -11,6 +11,7 @@ mod abuse;
 mod adapter_check;
 mod adversary;
 mod api_fuzz;
+mod bench_entries;
 mod blocks;
 mod books;
 mod chains_api;

@@ -9,7 +9,7 @@
 # database per row.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-scripts/build.sh >/dev/null
+if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; } >/dev/null
 out=${OUT:-$PWD/.stablerail/bench-create}
 mkdir -p "$out"
@@ -26,13 +26,13 @@ done = function(summary, latency, requests)
     summary.requests, summary.duration / 1e6, summary.errors.status, latency:percentile(50) / 1000, latency:percentile(99) / 1000))
 end
 EOF
-builds=("this=$PWD/target/release/stablerail")
+builds=("this=${BIN:-$PWD/target/release/stablerail}")
 [ -n "${BASE_BIN:-}" ] && builds=("before=$BASE_BIN" "${builds[@]}")
 for database in sqlite postgres; do
     for build in "${builds[@]}"; do
         name=${build%%=*} bin=${build#*=}
         dir=$(mktemp -d)
-        port=$((21000 + RANDOM % 8000))
+        port=${PORT:-$((21000 + RANDOM % 8000))}
         taskset -c 1 "$bin" devnet up --dir "$dir/dn" --port "$port" --chains base,arbitrum >/dev/null || exit 1
         # The devnet's limit (100,000 a minute) is below what a row sends.
         sed -i 's/^requests_per_minute = 100000$/requests_per_minute = 1000000000/' "$dir/dn/chains.toml"
@@ -44,9 +44,9 @@ for database in sqlite postgres; do
             "$bin" keys init --config "$dir/dn/chains.toml" --database "$db" >/dev/null
         fi
         RUST_LOG=warn taskset -c 0 "$bin" serve --config "$dir/dn/chains.toml" --database "$db" \
-            --listen "127.0.0.1:$((port + 800))" >"$dir/serve.log" 2>&1 &
+            --listen "127.0.0.1:$((port + 50))" >"$dir/serve.log" 2>&1 &
         server=$!
-        url=http://127.0.0.1:$((port + 800))
+        url=http://127.0.0.1:$((port + 50))
         for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 0.1; done
         taskset -c 1 wrk -t1 -c32 -d2s -s "$out/create.lua" "$url/api/intents" >/dev/null # warm-up
         report=$(taskset -c 1 wrk -t1 -c32 -d"${secs}s" --latency -s "$out/create.lua" "$url/api/intents" | grep '^{')

@@ -18,7 +18,10 @@ out=${OUT:-$PWD/.stablerail/bench-events}
 mkdir -p "$out"
 rows=$out/events.jsonl
 : >"$rows"
-dir=$PWD/.stablerail/bench-events-dn
+dir=$out/dn
+port=${PORT:-19645}
+url=http://127.0.0.1:$((port + 50))
+hooks=http://127.0.0.1:$((port + 60))
 cleanup() {
     [ -n "${server:-}" ] && kill "$server" 2>/dev/null
     [ -n "${receiver:-}" ] && kill "$receiver" 2>/dev/null
@@ -29,25 +32,25 @@ trap cleanup EXIT
 run() { # $1: without | with
     cleanup
     rm -rf "$dir"
-    $bin devnet up --dir "$dir" --port 19645 --chains base,arbitrum >/dev/null
+    $bin devnet up --dir "$dir" --port "$port" --chains base,arbitrum >/dev/null
     sed -i 's/^requests_per_minute = 100000$/requests_per_minute = 1000000000/' "$dir/chains.toml"
     local db="sqlite://$dir/stablerail.db"
     local account agent bearer
     account=$($bin account create --name bench --config "$dir/chains.toml" --database "$db" | node -pe 'JSON.parse(require("fs").readFileSync(0)).account_id')
     agent=$($bin agent create --name bench --account "$account" --config "$dir/chains.toml" --database "$db")
     bearer=$(node -pe 'const a = JSON.parse(process.argv[1]); a.authorization ?? `Bearer ${Buffer.from(`${a.api_key}:${a.secret_key}`).toString("base64")}`' "$agent")
-    RUST_LOG=${RUST_LOG:-warn} $bin serve --config "$dir/chains.toml" --database "$db" --listen 127.0.0.1:19602 >"$out/serve-$1.log" 2>&1 &
+    RUST_LOG=${RUST_LOG:-warn} $bin serve --config "$dir/chains.toml" --database "$db" --listen "127.0.0.1:$((port + 50))" >"$out/serve-$1.log" 2>&1 &
     server=$!
-    for _ in $(seq 1 100); do curl -sf http://127.0.0.1:19602/api/health >/dev/null && break; sleep 0.1; done
+    for _ in $(seq 1 100); do curl -sf $url/api/health >/dev/null && break; sleep 0.1; done
     if [ "$1" = with ]; then
         : >"$out/received.jsonl"
-        node devnet/clients/webhook-receiver.mjs --port 19603 --secrets "$out/secrets.json" --out "$out/received.jsonl" &
+        node devnet/clients/webhook-receiver.mjs --port "$((port + 60))" --secrets "$out/secrets.json" --out "$out/received.jsonl" &
         receiver=$!
-        for _ in $(seq 1 50); do curl -s http://127.0.0.1:19603/ >/dev/null && break; sleep 0.1; done
-        curl -sf -X POST http://127.0.0.1:19602/v2/webhook_endpoints -H "authorization: $bearer" -H 'content-type: application/json' \
-            -d '{"url":"http://127.0.0.1:19603/hooks"}' | node -pe 'JSON.stringify([JSON.parse(require("fs").readFileSync(0)).secret])' >"$out/secrets.json"
+        for _ in $(seq 1 50); do curl -s $hooks/ >/dev/null && break; sleep 0.1; done
+        curl -sf -X POST $url/v2/webhook_endpoints -H "authorization: $bearer" -H 'content-type: application/json' \
+            -d "{\"url\":\"$hooks/hooks\"}" | node -pe 'JSON.stringify([JSON.parse(require("fs").readFileSync(0)).secret])' >"$out/secrets.json"
     fi
-    node devnet/bench/bench.mjs --dir "$dir" --url http://127.0.0.1:19602 --n "$n" --c "$c" --skip-reference --bearer "$bearer" >"$out/report-$1.json"
+    node devnet/bench/bench.mjs --dir "$dir" --url $url --n "$n" --c "$c" --skip-reference --bearer "$bearer" >"$out/report-$1.json"
     if [ "$1" = with ]; then
         # Every change of every intent delivered: wait for the outbox to drain.
         local want

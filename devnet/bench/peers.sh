@@ -47,7 +47,7 @@ commit=$(git rev-parse --short HEAD)
 # A fresh devnet (anvil pinned with the load) in $dir/dn on a random port.
 devnet() {
     dir=$(mktemp -d)
-    port=$((21000 + RANDOM % 8000))
+    port=${PORT:-$((21000 + RANDOM % 8000))}
     DEVNET_BLOCK_TIME=$blocks taskset -c "$LOAD_CPU" "$bin" devnet up --dir "$dir/dn" --port "$port" --chains "$1" >/dev/null || exit 1
     ln -s "$PWD/devnet/node_modules" "$dir/node_modules"
 }
@@ -62,9 +62,9 @@ serve() {
     if [ -n "${WORKERS:-}" ]; then sed -i "s/^\[service\]$/[service]\nsettlement_workers = $WORKERS/" "$dir/dn/chains.toml"; fi
     if [ -n "${BATCH_WINDOW_MS:-}" ]; then sed -i "s/^\[service\]$/[service]\nsettlement_batch_window_ms = $BATCH_WINDOW_MS/" "$dir/dn/chains.toml"; fi
     if [ -n "${ADAPTERS_DIR:-}" ]; then sed -i "s|^adapters_dir = .*|adapters_dir = \"$ADAPTERS_DIR\"|" "$dir/dn/chains.toml"; fi
-    url=http://127.0.0.1:$((port + 800))
+    url=http://127.0.0.1:$((port + 50))
     RUST_LOG=${SERVE_LOG:-warn} taskset -c "$SERVICE_CPU" "$bin" serve --config "$dir/dn/chains.toml" \
-        --database "sqlite://$dir/dn/stablerail.db" --listen "127.0.0.1:$((port + 800))" >"$dir/serve.log" 2>&1 &
+        --database "sqlite://$dir/dn/stablerail.db" --listen "127.0.0.1:$((port + 50))" >"$dir/serve.log" 2>&1 &
     server=$!
     for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 0.1; done
 }
@@ -87,13 +87,13 @@ peer_row() {
     local name=$1 exe=$2
     devnet base
     rpc=$(node -e 'console.log(require(process.argv[1]).chains.base.rpc)' "$dir/dn/devnet.json")
-    HOST=127.0.0.1 PORT=$((port + 900)) RPC_URL_BASE=$rpc SIGNER_TYPE=private-key \
+    HOST=127.0.0.1 PORT=$((port + 60)) RPC_URL_BASE=$rpc SIGNER_TYPE=private-key \
         EVM_PRIVATE_KEY=0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80 RUST_LOG=warn \
         X402RS_PEER_POLL_MS=${X402RS_PEER_POLL_MS:-250} \
         taskset -c "$SERVICE_CPU" "$exe" >"$dir/peer.log" 2>&1 &
     server=$!
-    for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$((port + 900))/supported" >/dev/null && break; sleep 0.1; done
-    row "$name" "$c" "$(FAC=http://127.0.0.1:$((port + 900)) DIR=$dir/dn N=$n C=$c load devnet/bench/bench-x402.mjs)"
+    for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$((port + 60))/supported" >/dev/null && break; sleep 0.1; done
+    row "$name" "$c" "$(FAC=http://127.0.0.1:$((port + 60)) DIR=$dir/dn N=$n C=$c load devnet/bench/bench-x402.mjs)"
     unserve
     undevnet
 }

@@ -10,17 +10,17 @@
 #   N=1000 ROUNDS=5 scripts/bench.sh soak-memory     (BIN: another build to soak)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-scripts/build.sh >/dev/null
+if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
 bin=${BIN:-$PWD/target/release/stablerail}
 out=${OUT:-$PWD/.stablerail/soak}
 mkdir -p "$out"
 : >"$out/memory.jsonl"
 dir=$(mktemp -d)
-port=$((21000 + RANDOM % 8000))
+port=${PORT:-$((21000 + RANDOM % 8000))}
 "$bin" devnet up --dir "$dir/dn" --port "$port" --chains base,arbitrum >/dev/null
-url=http://127.0.0.1:$((port + 800))
+url=http://127.0.0.1:$((port + 50))
 RUST_LOG=warn "$bin" serve --config "$dir/dn/chains.toml" --database "sqlite://$dir/dn/stablerail.db" \
-    --listen "127.0.0.1:$((port + 800))" >"$dir/serve.log" 2>&1 &
+    --listen "127.0.0.1:$((port + 50))" >"$dir/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; "$bin" devnet down --dir "$dir/dn" >/dev/null 2>&1; rm -rf "$dir"' EXIT
 for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 0.1; done

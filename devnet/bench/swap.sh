@@ -4,12 +4,15 @@
 # JSON report (see devnet/bench/bench-swap.mjs). A script, not part of the suite.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-scripts/build.sh
-dir=.stablerail/bench-swap
+if [ -z "${BIN:-}" ]; then scripts/build.sh; fi
+bin=${BIN:-target/release/stablerail}
+dir=$(realpath -m "${OUT:-.stablerail/bench-swap}")
+port=${PORT:-19645}
+url=http://127.0.0.1:$((port + 50))
 rm -rf "$dir"
-target/release/stablerail devnet up --dir "$dir" --port 19645 --chains base,solana >/dev/null
-RUST_LOG=${RUST_LOG:-warn} target/release/stablerail serve --config "$dir/chains.toml" --database "sqlite://$PWD/$dir/stablerail.db" --listen 127.0.0.1:19602 >"$dir/serve.log" 2>&1 &
+$bin devnet up --dir "$dir" --port "$port" --chains base,solana >/dev/null
+RUST_LOG=${RUST_LOG:-warn} $bin serve --config "$dir/chains.toml" --database "sqlite://$dir/stablerail.db" --listen "127.0.0.1:$((port + 50))" >"$dir/serve.log" 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null || true; target/release/stablerail devnet down --dir "$dir" >/dev/null 2>&1 || true' EXIT
-for _ in $(seq 1 100); do curl -sf http://127.0.0.1:19602/api/health >/dev/null && break; sleep 0.1; done
-node devnet/bench/bench-swap.mjs --dir "$dir" --url http://127.0.0.1:19602 --n "${N:-200}"
+trap 'kill $server 2>/dev/null || true; $bin devnet down --dir "$dir" >/dev/null 2>&1 || true' EXIT
+for _ in $(seq 1 100); do curl -sf $url/api/health >/dev/null && break; sleep 0.1; done
+node devnet/bench/bench-swap.mjs --dir "$dir" --url $url --n "${N:-200}"

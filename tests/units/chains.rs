@@ -1,6 +1,12 @@
 /// `crates/chain/src/chain.rs`
 mod chain {
-    use stablerail::family::chain::redact_url;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use serde_json::{json, Value};
+    use stablerail::config::Family;
+    use stablerail::family::chain::{redact_url, ChainClient};
 
     #[test]
     fn urls_lose_keys_and_credentials() {
@@ -8,6 +14,67 @@ mod chain {
         assert_eq!(redact_url("https://user:pw@rpc.example.org:8545/?apikey=SECRET"), "https://rpc.example.org:8545/…");
         assert_eq!(redact_url("http://127.0.0.1:8545"), "http://127.0.0.1:8545");
         assert_eq!(redact_url("not a url SECRET"), "<unparseable url>");
+    }
+
+    /// A JSON-RPC node that counts what it is asked: `eth_blockNumber`
+    /// answers `head`, `eth_getCode` answers code that names the head.
+    async fn counting_node(head: Arc<AtomicU64>, asked: Arc<Mutex<Vec<String>>>) -> String {
+        use axum::{routing::post, Json, Router};
+        let app = Router::new().route(
+            "/",
+            post(move |Json(req): Json<Value>| {
+                let (head, asked) = (head.clone(), asked.clone());
+                async move {
+                    let method = req["method"].as_str().unwrap_or("").to_string();
+                    asked.lock().unwrap().push(method.clone());
+                    let n = head.load(Ordering::SeqCst);
+                    let result = match method.as_str() {
+                        "eth_blockNumber" => json!(format!("{n:#x}")),
+                        _ => json!(format!("0x{n:02x}")),
+                    };
+                    Json(json!({ "jsonrpc": "2.0", "id": req["id"], "result": result }))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        url
+    }
+
+    /// A payer's code is read once per block, whoever asks and in whatever
+    /// case its address comes: another head, another tag, another address
+    /// read the node again; one head read serves everyone within its memo.
+    #[tokio::test]
+    async fn code_at_latest_is_read_once_per_head() {
+        let (head, asked) = (Arc::new(AtomicU64::new(7)), Arc::new(Mutex::new(vec![])));
+        let url = counting_node(head.clone(), asked.clone()).await;
+        let client = ChainClient::new("base", Family::Evm, vec![url]);
+        let payer = "0x00000000000000000000000000000000000000Aa";
+        let codes = |m: &str| asked.lock().unwrap().iter().filter(|a| *a == m).count();
+
+        let first = client.query("eth_getCode", &json!([payer, "latest"]).to_string()).await.unwrap();
+        let again = client.rpc("eth_getCode", json!([payer.to_lowercase(), "latest"])).await.unwrap();
+        assert_eq!((first.as_str(), again.as_str()), ("\"0x07\"", Some("0x07")));
+        assert_eq!((codes("eth_getCode"), codes("eth_blockNumber")), (1, 1), "{:?}", asked.lock().unwrap());
+
+        // Not cached: another tag, another address.
+        client.query("eth_getCode", &json!([payer, "pending"]).to_string()).await.unwrap();
+        client.query("eth_getCode", &json!(["0x00000000000000000000000000000000000000bb", "latest"]).to_string()).await.unwrap();
+        assert_eq!(codes("eth_getCode"), 3);
+
+        // A new head: read again, and its answer is the new block's.
+        head.store(8, Ordering::SeqCst);
+        tokio::time::sleep(stablerail::family::chain::HEAD_MEMO + Duration::from_millis(20)).await;
+        let later = client.query("eth_getCode", &json!([payer, "latest"]).to_string()).await.unwrap();
+        assert_eq!(later, "\"0x08\"");
+        assert_eq!((codes("eth_getCode"), codes("eth_blockNumber")), (4, 2));
+        // The same head once more (memo lapsed, head unchanged): no code read.
+        tokio::time::sleep(stablerail::family::chain::HEAD_MEMO + Duration::from_millis(20)).await;
+        client.query("eth_getCode", &json!([payer, "latest"]).to_string()).await.unwrap();
+        assert_eq!((codes("eth_getCode"), codes("eth_blockNumber")), (4, 3));
+        assert_eq!(client.head(Duration::ZERO).await.unwrap(), 8);
+        assert_eq!(codes("eth_blockNumber"), 4);
     }
 }
 

@@ -2,9 +2,9 @@
 //! TRON. Adapters reach it only through `chain.query`, which is limited to
 //! read-only methods of the chain's own family.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -97,7 +97,20 @@ pub struct ChainClient {
     /// The most gas an adapter's `eth_call` may spend here (EVM): what a
     /// payer's contract may make the service simulate, and then pay for.
     pub gas_cap: Option<u64>,
+    /// EVM: the head as last read, shared by every reader of this chain.
+    head: tokio::sync::Mutex<Option<(u64, Instant)>>,
+    /// EVM: `eth_getCode` answers at `latest`, by address, with the head
+    /// they were read under.
+    codes: Mutex<HashMap<String, (u64, String)>>,
 }
+
+/// How old a head read may be and still be the head (EVM). Everyone asking
+/// within it shares one `eth_blockNumber`: the confirmation follower, the
+/// books, the code reads below.
+pub const HEAD_MEMO: Duration = Duration::from_millis(100);
+
+/// Most code answers kept per chain; past it the table starts again.
+const MOST_CODES: usize = 10_000;
 
 /// A chain that answers from a table: (method, params) → result or node
 /// error. A question the table lacks is answered as an unreachable node.
@@ -127,7 +140,16 @@ impl ChainClient {
     pub fn new(chain: &str, family: Family, urls: Vec<String>) -> Self {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("a reqwest client with a timeout builds");
         let endpoints = urls.into_iter().map(|url| Endpoint { label: redact_url(&url), url }).collect();
-        ChainClient { chain: chain.to_string(), family, endpoints, http, recorded: None, gas_cap: None }
+        ChainClient {
+            chain: chain.to_string(),
+            family,
+            endpoints,
+            http,
+            recorded: None,
+            gas_cap: None,
+            head: Default::default(),
+            codes: Default::default(),
+        }
     }
 
     /// A chain of recorded answers, with the allow-list of a live one.
@@ -151,9 +173,69 @@ impl ChainClient {
         serde_json::from_str(&text).map_err(|e| ChainError::BadAnswer(e.to_string()))
     }
 
+    /// The chain's head block number (EVM), read again only when the last
+    /// read is older than `max_age` (`HEAD_MEMO` for the hot paths, zero
+    /// for a caller that has just seen a block land): askers during a read
+    /// wait for its answer.
+    pub async fn head(&self, max_age: Duration) -> Result<u64, ChainError> {
+        let mut memo = self.head.lock().await;
+        if let Some((head, at)) = *memo {
+            if at.elapsed() < max_age {
+                return Ok(head);
+            }
+        }
+        let at = Instant::now();
+        let answer = self.call_uncached("eth_blockNumber", &json!([])).await?;
+        let head = serde_json::from_str::<Value>(&answer)
+            .ok()
+            .and_then(|v| u64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok())
+            .ok_or_else(|| ChainError::BadAnswer(format!("eth_blockNumber answered {answer}")))?;
+        *memo = Some((head, at));
+        Ok(head)
+    }
+
+    /// A payer's code is read once per block, not once per look: verify,
+    /// settle and the keyless gas count of one payment ask it in turn, and
+    /// so do a payer's payments in one block. Code changes only in a new
+    /// block (a deployment, an EIP-7702 delegation), so an answer serves
+    /// while the head it was read under is the head.
+    async fn code_at_head(&self, address: String, params: &Value) -> Result<String, ChainError> {
+        let Ok(head) = self.head(HEAD_MEMO).await else { return self.call_uncached("eth_getCode", params).await };
+        if let Some((at, code)) = self.codes.lock().expect("codes lock").get(&address) {
+            if *at == head {
+                return Ok(code.clone());
+            }
+        }
+        let code = self.call_uncached("eth_getCode", params).await?;
+        let mut codes = self.codes.lock().expect("codes lock");
+        if codes.len() >= MOST_CODES {
+            codes.clear();
+        }
+        codes.insert(address, (head, code.clone()));
+        Ok(code)
+    }
+
     /// Each endpoint in turn until one answers; a node's own error answer
     /// is final (another endpoint of the same chain would say the same).
     async fn call(&self, method: &str, params: &Value) -> Result<String, ChainError> {
+        if let Some(address) = self.latest_code_of(method, params) {
+            return self.code_at_head(address, params).await;
+        }
+        self.call_uncached(method, params).await
+    }
+
+    /// `eth_getCode(address, "latest")`'s address, lower-cased (EVM).
+    fn latest_code_of(&self, method: &str, params: &Value) -> Option<String> {
+        if self.family != Family::Evm || method != "eth_getCode" || self.recorded.is_some() {
+            return None;
+        }
+        match params.as_array()?.as_slice() {
+            [Value::String(address), Value::String(tag)] if tag == "latest" => Some(address.to_ascii_lowercase()),
+            _ => None,
+        }
+    }
+
+    async fn call_uncached(&self, method: &str, params: &Value) -> Result<String, ChainError> {
         let started = std::time::Instant::now();
         let answer = self.call_endpoints(method, params).await;
         let outcome = match &answer {

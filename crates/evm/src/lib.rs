@@ -18,6 +18,7 @@ pub mod token_facts;
 pub mod tx;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use alloy_primitives::{keccak256, Address, B256, U256};
 use alloy_signer_local::PrivateKeySigner;
@@ -25,7 +26,7 @@ use serde_json::{json, Value};
 
 use crate::config::{Config, Family};
 use crate::db::Db;
-use crate::family::chain::{ChainClient, ChainError, Chains};
+use crate::family::chain::{ChainClient, ChainError, Chains, HEAD_MEMO};
 use crate::family::keys::{Keystore, Role};
 use crate::family::{Balance, Driver, Finality, Receipt, Resent, SendError, Submit, Upkeep};
 use crate::payment::{Authorization, EvmCall, Movement, SettleStep, SigningRequest, Submission, VerifiedPayment};
@@ -191,7 +192,8 @@ impl Driver for EvmDriver {
         let mined = r.json.get("blockNumber").and_then(number);
         let head = match confirmations {
             0 | 1 => mined,
-            _ => number(&tx::rpc(&client, "eth_blockNumber", json!([])).await?),
+            // A head up to HEAD_MEMO old: finality only comes later.
+            _ => Some(client.head(HEAD_MEMO).await.map_err(|e| SendError::Unavailable(e.to_string()))?),
         };
         match (mined, head) {
             (Some(mined), Some(head)) if head + 1 >= mined + confirmations.max(1) => {}
@@ -247,16 +249,13 @@ impl Driver for EvmDriver {
 
     async fn head(&self, chain: &str) -> Result<Option<u64>, SendError> {
         let client = self.chain(chain)?;
-        let head = tx::rpc(&client, "eth_blockNumber", json!([])).await?;
-        Ok(head.as_str().and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok()))
+        Ok(Some(client.head(HEAD_MEMO).await.map_err(|e| SendError::Unavailable(e.to_string()))?))
     }
 
     async fn final_block(&self, chain: &str) -> Result<Option<u64>, SendError> {
-        let client = self.chain(chain)?;
         let confirmations = self.config.chains.get(chain).map_or(1, |c| c.confirmations.max(1));
-        let head = tx::rpc(&client, "eth_blockNumber", json!([])).await?;
-        let head = head.as_str().and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
-        let head = head.ok_or_else(|| SendError::Unavailable("eth_blockNumber: bad answer".into()))?;
+        // A fresh read: the books run now and then, and read up to it.
+        let head = self.chain(chain)?.head(Duration::ZERO).await.map_err(|e| SendError::Unavailable(e.to_string()))?;
         // Never the head itself: a node's state "at" its head number can
         // already hold the next block's transactions (anvil applies a block
         // before it publishes its number), and the books pair a balance with
