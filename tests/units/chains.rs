@@ -157,6 +157,25 @@ mod rhythm {
         let (slow, _) = seen(&[(1, 100, 0), (2, 140, 2000), (3, 180, 4000), (4, 220, 6000), (5, 260, 8000)]);
         assert!(slow.interval().is_none());
     }
+
+    /// Whether natural batching may send at once (a chain that mines many
+    /// blocks a second) is judged on heads seen live, not on history (a
+    /// devnet's setup blocks came fast, then it mined every 2 s).
+    #[test]
+    fn fast_is_judged_on_live_heads_only() {
+        let mut r = Rhythm::default();
+        r.history(&[(6, 90), (7, 90), (8, 90), (9, 90), (10, 90)]);
+        assert_eq!(r.fast(), None, "history alone says nothing");
+        let t0 = Instant::now();
+        r.observe(11, 92, t0);
+        assert_eq!(r.fast(), None, "one live head is not a pair");
+        r.observe(12, 94, t0 + Duration::from_millis(2000));
+        assert_eq!(r.fast(), Some(false), "every 2 s");
+        let (instant, _) = seen(&[(1, 100, 0), (9, 100, 100), (20, 101, 200)]);
+        assert_eq!(instant.fast(), Some(true), "eleven blocks in a second");
+        let (idle, _) = seen(&[(1, 100, 0), (2, 107, 7000)]);
+        assert_eq!(idle.fast(), Some(false), "an idle instant devnet holds for the next head, which its sends mine");
+    }
 }
 
 /// `crates/engine/src/settle/hold.rs`

@@ -1,11 +1,18 @@
 //! Relayer calls that are ready at the same moment go out together as one
 //! Multicall3 `aggregate3` transaction per chain.
 //!
-//! Natural batching: a batch is whatever queued while the previous one was
-//! being signed and sent, so a lone call waits for nothing; with
+//! Natural batching (no rhythm known, see `rhythm.rs`): a batch is whatever
+//! queued while the previous one was being signed and sent, so a lone call
+//! waits for nothing. On a chain that does not mine at each send (blocks a
+//! second or more apart, with no steady rhythm yet: a node just started,
+//! an Ethereum slot missed), once a batch is out under a head the next
+//! waits for the next head (`hold_for_head`), so the calls of one block go
+//! out as one transaction instead of one each (a flood of one-call
+//! transactions filled the blocks and raised the base fee past what they
+//! had signed); a full batch goes at once. An instant chain, seen mining
+//! many blocks a second, keeps sending at once with no read. With
 //! `settlement_batch_window_ms`, a batch waits that long for more after its
-//! first call (slow-block chains, where calls would otherwise go out a few
-//! per transaction). The batch is run
+//! first call instead. The batch is run
 //! once with every call required to pass (`allowFailure = false`): when that
 //! passes, every call passes and the run's gas is the batch's. Otherwise each
 //! call is simulated inside the batch (`allowFailure = true`, `eth_call`):
@@ -141,8 +148,15 @@ impl Relay {
     }
 }
 
+/// Natural batching holds a batch for the next head at most this long
+/// after the last one went out, reading the head this often meanwhile.
+const NEXT_HEAD: std::time::Duration = std::time::Duration::from_secs(1);
+const HEAD_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+
 async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
     let mut resync = false;
+    // The head read before the last natural send, and when it went.
+    let mut sent_under: Option<(u64, tokio::time::Instant)> = None;
     while let Some(first) = rx.recv().await {
         let mut calls = vec![first];
         // Blocks at a steady pace: everything that queues until the
@@ -175,7 +189,34 @@ async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
                 },
             }
         }
+        if lane.window.is_zero() && lane.clock.fast() != Some(true) {
+            if let Some((head, at)) = sent_under {
+                hold_for_head(&lane, &mut rx, &mut calls, head, at + NEXT_HEAD).await;
+            }
+            sent_under = lane.chain.head(std::time::Duration::ZERO).await.ok().map(|h| (h, tokio::time::Instant::now()));
+        }
         resync = dispatch(&lane, &relay, calls, resync, false).await;
+    }
+}
+
+/// Gather calls until the head passes `head` (the last batch's block is
+/// out), a batch is full, or `until`. A head that cannot be read holds
+/// nothing.
+async fn hold_for_head(lane: &Lane, rx: &mut mpsc::UnboundedReceiver<Call>, calls: &mut Vec<Call>, head: u64, until: tokio::time::Instant) {
+    let full = lane.max.max(1);
+    while calls.len() < full && tokio::time::Instant::now() < until {
+        match lane.chain.head(std::time::Duration::ZERO).await {
+            Ok(now) if now <= head => {}
+            _ => return,
+        }
+        let poll = (tokio::time::Instant::now() + HEAD_POLL).min(until);
+        while calls.len() < full {
+            match tokio::time::timeout_at(poll, rx.recv()).await {
+                Ok(Some(c)) => calls.push(c),
+                Ok(None) => return,
+                Err(_) => break,
+            }
+        }
     }
 }
 

@@ -38,6 +38,8 @@ const SPREAD: f64 = 1.5;
 pub struct Rhythm {
     heads: std::collections::VecDeque<(u64, u64)>,
     at: Option<Instant>,
+    /// New heads seen live (not read as history).
+    live: u32,
 }
 
 impl Rhythm {
@@ -51,6 +53,7 @@ impl Rhythm {
             self.heads.pop_front();
         }
         self.at = Some(at);
+        self.live = self.live.saturating_add(1);
     }
 
     /// Earlier blocks (number, timestamp), oldest first, read at the start:
@@ -80,6 +83,18 @@ impl Rhythm {
         }
         let (first, last) = (*self.heads.front()?, *self.heads.back()?);
         Some(Duration::from_secs_f64(per_block(first, last)))
+    }
+
+    /// Whether the chain mines faster than `SLOWEST_NATURAL` a block, by
+    /// the last two heads seen live (`None` before two are seen): an
+    /// instant devnet under load mines many blocks between two polls.
+    pub fn fast(&self) -> Option<bool> {
+        let n = self.heads.len();
+        if n < 2 || self.live < 2 {
+            return None;
+        }
+        let ((n0, t0), (n1, t1)) = (self.heads[n - 2], self.heads[n - 1]);
+        Some((t1.saturating_sub(t0) as f64 / (n1 - n0).max(1) as f64) < SLOWEST_NATURAL.as_secs_f64())
     }
 
     /// When a batch that starts at `now` should go: the middle of the
@@ -120,6 +135,11 @@ impl BlockClock {
             tokio::spawn(async move { me.poll().await });
         }
         self.rhythm.lock().expect("block clock").send_at(Instant::now())
+    }
+
+    /// `Rhythm::fast`, from what the poll has seen (no read of its own).
+    pub fn fast(&self) -> Option<bool> {
+        self.rhythm.lock().expect("block clock").fast()
     }
 
     async fn poll(self: Arc<Self>) {
