@@ -6,6 +6,7 @@
 #   scripts/bench.sh swap         swap quotes and registrations
 #   scripts/bench.sh abuse        a legit client's latency under a flood and slow sockets
 #   scripts/bench.sh soak-memory  resident memory over rounds of payments
+#   scripts/bench.sh in-flight    resident memory with 20,000 payments in flight on 12-s blocks
 #   scripts/bench.sh events       settlement with and without a webhook receiver; delivery latency
 #   scripts/bench.sh adapter      the adapter host's criterion benches
 # Each takes its settings from the environment (see the head of its script
@@ -15,6 +16,6 @@ cd "$(dirname "$0")/.."
 name=${1:-}
 case "$name" in
   adapter) shift; exec cargo bench -p stablerail --bench adapter "$@" ;;
-  peers|settlement|create|swap|abuse|soak-memory|events) shift; exec devnet/bench/"$name".sh "$@" ;;
-  *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  peers|settlement|create|swap|abuse|soak-memory|in-flight|events) shift; exec devnet/bench/"$name".sh "$@" ;;
+  *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

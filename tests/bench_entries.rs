@@ -127,6 +127,16 @@ async fn bench_swap_and_soak() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn bench_in_flight() {
+    let out = tempfile::tempdir().unwrap();
+    let env = [("N", "20"), ("RATE", "20"), ("C", "20"), ("BLOCKS", "1"), ("AFTER", "6")];
+    bench("in-flight", 26845, &env, out.path()).await;
+    let summary: Value = serde_json::from_str(std::fs::read_to_string(out.path().join("summary.json")).unwrap().trim()).unwrap();
+    positive(&summary["rss_mib_from_peak"]["max"], "resident memory");
+    assert_eq!(summary["last"]["settled"], 20, "every payment settles: {summary}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn bench_abuse() {
     let out = tempfile::tempdir().unwrap();
     let env = [("LEGIT", "10"), ("SECONDS_OF_FLOOD", "2"), ("QUEUES_N", "3"), ("QUEUES_SECONDS", "2")];

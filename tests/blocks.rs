@@ -43,7 +43,8 @@ async fn settle_all(dn: &Devnet, key: &str, req: &Value, proofs: &[String], gap:
 /// its block, two payments a block (ten blocks). Then, once
 /// the service has seen the rhythm, twenty payments arriving over 0.6 s go
 /// out as one batch in one block (natural batching would send them in many
-/// small ones as they come). The merchant is credited every unit.
+/// small ones as they come); before it has, they go in a few transactions
+/// (the next head is waited for). The merchant is credited every unit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn payments_waiting_on_blocks_cost_rows_not_workers_and_go_one_batch_per_block() {
     let dn = Devnet::start(32245, "base", "[facilitator]\nworkers = 2\n").await;
@@ -52,7 +53,7 @@ async fn payments_waiting_on_blocks_cost_rows_not_workers_and_go_one_batch_per_b
     rpc(&url, "evm_setIntervalMining", json!([3])).await;
     let (_, payer_key) = dn.payer(0);
     let req = requirements(&dn, "1000");
-    let proofs = x402_pay_many(&vec![req.clone(); 40], &payer_key);
+    let proofs = x402_pay_many(&vec![req.clone(); 60], &payer_key);
     let merchant_before = dn.balance_of("base", "usdc", crate::facilitator::MERCHANT).await;
 
     let first = settle_all(&dn, &key, &req, &proofs[..20], Duration::ZERO).await;
@@ -63,12 +64,19 @@ async fn payments_waiting_on_blocks_cost_rows_not_workers_and_go_one_batch_per_b
     // Two when the sends straddle a block's end.
     assert!(blocks.len() <= 2, "twenty payments on two workers took {} blocks: {blocks:?}", blocks.len());
 
+    // No rhythm yet (too few heads): arrivals over 0.6 s still share
+    // transactions, one out at once and the rest after the next head (or a
+    // second; the two workers hand calls to the batcher in turns), not one
+    // transaction each as they come (twenty without the wait, four with it).
+    let natural = settle_all(&dn, &key, &req, &proofs[40..], Duration::from_millis(30)).await;
+    assert!(natural.len() <= 5, "before the rhythm, twenty payments over 0.6 s went out in {} transactions: {natural:?}", natural.len());
+
     // Five more blocks: the rhythm is learned from the heads.
     tokio::time::sleep(Duration::from_secs(15)).await;
-    let second = settle_all(&dn, &key, &req, &proofs[20..], Duration::from_millis(30)).await;
+    let second = settle_all(&dn, &key, &req, &proofs[20..40], Duration::from_millis(30)).await;
     // Two when the arrivals straddle the middle of a block.
     assert!(second.len() <= 2, "twenty payments over 0.6 s went out in {} transactions: {second:?}", second.len());
 
     let merchant_after = dn.balance_of("base", "usdc", crate::facilitator::MERCHANT).await;
-    assert_eq!(merchant_after - merchant_before, alloy_primitives::U256::from(40 * 1000u64));
+    assert_eq!(merchant_after - merchant_before, alloy_primitives::U256::from(60 * 1000u64));
 }

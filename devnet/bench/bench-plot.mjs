@@ -1,6 +1,8 @@
 // Draw scripts/bench.sh peers's rows as one SVG: throughput by concurrency
 // (left) and latency percentiles p50/p99 by concurrency (right), one block
-// time (BLOCK_SECONDS, default 0: instant blocks).
+// time (BLOCK_SECONDS, default 0: instant blocks). Open-loop rows (RATE=)
+// are grouped by the offered rate instead; rows of several runs can be
+// drawn together by concatenating their results.jsonl.
 //   node devnet/bench/bench-plot.mjs results.jsonl > benchmarks.svg
 import fs from "node:fs";
 
@@ -20,8 +22,9 @@ const series = [
   { what: "x402-rs-2.0.2", label: "x402-rs 2.0.2 (poll 250 ms)", color: "#cf222e" },
   { what: "typescript-reference", label: "TypeScript reference (@x402/evm), sequential", color: "#8250df" },
 ].filter((s) => rows.some((r) => r.what === s.what));
-const levels = [...new Set(rows.map((r) => r.concurrency))].sort((a, b) => a - b);
-const find = (what, c) => rows.find((r) => r.what === what && r.concurrency === c);
+const key = rows.some((r) => r.rate) ? "rate" : "concurrency";
+const levels = [...new Set(rows.map((r) => r[key]))].sort((a, b) => a - b);
+const find = (what, c) => rows.find((r) => r.what === what && r[key] === c);
 const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;");
 const nice = (v) => {
   const p = 10 ** Math.floor(Math.log10(v || 1));
@@ -34,7 +37,8 @@ out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" vie
 out.push(`<rect width="${W}" height="${H}" fill="white"/>`);
 const commit = rows.find((r) => r.commit)?.commit ?? "";
 const n = rows.find((r) => r.n)?.n ?? "";
-out.push(`<text x="20" y="24" font-size="15" font-weight="bold">Settling EIP-3009 payments on one devnet chain, ${n} per row${commit ? ` (${esc(commit)})` : ""}</text>`);
+const blocks = blockSeconds ? `, blocks every ${blockSeconds} s` : ", instant blocks";
+out.push(`<text x="20" y="24" font-size="15" font-weight="bold">Settling EIP-3009 payments on one devnet chain${blocks}, ${n} per row${commit ? ` (${esc(commit)})` : ""}</text>`);
 
 // One grouped-bar panel: a group per concurrency, a bar per (series, key).
 function panel(x0, title, unit, bars) {
@@ -58,7 +62,8 @@ function panel(x0, title, unit, bars) {
       out.push(`<rect x="${gx + k * barW}" y="${y}" width="${barW - 2}" height="${bottom - y}" fill="${b.color}" opacity="${b.opacity ?? 1}"><title>${esc(b.label)} at ${c}: ${v}</title></rect>`);
       out.push(`<text x="${gx + k * barW + (barW - 2) / 2}" y="${y - 3}" text-anchor="middle" font-size="9">${Math.round(v)}</text>`);
     });
-    out.push(`<text x="${x0 + 40 + g * groupW + groupW / 2}" y="${bottom + 16}" text-anchor="middle">${c} at once</text>`);
+    const level = key === "rate" ? `${c}/s offered` : `${c} at once`;
+    out.push(`<text x="${x0 + 40 + g * groupW + groupW / 2}" y="${bottom + 16}" text-anchor="middle">${level}</text>`);
   });
 }
 

@@ -79,7 +79,6 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         work: Default::default(),
         done: Default::default(),
         worker: Default::default(),
-        admission: Default::default(),
     });
     let work: Arc<tokio::sync::Notify> = Default::default();
     let steps = crate::settle::Steps::new(crate::settle::Deps {

@@ -44,35 +44,6 @@ pub struct Facilitator {
     /// This replica's running x402 worker, once started: a settle runs its
     /// first pass on it at once when a worker is free.
     pub worker: std::sync::OnceLock<std::sync::Arc<crate::x402::worker::Worker>>,
-    /// Requests checking a payment at once (a verify; a settle until its
-    /// row is written).
-    pub admission: Admission,
-}
-
-/// Most requests checking a payment at once on one replica. Past it a
-/// request waits its turn (first come, first served) before it starts: on
-/// overload, two thousand open requests each verifying, reading the chain
-/// and the ledger at once on the same cores finish all late together
-/// (throughput fell to a quarter in the 2-second-block bench), where in
-/// turn the early ones finish early and the work per second stays the
-/// same. The bound is well above what the cores can use (a check is a
-/// few milliseconds of CPU and one or two chain reads).
-pub const ADMITTED: usize = 64;
-
-/// The turnstile in front of the checks (`ADMITTED`).
-pub struct Admission(tokio::sync::Semaphore);
-
-impl Default for Admission {
-    fn default() -> Self {
-        Admission(tokio::sync::Semaphore::new(ADMITTED))
-    }
-}
-
-impl Admission {
-    /// Wait for a turn; it ends when the permit is dropped.
-    pub async fn enter(&self) -> tokio::sync::SemaphorePermit<'_> {
-        self.0.acquire().await.expect("the admission semaphore is never closed")
-    }
 }
 
 /// The client name of keyless settlements (no key may take it).
@@ -235,12 +206,7 @@ pub async fn verify(s: &Facilitator, body: &FacilitatorRequest, caller: &Caller)
     let target = Request::of(body).map_err(|(r, _)| r).and_then(|r| resolve(s, &r));
     let (scheme, network) = labels(&target);
     let answer = match target {
-        Ok(t) => match async {
-            let _turn = s.admission.enter().await;
-            check(s, &t, caller, true).await
-        }
-        .await
-        {
+        Ok(t) => match check(s, &t, caller, true).await {
             Ok(paid) => {
                 (Status::Ok, VerifyResponse { is_valid: true, invalid_reason: None, invalid_message: None, payer: Some(paid.payer) })
             }

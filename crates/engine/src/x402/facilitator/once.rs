@@ -40,9 +40,6 @@ pub async fn settle(s: &Facilitator, r: &Request, t: &Target, caller: &Caller) -
         tracing::warn!(error = %e, "facilitator ledger unavailable");
         (Status::Internal, failed(Reason::ChainUnavailable, None, String::new(), network))
     };
-    // In turn with the other requests checking a payment, until its row is
-    // written; the chain's wait that follows takes no turn.
-    let turn = s.admission.enter().await;
     // No chain check here: the settlement's pass makes it (a relayer call's
     // simulation as it is sent, or the adapter's preflight before a longer
     // settlement), and one refused with nothing sent lets go of its row.
@@ -128,9 +125,7 @@ pub async fn settle(s: &Facilitator, r: &Request, t: &Target, caller: &Caller) -
     let worker = s.worker.get();
     let slot = worker.and_then(|w| w.slot());
     let lease = slot.as_ref().map(|(_, holder, until)| (holder.as_str(), *until));
-    let inserted = crate::store::transition::settlements::insert(&s.db, &rec, lease).await;
-    drop(turn);
-    match inserted {
+    match crate::store::transition::settlements::insert(&s.db, &rec, lease).await {
         Ok(()) => match (worker, slot) {
             (Some(worker), Some((slot, _, _))) => {
                 let id = rec.id.clone();
