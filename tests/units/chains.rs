@@ -17,7 +17,8 @@ mod chain {
     }
 
     /// A JSON-RPC node that counts what it is asked: `eth_blockNumber`
-    /// answers `head`, `eth_getCode` answers code that names the head.
+    /// answers `head`; `eth_getCode` answers a byte that names the head, or
+    /// a contract's 100 bytes for an address ending in `ff`.
     async fn counting_node(head: Arc<AtomicU64>, asked: Arc<Mutex<Vec<String>>>) -> String {
         use axum::{routing::post, Json, Router};
         let app = Router::new().route(
@@ -28,8 +29,10 @@ mod chain {
                     let method = req["method"].as_str().unwrap_or("").to_string();
                     asked.lock().unwrap().push(method.clone());
                     let n = head.load(Ordering::SeqCst);
+                    let contract = req["params"][0].as_str().is_some_and(|a| a.to_lowercase().ends_with("ff"));
                     let result = match method.as_str() {
                         "eth_blockNumber" => json!(format!("{n:#x}")),
+                        _ if contract => json!(format!("0x{}", "60".repeat(100))),
                         _ => json!(format!("0x{n:02x}")),
                     };
                     Json(json!({ "jsonrpc": "2.0", "id": req["id"], "result": result }))
@@ -43,38 +46,55 @@ mod chain {
     }
 
     /// A payer's code is read once per block, whoever asks and in whatever
-    /// case its address comes: another head, another tag, another address
-    /// read the node again; one head read serves everyone within its memo.
+    /// case its address comes, while a head read within the memo says
+    /// which block that is; without one, or for another head, another tag,
+    /// another address or a contract's long code, the node is asked again.
+    /// Askers of the head at once share one read.
     #[tokio::test]
     async fn code_at_latest_is_read_once_per_head() {
         let (head, asked) = (Arc::new(AtomicU64::new(7)), Arc::new(Mutex::new(vec![])));
         let url = counting_node(head.clone(), asked.clone()).await;
         let client = ChainClient::new("base", Family::Evm, vec![url]);
         let payer = "0x00000000000000000000000000000000000000Aa";
-        let codes = |m: &str| asked.lock().unwrap().iter().filter(|a| *a == m).count();
+        let count = |m: &str| asked.lock().unwrap().iter().filter(|a| *a == m).count();
+        let code = |address: &str, tag: &str| {
+            let (params, client) = (json!([address, tag]).to_string(), &client);
+            async move { client.query("eth_getCode", &params).await }
+        };
 
-        let first = client.query("eth_getCode", &json!([payer, "latest"]).to_string()).await.unwrap();
+        // No head read yet: the code is read and not kept.
+        code(payer, "latest").await.unwrap();
+        code(payer, "latest").await.unwrap();
+        assert_eq!((count("eth_getCode"), count("eth_blockNumber")), (2, 0));
+
+        // Ten askers at once, one head read.
+        let memo = stablerail::family::chain::HEAD_MEMO;
+        let heads = futures::future::join_all((0..10).map(|_| client.head(memo))).await;
+        assert!(heads.iter().all(|h| *h.as_ref().unwrap() == 7));
+        assert_eq!(count("eth_blockNumber"), 1, "{:?}", asked.lock().unwrap());
+
+        let first = code(payer, "latest").await.unwrap();
         let again = client.rpc("eth_getCode", json!([payer.to_lowercase(), "latest"])).await.unwrap();
         assert_eq!((first.as_str(), again.as_str()), ("\"0x07\"", Some("0x07")));
-        assert_eq!((codes("eth_getCode"), codes("eth_blockNumber")), (1, 1), "{:?}", asked.lock().unwrap());
+        assert_eq!(count("eth_getCode"), 3, "one read for both");
 
-        // Not cached: another tag, another address.
-        client.query("eth_getCode", &json!([payer, "pending"]).to_string()).await.unwrap();
-        client.query("eth_getCode", &json!(["0x00000000000000000000000000000000000000bb", "latest"]).to_string()).await.unwrap();
-        assert_eq!(codes("eth_getCode"), 3);
+        // Not kept: another tag, a contract's code.
+        code(payer, "pending").await.unwrap();
+        let contract = "0x00000000000000000000000000000000000000fF";
+        code(contract, "latest").await.unwrap();
+        code(contract, "latest").await.unwrap();
+        assert_eq!(count("eth_getCode"), 6);
 
         // A new head: read again, and its answer is the new block's.
         head.store(8, Ordering::SeqCst);
-        tokio::time::sleep(stablerail::family::chain::HEAD_MEMO + Duration::from_millis(20)).await;
-        let later = client.query("eth_getCode", &json!([payer, "latest"]).to_string()).await.unwrap();
-        assert_eq!(later, "\"0x08\"");
-        assert_eq!((codes("eth_getCode"), codes("eth_blockNumber")), (4, 2));
-        // The same head once more (memo lapsed, head unchanged): no code read.
-        tokio::time::sleep(stablerail::family::chain::HEAD_MEMO + Duration::from_millis(20)).await;
-        client.query("eth_getCode", &json!([payer, "latest"]).to_string()).await.unwrap();
-        assert_eq!((codes("eth_getCode"), codes("eth_blockNumber")), (4, 3));
         assert_eq!(client.head(Duration::ZERO).await.unwrap(), 8);
-        assert_eq!(codes("eth_blockNumber"), 4);
+        assert_eq!(code(payer, "latest").await.unwrap(), "\"0x08\"");
+        code(payer, "latest").await.unwrap();
+        assert_eq!(count("eth_getCode"), 7);
+        // The head read is too old now: the code is read, nothing kept.
+        tokio::time::sleep(stablerail::family::chain::HEAD_MEMO + Duration::from_millis(20)).await;
+        code(payer, "latest").await.unwrap();
+        assert_eq!((count("eth_getCode"), count("eth_blockNumber")), (8, 2));
     }
 }
 

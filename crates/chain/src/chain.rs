@@ -97,19 +97,29 @@ pub struct ChainClient {
     /// The most gas an adapter's `eth_call` may spend here (EVM): what a
     /// payer's contract may make the service simulate, and then pay for.
     pub gas_cap: Option<u64>,
-    /// EVM: the head as last read, shared by every reader of this chain.
-    head: tokio::sync::Mutex<Option<(u64, Instant)>>,
-    /// EVM: `eth_getCode` answers at `latest`, by address, with the head
-    /// they were read under.
-    codes: Mutex<HashMap<String, (u64, String)>>,
+    /// EVM: the last head read and when its answer arrived, for readers
+    /// that must not wait (the code reads).
+    head_seen: Mutex<Option<(u64, Instant)>>,
+    /// EVM: one head read at a time; when the last one started and what it
+    /// gave, for those who waited on it.
+    head_read: tokio::sync::Mutex<Option<(Instant, Result<u64, ChainError>)>>,
+    /// EVM: short `eth_getCode` answers at `latest` (no code, an EIP-7702
+    /// delegation), by address, all read under the head `.0`.
+    codes: Mutex<(u64, HashMap<String, String>)>,
 }
 
-/// How old a head read may be and still be the head (EVM). Everyone asking
-/// within it shares one `eth_blockNumber`: the confirmation follower, the
-/// books, the code reads below.
+/// How old a head read may be and still be the head (EVM): the
+/// confirmation follower and the code reads share one `eth_blockNumber`.
 pub const HEAD_MEMO: Duration = Duration::from_millis(100);
 
-/// Most code answers kept per chain; past it the table starts again.
+/// A head read gives up after this: those waiting on it get its error.
+const HEAD_READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Code answers kept: only short ones (`"0x"`, a 23-byte EIP-7702
+/// delegation), at most this many per head. A contract's code is read each
+/// time, as before: kept, 10,000 strangers' 24-KiB contracts would be half
+/// a gigabyte.
+const SHORT_CODE: usize = 64;
 const MOST_CODES: usize = 10_000;
 
 /// A chain that answers from a table: (method, params) → result or node
@@ -147,7 +157,8 @@ impl ChainClient {
             http,
             recorded: None,
             gas_cap: None,
-            head: Default::default(),
+            head_seen: Default::default(),
+            head_read: Default::default(),
             codes: Default::default(),
         }
     }
@@ -174,44 +185,74 @@ impl ChainClient {
     }
 
     /// The chain's head block number (EVM), read again only when the last
-    /// read is older than `max_age` (`HEAD_MEMO` for the hot paths, zero
-    /// for a caller that has just seen a block land): askers during a read
-    /// wait for its answer.
+    /// answer arrived more than `max_age` ago (`HEAD_MEMO` for the hot
+    /// paths, zero for a caller that has just seen a block land). One read
+    /// at a time: a caller that waited for another's read takes its answer,
+    /// or its error, when that read started after the caller asked (it is
+    /// as fresh as a read of its own would be), so a slow or failing node
+    /// costs the waiters one read, not one each.
     pub async fn head(&self, max_age: Duration) -> Result<u64, ChainError> {
-        let mut memo = self.head.lock().await;
-        if let Some((head, at)) = *memo {
-            if at.elapsed() < max_age {
-                return Ok(head);
+        let asked = Instant::now();
+        if let Some(head) = self.head_within(max_age) {
+            return Ok(head);
+        }
+        let mut last = self.head_read.lock().await;
+        if let Some((started, outcome)) = &*last {
+            if *started >= asked {
+                return outcome.clone();
             }
         }
-        let at = Instant::now();
-        let answer = self.call_uncached("eth_blockNumber", &json!([])).await?;
-        let head = serde_json::from_str::<Value>(&answer)
-            .ok()
-            .and_then(|v| u64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok())
-            .ok_or_else(|| ChainError::BadAnswer(format!("eth_blockNumber answered {answer}")))?;
-        *memo = Some((head, at));
-        Ok(head)
+        if let Some(head) = self.head_within(max_age) {
+            return Ok(head);
+        }
+        let started = Instant::now();
+        let outcome = match tokio::time::timeout(HEAD_READ_TIMEOUT, self.call_uncached("eth_blockNumber", &json!([]))).await {
+            Ok(Ok(answer)) => serde_json::from_str::<Value>(&answer)
+                .ok()
+                .and_then(|v| u64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok())
+                .ok_or_else(|| ChainError::BadAnswer(format!("eth_blockNumber answered {answer}"))),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(ChainError::Transport { endpoint: "-".into(), detail: "eth_blockNumber timed out".into() }),
+        };
+        if let Ok(head) = outcome {
+            *self.head_seen.lock().expect("head lock") = Some((head, Instant::now()));
+        }
+        *last = Some((started, outcome.clone()));
+        outcome
+    }
+
+    /// The last head read, if its answer arrived within `max_age`.
+    fn head_within(&self, max_age: Duration) -> Option<u64> {
+        self.head_seen.lock().expect("head lock").filter(|(_, at)| at.elapsed() < max_age).map(|(head, _)| head)
     }
 
     /// A payer's code is read once per block, not once per look: verify,
     /// settle and the keyless gas count of one payment ask it in turn, and
     /// so do a payer's payments in one block. Code changes only in a new
     /// block (a deployment, an EIP-7702 delegation), so an answer serves
-    /// while the head it was read under is the head.
+    /// while the head it was read under is the head. The head is what was
+    /// last read (by the follower, the batcher) within `HEAD_MEMO`: a code
+    /// read never waits for a head read, and without a fresh head it reads
+    /// the code and keeps nothing.
     async fn code_at_head(&self, address: String, params: &Value) -> Result<String, ChainError> {
-        let Ok(head) = self.head(HEAD_MEMO).await else { return self.call_uncached("eth_getCode", params).await };
-        if let Some((at, code)) = self.codes.lock().expect("codes lock").get(&address) {
-            if *at == head {
+        let Some(head) = self.head_within(HEAD_MEMO) else { return self.call_uncached("eth_getCode", params).await };
+        {
+            let codes = self.codes.lock().expect("codes lock");
+            if let Some(code) = codes.1.get(&address).filter(|_| codes.0 == head) {
                 return Ok(code.clone());
             }
         }
         let code = self.call_uncached("eth_getCode", params).await?;
-        let mut codes = self.codes.lock().expect("codes lock");
-        if codes.len() >= MOST_CODES {
-            codes.clear();
+        if code.len() <= SHORT_CODE {
+            let mut codes = self.codes.lock().expect("codes lock");
+            // Answers under an older head are of no use any more.
+            if codes.0 < head {
+                *codes = (head, HashMap::new());
+            }
+            if codes.0 == head && codes.1.len() < MOST_CODES {
+                codes.1.insert(address, code.clone());
+            }
         }
-        codes.insert(address, (head, code.clone()));
         Ok(code)
     }
 

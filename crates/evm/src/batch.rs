@@ -149,9 +149,10 @@ impl Relay {
 }
 
 /// Natural batching holds a batch for the next head at most this long
-/// after the last one went out, reading the head this often meanwhile.
+/// after the last one went out, reading the head this often meanwhile
+/// (reads shared with the follower's; at most 20 a second per lane).
 const NEXT_HEAD: std::time::Duration = std::time::Duration::from_secs(1);
-const HEAD_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+const HEAD_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
     let mut resync = false;
@@ -193,7 +194,10 @@ async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
             if let Some((head, at)) = sent_under {
                 hold_for_head(&lane, &mut rx, &mut calls, head, at + NEXT_HEAD).await;
             }
-            sent_under = lane.chain.head(std::time::Duration::ZERO).await.ok().map(|h| (h, tokio::time::Instant::now()));
+            // The head this batch goes under (shared with the follower's reads;
+            // a node that does not answer in time holds nothing).
+            let head = tokio::time::timeout(NEXT_HEAD, lane.chain.head(HEAD_POLL)).await;
+            sent_under = head.ok().and_then(Result::ok).map(|h| (h, tokio::time::Instant::now()));
         }
         resync = dispatch(&lane, &relay, calls, resync, false).await;
     }
@@ -205,8 +209,8 @@ async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
 async fn hold_for_head(lane: &Lane, rx: &mut mpsc::UnboundedReceiver<Call>, calls: &mut Vec<Call>, head: u64, until: tokio::time::Instant) {
     let full = lane.max.max(1);
     while calls.len() < full && tokio::time::Instant::now() < until {
-        match lane.chain.head(std::time::Duration::ZERO).await {
-            Ok(now) if now <= head => {}
+        match tokio::time::timeout_at(until, lane.chain.head(HEAD_POLL)).await {
+            Ok(Ok(now)) if now <= head => {}
             _ => return,
         }
         let poll = (tokio::time::Instant::now() + HEAD_POLL).min(until);
