@@ -12,6 +12,7 @@ cd "$(dirname "$0")/../.."
 # BIN: a build to measure as it is (no build step).
 [ -n "${BIN:-}" ] || scripts/build.sh >/dev/null
 bin=${BIN:-$PWD/target/release/stablerail}
+command -v sqlite3 >/dev/null || { apt-get update -qq && apt-get install -y -qq sqlite3; } >/dev/null
 n=${N:-10000}
 c=${C:-64}
 out=${OUT:-$PWD/.stablerail/bench-events}

@@ -14,6 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
 bin=${BIN:-$PWD/target/release/stablerail}
+command -v sqlite3 >/dev/null || { apt-get update -qq && apt-get install -y -qq sqlite3; } >/dev/null
 out=${OUT:-$PWD/.stablerail/bench-in-flight}
 mkdir -p "$out"
 : >"$out/samples.jsonl"
