@@ -102,8 +102,8 @@ pub async fn transfers(
     at: &Permit2At,
     since_ms: i64,
 ) -> Result<Vec<String>, SendError> {
-    let head = hex_u64(&tx::rpc(chain, "eth_blockNumber", json!([])).await?)
-        .ok_or_else(|| SendError::Unavailable("eth_blockNumber: bad answer".into()))?;
+    // Fresh, never the memo: a transfer mined a moment ago must be seen.
+    let head = chain.head(std::time::Duration::ZERO).await.map_err(|e| SendError::Unavailable(e.to_string()))?;
     let elapsed = (crate::clock::now_ms() - since_ms).max(0) as u64;
     let back = (elapsed / block_time_ms.max(1) + 64).min(MAX_BLOCKS);
     let range = |topics: Value| json!([{ "address": p.token, "fromBlock": format!("{:#x}", head.saturating_sub(back)), "toBlock": format!("{head:#x}"), "topics": topics }]);
