@@ -38,7 +38,11 @@ export function compile(name) {
   const c = out.contracts[`${name}.sol`][name];
   const artifact = { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` };
   fs.mkdirSync(path.dirname(cache), { recursive: true });
-  fs.writeFileSync(cache, JSON.stringify(artifact));
+  // Written whole, then renamed: devnets starting side by side on a fresh
+  // clone read the cache while another writes it (CI once read half a file).
+  const partial = `${cache}.${process.pid}.tmp`;
+  fs.writeFileSync(partial, JSON.stringify(artifact));
+  fs.renameSync(partial, cache);
   return artifact;
 }
 
