@@ -57,7 +57,8 @@ done
 # One test binary (tests/, a package of its own, with the host's unit tests
 # in tests/units), and the benches once as smoke tests. --no-fail-fast: a red run names every failure.
 # The suite's tests mostly wait on local chains, so eight run at a time on
-# two cores (RUST_TEST_THREADS overrides).
+# two cores (RUST_TEST_THREADS overrides). No backtraces: a failure's
+# message, not sixty lines of frames, is what the end of a CI log shows.
 echo "==> host tests (SQLite and Postgres), benches run once as smoke tests [${SECONDS}s]"
-RUST_TEST_THREADS=${RUST_TEST_THREADS:-8} cargo test --release --workspace --tests --benches --no-fail-fast
+RUST_BACKTRACE=${RUST_BACKTRACE_IN_TESTS:-0} RUST_TEST_THREADS=${RUST_TEST_THREADS:-8} cargo test --release --workspace --tests --benches --no-fail-fast
 echo "==> done [${SECONDS}s]"

@@ -69,8 +69,11 @@ async fn lamports(url: &str, who: &str) -> u64 {
 async fn solana_driver_cosigns_stores_resends_and_follows_to_finality() {
     let (_node, url) = SolanaNode::start();
     let dir = tempfile::tempdir().unwrap();
+    // The cluster's CAIP-2 name is its genesis hash's first 32 characters:
+    // a provider naming another cluster is not used.
+    let genesis = rpc(&url, "getGenesisHash", json!([])).await.as_str().unwrap()[..32].to_string();
     let body = format!(
-        "{}\n[chains.sol]\nfamily = \"solana\"\ncaip2 = \"solana:devnet\"\nroles = [\"payer\", \"target\"]\nrpc_urls = [\"{url}\"]\nnative_asset = \"sol\"\n[chains.sol.assets.usdc]\nstate = \"unwired\"\nscheme = \"solana-spl\"\ndecimals = 6\n",
+        "{}\n[chains.sol]\nfamily = \"solana\"\ncaip2 = \"solana:{genesis}\"\nroles = [\"payer\", \"target\"]\nrpc_urls = [\"{url}\"]\nnative_asset = \"sol\"\n[chains.sol.assets.usdc]\nstate = \"unwired\"\nscheme = \"solana-spl\"\ndecimals = 6\n",
         common::BASE_USDC
     );
     let path = common::write_config(dir.path(), &body);
@@ -83,13 +86,12 @@ async fn solana_driver_cosigns_stores_resends_and_follows_to_finality() {
     // The node's genesis hash must match the configured CAIP-2 network, as
     // an EVM node's chain id must: a node of another cluster is refused.
     use stablerail::watch::{probe_chains, ChainProbe};
-    let genesis = rpc(&url, "getGenesisHash", json!([])).await.as_str().unwrap().to_string();
-    let probes = probe_chains(&state.config, &state.chains).await;
-    let sol = probes.iter().find(|(c, _)| c == "sol").map(|(_, p)| p.clone());
-    assert_eq!(sol, Some(ChainProbe::WrongChainId { node: genesis[..32].to_string(), config: "devnet".into() }));
-    let right = std::fs::read_to_string(&path).unwrap().replace("solana:devnet", &format!("solana:{}", &genesis[..32]));
-    let cfg = stablerail::config::Config::parse(&right).unwrap();
+    let wrong = std::fs::read_to_string(&path).unwrap().replace(&format!("solana:{genesis}"), "solana:devnet");
+    let cfg = stablerail::config::Config::parse(&wrong).unwrap();
     let probes = probe_chains(&cfg, &stablerail::family::chain::Chains::from_config(&cfg)).await;
+    let sol = probes.iter().find(|(c, _)| c == "sol").map(|(_, p)| p.clone());
+    assert_eq!(sol, Some(ChainProbe::WrongChainId { node: genesis.clone(), config: "devnet".into() }));
+    let probes = probe_chains(&state.config, &state.chains).await;
     assert_eq!(probes.iter().find(|(c, _)| c == "sol").map(|(_, p)| p.clone()), Some(ChainProbe::Ok));
 
     // `keys init` made the Solana service wallets: ed25519, base58 addresses.

@@ -30,6 +30,7 @@ mod layers;
 mod openapi;
 mod operations;
 mod power_loss;
+mod providers;
 mod requirements_matrix;
 mod sandbox;
 mod schemes_e2e;

@@ -24,15 +24,18 @@ port=${PORT:-19645}
 url=http://127.0.0.1:$((port + 50))
 hooks=http://127.0.0.1:$((port + 60))
 cleanup() {
-    [ -n "${server:-}" ] && kill "$server" 2>/dev/null
-    [ -n "${receiver:-}" ] && kill "$receiver" 2>/dev/null
+    # Killed and waited for: a server still shutting down writes into the
+    # folder the next run removes (the suite once saw "Directory not empty").
+    [ -n "${server:-}" ] && { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; }
+    [ -n "${receiver:-}" ] && { kill "$receiver" 2>/dev/null; wait "$receiver" 2>/dev/null || true; }
+    server= receiver=
     $bin devnet down --dir "$dir" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
 run() { # $1: without | with
     cleanup
-    rm -rf "$dir"
+    rm -rf "$dir" 2>/dev/null || { sleep 1; rm -rf "$dir"; }
     $bin devnet up --dir "$dir" --port "$port" --chains base,arbitrum >/dev/null
     sed -i 's/^requests_per_minute = 100000$/requests_per_minute = 1000000000/' "$dir/chains.toml"
     local db="sqlite://$dir/stablerail.db"

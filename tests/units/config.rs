@@ -11,6 +11,31 @@ mod env_tests {
     }
 }
 
+/// `crates/types/src/config/chains.rs`: a provider is a URL or a table.
+mod rpc_url_tests {
+    use stablerail::config::Config;
+
+    const BASE: &str = "[chains.base]\nfamily = \"evm\"\nchain_id = 8453\nroles = [\"payer\"]\n";
+
+    #[test]
+    fn providers_are_urls_or_tables_with_a_budget() {
+        let cfg =
+            Config::parse(&format!("{BASE}rpc_urls = [\"http://a\", {{ url = \"http://b\", max_requests_per_second = 25 }}]\n")).unwrap();
+        let urls = &cfg.chains["base"].rpc_urls;
+        assert_eq!((urls[0].url.as_str(), urls[0].max_requests_per_second), ("http://a", None));
+        assert_eq!((urls[1].url.as_str(), urls[1].max_requests_per_second.map(|n| n.get())), ("http://b", Some(25)));
+        for (entry, says) in [
+            ("{ url = \"http://b\", max_request_per_second = 25 }", "unknown field `max_request_per_second`"),
+            ("{ url = \"http://b\", max_requests_per_second = 0 }", "nonzero"),
+            ("{ max_requests_per_second = 5 }", "missing field `url`"),
+            ("5", "a URL, or a table { url, max_requests_per_second }"),
+        ] {
+            let err = Config::parse(&format!("{BASE}rpc_urls = [{entry}]\n")).unwrap_err().to_string();
+            assert!(err.contains(says), "{entry}: {err}");
+        }
+    }
+}
+
 /// `crates/types/src/config.rs`
 mod floor_tests {
     use stablerail::config::Config;

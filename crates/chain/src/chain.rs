@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::config::{Config, Family};
+use crate::config::{Config, Family, RpcUrl};
+pub use crate::error::ChainError;
+pub use crate::pool::redact_url;
+use crate::pool::{parse_quantity, Class, Pool};
 
 /// Every chain's transport, built once at start-up and handed to the
 /// adapter host, the family drivers, the swap code and the chain watch.
@@ -23,8 +26,12 @@ impl Chains {
             .into_iter()
             .map(|name| {
                 let c = &cfg.chains[&name];
-                let client =
-                    Arc::new(ChainClient { gas_cap: c.contract_payer_gas_cap(), ..ChainClient::new(&name, c.family, c.rpc_urls.clone()) });
+                // A provider more than the chain's confirmations behind
+                // the others is not asked how far the chain has got.
+                let client = ChainClient::lagging_at_most(&name, c.family, c.rpc_urls.clone(), c.confirmations.max(1));
+                // Each provider is asked which chain it is on before its first use.
+                client.pool.expect(c.family.facts().identity(c));
+                let client = Arc::new(ChainClient { gas_cap: c.contract_payer_gas_cap(), ..client });
                 (name, client)
             })
             .collect();
@@ -42,56 +49,11 @@ pub fn read_allow_list(family: Family) -> &'static [&'static str] {
     family.facts().reads
 }
 
-/// Why a chain call did not produce a result. Transport failures carry
-/// only the endpoint's redacted label, never its URL.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ChainError {
-    #[error("`{0}` is not a read-only method of this chain's family")]
-    Denied(String),
-    #[error("no rpc_urls are configured")]
-    NoEndpoint,
-    #[error("{endpoint}: {detail}")]
-    Transport { endpoint: String, detail: String },
-    /// The node answered with an error object.
-    #[error("node error {code}: {message}")]
-    Node { code: i64, message: String, data: Option<String> },
-    #[error("unreadable answer: {0}")]
-    BadAnswer(String),
-}
-
-impl ChainError {
-    /// The node itself refused (as opposed to: could not be reached).
-    pub fn is_node(&self) -> bool {
-        matches!(self, ChainError::Node { .. })
-    }
-}
-
-/// `scheme://host:port`, plus `/…` when the URL has a path or query: a
-/// provider key often sits in either, so neither is ever shown. User info
-/// is dropped.
-pub fn redact_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(u) => {
-            let host = u.host_str().unwrap_or("?");
-            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
-            let rest = if u.path().trim_matches('/').is_empty() && u.query().is_none() { "" } else { "/…" };
-            format!("{}://{host}{port}{rest}", u.scheme())
-        }
-        Err(_) => "<unparseable url>".into(),
-    }
-}
-
-struct Endpoint {
-    url: String,
-    label: String,
-}
-
 /// One configured chain's transport.
 pub struct ChainClient {
     pub chain: String,
     pub family: Family,
-    endpoints: Vec<Endpoint>,
-    http: reqwest::Client,
+    pool: Arc<Pool>,
     /// Answers written down instead of a node (`adapter check`).
     recorded: Option<Recorded>,
     /// The most gas an adapter's `eth_call` may spend here (EVM): what a
@@ -148,13 +110,16 @@ impl Recorded {
 
 impl ChainClient {
     pub fn new(chain: &str, family: Family, urls: Vec<String>) -> Self {
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("a reqwest client with a timeout builds");
-        let endpoints = urls.into_iter().map(|url| Endpoint { label: redact_url(&url), url }).collect();
+        Self::lagging_at_most(chain, family, urls.iter().map(|u| RpcUrl::from(u.as_str())).collect(), 1)
+    }
+
+    /// A client whose providers are a pool (`pool`); one whose head is more
+    /// than `max_lag` blocks behind the best is not used for finality.
+    pub fn lagging_at_most(chain: &str, family: Family, urls: Vec<RpcUrl>, max_lag: u64) -> Self {
         ChainClient {
             chain: chain.to_string(),
             family,
-            endpoints,
-            http,
+            pool: Arc::new(Pool::new(chain, family, urls, max_lag)),
             recorded: None,
             gas_cap: None,
             head_seen: Default::default(),
@@ -184,6 +149,26 @@ impl ChainClient {
         serde_json::from_str(&text).map_err(|e| ChainError::BadAnswer(e.to_string()))
     }
 
+    /// Many calls of one method in one request (JSON-RPC's batch): each
+    /// call's result or node error, in order. A batch counts against a
+    /// provider's budget as its calls; a long list goes as several batches.
+    pub async fn rpc_batch(&self, method: &str, calls: &[Value]) -> Result<Vec<Result<Value, ChainError>>, ChainError> {
+        if self.recorded.is_some() {
+            return Err(ChainError::Denied("recorded chains answer one call at a time".into()));
+        }
+        let mut out = Vec::with_capacity(calls.len());
+        for chunk in calls.chunks(self.pool.batch_size()) {
+            let started = Instant::now();
+            let deadline = started + crate::pool::WAIT_AT_MOST;
+            let answer = self.pool.read_until(method, &crate::pool::Body::Batch(chunk), deadline).await;
+            crate::telemetry::rpc_call(&self.chain, method, if answer.is_ok() { "ok" } else { "unavailable" }, started.elapsed());
+            for answer in crate::pool::batch_answers(&answer?, chunk.len())? {
+                out.push(answer.and_then(|text| serde_json::from_str(&text).map_err(|e| ChainError::BadAnswer(e.to_string()))));
+            }
+        }
+        Ok(out)
+    }
+
     /// The chain's head block number (EVM), read again only when the last
     /// answer arrived more than `max_age` ago (`HEAD_MEMO` for the hot
     /// paths, zero for a caller that has just seen a block land). One read
@@ -206,16 +191,19 @@ impl ChainClient {
             return Ok(head);
         }
         let started = Instant::now();
-        let outcome = match tokio::time::timeout(HEAD_READ_TIMEOUT, self.call_uncached("eth_blockNumber", &json!([]))).await {
-            Ok(Ok(answer)) => serde_json::from_str::<Value>(&answer)
-                .ok()
-                .and_then(|v| u64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok())
-                .ok_or_else(|| ChainError::BadAnswer(format!("eth_blockNumber answered {answer}"))),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(ChainError::Transport { endpoint: "-".into(), detail: "eth_blockNumber timed out".into() }),
-        };
+        // The bound goes down to each endpoint's try, so a provider that
+        // hangs is written down as failing, not just abandoned.
+        let outcome = self
+            .call_by("eth_blockNumber", &json!([]), started + HEAD_READ_TIMEOUT)
+            .await
+            .and_then(|answer| parse_quantity(&answer).ok_or_else(|| ChainError::BadAnswer(format!("eth_blockNumber answered {answer}"))));
         if let Ok(head) = outcome {
             *self.head_seen.lock().expect("head lock") = Some((head, Instant::now()));
+        }
+        // Now and then every provider's head, to know which lag.
+        if self.pool.probe_due() {
+            let pool = self.pool.clone();
+            tokio::spawn(async move { pool.probe_heads().await });
         }
         *last = Some((started, outcome.clone()));
         outcome
@@ -277,8 +265,13 @@ impl ChainClient {
     }
 
     async fn call_uncached(&self, method: &str, params: &Value) -> Result<String, ChainError> {
+        self.call_by(method, params, Instant::now() + crate::pool::WAIT_AT_MOST).await
+    }
+
+    /// A call that ends by `deadline`, counted in the metrics.
+    async fn call_by(&self, method: &str, params: &Value, deadline: Instant) -> Result<String, ChainError> {
         let started = std::time::Instant::now();
-        let answer = self.call_endpoints(method, params).await;
+        let answer = self.call_endpoints(method, params, deadline).await;
         let outcome = match &answer {
             Ok(_) => "ok",
             Err(ChainError::Node { .. }) => "node_error",
@@ -288,44 +281,49 @@ impl ChainClient {
         answer
     }
 
-    async fn call_endpoints(&self, method: &str, params: &Value) -> Result<String, ChainError> {
+    async fn call_endpoints(&self, method: &str, params: &Value, deadline: Instant) -> Result<String, ChainError> {
         if let Some(r) = &self.recorded {
             return r.answer(method, params);
         }
-        let mut last = ChainError::NoEndpoint;
-        for e in &self.endpoints {
-            match self.send(&e.url, method, params).await {
-                Ok(answer) => return answer,
-                Err(err) => {
-                    // `without_url`: reqwest puts the full URL in its errors.
-                    let detail = err.without_url().to_string();
-                    tracing::debug!(chain = %self.chain, endpoint = %e.label, method, %detail, "rpc endpoint failed");
-                    last = ChainError::Transport { endpoint: e.label.clone(), detail };
-                }
-            }
+        match Class::of(self.family, method) {
+            Class::Write => self.pool.write(method, params).await,
+            _ => self.pool.read_until(method, &crate::pool::Body::One(params), deadline).await,
         }
-        Err(last)
     }
 
-    /// Which chain the node says it is on, in chains.toml's terms: the EVM
-    /// chain id (`eth_chainId`), or Solana's CAIP-2 reference (the first 32
-    /// characters of `getGenesisHash`); `None` for TRON, whose HTTP API has
-    /// no such answer.
-    pub async fn identity(&self) -> Result<Option<String>, ChainError> {
-        match self.family {
-            Family::Evm => {
-                let v = self.rpc("eth_chainId", json!([])).await?;
-                let id = v.as_str().and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
-                id.map(|id| Some(id.to_string())).ok_or_else(|| ChainError::BadAnswer(format!("eth_chainId answered {v}")))
-            }
-            Family::Solana => {
-                let v = self.rpc("getGenesisHash", json!([])).await?;
-                let hash =
-                    v.as_str().filter(|h| h.len() >= 32).ok_or_else(|| ChainError::BadAnswer(format!("getGenesisHash answered {v}")))?;
-                Ok(Some(hash[..32].to_string()))
-            }
-            Family::Tron => Ok(None),
+    /// Which chain the nodes say they are on, in chains.toml's terms: the
+    /// EVM chain id (`eth_chainId`), or Solana's CAIP-2 reference (the first
+    /// 32 characters of `getGenesisHash`); `None` for TRON, whose HTTP API
+    /// has no such answer. Every provider is asked: one that names another
+    /// chain than `want` is taken out of the pool for good (a testnet's URL
+    /// beside a mainnet's would credit what the mainnet never saw). The
+    /// answer is `want` when a provider agrees, else the first one given.
+    pub async fn identity(&self, want: Option<&str>) -> Result<Option<String>, ChainError> {
+        if self.family == Family::Tron {
+            return Ok(None);
         }
+        if let Some(r) = &self.recorded {
+            let method = if self.family == Family::Evm { "eth_chainId" } else { "getGenesisHash" };
+            return r.answer(method, &json!([])).and_then(|a| crate::pool::identity_in(self.family, &a)).map(Some);
+        }
+        let said = self.pool.identify(want).await;
+        // A round of heads, so lags are known early (not waited for: the
+        // probe of a chain is bounded, and one silent provider would hold it).
+        if self.pool.probe_due() {
+            let pool = self.pool.clone();
+            tokio::spawn(async move { pool.probe_heads().await });
+        }
+        if let Some(want) = want.filter(|w| said.iter().any(|(_, s)| s.as_ref().is_ok_and(|s| s == w))) {
+            return Ok(Some(want.to_string()));
+        }
+        let mut last = Err(ChainError::NoEndpoint);
+        for (_, s) in said {
+            if s.is_ok() {
+                return s.map(Some);
+            }
+            last = s.map(Some);
+        }
+        last
     }
 
     /// `query` from a blocking thread (adapter calls run on one).
@@ -333,25 +331,5 @@ impl ChainClient {
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| ChainError::Transport { endpoint: "-".into(), detail: "no async runtime for chain queries".into() })?;
         handle.block_on(self.query(method, params))
-    }
-
-    /// Outer error: transport failed (try the next URL). Inner: the node's answer.
-    async fn send(&self, url: &str, method: &str, params: &Value) -> Result<Result<String, ChainError>, reqwest::Error> {
-        if self.family == Family::Tron {
-            let url = format!("{}{method}", url.trim_end_matches('/'));
-            let body = self.http.post(url).json(params).send().await?.error_for_status()?.text().await?;
-            return Ok(Ok(body));
-        }
-        let req = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-        let answer: Value = self.http.post(url).json(&req).send().await?.error_for_status()?.json().await?;
-        Ok(match (answer.get("result"), answer.get("error")) {
-            (_, Some(err)) if !err.is_null() => Err(ChainError::Node {
-                code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-                message: err.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
-                data: err.get("data").map(|d| d.as_str().map(str::to_string).unwrap_or_else(|| d.to_string())),
-            }),
-            (Some(result), _) => Ok(result.to_string()),
-            _ => Err(ChainError::BadAnswer("answer has neither result nor error".into())),
-        })
     }
 }

@@ -3,3 +3,5 @@
 use stablerail_types::{config, telemetry};
 
 pub mod chain;
+mod error;
+mod pool;

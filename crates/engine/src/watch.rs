@@ -213,7 +213,7 @@ pub async fn probe_chains(config: &Config, chains: &Chains) -> Vec<(String, Chai
         let chain = config.chains.get(&name)?;
         let want = chain.family.facts().identity(chain);
         Some(async move {
-            let said = tokio::time::timeout(std::time::Duration::from_secs(3), client.identity()).await;
+            let said = tokio::time::timeout(std::time::Duration::from_secs(3), client.identity(want.as_deref())).await;
             let state = match (said, want) {
                 (Ok(Ok(Some(node))), Some(config)) if node != config => ChainProbe::WrongChainId { node, config },
                 (Ok(Ok(_)), _) => ChainProbe::Ok,

@@ -73,6 +73,32 @@ impl EvmDriver {
             .unwrap_or(batch::MULTICALL3)
     }
 
+    /// Where a mined transaction stands, from its receipt.
+    async fn finality_of(
+        &self,
+        chain: &str,
+        client: &ChainClient,
+        r: std::sync::Arc<crate::family::Receipt>,
+        confirmations: u64,
+    ) -> Result<Finality, SendError> {
+        let number = |v: &Value| u64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok();
+        let mined = r.json.get("blockNumber").and_then(number);
+        let head = match confirmations {
+            0 | 1 => mined,
+            // A head up to HEAD_MEMO old: finality only comes later.
+            _ => Some(client.head(HEAD_MEMO).await.map_err(|e| SendError::Unavailable(e.to_string()))?),
+        };
+        match (mined, head) {
+            (Some(mined), Some(head)) if head + 1 >= mined + confirmations.max(1) => {}
+            _ => return Ok(Finality::Pending),
+        }
+        if r.json.get("status").and_then(Value::as_str) == Some("0x1") {
+            return Ok(Finality::Confirmed(r));
+        }
+        self.count_wasted(chain, &r.json).await;
+        Ok(Finality::Failed)
+    }
+
     /// A failed transaction the relayer sent: what it paid goes to
     /// `stablerail_relayer_wasted_fee_total`.
     async fn count_wasted(&self, chain: &str, receipt: &Value) {
@@ -188,22 +214,47 @@ impl Driver for EvmDriver {
     async fn finality(&self, chain: &str, hash: &str, confirmations: u64) -> Result<Finality, SendError> {
         let client = self.chain(chain)?;
         let Some(r) = self.receipts.get(&client, hash).await? else { return Ok(Finality::Pending) };
-        let number = |v: &Value| u64::from_str_radix(v.as_str()?.trim_start_matches("0x"), 16).ok();
-        let mined = r.json.get("blockNumber").and_then(number);
-        let head = match confirmations {
-            0 | 1 => mined,
-            // A head up to HEAD_MEMO old: finality only comes later.
-            _ => Some(client.head(HEAD_MEMO).await.map_err(|e| SendError::Unavailable(e.to_string()))?),
+        self.finality_of(chain, &client, r, confirmations).await
+    }
+
+    /// The follower's pass: every receipt in one batched request. A call
+    /// the batch did not answer (a provider without batches, an answer
+    /// missing or repeated, a receipt of another transaction) is read alone.
+    async fn finality_many(&self, chain: &str, txs: &[String], confirmations: u64) -> Vec<Result<Finality, SendError>> {
+        let client = match self.chain(chain) {
+            Ok(c) => c,
+            Err(e) => return txs.iter().map(|_| Err(SendError::Unavailable(e.to_string()))).collect(),
         };
-        match (mined, head) {
-            (Some(mined), Some(head)) if head + 1 >= mined + confirmations.max(1) => {}
-            _ => return Ok(Finality::Pending),
+        let calls: Vec<Value> = txs.iter().map(|tx| serde_json::json!([tx])).collect();
+        // A provider without batches: each alone. Any other failure fails
+        // the pass (the follower comes back), as a single read would.
+        let answers = match client.rpc_batch("eth_getTransactionReceipt", &calls).await {
+            Ok(answers) => answers,
+            Err(ChainError::NoBatches(_)) => vec![],
+            Err(e) => return txs.iter().map(|_| Err(SendError::Unavailable(e.to_string()))).collect(),
+        };
+        let mut out = Vec::with_capacity(txs.len());
+        let mut alone = Vec::new();
+        for (k, tx) in txs.iter().enumerate() {
+            out.push(match answers.get(k) {
+                Some(Ok(Value::Null)) => Ok(Finality::Pending),
+                Some(Ok(json)) if tx::is_receipt_of(json, tx) => {
+                    let r = std::sync::Arc::new(crate::family::Receipt { text: json.to_string(), json: json.clone() });
+                    self.finality_of(chain, &client, r, confirmations).await
+                }
+                _ => {
+                    alone.push(k);
+                    Ok(Finality::Pending)
+                }
+            });
         }
-        if r.json.get("status").and_then(Value::as_str) == Some("0x1") {
-            return Ok(Finality::Confirmed(r));
+        for some in alone.chunks(crate::family::FINALITY_READS_AT_ONCE) {
+            let read = futures::future::join_all(some.iter().map(|&k| self.finality(chain, &txs[k], confirmations))).await;
+            for (&k, finality) in some.iter().zip(read) {
+                out[k] = finality;
+            }
         }
-        self.count_wasted(chain, &r.json).await;
-        Ok(Finality::Failed)
+        out
     }
 
     fn shared(&self, chain: &str, stored: &StoredTx) -> bool {

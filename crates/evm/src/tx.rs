@@ -444,8 +444,20 @@ impl Receipts {
     }
 }
 
-/// The receipt JSON, or `None` while not mined.
+/// The receipt JSON, or `None` while not mined. A receipt of another
+/// transaction (a provider's mix-up, or a lie) is no answer.
 pub async fn receipt(chain: &ChainClient, hash: &str) -> Result<Option<Value>, SendError> {
     let r = rpc(chain, "eth_getTransactionReceipt", json!([hash])).await?;
-    Ok((!r.is_null()).then_some(r))
+    if r.is_null() {
+        return Ok(None);
+    }
+    if !is_receipt_of(&r, hash) {
+        return Err(SendError::Unavailable(format!("a receipt for {hash} names another transaction")));
+    }
+    Ok(Some(r))
+}
+
+/// Is `receipt` the receipt of transaction `hash`?
+pub fn is_receipt_of(receipt: &Value, hash: &str) -> bool {
+    receipt.get("transactionHash").and_then(Value::as_str).is_some_and(|h| h.eq_ignore_ascii_case(hash))
 }

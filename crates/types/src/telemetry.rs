@@ -66,6 +66,22 @@ pub fn rpc_call(chain: &str, method: &str, outcome: &'static str, took: Duration
         .record(took.as_secs_f64());
 }
 
+/// One request to one provider of a chain (`endpoint`: its redacted
+/// label): `ok`, `node_error`, `throttled` or `failed`, and whether that
+/// method's breaker is open on it now.
+pub fn rpc_endpoint(chain: &str, endpoint: &str, method: &str, outcome: &'static str, resting: bool) {
+    metrics::counter!("stablerail_rpc_endpoint_requests_total", "chain" => chain.to_string(), "endpoint" => endpoint.to_string(), "method" => method.to_string(), "outcome" => outcome)
+        .increment(1);
+    metrics::gauge!("stablerail_rpc_endpoint_resting", "chain" => chain.to_string(), "endpoint" => endpoint.to_string(), "method" => method.to_string())
+        .set(if resting { 1.0 } else { 0.0 });
+}
+
+/// How many blocks a provider's head is behind the best one's.
+pub fn rpc_endpoint_lag(chain: &str, endpoint: &str, blocks: u64) {
+    metrics::gauge!("stablerail_rpc_endpoint_lag_blocks", "chain" => chain.to_string(), "endpoint" => endpoint.to_string())
+        .set(blocks as f64);
+}
+
 pub fn adapter_call(adapter: &str, function: &'static str, outcome: &'static str, took: Duration) {
     metrics::counter!("stablerail_adapter_calls_total", "adapter" => adapter.to_string(), "function" => function, "outcome" => outcome)
         .increment(1);

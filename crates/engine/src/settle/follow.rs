@@ -28,8 +28,6 @@ use crate::store::settlement as repo;
 /// `BLIND_TICKS` ticks.
 const TICK: Duration = Duration::from_millis(100);
 const BLIND_TICKS: u32 = 5;
-/// Most receipts read at once per chain.
-const READS_AT_ONCE: usize = 16;
 /// How long a final receipt is kept for its owners' next passes.
 const RECEIPT_KEPT: Duration = Duration::from_secs(60);
 
@@ -171,17 +169,9 @@ impl Lane {
 
     /// Read every parked transaction once; wake the owners of final ones.
     async fn read(&self, driver: &dyn crate::family::Driver, parked: &mut HashMap<String, Vec<Park>>) {
-        use futures::StreamExt;
         let txs: Vec<String> = parked.keys().cloned().collect();
-        let answers: Vec<(String, Option<Finality>)> = futures::stream::iter(txs)
-            .map(|tx| async move {
-                let f = driver.finality(&self.chain, &tx, self.confirmations).await.ok();
-                (tx, f)
-            })
-            .buffer_unordered(READS_AT_ONCE)
-            .collect()
-            .await;
-        for (tx, finality) in answers {
+        let finalities = driver.finality_many(&self.chain, &txs, self.confirmations).await;
+        for (tx, finality) in txs.into_iter().zip(finalities.into_iter().map(Result::ok)) {
             match finality {
                 Some(Finality::Confirmed(receipt)) => {
                     // Recorded once for every owner of the transaction.

@@ -72,6 +72,9 @@ pub struct Receipt {
     pub text: String,
 }
 
+/// Most `finality` reads at once when a family reads them one by one.
+pub const FINALITY_READS_AT_ONCE: usize = 16;
+
 /// Where a transaction stands.
 pub enum Finality {
     /// Not included yet, or not as deep as required.
@@ -133,6 +136,16 @@ pub trait Driver: Send + Sync {
 
     /// Where a transaction stands; `Confirmed` only with `confirmations`.
     async fn finality(&self, chain: &str, tx: &str, confirmations: u64) -> Result<Finality, SendError>;
+
+    /// `finality` of many transactions at once (one pass of the follower):
+    /// a family whose node reads them in one request says so here.
+    async fn finality_many(&self, chain: &str, txs: &[String], confirmations: u64) -> Vec<Result<Finality, SendError>> {
+        let mut out = Vec::with_capacity(txs.len());
+        for some in txs.chunks(FINALITY_READS_AT_ONCE) {
+            out.extend(futures::future::join_all(some.iter().map(|tx| self.finality(chain, tx, confirmations))).await);
+        }
+        out
+    }
 
     /// The chain's head (block or slot number), when a read of it is
     /// cheap: the follower of parked transactions reads their receipts only

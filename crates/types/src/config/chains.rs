@@ -47,8 +47,10 @@ pub struct Chain {
     /// Numeric chain id (EVM, TRON). Absent means "operator must fill in".
     pub chain_id: Option<u64>,
     pub roles: Vec<Role>,
+    /// The chain's providers: a URL, or `{ url, max_requests_per_second }`
+    /// for one that throttles. Used as a pool (the transport's `pool`).
     #[serde(default)]
-    pub rpc_urls: Vec<String>,
+    pub rpc_urls: Vec<RpcUrl>,
     /// Explorer link for a transaction; `{tx}` is replaced by its hash.
     #[serde(default)]
     pub explorer_tx_url: String,
@@ -185,6 +187,47 @@ impl Kind {
             Kind::Mainnet => "mainnet",
             Kind::Testnet => "testnet",
         }
+    }
+}
+
+/// One provider of a chain: its URL (`${VAR}` expanded at load) and the
+/// most requests it may be sent in any one second (none: no limit).
+/// Written as a URL string, or as `{ url = "…", max_requests_per_second = N }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpcUrl {
+    pub url: String,
+    pub max_requests_per_second: Option<std::num::NonZeroU32>,
+}
+
+impl<'de> Deserialize<'de> for RpcUrl {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RpcUrl, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Table {
+            url: String,
+            max_requests_per_second: Option<std::num::NonZeroU32>,
+        }
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = RpcUrl;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a URL, or a table { url, max_requests_per_second }")
+            }
+            fn visit_str<E: serde::de::Error>(self, url: &str) -> Result<RpcUrl, E> {
+                Ok(RpcUrl::from(url))
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> Result<RpcUrl, M::Error> {
+                let t = Table::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(RpcUrl { url: t.url, max_requests_per_second: t.max_requests_per_second })
+            }
+        }
+        d.deserialize_any(Entry)
+    }
+}
+
+impl From<&str> for RpcUrl {
+    fn from(url: &str) -> RpcUrl {
+        RpcUrl { url: url.to_string(), max_requests_per_second: None }
     }
 }
 

@@ -100,8 +100,8 @@ impl Config {
     /// is not set is an error naming the entry (never the value).
     fn expand_env_references(&mut self) -> Result<(), ConfigError> {
         for (name, chain) in self.chains.iter_mut() {
-            for url in chain.rpc_urls.iter_mut() {
-                *url = expand_env(url)
+            for rpc in chain.rpc_urls.iter_mut() {
+                rpc.url = expand_env(&rpc.url)
                     .map_err(|var| ConfigError::Invalid(format!("chains.{name}.rpc_urls: environment variable `{var}` is not set")))?;
             }
         }
