@@ -31,6 +31,8 @@ enum Fault {
     Ahead(u64),
     /// Answers a batch with its first call's answer twice, the rest not.
     Repeats,
+    /// Answers with 80 MiB.
+    Floods,
     /// Answers everything.
     Honest,
 }
@@ -75,6 +77,10 @@ async fn answer(State(p): State<Arc<Provider>>, body: Bytes) -> (StatusCode, Hea
     }
     let mut headers = HeaderMap::new();
     headers.insert("content-type", "application/json".parse().unwrap());
+    if let Fault::Floods = p.fault {
+        let padding = " ".repeat(80 << 20);
+        return (StatusCode::OK, headers, format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"0x1\"{padding}}}"));
+    }
     if let Fault::Throttles { n, secs } = p.fault {
         let count = p.seen.lock().unwrap().len();
         let mut rest = p.rest.lock().unwrap();
@@ -284,4 +290,13 @@ async fn payments_settle_once_through_providers_that_lag_throttle_and_hang() {
     let calls = [json!([format!("0x{:040x}", 1), "latest"]), json!([format!("0x{:040x}", 2), "latest"])];
     let answers = client.rpc_batch("eth_getBalance", &calls).await.unwrap();
     assert!(answers.iter().all(Result::is_err), "a repeated or missing answer is no answer: {answers:?}");
+
+    // An answer longer than the bound is a failure of that provider, not a
+    // read into memory without end; the honest one behind it answers.
+    let (flood, flood_url) = start(base.clone(), Fault::Floods).await;
+    let (_honest, honest_url) = start(base.clone(), Fault::Honest).await;
+    let client = ChainClient::new("base", Family::Evm, vec![flood_url, honest_url]);
+    let head = client.rpc("eth_blockNumber", json!([])).await.expect("the second provider answers");
+    assert!(quantity(&head) > 1, "the flood's 0x1 was not taken: {head}");
+    assert_eq!(flood.count("eth_blockNumber"), 1, "the flooding provider was asked once");
 }

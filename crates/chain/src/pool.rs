@@ -49,6 +49,9 @@ const ROUND_KEPT: Duration = Duration::from_secs(15);
 const AHEAD_AT_MOST: u64 = 1;
 /// How long a question put to every endpoint waits for each.
 const ASK_EACH_WAIT: Duration = Duration::from_millis(2500);
+/// The longest answer read from a provider (a batch of receipts of full
+/// blocks is a few MiB).
+const LONGEST_ANSWER: usize = 64 << 20;
 /// Most calls in one batch request.
 const BATCH: usize = 100;
 const SECOND: Duration = Duration::from_secs(1);
@@ -530,10 +533,20 @@ impl Pool {
         if !status.is_success() {
             return Sent::Failed(format!("HTTP {}", status.as_u16()));
         }
-        let text = match response.text().await {
-            Ok(b) => b,
-            Err(e) => return Sent::Failed(e.without_url().to_string()),
-        };
+        // Read up to a bound: a provider's answer is held whole in memory.
+        let mut response = response;
+        let mut bytes = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) if bytes.len() + chunk.len() > LONGEST_ANSWER => {
+                    return Sent::Failed(format!("an answer longer than {} MiB", LONGEST_ANSWER >> 20))
+                }
+                Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+                Ok(None) => break,
+                Err(e) => return Sent::Failed(e.without_url().to_string()),
+            }
+        }
+        let Ok(text) = String::from_utf8(bytes) else { return Sent::Failed("an answer that is not UTF-8".into()) };
         if self.family == Family::Tron {
             return Sent::Answer(Ok(text));
         }
