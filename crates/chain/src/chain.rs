@@ -26,8 +26,9 @@ impl Chains {
             .into_iter()
             .map(|name| {
                 let c = &cfg.chains[&name];
-                // A provider more than the chain's confirmations behind
-                // the others is not asked how far the chain has got.
+                // A provider out of line with the others' heads by more
+                // than the chain's confirmations is not asked how far the
+                // chain has got.
                 let client = ChainClient::lagging_at_most(&name, c.family, c.rpc_urls.clone(), c.confirmations.max(1));
                 // Each provider is asked which chain it is on before its first use.
                 client.pool.expect(c.family.facts().identity(c));
@@ -114,7 +115,8 @@ impl ChainClient {
     }
 
     /// A client whose providers are a pool (`pool`); one whose head is more
-    /// than `max_lag` blocks behind the best is not used for finality.
+    /// than `max_lag` blocks behind the line of a round of heads (or ahead
+    /// of it) is not used for finality.
     pub fn lagging_at_most(chain: &str, family: Family, urls: Vec<RpcUrl>, max_lag: u64) -> Self {
         ChainClient {
             chain: chain.to_string(),
