@@ -23,6 +23,12 @@ if ! command -v chromium >/dev/null; then
     apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 fi
 
+# The hardware-module tests use Debian's SoftHSM2 through PKCS#11.
+if [ ! -e /usr/lib/softhsm/libsofthsm2.so ]; then
+    echo "==> installing SoftHSM2"
+    apt-get install -y -qq softhsm2 >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq softhsm2 >/dev/null; }
+fi
+
 echo "==> formatting (rustfmt.toml) [${SECONDS}s]"
 cargo fmt --all --check
 (cd adapters && cargo fmt --all --check)

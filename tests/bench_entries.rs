@@ -137,6 +137,19 @@ async fn bench_in_flight() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn bench_traces() {
+    let out = tempfile::tempdir().unwrap();
+    bench("traces", 27445, &[("N", "4"), ("C", "2"), ("ROUNDS", "1")], out.path()).await;
+    let summary: Value = serde_json::from_str(std::fs::read_to_string(out.path().join("summary.json")).unwrap().trim()).unwrap();
+    for mode in ["off", "0.01", "1"] {
+        positive(&summary["modes"][mode]["per_second"], &format!("{mode}: throughput"));
+        assert_eq!(summary["modes"][mode]["bad"], 0, "{summary}");
+    }
+    // Traced at 100 %: the collector was sent spans.
+    positive(&summary["collector"]["bytes"], "bytes the collector was sent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn bench_abuse() {
     let out = tempfile::tempdir().unwrap();
     let env = [("LEGIT", "10"), ("SECONDS_OF_FLOOD", "2"), ("QUEUES_N", "3"), ("QUEUES_SECONDS", "2")];

@@ -653,6 +653,7 @@ async fn a_later_change_waits_for_an_earlier_one_another_replica_holds(backend: 
         version: v,
         to_status: "PENDING".into(),
         created_at: now + v,
+        trace: None,
     };
     for v in [1, 2] {
         sqlx::query("INSERT INTO events (id, subject_kind, subject_id, version, to_status, created_at) VALUES ($1, 'intent', 'int_order', $2, 'PENDING', $3)")

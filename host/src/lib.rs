@@ -8,9 +8,10 @@ pub use stablerail_engine::{family, float, ratelimit, settle, swap, sweeper, wal
 pub use stablerail_ops::{auth, client_ip, live, mail, ops, state};
 pub use stablerail_store::{db, store};
 pub use stablerail_types::{
-    cached, clock, config, crypto, decimal, facts, failure, intent, payment, pepper, sanctions, secret_file, telemetry,
+    cached, clock, config, crypto, decimal, facts, failure, intent, payment, pepper, sanctions, secret_file, telemetry, traces,
 };
 pub use stablerail_web::{api, dashboard, heap, http_server, server};
 
 pub mod cli;
+pub mod logs;
 pub mod output;

@@ -34,18 +34,6 @@ enum LogFormat {
     Json,
 }
 
-/// Logs go to standard error, so a command's answer on standard output
-/// stays clean JSON.
-fn init_logs(format: LogFormat) {
-    use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "stablerail=info,tower_http=info".into());
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match format {
-        LogFormat::Json => logs.json().flatten_event(true).with_current_span(true).with_span_list(false).init(),
-        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
-    }
-}
-
 #[derive(Subcommand)]
 enum Command {
     /// Run the HTTP service.
@@ -149,7 +137,13 @@ async fn main() -> std::process::ExitCode {
 
 async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    init_logs(cli.log_format);
+    // The service's traces are configured in its chains.toml; read before
+    // anything logs (a config that does not load fails below, in `serve`).
+    let telemetry = match &cli.command {
+        Command::Serve { config, .. } => stablerail::config::Config::load(config).ok().map(|c| c.telemetry),
+        _ => None,
+    };
+    let _logs = stablerail::logs::init(matches!(cli.log_format, LogFormat::Json), telemetry.as_ref())?;
     let out = cli.output;
     match cli.command {
         Command::Serve { config, listen, database } => stablerail::server::serve(config, listen, database).await,

@@ -77,19 +77,25 @@ impl Devnet {
 
     /// `replicas` service instances, each with its own engine, on one database.
     pub async fn start_with(port: u16, chains: &str, extra_config: &str, replicas: usize, db_url: Option<String>) -> Devnet {
-        Devnet::start_full(port, chains, extra_config, replicas, db_url, None).await
+        Devnet::start_full(port, chains, extra_config, replicas, db_url, None, None).await
+    }
+
+    /// The service wallets of `held`'s roles made in its module (no
+    /// in-process replica; `extra_config` names the same module).
+    pub async fn start_held(port: u16, chains: &str, extra_config: &str, held: stablerail::family::module::Held) -> Devnet {
+        Devnet::start_full(port, chains, extra_config, 0, None, None, Some(held)).await
     }
 
     /// With Uniswap pools on every EVM chain and the devnet's swap
     /// provider; `swap_settings` are TOML lines for the `[swap]` table.
     pub async fn start_swaps(port: u16, chains: &str, swap_settings: &str) -> Devnet {
-        Devnet::start_full(port, chains, "", 1, None, Some(swap_settings)).await
+        Devnet::start_full(port, chains, "", 1, None, Some(swap_settings), None).await
     }
 
     /// The same with `replicas` in-process service instances (0: none; the
     /// test serves the binary itself).
     pub async fn start_swaps_with(port: u16, chains: &str, swap_settings: &str, replicas: usize) -> Devnet {
-        Devnet::start_full(port, chains, "", replicas, None, Some(swap_settings)).await
+        Devnet::start_full(port, chains, "", replicas, None, Some(swap_settings), None).await
     }
 
     async fn start_full(
@@ -99,6 +105,7 @@ impl Devnet {
         replicas: usize,
         db_url: Option<String>,
         swaps: Option<&str>,
+        held: Option<stablerail::family::module::Held>,
     ) -> Devnet {
         super::adapters_dir();
         let dir = tempfile::tempdir().unwrap();
@@ -107,7 +114,7 @@ impl Devnet {
         // before the chains start so that they can be funded.
         let db = stablerail::db::Db::connect(&db_url).await.unwrap();
         let families = stablerail::config::devnet_families(chains);
-        let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone(), &families).await.unwrap();
+        let made = keys::init(&dir.path().join("master.key"), &dir.path().join("pepper"), db.clone(), &families, held).await.unwrap();
         db.pool.close().await;
         let out = Command::new("node")
             .arg(devnet_script("up.mjs"))

@@ -180,6 +180,6 @@ pub async fn init_keys(config: &Path, database: &str) {
     let cfg = Config::load(config).unwrap();
     let db = stablerail::server::connect(database).await.unwrap();
     let files = (cfg.resolve(&cfg.service.master_key_file), cfg.resolve(&cfg.service.pepper_file));
-    stablerail::family::keys::init(&files.0, &files.1, db.clone(), &cfg.families()).await.unwrap();
+    stablerail::family::keys::init(&files.0, &files.1, db.clone(), &cfg.families(), None).await.unwrap();
     db.pool.close().await;
 }

@@ -4,6 +4,7 @@ use alloy_primitives::{keccak256, U256};
 use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use stablerail::crypto::secp256k1_recover;
+use stablerail::crypto::Secp256k1Key;
 
 /// secp256k1's group order.
 const N: U256 = alloy_primitives::uint!(0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141_U256);
@@ -60,7 +61,7 @@ fn signatures_are_alloys_byte_for_byte() {
     for n in 0..64u32 {
         let signer = PrivateKeySigner::random();
         let digest = keccak256(n.to_be_bytes());
-        let ours = stablerail::crypto::secp256k1_sign(&signer, &digest);
+        let ours = stablerail::crypto::secp256k1_sign(&Secp256k1Key::Local(signer.clone()), &digest).unwrap();
         assert_eq!(ours, signer.sign_hash_sync(&digest).unwrap());
         // Recovered for real, not from what signing remembered.
         assert_eq!(stablerail::crypto::recover(digest.0, &ours.as_bytes()).unwrap(), uncompressed(&signer));
@@ -74,7 +75,7 @@ fn a_hosted_signature_is_remembered_as_its_recovery() {
     for n in 0..16u32 {
         let signer = PrivateKeySigner::random();
         let digest = keccak256(n.to_be_bytes());
-        let mut raw = stablerail::crypto::secp256k1_sign(&signer, &digest).as_bytes().to_vec();
+        let mut raw = stablerail::crypto::secp256k1_sign(&Secp256k1Key::Local(signer.clone()), &digest).unwrap().as_bytes().to_vec();
         let mut low_v = raw.clone();
         low_v[64] -= 27;
         for form in [&raw, &low_v] {

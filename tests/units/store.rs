@@ -142,7 +142,7 @@ mod keys {
         let agent = Role::Agent("ag1".into());
         let sol = keys.ed25519(&agent, Family::Solana).await.unwrap();
         let sol_address = keys.address(&agent.key_name(Family::Solana)).await.unwrap();
-        assert_eq!(bs58::decode(&sol_address).into_vec().unwrap(), sol.verifying_key().as_bytes());
+        assert_eq!(bs58::decode(&sol_address).into_vec().unwrap(), sol.public());
         assert!(keys.secp256k1(&agent, Family::Solana).await.is_err(), "a Solana wallet is not secp256k1");
         let evm = keys.secp256k1(&agent, Family::Evm).await.unwrap();
         let tron = keys.secp256k1(&agent, Family::Tron).await.unwrap();
@@ -153,7 +153,7 @@ mod keys {
         assert_eq!(&raw[1..], tron.address().as_slice());
         // A second keystore over the same rows opens the same keys.
         let again = Keystore::open(db, &dir.path().join("master.key")).unwrap();
-        assert_eq!(again.ed25519(&agent, Family::Solana).await.unwrap().to_bytes(), sol.to_bytes());
+        assert_eq!(again.ed25519(&agent, Family::Solana).await.unwrap().public(), sol.public());
         // An ed25519 seed imports under a Solana name; a short one does not.
         let seed = "11".repeat(32);
         let imported = again.import("treasury:solana", &seed).await.unwrap();

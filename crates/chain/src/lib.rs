@@ -1,6 +1,6 @@
 //! stablerail's chain transport.
 
-use stablerail_types::{config, telemetry};
+use stablerail_types::{config, telemetry, traces};
 
 pub mod chain;
 mod error;

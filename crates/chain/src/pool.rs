@@ -345,15 +345,20 @@ impl Pool {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         for (rank, &i) in ranked.iter().enumerate() {
             let (pool, tx, method, params) = (self.clone(), tx.clone(), method.to_string(), params.clone());
-            tokio::spawn(async move {
-                let sent = match pool.identified(i, deadline, false).await {
-                    Ok(_) if pool.health(i).admit(Instant::now(), 1).is_ok() => {
-                        Some(pool.send_one(i, &method, &Body::One(&params), false, deadline).await)
-                    }
-                    _ => None,
-                };
-                let _ = tx.send((rank, i, sent));
-            });
+            // Each send in the caller's trace, though it may outlive the call.
+            let span = tracing::Span::current();
+            tokio::spawn(tracing::Instrument::instrument(
+                async move {
+                    let sent = match pool.identified(i, deadline, false).await {
+                        Ok(_) if pool.health(i).admit(Instant::now(), 1).is_ok() => {
+                            Some(pool.send_one(i, &method, &Body::One(&params), false, deadline).await)
+                        }
+                        _ => None,
+                    };
+                    let _ = tx.send((rank, i, sent));
+                },
+                span,
+            ));
         }
         drop(tx);
         let mut answers: Vec<(usize, Result<String, ChainError>)> = Vec::new();
@@ -466,7 +471,12 @@ impl Pool {
         // failure, written down, not the caller's cancellation.
         let timeout = timeout.min(deadline.saturating_duration_since(Instant::now()));
         let started = Instant::now();
-        let sent = match tokio::time::timeout(timeout, self.send(&e.url, method, body)).await {
+        // One span per request to one provider, named by its place in
+        // `rpc_urls`: not even the redacted label, whose host can name a
+        // private node or carry a provider's key.
+        let span = tracing::info_span!("rpc", chain = %self.chain, provider = i, method, calls = body.cost());
+        let exchange = tracing::Instrument::instrument(self.send(&e.url, method, body), span);
+        let sent = match tokio::time::timeout(timeout, exchange).await {
             Ok(sent) => sent,
             Err(_) => Sent::Failed(format!("no answer in {} ms", timeout.as_millis())),
         };
@@ -510,7 +520,7 @@ impl Pool {
     /// The raw exchange: TRON's HTTP API, or JSON-RPC (one call or a batch).
     /// A provider's rest (`Retry-After`) is written down here.
     async fn send(&self, url: &str, method: &str, body: &Body<'_>) -> Sent {
-        let request = match (self.family, body) {
+        let mut request = match (self.family, body) {
             (Family::Tron, Body::One(params)) => self.http.post(format!("{}{method}", url.trim_end_matches('/'))).json(params),
             (Family::Tron, Body::Batch(_)) => return Sent::Answer(Err(ChainError::Denied("TRON's HTTP API has no batches".into()))),
             (_, Body::One(params)) => self.http.post(url).json(&json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params })),
@@ -520,6 +530,10 @@ impl Pool {
                 self.http.post(url).json(&calls)
             }
         };
+        // The provider can join the trace (W3C Trace Context); none when off.
+        if let Some(traceparent) = crate::traces::for_providers() {
+            request = request.header("traceparent", traceparent);
+        }
         let response = match request.send().await {
             Ok(r) => r,
             // `without_url`: reqwest puts the full URL in its errors.

@@ -5,7 +5,7 @@
 // The layers below, under the paths the engine's modules use.
 use stablerail_adapter_host::adapter;
 use stablerail_store::{db, store};
-use stablerail_types::{cached, clock, config, decimal, failure, intent, payment, pepper, sanctions, telemetry};
+use stablerail_types::{cached, clock, config, decimal, failure, intent, payment, pepper, sanctions, telemetry, traces};
 
 pub mod family;
 pub mod float;

@@ -30,8 +30,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::crypto::Secp256k1Key;
 use alloy_primitives::{Address, Bytes, U256};
-use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::{sol, SolCall};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot, Mutex};
@@ -71,13 +71,31 @@ pub struct Call {
     /// payer's contract can make it costly (`Submit::payer_caused`).
     pub limit: Option<u64>,
     pub reply: oneshot::Sender<Result<String, SendError>>,
+    /// The span of the pass that queued it.
+    pub span: tracing::Span,
+}
+
+/// The span a batch is sent in: its one call's (the payment's trace), or
+/// for several a span of its own linked to each (in no payment's trace:
+/// one payment's would show the others to whoever reads it).
+fn span_of(calls: &[Call]) -> tracing::Span {
+    match calls {
+        [one] => one.span.clone(),
+        many => {
+            let span = tracing::info_span!("relayer batch", calls = many.len());
+            for c in many {
+                crate::traces::link(&span, &c.span);
+            }
+            span
+        }
+    }
 }
 
 /// What a batch needs to sign, store and send for one chain.
 pub struct Lane {
     pub chain: Arc<ChainClient>,
     pub net: Net,
-    pub relayer: PrivateKeySigner,
+    pub relayer: Secp256k1Key,
     pub multicall: Address,
     pub max: usize,
     /// How long a batch waits for more calls after its first.
@@ -139,7 +157,7 @@ impl Relay {
         &self,
         chain: &ChainClient,
         net: Net,
-        signer: &PrivateKeySigner,
+        signer: &Secp256k1Key,
         resync: bool,
         call: TxCall,
         rows: &[Row],
@@ -173,7 +191,8 @@ async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
             }
             while !calls.is_empty() {
                 let rest = calls.split_off(calls.len().min(lane.max.max(1)));
-                resync = dispatch(&lane, &relay, calls, resync, false).await;
+                let span = span_of(&calls);
+                resync = tracing::Instrument::instrument(dispatch(&lane, &relay, calls, resync, false), span).await;
                 calls = rest;
             }
             continue;
@@ -199,7 +218,8 @@ async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
             let head = tokio::time::timeout(NEXT_HEAD, lane.chain.head(HEAD_POLL)).await;
             sent_under = head.ok().and_then(Result::ok).map(|h| (h, tokio::time::Instant::now()));
         }
-        resync = dispatch(&lane, &relay, calls, resync, false).await;
+        let span = span_of(&calls);
+        resync = tracing::Instrument::instrument(dispatch(&lane, &relay, calls, resync, false), span).await;
     }
 }
 

@@ -5,7 +5,7 @@
 // The layers below, under the paths the family's modules use.
 use stablerail_family::family;
 use stablerail_store::{db, store};
-use stablerail_types::{clock, config, crypto, payment, telemetry};
+use stablerail_types::{clock, config, crypto, payment, telemetry, traces};
 
 pub mod balances;
 pub mod batch;
@@ -20,8 +20,8 @@ pub mod tx;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::crypto::Secp256k1Key;
 use alloy_primitives::{keccak256, Address, B256, U256};
-use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
 
 use crate::config::{Config, Family};
@@ -114,7 +114,7 @@ impl EvmDriver {
         }
     }
 
-    async fn signer(&self, wallet: &Role) -> anyhow::Result<PrivateKeySigner> {
+    async fn signer(&self, wallet: &Role) -> anyhow::Result<Secp256k1Key> {
         self.keys.secp256k1(wallet, Family::Evm).await
     }
 }
@@ -135,7 +135,7 @@ impl Driver for EvmDriver {
         };
         anyhow::ensure!(digest.len() == 32, "an EIP-712 digest is 32 bytes, not {}", digest.len());
         let signer = self.signer(wallet).await?;
-        Ok(crate::crypto::secp256k1_sign(&signer, &B256::from_slice(digest)).as_bytes().to_vec())
+        Ok(crate::crypto::secp256k1_sign(&signer, &B256::from_slice(digest))?.as_bytes().to_vec())
     }
 
     async fn submit(&self, chain: &str, wallet: &Role, submission: &Submission, row: TxRow, how: Submit) -> Result<String, SendError> {
@@ -171,7 +171,7 @@ impl Driver for EvmDriver {
                     return Ok(sent.hash);
                 }
                 let (reply, answer) = tokio::sync::oneshot::channel();
-                let c = batch::Call { row, to, data: call.data.clone(), limit, reply };
+                let c = batch::Call { row, to, data: call.data.clone(), limit, reply, span: tracing::Span::current() };
                 let lane = || batch::Lane {
                     chain: client.clone(),
                     net: self.net(chain),

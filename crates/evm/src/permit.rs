@@ -5,14 +5,14 @@
 //! the settlement (`settleWithPermit`). A wallet that can pay for its
 //! approval keeps approving once, which later payments then need nothing for.
 
+use crate::crypto::Secp256k1Key;
 use alloy_primitives::{Address, U256};
-use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::{sol, SolStruct};
 use serde_json::{json, Value};
 
 use super::token_facts::{call, domain, PERMIT2};
 use crate::config::{Asset, DomainKind};
-use crate::family::chain::{ChainClient, ChainError};
+use crate::family::chain::ChainClient;
 
 sol! {
     struct Permit {
@@ -42,10 +42,10 @@ pub async fn sponsored(
     client: &ChainClient,
     chain_id: u64,
     asset: &Asset,
-    signer: &PrivateKeySigner,
+    signer: &Secp256k1Key,
     amount: U256,
     now_secs: u64,
-) -> Result<Option<Value>, ChainError> {
+) -> anyhow::Result<Option<Value>> {
     let (Some(name), Some(version)) = (&asset.eip712_name, &asset.eip712_version) else { return Ok(None) };
     if asset.scheme != "permit2" || asset.domain == DomainKind::None {
         return Ok(None);
@@ -67,7 +67,7 @@ pub async fn sponsored(
     let deadline = U256::from(now_secs + LIFETIME_SECS);
     let permit = Permit { owner, spender: permit2, value: amount, nonce, deadline };
     let digest = permit.eip712_signing_hash(&domain(name, version, chain_id, token, asset.domain == DomainKind::Salted));
-    let signature = crate::crypto::secp256k1_sign(signer, &digest).as_bytes();
+    let signature = crate::crypto::secp256k1_sign(signer, &digest).map_err(|e| e.context("signing"))?.as_bytes();
     Ok(Some(json!({
         "info": {
             "from": owner.to_checksum(None),

@@ -2,10 +2,10 @@
 //! or legacy (type 0) where a chain takes nothing else; one nonce sequence
 //! per (chain, signer).
 
+use crate::crypto::Secp256k1Key;
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope, TxLegacy};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{keccak256, Address, Bytes, TxKind, U256};
-use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
 
 use crate::config::TxType;
@@ -65,21 +65,22 @@ impl Unsigned {
     }
 
     /// Sign with `nonce`: the raw bytes and the transaction hash.
-    fn sign(&self, signer: &PrivateKeySigner, nonce: u64) -> (Vec<u8>, String) {
+    fn sign(&self, signer: &Secp256k1Key, nonce: u64) -> Result<(Vec<u8>, String), String> {
+        let signed = |hash: &alloy_primitives::B256| crate::crypto::secp256k1_sign(signer, hash).map_err(|e| format!("{e:#}"));
         let raw = match self.clone() {
             Unsigned::Eip1559(tx) => {
                 let tx = TxEip1559 { nonce, ..tx };
-                let sig = crate::crypto::secp256k1_sign(signer, &tx.signature_hash());
+                let sig = signed(&tx.signature_hash())?;
                 TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
             }
             Unsigned::Legacy(tx) => {
                 let tx = TxLegacy { nonce, ..tx };
-                let sig = crate::crypto::secp256k1_sign(signer, &tx.signature_hash());
+                let sig = signed(&tx.signature_hash())?;
                 TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
             }
         };
         let hash = format!("{:#x}", keccak256(&raw));
-        (raw, hash)
+        Ok((raw, hash))
     }
 }
 
@@ -154,7 +155,7 @@ impl Nonces {
     async fn sign_and_store(
         &self,
         chain: &ChainClient,
-        signer: &PrivateKeySigner,
+        signer: &Secp256k1Key,
         resync: bool,
         tx: Unsigned,
         rows: &[repo::TxRow],
@@ -176,6 +177,7 @@ impl Nonces {
                 }
                 repo::Taken::NeedsFloor if floor.is_none() => floor = Some(pending_nonce(chain, from).await?),
                 repo::Taken::NeedsFloor => return Err(SendError::Unavailable("nonce row vanished".into())),
+                repo::Taken::SignFailed(why) => return Err(SendError::Unavailable(format!("signing: {why}"))),
             }
         }
     }
@@ -295,7 +297,7 @@ pub async fn sign_store_send(
     nonces: &Nonces,
     fees: &FeeCache,
     resync: bool,
-    signer: &PrivateKeySigner,
+    signer: &Secp256k1Key,
     call: TxCall,
     rows: &[repo::TxRow],
 ) -> Result<Signed, SendError> {
@@ -333,13 +335,13 @@ pub async fn fill_nonce(
     chain: &ChainClient,
     net: Net,
     fees: &FeeCache,
-    signer: &PrivateKeySigner,
+    signer: &Secp256k1Key,
     nonce: u64,
 ) -> Result<Option<String>, SendError> {
     let me = signer.address();
     // Generous: a filler must get in even after fees rose.
     let tx = Unsigned::new(net, fees.get(chain).await?, 3, 21_000, me, U256::ZERO, Bytes::new());
-    let (raw, hash) = tx.sign(signer, nonce);
+    let (raw, hash) = tx.sign(signer, nonce).map_err(|why| SendError::Unavailable(format!("signing: {why}")))?;
     let fresh = repo::insert_filler(db, &chain.chain, &me.to_checksum(None), nonce, &raw, &hash, crate::clock::now_ms())
         .await
         .map_err(|e| SendError::Unavailable(format!("storing the filler: {e}")))?;

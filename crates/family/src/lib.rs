@@ -2,6 +2,6 @@
 //! the keystore and its roles, and Permit2's shared reading.
 
 use stablerail_store::{db, store};
-use stablerail_types::{clock, config, payment, secret_file};
+use stablerail_types::{clock, config, crypto, payment, secret_file};
 
 pub mod family;

@@ -6,7 +6,7 @@
 use stablerail_adapter_host::adapter;
 use stablerail_engine::{family, float, ratelimit, settle, swap, wallets, watch, webhooks, x402};
 use stablerail_store::{db, store};
-use stablerail_types::{clock, config, decimal, failure, intent, payment, sanctions, telemetry};
+use stablerail_types::{clock, config, decimal, failure, intent, payment, sanctions, telemetry, traces};
 
 pub mod auth;
 pub mod client_ip;

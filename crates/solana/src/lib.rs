@@ -9,7 +9,7 @@
 // The layers below, under the paths the family's modules use.
 use stablerail_family::family;
 use stablerail_store::{db, store};
-use stablerail_types::{config, payment};
+use stablerail_types::{config, crypto, payment};
 
 pub mod ata;
 mod books;
@@ -20,7 +20,6 @@ use std::sync::Arc;
 
 use alloy_primitives::U256;
 use base64::Engine as _;
-use ed25519_dalek::Signer;
 use serde_json::{json, Value};
 
 use crate::config::{Availability, Config, Family};
@@ -109,10 +108,10 @@ impl SolanaDriver {
         let key = self.keys.ed25519(wallet, Family::Solana).await.map_err(|e| SendError::Unavailable(format!("wallet: {e:#}")))?;
         let w = Wire::parse(transaction).ok_or_else(|| SendError::WouldRevert("not a Solana transaction".into()))?;
         let keys = w.account_keys().unwrap_or_default();
-        if slot >= w.slots || keys.get(slot) != Some(&key.verifying_key().to_bytes()) {
+        if slot >= w.slots || keys.get(slot) != Some(&key.public()) {
             return Err(SendError::WouldRevert(format!("signature slot {slot} is not this wallet's")));
         }
-        let signature = key.sign(w.message()).to_bytes();
+        let signature = crate::crypto::ed25519_sign(&key, w.message()).map_err(|e| SendError::Unavailable(format!("signing: {e:#}")))?;
         let range = w.signature_range(slot);
         let mut raw = transaction.to_vec();
         raw[range].copy_from_slice(&signature);
@@ -129,7 +128,7 @@ impl Driver for SolanaDriver {
 
     async fn address(&self, wallet: &Role) -> anyhow::Result<String> {
         let key = self.keys.ed25519(wallet, Family::Solana).await?;
-        Ok(bs58::encode(key.verifying_key().as_bytes()).into_string())
+        Ok(bs58::encode(key.public()).into_string())
     }
 
     async fn sign(&self, wallet: &Role, request: &SigningRequest) -> anyhow::Result<Vec<u8>> {
@@ -137,7 +136,7 @@ impl Driver for SolanaDriver {
             anyhow::bail!("Solana wallets sign Solana messages only");
         };
         let key = self.keys.ed25519(wallet, Family::Solana).await?;
-        Ok(key.sign(message).to_bytes().to_vec())
+        Ok(crate::crypto::ed25519_sign(&key, message)?.to_vec())
     }
 
     async fn submit(&self, chain: &str, wallet: &Role, submission: &Submission, row: TxRow, _how: Submit) -> Result<String, SendError> {

@@ -13,6 +13,48 @@ pub enum Backend {
     Postgres,
 }
 
+/// A write transaction and its span. Queries run on it as on sqlx's
+/// (`&mut *tx`); it ends with `commit`, or rolls back when dropped.
+pub struct Tx {
+    inner: sqlx::Transaction<'static, sqlx::Any>,
+    _span: tracing::Span,
+}
+
+impl Tx {
+    // Entered again for the end, so the span lasts from the wait for
+    // the lock to the commit (a span ends when it is last left).
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
+        tracing::Instrument::instrument(self.inner.commit(), self._span).await
+    }
+
+    pub async fn rollback(self) -> Result<(), sqlx::Error> {
+        tracing::Instrument::instrument(self.inner.rollback(), self._span).await
+    }
+}
+
+impl std::ops::Deref for Tx {
+    type Target = sqlx::AnyConnection;
+    fn deref(&self) -> &sqlx::AnyConnection {
+        &self.inner
+    }
+}
+
+impl std::ops::DerefMut for Tx {
+    fn deref_mut(&mut self) -> &mut sqlx::AnyConnection {
+        &mut self.inner
+    }
+}
+
+impl Backend {
+    /// OpenTelemetry's `db.system` name.
+    pub fn system(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgresql",
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Db {
     /// Every write, and reads that must see a write of the same transaction.
@@ -55,6 +97,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0021_book_notes.sql", include_str!("../../../migrations/0021_book_notes.sql")),
     ("0022_webhook_lanes.sql", include_str!("../../../migrations/0022_webhook_lanes.sql")),
     ("0023_book_checks.sql", include_str!("../../../migrations/0023_book_checks.sql")),
+    ("0024_traces.sql", include_str!("../../../migrations/0024_traces.sql")),
 ];
 
 /// The embedded migrations as sqlx reads a folder: `VERSION_DESCRIPTION.sql`.
@@ -81,11 +124,21 @@ impl Db {
     /// fails at once with "database is locked" when another process (the
     /// CLI beside the service) wrote in between, and SQLite's busy handler
     /// cannot help it; an immediate one waits its turn instead.
-    pub async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
-        match self.backend {
-            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
-            Backend::Postgres => self.pool.begin().await,
-        }
+    pub async fn begin(&self) -> Result<Tx, sqlx::Error> {
+        // The span covers the wait for the write lock, then the transaction
+        // until it is committed or dropped.
+        let span = tracing::info_span!("db transaction", db.system = self.backend.system());
+        let inner = tracing::Instrument::instrument(
+            async {
+                match self.backend {
+                    Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+                    Backend::Postgres => self.pool.begin().await,
+                }
+            },
+            span.clone(),
+        )
+        .await?;
+        Ok(Tx { inner, _span: span })
     }
 
     /// Connect and bring the schema up to date.

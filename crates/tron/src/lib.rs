@@ -141,7 +141,7 @@ impl TronDriver {
     async fn sign_id(&self, wallet: &Role, id: &[u8]) -> anyhow::Result<Vec<u8>> {
         anyhow::ensure!(id.len() == 32, "a TRON txID is 32 bytes, not {}", id.len());
         let signer = self.keys.secp256k1(wallet, Family::Tron).await?;
-        Ok(crate::crypto::secp256k1_sign(&signer, &B256::from_slice(id)).as_bytes().to_vec())
+        Ok(crate::crypto::secp256k1_sign(&signer, &B256::from_slice(id))?.as_bytes().to_vec())
     }
 }
 

@@ -16,7 +16,12 @@ static SIGNING: LazyLock<Secp256k1<SignOnly>> = LazyLock::new(Secp256k1::signing
 /// signature alloy's signer (k256) makes: both take the nonce from RFC 6979
 /// and answer the low `s`; libsecp256k1 is several times faster, and every
 /// payout authorization and relayed transaction is signed here.
-pub fn secp256k1_sign(key: &PrivateKeySigner, prehash: &B256) -> Signature {
+pub fn secp256k1_sign(key: &Secp256k1Key, prehash: &B256) -> anyhow::Result<Signature> {
+    let _span = tracing::info_span!("sign", curve = "secp256k1").entered();
+    let key = match key {
+        Secp256k1Key::Local(k) => k,
+        Secp256k1Key::Held(m) => return module_secp256k1_sign(m.as_ref(), prehash),
+    };
     let secret: [u8; 32] = key.credential().to_bytes().into();
     let secret = SecretKey::from_byte_array(&secret).expect("a k256 signing key is a valid secp256k1 secret");
     let (id, rs) = SIGNING.sign_ecdsa_recoverable(&Message::from_digest(prehash.0), &secret).serialize_compact();
@@ -33,7 +38,106 @@ pub fn secp256k1_sign(key: &PrivateKeySigner, prehash: &B256) -> Signature {
         sig[64] = v;
         memo.insert(memo_key(&prehash.0, &sig), public.as_bytes().to_vec());
     }
-    signature
+    Ok(signature)
+}
+
+/// A key held elsewhere (a hardware module) that signs when asked.
+pub trait HeldKey: Send + Sync {
+    /// Its public key: a 65-byte uncompressed secp256k1 point, or 32
+    /// Ed25519 bytes.
+    fn public(&self) -> &[u8];
+    /// Sign `data` (a secp256k1 prehash: r ‖ s; an Ed25519 message).
+    fn sign(&self, data: &[u8]) -> anyhow::Result<Vec<u8>>;
+}
+
+/// A hosted secp256k1 key: in this process (sealed at rest), or held in a
+/// hardware module that signs for it.
+#[derive(Clone)]
+pub enum Secp256k1Key {
+    Local(PrivateKeySigner),
+    Held(std::sync::Arc<dyn HeldKey>),
+}
+
+impl Secp256k1Key {
+    pub fn address(&self) -> alloy_primitives::Address {
+        match self {
+            Secp256k1Key::Local(k) => k.address(),
+            Secp256k1Key::Held(h) => alloy_primitives::Address::from_raw_public_key(&h.public()[1..]),
+        }
+    }
+}
+
+/// Names the key by its address; never its secret.
+impl std::fmt::Debug for Secp256k1Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secp256k1Key({})", self.address())
+    }
+}
+
+/// A hosted Ed25519 key, likewise.
+// dalek's key keeps its expanded form (224 bytes); a few per wallet, cloned
+// from the keystore's cache: not worth a box.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone)]
+pub enum Ed25519Key {
+    Local(ed25519_dalek::SigningKey),
+    Held(std::sync::Arc<dyn HeldKey>),
+}
+
+impl Ed25519Key {
+    pub fn public(&self) -> [u8; 32] {
+        match self {
+            Ed25519Key::Local(k) => k.verifying_key().to_bytes(),
+            Ed25519Key::Held(h) => h.public().try_into().expect("a held Ed25519 key's public key is 32 bytes"),
+        }
+    }
+}
+
+/// The module answers r ‖ s for any `s`: Ethereum and TRON take the low
+/// one, and a recovery id the module does not give. Both come from the
+/// key's own public point, which also checks what the module signed.
+fn module_secp256k1_sign(key: &dyn HeldKey, prehash: &B256) -> anyhow::Result<Signature> {
+    let raw = key.sign(&prehash.0)?;
+    anyhow::ensure!(raw.len() == 64, "the module's signature is {} bytes, not 64", raw.len());
+    let r = U256::from_be_slice(&raw[..32]);
+    let mut s = U256::from_be_slice(&raw[32..]);
+    let n = U256::from_str_radix("fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141", 16).expect("the group order");
+    if s > n >> 1 {
+        s = n - s;
+    }
+    let mut rs = [0u8; 64];
+    rs[..32].copy_from_slice(&r.to_be_bytes::<32>());
+    rs[32..].copy_from_slice(&s.to_be_bytes::<32>());
+    for odd in [false, true] {
+        let mut sig = [0u8; 65];
+        sig[..64].copy_from_slice(&rs);
+        sig[64] = u8::from(odd);
+        if recover(prehash.0, &sig).is_ok_and(|p| p == key.public()) {
+            let mut memo = RECENT.lock().unwrap();
+            for v in [27 + u8::from(odd), u8::from(odd)] {
+                sig[64] = v;
+                memo.insert(memo_key(&prehash.0, &sig), key.public().to_vec());
+            }
+            return Ok(Signature::new(r, s, odd));
+        }
+    }
+    anyhow::bail!("the module's signature is not its key's")
+}
+
+/// Sign a message with a hosted Ed25519 key (Solana).
+pub fn ed25519_sign(key: &Ed25519Key, message: &[u8]) -> anyhow::Result<[u8; 64]> {
+    use ed25519_dalek::Signer as _;
+    let _span = tracing::info_span!("sign", curve = "ed25519").entered();
+    match key {
+        Ed25519Key::Local(k) => Ok(k.sign(message).to_bytes()),
+        Ed25519Key::Held(h) => {
+            let signature: [u8; 64] =
+                h.sign(message)?.try_into().map_err(|_| anyhow::anyhow!("the module's Ed25519 signature is not 64 bytes"))?;
+            // What the module signed is checked before anything uses it.
+            anyhow::ensure!(ed25519_verify(h.public(), message, &signature), "the module's signature is not its key's");
+            Ok(signature)
+        }
+    }
 }
 
 /// Recoveries done lately, by prehash and signature, and the signatures

@@ -14,3 +14,4 @@ pub mod pepper;
 pub mod sanctions;
 pub mod secret_file;
 pub mod telemetry;
+pub mod traces;

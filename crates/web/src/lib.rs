@@ -7,7 +7,7 @@ use stablerail_adapter_host::adapter;
 use stablerail_engine::{family, ratelimit, settle, swap, sweeper, wallets, watch, webhooks, x402};
 use stablerail_ops::{auth, client_ip, live, mail, ops, state};
 use stablerail_store::{db, store};
-use stablerail_types::{clock, config, decimal, failure, intent, payment, sanctions, telemetry};
+use stablerail_types::{clock, config, decimal, failure, intent, payment, sanctions, telemetry, traces};
 
 pub mod api;
 pub mod dashboard;

@@ -51,7 +51,8 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         config.service.trusted_proxies().map_err(|e| anyhow::anyhow!(e))?,
         config.service.client_ip_header,
     );
-    let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?);
+    let held = crate::family::module::Held::from_config(&config)?;
+    let keys = Arc::new(Keystore::open(db.clone(), &config.resolve(&config.service.master_key_file))?.holding(held));
     let (public_streams, agent_streams) = (config.limits.public_streams.max(1), config.limits.agent_streams.max(1));
     let (config, registry) = (Arc::new(config), Arc::new(registry));
     let drivers = Arc::new(crate::family::Drivers::new(config.clone(), chains.clone(), db.clone(), keys.clone()));

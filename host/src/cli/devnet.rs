@@ -70,7 +70,7 @@ pub async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
             // The devnet's config names these files; its wallets exist before
             // the chains start so that they can be funded.
             let families = crate::config::devnet_families(&chains);
-            let made = crate::family::keys::init(&dir.join("master.key"), &dir.join("pepper"), db, &families).await?;
+            let made = crate::family::keys::init(&dir.join("master.key"), &dir.join("pepper"), db, &families, None).await?;
             let adapters = std::fs::canonicalize("adapters/target/wasm32-wasip2/release").unwrap_or_else(|_| "adapters".into());
             let mut args = vec![
                 "--dir".into(),

@@ -121,7 +121,8 @@ pub async fn agent(out: Output, cmd: AgentCommand, store: StoreArgs) -> anyhow::
     let (cfg, db) = open(&store).await?;
     let agent_id = match cmd {
         AgentCommand::Create { name, account } => {
-            let keys = crate::family::keys::Keystore::open(db.clone(), &cfg.resolve(&cfg.service.master_key_file))?;
+            let held = crate::family::module::Held::from_config(&cfg)?;
+            let keys = crate::family::keys::Keystore::open(db.clone(), &cfg.resolve(&cfg.service.master_key_file))?.holding(held);
             crate::ops::agents::create(&db, &keys, &cfg, account.as_deref(), &name, now_ms()).await?.id
         }
         AgentCommand::Keys { agent } => agent,

@@ -18,6 +18,11 @@ pub enum KeysCommand {
         #[arg(long)]
         name: String,
     },
+    /// Seal every key kept in the database under a new master key, which
+    /// then replaces the old one in `master_key_file`. Stop the service
+    /// first. A run that is interrupted leaves every key usable; run it
+    /// again to finish. Keys held in a hardware module are not touched.
+    RotateMaster,
 }
 
 pub async fn keys(out: Output, cmd: KeysCommand, store: StoreArgs) -> anyhow::Result<()> {
@@ -25,7 +30,8 @@ pub async fn keys(out: Output, cmd: KeysCommand, store: StoreArgs) -> anyhow::Re
     match cmd {
         KeysCommand::Init => {
             let files = (cfg.resolve(&cfg.service.master_key_file), cfg.resolve(&cfg.service.pepper_file));
-            let done = crate::family::keys::init(&files.0, &files.1, db, &cfg.families()).await?;
+            let held = crate::family::module::Held::from_config(&cfg)?;
+            let done = crate::family::keys::init(&files.0, &files.1, db, &cfg.families(), held).await?;
             emit(out, &serde_json::to_value(&done)?);
         }
         KeysCommand::Import { name } => {
@@ -34,6 +40,13 @@ pub async fn keys(out: Output, cmd: KeysCommand, store: StoreArgs) -> anyhow::Re
             let keys = crate::family::keys::Keystore::open(db, &cfg.resolve(&cfg.service.master_key_file))?;
             let address = keys.import(&name, &key).await?;
             emit(out, &json!({ "name": name, "address": address }));
+        }
+        KeysCommand::RotateMaster => {
+            // A pause between keys: how the suite stops a run half-way.
+            let pause = std::env::var("STABLERAIL_ROTATE_PAUSE_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+            let master = cfg.resolve(&cfg.service.master_key_file);
+            let done = crate::family::keys::rotate_master(db, &master, std::time::Duration::from_millis(pause)).await?;
+            emit(out, &serde_json::to_value(&done)?);
         }
     }
     Ok(())

@@ -330,7 +330,9 @@ impl AssetAdapter {
         // here, without two thread hand-offs. Those that read the chain go
         // to a blocking thread at once; any other that turns out to (or
         // runs long) is run again there.
+        let span = tracing::info_span!("adapter call", adapter = %name, chain = %self.chain.chain, function);
         if !READS_THE_CHAIN.contains(&function) {
+            let _in = span.enter();
             let started = std::time::Instant::now();
             let ctx = self.context();
             if let Some((answer, pure)) = self.adapter.call_inline(|g, s| f(g, s, ctx)) {
@@ -341,6 +343,8 @@ impl AssetAdapter {
         let me = self.clone();
         tokio::task::spawn_blocking(move || {
             let _slot = slot;
+            // Its chain reads are this span's children.
+            let _in = span.enter();
             let started = std::time::Instant::now();
             let ctx = me.context();
             let answer = me.adapter.call(Some(me.chain.clone()), |g, s| f(g, s, ctx));

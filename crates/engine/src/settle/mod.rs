@@ -310,11 +310,20 @@ impl Engine {
                 None => return Ok(Next::Done),
             },
         };
-        match i.status {
-            Status::Pending => self.source_leg(i, txs).await,
-            Status::SourceSettled | Status::TargetSettling => self.target_leg(i, txs).await,
-            _ => Ok(Next::Done),
+        // Every pass is a span of the trace of the request that made the
+        // intent: its whole life is one trace.
+        use tracing::Instrument as _;
+        let span = tracing::info_span!("settlement pass", intent = %i.id, status = %i.status);
+        crate::traces::set_parent(&span, i.trace.as_deref());
+        async move {
+            match i.status {
+                Status::Pending => self.source_leg(i, txs).await,
+                Status::SourceSettled | Status::TargetSettling => self.target_leg(i, txs).await,
+                _ => Ok(Next::Done),
+            }
         }
+        .instrument(span)
+        .await
     }
 
     async fn fail(&self, i: &Intent, to: Status, why: Reason) -> anyhow::Result<Next> {

@@ -194,11 +194,15 @@ fn backoff_ms(attempts: i64) -> i64 {
 
 /// One attempt of one leased delivery, and what to record of it.
 async fn attempt(d: &Deps, delivery: repo::Delivery, timeout: Duration) -> Option<(String, Attempt)> {
+    use tracing::Instrument as _;
     let id = delivery.id.as_str();
+    // Each attempt is a span of the trace its change happened in.
+    let span = tracing::info_span!("webhook attempt", delivery = id, endpoint = %delivery.endpoint_id, attempt = delivery.attempts + 1);
+    crate::traces::set_parent(&span, delivery.trace.as_deref());
     // The whole attempt (the name's lookup included) within the timeout:
     // an endpoint whose DNS never answers holds nothing longer than one
     // that never answers itself.
-    let outcome = match tokio::time::timeout(timeout, try_once(d, &delivery, timeout)).await {
+    let outcome = match tokio::time::timeout(timeout, try_once(d, &delivery, timeout)).instrument(span).await {
         Ok(outcome) => outcome,
         Err(_) => Err("timed out".to_string()),
     };
@@ -251,8 +255,12 @@ async fn try_once(d: &Deps, delivery: &repo::Delivery, timeout: Duration) -> Res
     }
     let client = client.build().map_err(|e| internal(&e))?;
     let started = std::time::Instant::now();
-    let resp = client
-        .post(url)
+    let mut request = client.post(url);
+    // The receiver can join the trace (W3C Trace Context); none when off.
+    if let Some(traceparent) = crate::traces::current() {
+        request = request.header("traceparent", traceparent);
+    }
+    let resp = request
         .header("content-type", "application/json")
         .header("user-agent", "stablerail-webhooks")
         .header("webhook-id", &delivery.event_id)

@@ -217,7 +217,10 @@ impl Worker {
     pub async fn settle_now(self: &Arc<Self>, rec: Settlement, slot: Slot) -> Option<Ended> {
         let me = self.clone();
         self.holds.taken(std::slice::from_ref(&rec.id), slot.until, &slot.token);
-        tokio::spawn(async move { crate::settle::slot::holding(slot.permit, me.step(&rec, Some(vec![]))).await }).await.ok().flatten()
+        // In the request's trace.
+        let span = tracing::Span::current();
+        let pass = async move { crate::settle::slot::holding(slot.permit, me.step(&rec, Some(vec![]))).await };
+        tokio::spawn(tracing::Instrument::instrument(pass, span)).await.ok().flatten()
     }
 
     fn lease_ms(&self) -> i64 {
@@ -226,7 +229,8 @@ impl Worker {
 
     async fn step(&self, rec: &Settlement, stored: Option<Vec<repo::StoredTx>>) -> Option<Ended> {
         let id = rec.id.as_str();
-        let pass = match self.pass(rec, stored).await {
+        let span = tracing::info_span!("settlement pass", settlement = id);
+        let pass = match tracing::Instrument::instrument(self.pass(rec, stored), span).await {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(settlement = id, error = %format!("{e:#}"), "facilitator settlement pass failed; will retry");

@@ -9,6 +9,7 @@
 pub use stablerail_chain::chain;
 pub use stablerail_types::facts;
 pub mod keys;
+pub mod module;
 pub mod permit2;
 
 use std::collections::HashMap;

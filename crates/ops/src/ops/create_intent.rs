@@ -263,6 +263,7 @@ pub async fn create(s: &AppState, agent: Option<&Agent>, req: CreateRequest) -> 
         expires_at,
         updated_at: now,
         error_code: None,
+        trace: crate::traces::current(),
     };
     s.inserts.write(&s.db, record.clone()).await?;
     Ok(record)

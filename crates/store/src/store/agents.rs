@@ -115,13 +115,7 @@ pub async fn create_agent(db: &Db, account: Option<&str>, name: &str, now_ms: i6
     Err(AgentError::Db(StoreError::Database(sqlx::Error::Protocol("could not allocate an agent number".into()))))
 }
 
-async fn insert_key(
-    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    agent_id: &str,
-    api_key: &str,
-    secret_hmac: &str,
-    now_ms: i64,
-) -> Result<(), sqlx::Error> {
+async fn insert_key(tx: &mut crate::db::Tx, agent_id: &str, api_key: &str, secret_hmac: &str, now_ms: i64) -> Result<(), sqlx::Error> {
     sqlx::query("INSERT INTO api_keys (api_key, agent_id, secret_hmac, created_at) VALUES ($1, $2, $3, $4)")
         .bind(api_key)
         .bind(agent_id)

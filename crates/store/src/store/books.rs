@@ -65,7 +65,7 @@ impl Credited {
 
 /// Inside `tx`: give the payment the first candidate no other payment
 /// holds.
-pub(crate) async fn credit(tx: &mut sqlx::Transaction<'_, sqlx::Any>, c: &Credit, now_ms: i64) -> Result<Credited, StoreError> {
+pub(crate) async fn credit(tx: &mut crate::db::Tx, c: &Credit, now_ms: i64) -> Result<Credited, StoreError> {
     let held = sqlx::query("SELECT tx_id FROM book_movements WHERE purpose = $1 AND owner_id = $2")
         .bind(c.purpose.as_str())
         .bind(&c.owner)
@@ -106,7 +106,7 @@ pub(crate) async fn credit(tx: &mut sqlx::Transaction<'_, sqlx::Any>, c: &Credit
 /// Inside `tx`: take back a credit this transaction gave (its payment did
 /// not move after all). The movement stays in the books, credited to
 /// nobody: the chain did make it.
-pub(crate) async fn uncredit(tx: &mut sqlx::Transaction<'_, sqlx::Any>, purpose: Purpose, owner: &str) -> Result<(), StoreError> {
+pub(crate) async fn uncredit(tx: &mut crate::db::Tx, purpose: Purpose, owner: &str) -> Result<(), StoreError> {
     sqlx::query("UPDATE book_movements SET purpose = NULL, owner_id = NULL, credited_at = NULL WHERE purpose = $1 AND owner_id = $2")
         .bind(purpose.as_str())
         .bind(owner)

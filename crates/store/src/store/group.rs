@@ -28,7 +28,8 @@ pub trait Write: Send + Sync + 'static {
     fn write(db: &Db, items: &[Self::Item]) -> impl Future<Output = Result<Vec<Self::Out>, StoreError>> + Send;
 }
 
-type Queued<W> = (<W as Write>::Item, oneshot::Sender<Result<<W as Write>::Out, StoreError>>);
+/// An item, who waits for it, and the span it was queued in.
+type Queued<W> = (<W as Write>::Item, oneshot::Sender<Result<<W as Write>::Out, StoreError>>, tracing::Span);
 
 /// The lane of one kind of write; its task starts with the first item.
 pub struct Group<W: Write> {
@@ -50,10 +51,10 @@ impl<W: Write> Group<W> {
             lane
         });
         let (reply, answer) = oneshot::channel();
-        match lane.send((item, reply)) {
+        match lane.send((item, reply, tracing::Span::current())) {
             Ok(()) => answer.await.unwrap_or_else(|_| Err(StoreError::Decode("the group writer ended".into()))),
             // The writer is gone (its runtime ended): on our own.
-            Err(mpsc::error::SendError((item, _))) => one::<W>(db, item).await,
+            Err(mpsc::error::SendError((item, ..))) => one::<W>(db, item).await,
         }
     }
 }
@@ -72,8 +73,18 @@ async fn run<W: Write>(db: Db, mut queued: mpsc::UnboundedReceiver<Queued<W>>) {
                 Err(_) => break,
             }
         }
-        let (items, replies): (Vec<W::Item>, Vec<_>) = all.into_iter().unzip();
-        match W::write(&db, &items).await {
+        // A write of one caller's item is in its trace. A write of several
+        // is in nobody's: a span of one caller's would put the others'
+        // changes (and their webhooks) in a stranger's trace.
+        let span = if all.len() == 1 { all[0].2.clone() } else { tracing::Span::none() };
+        let (items, replies, spans): (Vec<W::Item>, Vec<_>, Vec<tracing::Span>) =
+            all.into_iter().fold((vec![], vec![], vec![]), |(mut i, mut r, mut s), (item, reply, span)| {
+                i.push(item);
+                r.push(reply);
+                s.push(span);
+                (i, r, s)
+            });
+        match tracing::Instrument::instrument(W::write(&db, &items), span).await {
             Ok(outs) if outs.len() == items.len() => {
                 for (reply, out) in replies.into_iter().zip(outs) {
                     let _ = reply.send(Ok(out));
@@ -81,8 +92,8 @@ async fn run<W: Write>(db: Db, mut queued: mpsc::UnboundedReceiver<Queued<W>>) {
             }
             // Each on its own, for its own answer.
             _ => {
-                for (item, reply) in items.into_iter().zip(replies) {
-                    let _ = reply.send(one::<W>(&db, item).await);
+                for ((item, reply), span) in items.into_iter().zip(replies).zip(spans) {
+                    let _ = reply.send(tracing::Instrument::instrument(one::<W>(&db, item), span).await);
                 }
             }
         }

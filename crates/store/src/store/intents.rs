@@ -12,7 +12,7 @@ pub(crate) const COLUMNS: &str = "id, agent_id, status, payer_chain, target_chai
     merchant_recipient, recipient_email, payer_address, amount_mode, sending_amount, receiving_amount, \
     estimated_fee, fee_breakdown, payment_requirements, settle_proof, replay_key, payer, source_tx_hash, \
     source_settled_at, target_tx_hash, target_settle_proof, target_settled_at, error_message, created_at, \
-    expires_at, updated_at, error_code, payer_listed";
+    expires_at, updated_at, error_code, payer_listed, trace";
 
 fn from_row(r: &AnyRow) -> Result<Intent, StoreError> {
     let status: String = r.try_get("status")?;
@@ -48,6 +48,7 @@ fn from_row(r: &AnyRow) -> Result<Intent, StoreError> {
         updated_at: r.try_get("updated_at")?,
         error_code: r.try_get::<Option<String>, _>("error_code")?.as_deref().and_then(crate::failure::Failure::parse),
         payer_listed: r.try_get::<i64, _>("payer_listed")? != 0,
+        trace: r.try_get("trace")?,
     })
 }
 

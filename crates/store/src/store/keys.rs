@@ -58,3 +58,13 @@ pub async fn name_of(db: &Db, address: &str) -> Result<Option<String>, StoreErro
         .map(|r| r.try_get("name").map_err(StoreError::from))
         .transpose()
 }
+
+/// The address stored with the key `name`.
+pub async fn address_of(db: &Db, name: &str) -> Result<Option<String>, StoreError> {
+    sqlx::query("SELECT address FROM wallet_keys WHERE name = $1")
+        .bind(name)
+        .fetch_optional(&db.pool)
+        .await?
+        .map(|r| r.try_get("address").map_err(StoreError::from))
+        .transpose()
+}

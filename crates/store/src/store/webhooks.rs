@@ -180,12 +180,14 @@ pub struct NewEvent {
     pub version: i64,
     pub to_status: String,
     pub created_at: i64,
+    /// The trace the change happened in.
+    pub trace: Option<String>,
 }
 
 /// Events no replica has fanned out, oldest first.
 pub async fn unfanned(db: &Db, limit: i64) -> Result<Vec<NewEvent>, StoreError> {
     sqlx::query(
-        "SELECT id, subject_kind, subject_id, version, to_status, created_at FROM events WHERE fanned_out = 0 \
+        "SELECT id, subject_kind, subject_id, version, to_status, created_at, trace FROM events WHERE fanned_out = 0 \
          ORDER BY created_at, id LIMIT $1",
     )
     .bind(limit)
@@ -200,6 +202,7 @@ pub async fn unfanned(db: &Db, limit: i64) -> Result<Vec<NewEvent>, StoreError> 
             version: r.try_get("version")?,
             to_status: r.try_get("to_status")?,
             created_at: r.try_get("created_at")?,
+            trace: r.try_get("trace")?,
         })
     })
     .collect()
@@ -278,8 +281,8 @@ pub async fn fan_out(db: &Db, events: &[(NewEvent, Vec<NewDelivery>)], now: i64,
             }
             *waiting += 1;
             sqlx::query(
-                "INSERT INTO webhook_deliveries (id, endpoint_id, event_id, subject_id, version, body, status, attempts, available_at, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7)",
+                "INSERT INTO webhook_deliveries (id, endpoint_id, event_id, subject_id, version, body, status, attempts, available_at, created_at, trace) \
+                 VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7, $8)",
             )
             .bind(format!("del_{}", ulid::Ulid::new()))
             .bind(&d.endpoint_id)
@@ -288,6 +291,7 @@ pub async fn fan_out(db: &Db, events: &[(NewEvent, Vec<NewDelivery>)], now: i64,
             .bind(event.version)
             .bind(&d.body)
             .bind(now)
+            .bind(event.trace.as_deref())
             .execute(&mut *tx)
             .await?;
         }
@@ -366,10 +370,12 @@ pub struct Delivery {
     pub last_attempt_at: Option<i64>,
     pub delivered_at: Option<i64>,
     pub created_at: i64,
+    /// The trace of the change it announces: each attempt joins it.
+    pub trace: Option<String>,
 }
 
 const DELIVERY_COLUMNS: &str =
-    "id, endpoint_id, event_id, body, attempts, status, last_code, last_error, last_attempt_at, delivered_at, created_at";
+    "id, endpoint_id, event_id, body, attempts, status, last_code, last_error, last_attempt_at, delivered_at, created_at, trace";
 
 fn delivery(r: &sqlx::any::AnyRow) -> Result<Delivery, StoreError> {
     Ok(Delivery {
@@ -384,6 +390,7 @@ fn delivery(r: &sqlx::any::AnyRow) -> Result<Delivery, StoreError> {
         last_attempt_at: r.try_get("last_attempt_at")?,
         delivered_at: r.try_get("delivered_at")?,
         created_at: r.try_get("created_at")?,
+        trace: r.try_get("trace")?,
     })
 }
 

@@ -68,6 +68,12 @@ pub struct Config {
     /// Signed event deliveries to the owners' endpoints.
     #[serde(default)]
     pub webhooks: Webhooks,
+    /// OpenTelemetry traces.
+    #[serde(default)]
+    pub telemetry: Telemetry,
+    /// Keys in a hardware module.
+    #[serde(default)]
+    pub hsm: Hsm,
     /// Directory of the config file; relative paths resolve against it.
     #[serde(skip)]
     pub base_dir: PathBuf,

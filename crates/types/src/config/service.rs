@@ -317,3 +317,79 @@ pub enum ClientIpHeader {
     /// `X-Real-IP`: one address, set (not appended) by the proxy.
     XRealIp,
 }
+
+/// `[telemetry]`: OpenTelemetry traces, sent as OTLP over HTTP (protobuf).
+/// Off unless an endpoint is named.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Telemetry {
+    /// The collector's traces URL, e.g. `http://127.0.0.1:4318/v1/traces`.
+    pub otlp_endpoint: Option<String>,
+    /// The share of new traces kept, 0 to 1. A caller's `traceparent`
+    /// decides for its own request (sampled or not), whatever this says.
+    pub sample_ratio: f64,
+    /// The `service.name` the traces carry.
+    pub service_name: String,
+    /// Send `traceparent` to RPC providers. Both legs of a payment are one
+    /// trace, so a provider that serves both chains can link a payer to a
+    /// merchant by it: off when that matters more than matching a
+    /// provider's logs.
+    pub traceparent_to_providers: bool,
+}
+
+impl Default for Telemetry {
+    fn default() -> Self {
+        Telemetry { otlp_endpoint: None, sample_ratio: 1.0, service_name: "stablerail".into(), traceparent_to_providers: true }
+    }
+}
+
+impl Telemetry {
+    pub(super) fn validate(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.sample_ratio) {
+            return Err(format!("telemetry.sample_ratio: {} is not between 0 and 1", self.sample_ratio));
+        }
+        if let Some(endpoint) = &self.otlp_endpoint {
+            match url::Url::parse(endpoint) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+                _ => return Err("telemetry.otlp_endpoint: not an http(s) URL".into()),
+            }
+        }
+        if self.service_name.trim().is_empty() {
+            return Err("telemetry.service_name is empty".into());
+        }
+        Ok(())
+    }
+}
+
+/// `[hsm]`: a PKCS#11 module that makes and holds the keys of some roles.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Hsm {
+    /// The module's library, e.g. `/usr/lib/softhsm/libsofthsm2.so`. None: no module.
+    pub module: Option<PathBuf>,
+    /// The token's label.
+    pub token: String,
+    /// The user PIN's file (or `STABLERAIL_HSM_PIN`).
+    pub pin_file: Option<PathBuf>,
+    /// Whose new keys the module makes: `relayer`, `proxy`, `collection`,
+    /// `agents` (hosted wallets).
+    pub roles: Vec<String>,
+}
+
+/// The roles `[hsm] roles` may name.
+pub const HSM_ROLES: [&str; 4] = ["relayer", "proxy", "collection", "agents"];
+
+impl Hsm {
+    pub(super) fn validate(&self) -> Result<(), String> {
+        if self.module.is_none() {
+            return if self.roles.is_empty() { Ok(()) } else { Err("hsm.roles are named but hsm.module is not".into()) };
+        }
+        if self.token.trim().is_empty() {
+            return Err("hsm.token (the token's label) is empty".into());
+        }
+        if let Some(r) = self.roles.iter().find(|r| !HSM_ROLES.contains(&r.as_str())) {
+            return Err(format!("hsm.roles: `{r}` is not one of {}", HSM_ROLES.join(", ")));
+        }
+        Ok(())
+    }
+}

@@ -7,6 +7,8 @@ impl Config {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
         self.dashboard.validate().map_err(ConfigError::Invalid)?;
+        self.telemetry.validate().map_err(ConfigError::Invalid)?;
+        self.hsm.validate().map_err(ConfigError::Invalid)?;
         for f in &self.floors {
             let Some(chain) = self.chains.get(&f.chain) else {
                 return bad(format!("floors: `{}` is not a configured chain", f.chain));

@@ -113,6 +113,9 @@ pub struct Intent {
     /// The advisory screen at create found `payer_address` on a sanctions
     /// list. For operators only; settlement screens the real payer again.
     pub payer_listed: bool,
+    /// The `traceparent` of the request that made it: its settlement's
+    /// spans join that trace. `None` when tracing was off.
+    pub trace: Option<String>,
 }
 
 impl Intent {

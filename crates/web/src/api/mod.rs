@@ -149,8 +149,13 @@ fn request_log() -> TraceLayer<
     TraceLayer::new_for_http()
         .make_span_with(|req: &axum::extract::Request| {
             let route = req.extensions().get::<axum::extract::MatchedPath>().map_or("(unrouted)", |p| p.as_str());
-            let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("");
-            tracing::info_span!("request", method = %req.method(), route, request_id = id)
+            // A caller's own id is kept only when short (it is logged and
+            // traced with every line of the request).
+            let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).filter(|v| v.len() <= 64).unwrap_or("(long)");
+            let span = tracing::info_span!("request", method = %req.method(), route, request_id = id);
+            // A caller's trace goes on here (and its sampling decision holds).
+            crate::traces::set_parent(&span, req.headers().get("traceparent").and_then(|v| v.to_str().ok()));
+            span
         })
         .on_response(|resp: &axum::response::Response, latency: std::time::Duration, _span: &tracing::Span| {
             tracing::info!(status = resp.status().as_u16(), latency_us = latency.as_micros() as u64, "answered");

@@ -127,7 +127,7 @@ fn bind_tx<'q>(q: AnyQuery<'q>, t: &'q NewTx<'q>, raw: String, now_ms: i64) -> A
 
 /// Store one signed transaction under every step it settles (a batch:
 /// its bytes once, and a row per step), inside the caller's transaction.
-async fn insert_txs_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, rows: &[NewTx<'_>], now_ms: i64) -> Result<(), StoreError> {
+async fn insert_txs_in(tx: &mut crate::db::Tx, rows: &[NewTx<'_>], now_ms: i64) -> Result<(), StoreError> {
     let [first, ..] = rows else { return Ok(()) };
     if rows.len() == 1 {
         return insert_tx_query(first, now_ms).execute(&mut **tx).await.map(|_| ()).map_err(StoreError::from);
@@ -214,6 +214,9 @@ pub enum Taken {
     Stored { nonce: u64, raw: Vec<u8>, hash: String },
     /// The sender has no nonce row yet: call again with the node's count.
     NeedsFloor,
+    /// The signer refused (a hardware module that did not answer): nothing
+    /// taken or stored.
+    SignFailed(String),
 }
 
 /// Take the next nonce of (chain, sender), never below `floor`, sign with
@@ -228,7 +231,7 @@ pub async fn sign_with_next_nonce(
     sender: &str,
     floor: Option<u64>,
     rows: &[TxRow],
-    sign: impl FnOnce(u64) -> (Vec<u8>, String),
+    sign: impl FnOnce(u64) -> Result<(Vec<u8>, String), String>,
     now_ms: i64,
 ) -> Result<Taken, StoreError> {
     let max = match db.backend {
@@ -258,7 +261,14 @@ pub async fn sign_with_next_nonce(
         return Ok(Taken::NeedsFloor);
     };
     let nonce = row.try_get::<i64, _>("taken")? as u64;
-    let (raw, hash) = sign(nonce);
+    let (raw, hash) = match sign(nonce) {
+        Ok(signed) => signed,
+        // Nothing taken, nothing stored.
+        Err(why) => {
+            tx.rollback().await?;
+            return Ok(Taken::SignFailed(why));
+        }
+    };
     let new: Vec<NewTx> = rows
         .iter()
         .map(|r| NewTx {

@@ -46,25 +46,33 @@ pub struct Change {
     pub to: String,
     /// The failure code that came with it, if any.
     pub code: Option<String>,
+    /// The trace it happened in (`traceparent`): its webhook deliveries
+    /// join it. An intent's changes are in the intent's own trace (its
+    /// row's), whatever is given here.
+    pub trace: Option<String>,
 }
 
 /// Parameters per event row.
-const EVENT_PARAMS: usize = 8;
+/// The last two: the subject again (for its intent's trace), then the
+/// trace given, in the order they appear (SQLite's are anonymous).
+const EVENT_PARAMS: usize = 10;
 /// Rows per statement (under SQLite's and Postgres' parameter limits).
 const EVENTS_PER_STATEMENT: usize = 100;
 
 /// Append `changes` inside the caller's transaction.
-pub(crate) async fn record(
-    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    backend: Backend,
-    changes: &[Change],
-    now_ms: i64,
-) -> Result<(), StoreError> {
+pub(crate) async fn record(tx: &mut crate::db::Tx, backend: Backend, changes: &[Change], now_ms: i64) -> Result<(), StoreError> {
     for chunk in changes.chunks(EVENTS_PER_STATEMENT) {
-        let rows: Vec<String> =
-            (0..chunk.len()).map(|r| format!("({})", crate::store::ordered_params(backend, 1 + r * EVENT_PARAMS, EVENT_PARAMS))).collect();
+        let rows: Vec<String> = (0..chunk.len())
+            .map(|r| {
+                let first = 1 + r * EVENT_PARAMS;
+                let columns = crate::store::ordered_params(backend, first, EVENT_PARAMS - 2);
+                let subject = crate::store::ordered_params(backend, first + EVENT_PARAMS - 2, 1);
+                let trace = crate::store::ordered_params(backend, first + EVENT_PARAMS - 1, 1);
+                format!("({columns}, COALESCE((SELECT trace FROM intents WHERE id = {subject}), {trace}))")
+            })
+            .collect();
         let sql = format!(
-            "INSERT INTO events (id, subject_kind, subject_id, version, from_status, to_status, code, created_at) VALUES {}",
+            "INSERT INTO events (id, subject_kind, subject_id, version, from_status, to_status, code, created_at, trace) VALUES {}",
             rows.join(", ")
         );
         let mut q = sqlx::query(&sql);
@@ -77,7 +85,9 @@ pub(crate) async fn record(
                 .bind(c.from.as_deref())
                 .bind(&c.to)
                 .bind(c.code.as_deref())
-                .bind(now_ms);
+                .bind(now_ms)
+                .bind((c.subject == Subject::Intent).then_some(c.id.as_str()))
+                .bind(c.trace.as_deref());
         }
         q.execute(&mut **tx).await?;
     }

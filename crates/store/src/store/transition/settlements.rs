@@ -9,7 +9,15 @@ use crate::store::facilitator::{Outcome, Settlement, COLUMNS};
 use crate::store::StoreError;
 
 fn change(id: &str, version: i64, from: Option<&str>, to: &str, code: Option<&str>) -> Change {
-    Change { subject: Subject::Settlement, id: id.into(), version, from: from.map(Into::into), to: to.into(), code: code.map(Into::into) }
+    Change {
+        subject: Subject::Settlement,
+        id: id.into(),
+        version,
+        from: from.map(Into::into),
+        to: to.into(),
+        code: code.map(Into::into),
+        trace: crate::traces::current(),
+    }
 }
 
 /// Record a new settlement, queued and due now; with `lease` (holder,

@@ -7,7 +7,17 @@ use crate::store::swaps::{row, Outcome, SwapIntent, COLUMNS};
 use crate::store::StoreError;
 
 fn change(id: &str, version: i64, from: Option<&str>, to: &str, code: Option<&str>) -> Change {
-    Change { subject: Subject::Swap, id: id.into(), version, from: from.map(Into::into), to: to.into(), code: code.map(Into::into) }
+    Change {
+        subject: Subject::Swap,
+        id: id.into(),
+        version,
+        from: from.map(Into::into),
+        to: to.into(),
+        code: code.map(Into::into),
+        // Anyone may register a swap naming any payer: the registrant's
+        // trace must not reach the payer's webhooks.
+        trace: None,
+    }
 }
 
 /// The intent of (`from_chain`, `source_tx_hash`, `details`): the one

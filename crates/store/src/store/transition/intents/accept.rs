@@ -115,7 +115,7 @@ impl crate::store::group::Write for Accept {
 
 /// One acceptance's move inside the group's transaction: the intent's new
 /// version if it moved (its queue entry is written with the others').
-pub(super) async fn accept_in(backend: Backend, tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Accept) -> Result<Option<i64>, StoreError> {
+pub(super) async fn accept_in(backend: Backend, tx: &mut crate::db::Tx, a: &Accept) -> Result<Option<i64>, StoreError> {
     // The float check rides on the move itself: the promised total is summed
     // inside the statement (`receiving_micros`), so on SQLite, one writer at
     // a time, check and move are one step. Postgres serializes the

@@ -3,7 +3,7 @@
 use super::*;
 
 /// Bound parameters per inserted row.
-pub(super) const INSERT_PARAMS: usize = 31;
+pub(super) const INSERT_PARAMS: usize = 32;
 
 pub async fn insert(db: &Db, i: &Intent) -> Result<(), StoreError> {
     use crate::store::group::Write as _;
@@ -57,6 +57,7 @@ impl crate::store::group::Write for Inserts {
                 .bind(i.updated_at)
                 .bind(i.error_code.map(|c| c.code()))
                 .bind(i64::from(i.payer_listed))
+                .bind(&i.trace)
                 .bind(i.receiving_amount.parse().ok().and_then(micros));
         }
         let mut tx = db.begin().await?;

@@ -30,6 +30,8 @@ fn change(id: &str, version: i64, from: Option<Status>, to: Status, why: Option<
         from: from.map(|f| f.as_str().to_string()),
         to: to.as_str().to_string(),
         code: why.map(|r| r.code.code().to_string()),
+        // The intent's row has it.
+        trace: None,
     }
 }
 
