@@ -12,6 +12,7 @@
 # .stablerail/abuse/report.json).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+. devnet/bench/wait-up.sh
 if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
 bin=${BIN:-$PWD/target/release/stablerail}
 out=${OUT:-$PWD/.stablerail/abuse}
@@ -34,7 +35,7 @@ url=http://127.0.0.1:$((port + 50))
 RUST_LOG=warn taskset -c 0 "$bin" serve --config "$dir/dn/chains.toml" --database "sqlite://$dir/dn/stablerail.db" \
     --listen "127.0.0.1:$((port + 50))" >"$dir/serve.log" 2>&1 &
 server=$!
-for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 0.1; done
+wait_up "$url/api/health" || exit 1
 ulimit -n 20000 2>/dev/null || true
 taskset -c 1 node devnet/bench/abuse.mjs --url "$url" --pid "$server" --legit "${LEGIT:-200}" --seconds "${SECONDS_OF_FLOOD:-30}" | tee "$out/report.json"
 taskset -c 1 node devnet/bench/abuse-queues.mjs --url "$url" --legit "$legit_bearer" --strangers "$strangers" \

@@ -9,6 +9,7 @@
 # database per row.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+. devnet/bench/wait-up.sh
 if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; } >/dev/null
 out=${OUT:-$PWD/.stablerail/bench-create}
@@ -47,7 +48,7 @@ for database in sqlite postgres; do
             --listen "127.0.0.1:$((port + 50))" >"$dir/serve.log" 2>&1 &
         server=$!
         url=http://127.0.0.1:$((port + 50))
-        for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 0.1; done
+        wait_up "$url/api/health" || exit 1
         taskset -c 1 wrk -t1 -c32 -d2s -s "$out/create.lua" "$url/api/intents" >/dev/null # warm-up
         report=$(taskset -c 1 wrk -t1 -c32 -d"${secs}s" --latency -s "$out/create.lua" "$url/api/intents" | grep '^{')
         kill "$server"

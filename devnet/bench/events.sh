@@ -9,6 +9,7 @@
 #   N=10000 C=64 scripts/bench.sh events
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. devnet/bench/wait-up.sh
 # BIN: a build to measure as it is (no build step).
 [ -n "${BIN:-}" ] || scripts/build.sh >/dev/null
 bin=${BIN:-$PWD/target/release/stablerail}
@@ -45,12 +46,12 @@ run() { # $1: without | with
     bearer=$(node -pe 'const a = JSON.parse(process.argv[1]); a.authorization ?? `Bearer ${Buffer.from(`${a.api_key}:${a.secret_key}`).toString("base64")}`' "$agent")
     RUST_LOG=${RUST_LOG:-warn} $bin serve --config "$dir/chains.toml" --database "$db" --listen "127.0.0.1:$((port + 50))" >"$out/serve-$1.log" 2>&1 &
     server=$!
-    for _ in $(seq 1 100); do curl -sf $url/api/health >/dev/null && break; sleep 0.1; done
+    wait_up "$url/api/health" || exit 1
     if [ "$1" = with ]; then
         : >"$out/received.jsonl"
         node devnet/clients/webhook-receiver.mjs --port "$((port + 60))" --secrets "$out/secrets.json" --out "$out/received.jsonl" &
         receiver=$!
-        for _ in $(seq 1 50); do curl -s $hooks/ >/dev/null && break; sleep 0.1; done
+        wait_up "$hooks/" any || exit 1
         curl -sf -X POST $url/v2/webhook_endpoints -H "authorization: $bearer" -H 'content-type: application/json' \
             -d "{\"url\":\"$hooks/hooks\"}" | node -pe 'JSON.stringify([JSON.parse(require("fs").readFileSync(0)).secret])' >"$out/secrets.json"
     fi

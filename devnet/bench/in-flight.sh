@@ -12,6 +12,7 @@
 #   scripts/bench.sh in-flight          (BIN: another build; PORT: the devnet's first port)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+. devnet/bench/wait-up.sh
 if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
 bin=${BIN:-$PWD/target/release/stablerail}
 command -v sqlite3 >/dev/null || { apt-get update -qq && apt-get install -y -qq sqlite3; } >/dev/null
@@ -28,7 +29,7 @@ RUST_LOG=warn taskset -c 0 "$bin" serve --config "$dir/dn/chains.toml" --databas
     --listen "127.0.0.1:$((port + 50))" >"$out/serve.log" 2>&1 &
 server=$!
 trap 'kill $server $sampler 2>/dev/null; "$bin" devnet down --dir "$dir/dn" >/dev/null 2>&1; rm -rf "$dir"' EXIT
-for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 0.1; done
+wait_up "$url/api/health" || exit 1
 t0=$(date +%s)
 count() { sqlite3 -cmd ".timeout 2000" "$dir/dn/stablerail.db" "SELECT COUNT(*) FROM x402_settlements WHERE status = '$1'" 2>/dev/null || echo null; }
 (while kill -0 "$server" 2>/dev/null; do

@@ -30,6 +30,7 @@
 # the open requests).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+. devnet/bench/wait-up.sh
 if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
 bin=${BIN:-$PWD/target/release/stablerail}
 rows=" ${ROWS:-x402 intents peer reference} "
@@ -66,7 +67,7 @@ serve() {
     RUST_LOG=${SERVE_LOG:-warn} taskset -c "$SERVICE_CPU" "$bin" serve --config "$dir/dn/chains.toml" \
         --database "sqlite://$dir/dn/stablerail.db" --listen "127.0.0.1:$((port + 50))" >"$dir/serve.log" 2>&1 &
     server=$!
-    for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 0.1; done
+    wait_up "$url/api/health" || exit 1
 }
 unserve() {
     kill "$server" 2>/dev/null
@@ -92,7 +93,7 @@ peer_row() {
         X402RS_PEER_POLL_MS=${X402RS_PEER_POLL_MS:-250} \
         taskset -c "$SERVICE_CPU" "$exe" >"$dir/peer.log" 2>&1 &
     server=$!
-    for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$((port + 60))/supported" >/dev/null && break; sleep 0.1; done
+    wait_up "http://127.0.0.1:$((port + 60))/supported" || exit 1
     row "$name" "$c" "$(FAC=http://127.0.0.1:$((port + 60)) DIR=$dir/dn N=$n C=$c load devnet/bench/bench-x402.mjs)"
     unserve
     undevnet

@@ -4,6 +4,7 @@
 # of stablerail to measure (an earlier commit's, for an after ÷ before).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. devnet/bench/wait-up.sh
 if [ -z "${BIN:-}" ]; then scripts/build.sh; fi
 bin=${BIN:-target/release/stablerail}
 dir=$(realpath -m "${OUT:-.stablerail/bench}")
@@ -14,5 +15,5 @@ $bin devnet up --dir "$dir" --port "$port" --chains base,arbitrum >/dev/null
 RUST_LOG=${RUST_LOG:-info} $bin serve --config "$dir/chains.toml" --database "sqlite://$dir/stablerail.db" --listen "127.0.0.1:$((port + 50))" >"$dir/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true; $bin devnet down --dir "$dir" >/dev/null 2>&1 || true' EXIT
-for _ in $(seq 1 100); do curl -sf $url/api/health >/dev/null && break; sleep 0.1; done
+wait_up "$url/api/health" || exit 1
 node devnet/bench/bench.mjs --dir "$dir" --url $url --n "${N:-40}"

@@ -10,6 +10,7 @@
 #   N=1000 ROUNDS=5 scripts/bench.sh soak-memory     (BIN: another build to soak)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. devnet/bench/wait-up.sh
 if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
 bin=${BIN:-$PWD/target/release/stablerail}
 out=${OUT:-$PWD/.stablerail/soak}
@@ -23,7 +24,7 @@ RUST_LOG=warn "$bin" serve --config "$dir/dn/chains.toml" --database "sqlite://$
     --listen "127.0.0.1:$((port + 50))" >"$dir/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; "$bin" devnet down --dir "$dir/dn" >/dev/null 2>&1; rm -rf "$dir"' EXIT
-for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 0.1; done
+wait_up "$url/api/health" || exit 1
 rss() { awk '/VmRSS/ {print $2}' "/proc/$server/status"; }
 echo "{\"round\":0,\"intents\":0,\"rss_kib\":$(rss)}" | tee -a "$out/memory.jsonl"
 for r in $(seq 1 "${ROUNDS:-5}"); do

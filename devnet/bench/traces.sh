@@ -9,6 +9,7 @@
 #   N=400 C=32 ROUNDS=2 scripts/bench.sh traces      (BIN: another build)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+. devnet/bench/wait-up.sh
 if [ -z "${BIN:-}" ]; then scripts/build.sh >/dev/null; fi
 bin=${BIN:-$PWD/target/release/stablerail}
 out=${OUT:-$PWD/.stablerail/bench-traces}
@@ -28,7 +29,7 @@ taskset -c 1 node devnet/bench/otlp-sink.mjs "$sink" "$out/sink.json" &
 collector=$!
 unserve() { [ -n "$server" ] && { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; }; server=; }
 trap 'unserve; kill $collector 2>/dev/null; "$bin" devnet down --dir "$dir/dn" >/dev/null 2>&1; rm -rf "$dir"' EXIT
-for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$sink/" >/dev/null && break; sleep 0.1; done
+wait_up "http://127.0.0.1:$sink/" any || exit 1
 
 run() { # $1: off | a ratio
     unserve
@@ -37,7 +38,7 @@ run() { # $1: off | a ratio
     RUST_LOG=warn taskset -c 0 "$bin" serve --config "$dir/dn/chains.toml" --database "sqlite://$dir/dn/stablerail.db" \
         --listen "127.0.0.1:$((port + 50))" >>"$out/serve.log" 2>&1 &
     server=$!
-    for _ in $(seq 1 100); do curl -sf "$url/api/health" >/dev/null && break; sleep 0.1; done
+    wait_up "$url/api/health" || exit 1
     local report
     report=$(FAC=$url/x402 DIR=$dir/dn N=${N:-400} C=${C:-32} taskset -c 1 node devnet/bench/bench-x402.mjs)
     echo "{\"mode\":\"$1\",\"report\":$report}" >>"$rows"

@@ -4,11 +4,11 @@
 // 1,000,000 of each; `gas` wallets get SOL, `tokens` wallets the same token
 // holdings, `accounts` wallets empty token accounts (a collection wallet
 // must have one to be paid). Payers are deterministic ed25519 keys.
-import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { createKeyPairSignerFromPrivateKeyBytes, none, some } from "@solana/kit";
+import { startNode } from "./started.mjs";
 import { AccountState, findAssociatedTokenPda, getMintEncoder, getTokenEncoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 
 // The devnet folder (this file is in one of its role folders).
@@ -39,17 +39,11 @@ export const MINTS = { usdc: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", usd
 
 export async function startSolana({ dir, port, gas = [], tokens = [], accounts: empty = [], payers = 4 }) {
   const rpc = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [path.join(here, "nodes", "solana.mjs"), "--port", String(port)], { detached: true, stdio: "ignore" });
-  child.unref();
-  fs.writeFileSync(path.join(dir, "solana.pid"), String(child.pid));
-  for (let i = 0; ; i++) {
-    try {
-      if ((await call(rpc, "getHealth")) === "ok") break;
-    } catch (e) {
-      if (i > 200) throw new Error(`the Solana node at ${rpc} did not start: ${e.message}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const { child } = await startNode({
+    dir, name: "solana", what: `the Solana node at ${rpc}`,
+    script: path.join(here, "nodes", "solana.mjs"), args: ["--port", String(port)],
+    ready: async () => ((await call(rpc, "getHealth")) === "ok" ? true : undefined),
+  });
   const genesis = await call(rpc, "getGenesisHash");
   const authority = (await createKeyPairSignerFromPrivateKeyBytes(seed("usdc authority"))).address;
   const rent = async (len) => call(rpc, "getMinimumBalanceForRentExemption", [len]);

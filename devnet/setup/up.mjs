@@ -14,6 +14,7 @@ import { createPublicClient, createWalletClient, http, parseEther, toFunctionSel
 import { x402ExactPermit2ProxyABI, x402UptoPermit2ProxyABI } from "@x402/evm";
 import { privateKeyToAccount, mnemonicToAccount } from "viem/accounts";
 import { compile } from "./compile.mjs";
+import { startNode } from "./started.mjs";
 import { deployFiatToken, fiatTokenAbi } from "./fiattoken.mjs";
 import { multicall3Creation, permit2Runtime, MULTICALL3_ADDRESS, PERMIT2_ADDRESS } from "./canonical.mjs";
 
@@ -99,7 +100,8 @@ fs.mkdirSync(dir, { recursive: true });
 async function waitFor(rpc, child) {
   let exited = null;
   child.on("exit", (code) => (exited = code));
-  for (let i = 0; i < 600; i++) {
+  const deadline = Date.now() + Number(process.env.DEVNET_START_SECONDS || 120) * 1000;
+  while (Date.now() < deadline) {
     if (exited !== null) throw new Error(`anvil for ${rpc} exited with ${exited} (port taken?)`);
     try {
       const r = await fetch(rpc, { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' });
@@ -218,18 +220,12 @@ if (out.chains.tron) {
   const t = out.chains.tron;
   delete out.chains.tron;
   const b58 = (a) => tronUtils.address.fromHex(`41${a.slice(2)}`);
-  const child = spawn(process.execPath, [path.join(here, "nodes", "tron.mjs"), "--port", String(port), "--anvil", t.rpc], { detached: true, stdio: "ignore" });
-  child.unref();
-  fs.writeFileSync(path.join(dir, "tron-api.pid"), String(child.pid));
   const api = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${api}/wallet/getnowblock`, { method: "POST" })).ok) break;
-    } catch (e) {
-      if (i > 200) throw new Error(`the TRON node at ${api} did not start: ${e.message}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const { child } = await startNode({
+    dir, name: "tron-api", what: `the TRON node at ${api}`,
+    script: path.join(here, "nodes", "tron.mjs"), args: ["--port", String(port), "--anvil", t.rpc],
+    ready: async () => ((await fetch(`${api}/wallet/getnowblock`, { method: "POST" })).ok ? true : undefined),
+  });
   out.tron = {
     ...t,
     http: api,
@@ -252,40 +248,28 @@ if (solana) {
 fs.writeFileSync(path.join(dir, "devnet.json"), JSON.stringify(out, null, 2));
 if (swaps && Object.values(out.chains).some((c) => c.uniswap)) {
   // The swap provider (LI.FI's API over the pools), reading devnet.json.
-  const child = spawn(process.execPath, [path.join(here, "nodes", "swap.mjs"), "--port", String(port), "--devnet", path.join(dir, "devnet.json")], { detached: true, stdio: "ignore" });
-  child.unref();
-  fs.writeFileSync(path.join(dir, "swap.pid"), String(child.pid));
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${url}/v1/chains`)).ok) break;
-    } catch (e) {
-      if (i > 200) throw new Error(`the swap provider at ${url} did not start: ${e.message}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const { child } = await startNode({
+    dir, name: "swap", what: `the swap provider at ${url}`,
+    script: path.join(here, "nodes", "swap.mjs"), args: ["--port", String(port), "--devnet", path.join(dir, "devnet.json")],
+    ready: async () => ((await fetch(`${url}/v1/chains`)).ok ? true : undefined),
+  });
   out.swap = { url: `${url}/v1`, control: url, pid: child.pid };
   port += 1;
   fs.writeFileSync(path.join(dir, "devnet.json"), JSON.stringify(out, null, 2));
 }
 if (swaps && out.solana) {
   // Solana's swap provider (Jupiter's API over a pool of the devnet's own).
-  const child = spawn(process.execPath, [path.join(here, "nodes", "jupiter.mjs"), "--port", String(port), "--rpc", out.solana.rpc], { detached: true, stdio: "ignore" });
-  child.unref();
-  fs.writeFileSync(path.join(dir, "jupiter.pid"), String(child.pid));
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
+  const { child, value: pool } = await startNode({
+    dir, name: "jupiter", what: `the Solana swap provider at ${url}`,
+    script: path.join(here, "nodes", "jupiter.mjs"), args: ["--port", String(port), "--rpc", out.solana.rpc],
+    ready: async () => {
       const r = await fetch(`${url}/devnet/pool`);
-      if (r.ok) {
-        out.solana.pool = await r.json();
-        break;
-      }
-    } catch (e) {
-      if (i > 200) throw new Error(`the Solana swap provider at ${url} did not start: ${e.message}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+      return r.ok ? await r.json() : undefined;
+    },
+  });
+  out.solana.pool = pool;
   out.jupiter = { url: `${url}/swap/v1`, pid: child.pid };
   port += 1;
   fs.writeFileSync(path.join(dir, "devnet.json"), JSON.stringify(out, null, 2));

@@ -163,9 +163,12 @@ pub fn try_http(
     Some((status, serde_json::from_str(body).unwrap_or(serde_json::Value::Null)))
 }
 
-/// Wait until something accepts connections on the port.
+/// Wait until something accepts connections on the port. Bounded by time,
+/// not tries: under the whole suite's load a service takes many seconds to
+/// start (CI saw ten run out).
 pub fn wait_for_port(port: u16) {
-    for _ in 0..200 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while std::time::Instant::now() < deadline {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return;
         }

@@ -118,3 +118,65 @@ mod erc6492_factory_tests {
         assert!(err.contains("ERC-6492 wallets are EVM's"), "{err}");
     }
 }
+
+/// `crates/types/src/config/service.rs`: `[telemetry]` and `[hsm]` refuse
+/// what cannot work, each with a sentence naming the field.
+mod telemetry_and_hsm_tests {
+    use stablerail::config::Config;
+
+    /// A config with one chain (the default target) and `section`.
+    fn parse(section: &str) -> Result<Config, String> {
+        Config::parse(&format!(
+            "[chains.base]\nfamily = \"evm\"\nchain_id = 8453\nroles = [\"payer\", \"target\"]\nrpc_urls = [\"http://a\"]\n\n{section}"
+        ))
+        .map_err(|e| e.to_string())
+    }
+
+    fn refused(section: &str) -> String {
+        parse(section).map(|_| ()).unwrap_err()
+    }
+
+    #[test]
+    fn telemetry_takes_a_ratio_between_0_and_1_and_an_http_endpoint() {
+        let cfg = parse("[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318/v1/traces\"\nsample_ratio = 0.01\n").unwrap();
+        assert_eq!((cfg.telemetry.otlp_endpoint.as_deref(), cfg.telemetry.sample_ratio), (Some("http://127.0.0.1:4318/v1/traces"), 0.01));
+        assert!(parse("[telemetry]\nsample_ratio = 0\n").is_ok());
+        assert_eq!(parse("[telemetry]\nsample_ratio = 1\n").unwrap().telemetry.sample_ratio, 1.0, "1 is a ratio");
+        for (body, says) in [
+            ("sample_ratio = 1.5", "telemetry.sample_ratio: 1.5 is not between 0 and 1"),
+            ("sample_ratio = -0.1", "telemetry.sample_ratio: -0.1 is not between 0 and 1"),
+            ("sample_ratio = nan", "is not between 0 and 1"),
+            ("sample_ratio = \"0.5\"", "invalid type"),
+            ("otlp_endpoint = \"grpc://collector:4317\"", "telemetry.otlp_endpoint: not an http(s) URL"),
+            ("otlp_endpoint = \"collector:4318\"", "telemetry.otlp_endpoint: not an http(s) URL"),
+            ("otlp_endpoint = \"\"", "telemetry.otlp_endpoint: not an http(s) URL"),
+            ("service_name = \"  \"", "telemetry.service_name is empty"),
+            ("sample_rate = 0.5", "unknown field `sample_rate`"),
+        ] {
+            let err = refused(&format!("[telemetry]\n{body}\n"));
+            assert!(err.contains(says), "{body}: {err}");
+        }
+    }
+
+    #[test]
+    fn hsm_needs_a_module_and_a_token_and_names_only_known_roles() {
+        let ok = "[hsm]\nmodule = \"/usr/lib/softhsm/libsofthsm2.so\"\ntoken = \"stablerail\"\nroles = [\"relayer\", \"agents\"]\n";
+        assert_eq!(parse(ok).unwrap().hsm.roles, ["relayer", "agents"]);
+        assert!(parse("[hsm]\n").is_ok(), "an empty [hsm] is no module");
+        for (body, says) in [
+            ("roles = [\"relayer\"]", "hsm.roles are named but hsm.module is not"),
+            ("module = \"/m.so\"\nroles = [\"relayer\"]", "hsm.token (the token's label) is empty"),
+            ("module = \"/m.so\"\ntoken = \" \"", "hsm.token (the token's label) is empty"),
+            (
+                "module = \"/m.so\"\ntoken = \"t\"\nroles = [\"relayer\", \"treasury\"]",
+                "hsm.roles: `treasury` is not one of relayer, proxy, collection, agents",
+            ),
+            ("module = \"/m.so\"\ntoken = \"t\"\nroles = [\"Relayer\"]", "`Relayer` is not one of"),
+            ("module = \"/m.so\"\ntoken = \"t\"\npin = \"1234\"", "unknown field `pin`"),
+            ("module = \"/m.so\"\ntoken = \"t\"\nroles = \"relayer\"", "invalid type"),
+        ] {
+            let err = refused(&format!("[hsm]\n{body}\n"));
+            assert!(err.contains(says), "{body}: {err}");
+        }
+    }
+}
