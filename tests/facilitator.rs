@@ -45,12 +45,15 @@ fn start_shop(dn: &Devnet, port: u16, key: &str, amount: &str) -> (u16, Reaped) 
 }
 
 /// The resource server selling what `sale` says (network, asset, amount,
-/// payTo, name, version, extra, extensions).
+/// payTo, name, version, extra, extensions; scheme, unitPrice, storage).
 pub(crate) fn start_shop_with(port: u16, key: &str, mut sale: Value) -> (u16, Reaped) {
     let shop_port = free_port();
     sale["port"] = json!(shop_port);
-    sale["facilitator"] = json!(format!("http://127.0.0.1:{port}/x402"));
-    sale["key"] = json!(key);
+    // Stablerail's /x402 with `key`, unless the sale names another facilitator.
+    if sale.get("facilitator").is_none() {
+        sale["facilitator"] = json!(format!("http://127.0.0.1:{port}/x402"));
+        sale["key"] = json!(key);
+    }
     let mut shop = Command::new("node").arg(devnet_script("x402-server.mjs")).arg(sale.to_string()).stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(shop.stdout.take().unwrap()), &mut line).unwrap();

@@ -11,6 +11,7 @@ mod abuse;
 mod adapter_check;
 mod adversary;
 mod api_fuzz;
+mod batch_settlement;
 mod bench_entries;
 mod blocks;
 mod books;

@@ -12,7 +12,8 @@ const here = path.join(path.dirname(new URL(import.meta.url).pathname), "..");
 
 const EVM_VERSION = "berlin";
 
-export function compile(name) {
+/// Contract `name` of `contracts/<file>.sol` (by default the file of its name).
+export function compile(name, file = name) {
   // Every contract source goes in, so imports between them resolve.
   const dir = path.join(here, "setup", "contracts");
   const sources = {};
@@ -24,18 +25,18 @@ export function compile(name) {
   }
   hasher.update(`evm:${EVM_VERSION}`);
   const hash = hasher.digest("hex").slice(0, 16);
-  const cache = path.join(here, "build", `${name}-${hash}.json`);
+  const cache = path.join(here, "build", `${file === name ? name : `${file}.${name}`}-${hash}.json`);
   if (fs.existsSync(cache)) return JSON.parse(fs.readFileSync(cache, "utf8"));
   const solc = require("solc");
   const input = {
     language: "Solidity",
     sources,
-    settings: { evmVersion: EVM_VERSION, optimizer: { enabled: true, runs: 200 }, outputSelection: { [`${name}.sol`]: { [name]: ["abi", "evm.bytecode.object"] } } },
+    settings: { evmVersion: EVM_VERSION, optimizer: { enabled: true, runs: 200 }, outputSelection: { [`${file}.sol`]: { [name]: ["abi", "evm.bytecode.object"] } } },
   };
   const out = JSON.parse(solc.compile(JSON.stringify(input)));
   const errors = (out.errors || []).filter((e) => e.severity === "error");
   if (errors.length) throw new Error(errors.map((e) => e.formattedMessage).join("\n"));
-  const c = out.contracts[`${name}.sol`][name];
+  const c = out.contracts[`${file}.sol`][name];
   const artifact = { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` };
   fs.mkdirSync(path.dirname(cache), { recursive: true });
   // Written whole, then renamed: devnets starting side by side on a fresh

@@ -23,6 +23,13 @@ const here = path.join(path.dirname(new URL(import.meta.url).pathname), "..");
 const ANVIL = path.join(here, "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
 const PROXY_ADDRESS = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
 const UPTO_PROXY_ADDRESS = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";
+// x402 batch-settlement: the channels contract and its two deposit
+// collectors, at the addresses the reference client signs for.
+const BATCH_SETTLEMENT = {
+  settlement: "0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003",
+  erc3009_collector: "0x4020806089470a89826cB9fB1f4059150b550004",
+  permit2_collector: "0x4020425FAf3B746C082C2f942b4E5159887B0005",
+};
 
 // Tokens, one per kind of contract the spec's (chain, asset) table needs.
 // fiattoken: Circle's FiatTokenV2_2 (USDC and the USDC-derived tokens,
@@ -112,7 +119,8 @@ async function waitFor(rpc, child) {
   throw new Error(`anvil at ${rpc} did not start`);
 }
 
-const artifacts = { fiattoken: { abi: fiatTokenAbi }, fiat: compile("DevUSD"), tether: compile("TetherLike"), proxy: compile("X402Permit2Proxy"), upto: compile("X402UptoPermit2Proxy") };
+const artifacts = { fiattoken: { abi: fiatTokenAbi }, fiat: compile("DevUSD"), tether: compile("TetherLike"), proxy: compile("X402Permit2Proxy"), upto: compile("X402UptoPermit2Proxy"),
+  batch: compile("X402BatchSettlement"), erc3009Collector: compile("ERC3009DepositCollector", "X402DepositCollectors"), permit2Collector: compile("Permit2DepositCollector", "X402DepositCollectors") };
 const permit2Code = permit2Runtime();
 const deployer = mnemonicToAccount(MNEMONIC, { addressIndex: 0 });
 const payers = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => {
@@ -138,6 +146,22 @@ async function deploy(pub, wallet, artifact, args) {
   if (selectors(artifacts.upto.abi) !== selectors(x402UptoPermit2ProxyABI)) {
     throw new Error("X402UptoPermit2Proxy.sol does not match @x402/evm's x402UptoPermit2ProxyABI");
   }
+  if (selectors(artifacts.batch.abi) !== selectors(await batchSettlementAbi())) {
+    throw new Error("X402BatchSettlement.sol does not match @x402/evm's batchSettlementABI");
+  }
+}
+
+// The package ships batchSettlementABI in a chunk of its build, not among
+// its exports: found by name.
+async function batchSettlementAbi() {
+  const dist = path.join(here, "node_modules", "@x402", "evm", "dist", "esm");
+  for (const f of fs.readdirSync(dist).filter((f) => f.endsWith(".mjs"))) {
+    const text = fs.readFileSync(path.join(dist, f), "utf8");
+    if (/^\s*batchSettlementABI,?$/m.test(text) && text.includes("var batchSettlementABI")) {
+      return (await import(path.join(dist, f))).batchSettlementABI;
+    }
+  }
+  throw new Error("@x402/evm ships no batchSettlementABI");
 }
 
 // Deploy creation code, then move the runtime code to `address`.
@@ -153,6 +177,9 @@ async function placeCanonical(pub, wallet) {
   await pub.request({ method: "anvil_setCode", params: [PERMIT2_ADDRESS, permit2Code] });
   await place(pub, wallet, artifacts.proxy, PROXY_ADDRESS);
   await place(pub, wallet, artifacts.upto, UPTO_PROXY_ADDRESS);
+  await place(pub, wallet, artifacts.batch, BATCH_SETTLEMENT.settlement);
+  await place(pub, wallet, artifacts.erc3009Collector, BATCH_SETTLEMENT.erc3009_collector);
+  await place(pub, wallet, artifacts.permit2Collector, BATCH_SETTLEMENT.permit2_collector);
   await place(pub, wallet, { abi: [], bytecode: multicall3Creation() }, MULTICALL3_ADDRESS);
 }
 
@@ -163,7 +190,7 @@ async function deployAsset(pub, wallet, a) {
     : deploy(pub, wallet, artifacts.tether, ["Tether USD", "USDT", a.decimals, Boolean(a.reset)]);
 }
 
-const out = { chains: {}, payers, deployer: deployer.address, permit2: PERMIT2_ADDRESS, permit2_proxy: PROXY_ADDRESS, upto_proxy: UPTO_PROXY_ADDRESS, multicall3: MULTICALL3_ADDRESS };
+const out = { chains: {}, payers, deployer: deployer.address, permit2: PERMIT2_ADDRESS, permit2_proxy: PROXY_ADDRESS, upto_proxy: UPTO_PROXY_ADDRESS, multicall3: MULTICALL3_ADDRESS, batch_settlement: BATCH_SETTLEMENT };
 let port = basePort;
 for (const name of chains) {
   const c = name === "tron" ? TRON : CHAINS[name];

@@ -1,0 +1,179 @@
+//! x402 `batch-settlement` on the devnet: the channels contract and its
+//! deposit collectors (ours, written to the published scheme, placed at the
+//! canonical addresses; devnet/setup/up.mjs refuses to start if a selector
+//! differs from the ABI @x402/evm ships) run a channel's whole life for the
+//! reference stack, unmodified: `@x402/fetch` with the batch-settlement
+//! client, an `@x402/express` route with its server scheme (file storage),
+//! and `@x402/core`'s facilitator with its batch-settlement scheme over
+//! HTTP. Balances are read on chain. This is the baseline stablerail's own
+//! facilitator for the scheme is measured against.
+
+use crate::common;
+
+use alloy_primitives::U256;
+use common::devnet::{devnet_script, node, Devnet};
+use common::process::{free_port, Reaped};
+use serde_json::{json, Value};
+use std::process::{Command, Stdio};
+
+use crate::facilitator::start_shop_with;
+
+const RECEIVER: &str = "0x00000000000000000000000000000000000ba7c4";
+const SETTLEMENT: &str = "0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003";
+/// anvil's tenth mnemonic account (funded, used by no other devnet role).
+const REFERENCE_RELAYER: &str = "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6";
+/// The receiver authorizer: a key that only signs (claims, refunds).
+const AUTHORIZER: &str = "0x8b7e1e0a0c5b3c4f5e0d8f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e";
+
+/// The reference facilitator (devnet/nodes/x402-facilitator.mjs) on base.
+fn reference_facilitator(dn: &Devnet) -> (u16, Reaped) {
+    let port = free_port();
+    let mut child = Command::new("node")
+        .arg(devnet_script("x402-facilitator.mjs"))
+        .args(["--port", &port.to_string(), "--rpc", &dn.rpc_url("base"), "--chain-id", "8453"])
+        .args(["--key", REFERENCE_RELAYER, "--authorizer", AUTHORIZER])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    assert!(line.starts_with("ready"), "{line}");
+    (port, Reaped(child))
+}
+
+async fn post(url: &str) -> Value {
+    let resp = reqwest::Client::new().post(url).send().await.unwrap();
+    let status = resp.status();
+    let body: Value = resp.json().await.unwrap();
+    assert!(status.is_success(), "{url}: {status} {body}");
+    body
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reference_stack_runs_a_channels_whole_life_on_our_contract() {
+    let dn = Devnet::start(32645, "base", "").await;
+    let token = dn.token("base", "usdc");
+    let (payer, payer_key) = dn.payer(3);
+    let (facilitator, _facilitator) = reference_facilitator(&dn);
+    let storage = tempfile::tempdir().unwrap();
+    // Each request may cost up to 0.01 USDC; it charges 0.001 per unit used.
+    let sale = json!({
+        "network": "eip155:8453", "asset": token, "amount": "10000", "payTo": RECEIVER,
+        "name": "USD Coin", "version": "2", "scheme": "batch-settlement", "unitPrice": "1000",
+        "facilitator": format!("http://127.0.0.1:{facilitator}"), "storage": storage.path(),
+    });
+    let (shop, _shop) = start_shop_with(0, "", sale);
+
+    let payer0 = dn.balance_of("base", "usdc", &payer).await;
+    let uses = [3u64, 1, 4, 1, 5, 9, 2, 6];
+    let n = 96;
+    let out = node(
+        "batch-pay.mjs",
+        &[
+            "--url",
+            &format!("http://127.0.0.1:{shop}/paid"),
+            "--key",
+            &payer_key,
+            "--asset",
+            &token,
+            "--rpc",
+            &dn.rpc_url("base"),
+            "--n",
+            &n.to_string(),
+            "--uses",
+            &uses.map(|u| u.to_string()).join(","),
+        ],
+        "",
+    );
+    let got: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let charged: u64 = (0..n).map(|i| uses[i % uses.len()] * 1000).sum();
+    assert_eq!(got["paid"], n, "{got}");
+    assert_eq!(got["charged"], charged.to_string(), "the server charged what each request used: {got}");
+    let deposits = got["transactions"].as_array().unwrap().len();
+    assert!(deposits >= 1, "{got}");
+    let held = dn.balance_of("base", "usdc", SETTLEMENT).await;
+    assert_eq!(payer0 - dn.balance_of("base", "usdc", &payer).await, held, "the payer's deposits are in the escrow");
+    assert!(held >= U256::from(charged), "deposits cover the charges: {held}");
+    assert_eq!(dn.balance_of("base", "usdc", RECEIVER).await, U256::ZERO, "vouchers move nothing on chain");
+
+    // One claim transaction for the channel's latest voucher, one sweep.
+    let done = post(&format!("http://127.0.0.1:{shop}/channels/claim-and-settle")).await;
+    assert_eq!(done["claims"].as_array().map(Vec::len), Some(1), "{done}");
+    assert_eq!(dn.balance_of("base", "usdc", RECEIVER).await, U256::from(charged), "the receiver got exactly the charges");
+    // A second sweep finds nothing to move.
+    let again = post(&format!("http://127.0.0.1:{shop}/channels/claim-and-settle")).await;
+    assert_eq!(again["claims"], json!([]), "{again}");
+    assert_eq!(dn.balance_of("base", "usdc", RECEIVER).await, U256::from(charged));
+
+    // The cooperative refund returns exactly the rest.
+    let refunded = post(&format!("http://127.0.0.1:{shop}/channels/refund")).await;
+    assert_eq!(refunded.as_array().map(Vec::len), Some(1), "{refunded}");
+    assert_eq!(dn.balance_of("base", "usdc", &payer).await, payer0 - U256::from(charged), "the payer paid the charges, no more");
+    assert_eq!(dn.balance_of("base", "usdc", SETTLEMENT).await, U256::ZERO, "nothing left in the escrow");
+}
+
+/// What a stranger tries against the contract and its collectors
+/// (devnet/clients/batch-attack.mjs), each refused for its own reason; the
+/// payer's timed withdrawal and a permissionless sweep go through.
+#[tokio::test(flavor = "multi_thread")]
+async fn strangers_are_refused_by_the_contract_each_for_its_own_reason() {
+    let dn = Devnet::start(32745, "base", "").await;
+    let token = dn.token("base", "usdc");
+    let (payer, payer_key) = dn.payer(4);
+    let payer0 = dn.balance_of("base", "usdc", &payer).await;
+    let out = node(
+        "batch-attack.mjs",
+        &[
+            "--rpc",
+            &dn.rpc_url("base"),
+            "--token",
+            &token,
+            "--payer-key",
+            &payer_key,
+            "--authorizer-key",
+            AUTHORIZER,
+            "--receiver",
+            RECEIVER,
+        ],
+        "",
+    );
+    let got: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let steps: Vec<(bool, String, String)> = got["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["ok"].as_bool().unwrap(), s["step"].as_str().unwrap().to_string(), s["reason"].as_str().unwrap().to_string()))
+        .collect();
+    let want = [
+        (true, "a stranger relays the payer's deposit", "success"),
+        (false, "the same authorization again", "FiatTokenV2: authorization is used or canceled"),
+        (false, "the authorization moved to another channel", "FiatTokenV2: invalid signature"),
+        (false, "the collector called directly", "only the settlement contract"),
+        (false, "a stranger claims a real voucher", "not the receiver's side"),
+        (false, "a claim batch signed by a stranger", "claim batch not signed by the receiver authorizer"),
+        (false, "a voucher signed by a stranger", "voucher not signed by the payer"),
+        (false, "a claim above the balance", "claim above the balance"),
+        (false, "a claim above its voucher", "claim above the voucher"),
+        (true, "the authorizer's claim, relayed", "success"),
+        (true, "the same claim again", "success"),
+        (false, "a refund signed by a stranger", "refund not signed by the receiver authorizer"),
+        (false, "a refund of another amount than signed", "refund not signed by the receiver authorizer"),
+        (false, "a refund at a future nonce", "stale refund nonce"),
+        (false, "a stranger starts the payer's withdrawal", "not the payer's side"),
+        (false, "a withdrawal above the unclaimed balance", "withdrawal above the unclaimed balance"),
+        (true, "the payer starts a withdrawal", "success"),
+        (false, "the withdrawal finished early", "withdraw delay not over"),
+        (false, "a stranger finishes the withdrawal", "not the payer's side"),
+        (true, "the payer finishes the withdrawal after the delay", "success"),
+        (true, "a stranger sweeps the receiver's claims", "success"),
+    ]
+    .map(|(ok, step, reason)| (ok, step.to_string(), reason.to_string()));
+    assert_eq!(steps, want);
+    // 50,000 in; 20,000 claimed once (the replayed claim changed nothing)
+    // and swept to the receiver; 30,000 withdrawn by the payer.
+    assert_eq!(got["channel"], json!({ "balance": "20000", "totalClaimed": "20000" }), "{got}");
+    assert_eq!((got["withdrawn"].as_str(), got["swept"].as_str()), (Some("30000"), Some("20000")), "{got}");
+    assert_eq!(dn.balance_of("base", "usdc", RECEIVER).await, U256::from(20_000u64));
+    assert_eq!(dn.balance_of("base", "usdc", &payer).await, payer0 - U256::from(20_000u64));
+    assert_eq!(dn.balance_of("base", "usdc", SETTLEMENT).await, U256::ZERO);
+}
