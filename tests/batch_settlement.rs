@@ -11,7 +11,7 @@
 use crate::common;
 
 use alloy_primitives::U256;
-use common::devnet::{devnet_script, node, Devnet};
+use common::devnet::{devnet_script, node, rpc, Devnet};
 use common::process::{free_port, Reaped};
 use serde_json::{json, Value};
 use std::process::{Command, Stdio};
@@ -20,6 +20,9 @@ use crate::facilitator::start_shop_with;
 
 const RECEIVER: &str = "0x00000000000000000000000000000000000ba7c4";
 const SETTLEMENT: &str = "0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003";
+const ERC3009_COLLECTOR: &str = "0x4020806089470a89826cB9fB1f4059150b550004";
+const PERMIT2_COLLECTOR: &str = "0x4020425FAf3B746C082C2f942b4E5159887B0005";
+const PERMIT2: &str = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 /// anvil's tenth mnemonic account (funded, used by no other devnet role).
 const REFERENCE_RELAYER: &str = "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6";
 /// The receiver authorizer: a key that only signs (claims, refunds).
@@ -49,22 +52,24 @@ async fn post(url: &str) -> Value {
     body
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_reference_stack_runs_a_channels_whole_life_on_our_contract() {
-    let dn = Devnet::start(32645, "base", "").await;
-    let token = dn.token("base", "usdc");
-    let (payer, payer_key) = dn.payer(3);
-    let (facilitator, _facilitator) = reference_facilitator(&dn);
+/// One channel's whole life on `asset`, deposited by `method` (`eip3009` or
+/// `permit2`), through the reference facilitator at `facilitator`: 96
+/// metered requests by vouchers (top-up deposits as the client decides), a
+/// claim and a sweep, a second sweep that finds nothing, a cooperative
+/// refund; balances read on chain.
+async fn whole_life(dn: &Devnet, facilitator: u16, asset: &str, method: &str, payer: usize) {
+    let token = dn.token("base", asset);
+    let (payer, payer_key) = dn.payer(payer);
     let storage = tempfile::tempdir().unwrap();
-    // Each request may cost up to 0.01 USDC; it charges 0.001 per unit used.
+    // Each request may cost up to 0.01; it charges 0.001 per unit used.
     let sale = json!({
         "network": "eip155:8453", "asset": token, "amount": "10000", "payTo": RECEIVER,
         "name": "USD Coin", "version": "2", "scheme": "batch-settlement", "unitPrice": "1000",
         "facilitator": format!("http://127.0.0.1:{facilitator}"), "storage": storage.path(),
+        "extra": { "assetTransferMethod": method },
     });
     let (shop, _shop) = start_shop_with(0, "", sale);
-
-    let payer0 = dn.balance_of("base", "usdc", &payer).await;
+    let (payer0, held0) = (dn.balance_of("base", asset, &payer).await, dn.balance_of("base", asset, SETTLEMENT).await);
     let uses = [3u64, 1, 4, 1, 5, 9, 2, 6];
     let n = 96;
     let out = node(
@@ -87,29 +92,48 @@ async fn the_reference_stack_runs_a_channels_whole_life_on_our_contract() {
     );
     let got: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     let charged: u64 = (0..n).map(|i| uses[i % uses.len()] * 1000).sum();
-    assert_eq!(got["paid"], n, "{got}");
-    assert_eq!(got["charged"], charged.to_string(), "the server charged what each request used: {got}");
-    let deposits = got["transactions"].as_array().unwrap().len();
-    assert!(deposits >= 1, "{got}");
-    let held = dn.balance_of("base", "usdc", SETTLEMENT).await;
-    assert_eq!(payer0 - dn.balance_of("base", "usdc", &payer).await, held, "the payer's deposits are in the escrow");
-    assert!(held >= U256::from(charged), "deposits cover the charges: {held}");
-    assert_eq!(dn.balance_of("base", "usdc", RECEIVER).await, U256::ZERO, "vouchers move nothing on chain");
+    assert_eq!(got["paid"], n, "{method}: {got}");
+    assert_eq!(got["charged"], charged.to_string(), "{method}: the server charged what each request used: {got}");
+    // Each deposit went to the escrow through the collector the method names.
+    let collector = if method == "permit2" { PERMIT2_COLLECTOR } else { ERC3009_COLLECTOR };
+    let deposits = got["transactions"].as_array().unwrap();
+    assert!(!deposits.is_empty(), "{got}");
+    for tx in deposits {
+        let sent = rpc(&dn.rpc_url("base"), "eth_getTransactionByHash", json!([tx])).await;
+        assert!(sent["to"].as_str().unwrap().eq_ignore_ascii_case(SETTLEMENT), "{method}: {sent}");
+        assert!(sent["input"].as_str().unwrap().to_lowercase().contains(&collector[2..].to_lowercase()), "{method}: {sent}");
+    }
+    let held = dn.balance_of("base", asset, SETTLEMENT).await - held0;
+    assert_eq!(payer0 - dn.balance_of("base", asset, &payer).await, held, "{method}: the payer's deposits are in the escrow");
+    assert!(held >= U256::from(charged), "{method}: deposits cover the charges: {held}");
+    assert_eq!(dn.balance_of("base", asset, RECEIVER).await, U256::ZERO, "{method}: vouchers move nothing on chain");
 
     // One claim transaction for the channel's latest voucher, one sweep.
     let done = post(&format!("http://127.0.0.1:{shop}/channels/claim-and-settle")).await;
     assert_eq!(done["claims"].as_array().map(Vec::len), Some(1), "{done}");
-    assert_eq!(dn.balance_of("base", "usdc", RECEIVER).await, U256::from(charged), "the receiver got exactly the charges");
+    assert_eq!(dn.balance_of("base", asset, RECEIVER).await, U256::from(charged), "{method}: the receiver got exactly the charges");
     // A second sweep finds nothing to move.
     let again = post(&format!("http://127.0.0.1:{shop}/channels/claim-and-settle")).await;
     assert_eq!(again["claims"], json!([]), "{again}");
-    assert_eq!(dn.balance_of("base", "usdc", RECEIVER).await, U256::from(charged));
+    assert_eq!(dn.balance_of("base", asset, RECEIVER).await, U256::from(charged));
 
     // The cooperative refund returns exactly the rest.
     let refunded = post(&format!("http://127.0.0.1:{shop}/channels/refund")).await;
     assert_eq!(refunded.as_array().map(Vec::len), Some(1), "{refunded}");
-    assert_eq!(dn.balance_of("base", "usdc", &payer).await, payer0 - U256::from(charged), "the payer paid the charges, no more");
-    assert_eq!(dn.balance_of("base", "usdc", SETTLEMENT).await, U256::ZERO, "nothing left in the escrow");
+    assert_eq!(dn.balance_of("base", asset, &payer).await, payer0 - U256::from(charged), "{method}: the payer paid the charges, no more");
+    assert_eq!(dn.balance_of("base", asset, SETTLEMENT).await, held0, "{method}: nothing of this channel left in the escrow");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reference_stack_runs_a_channels_whole_life_on_our_contract() {
+    let dn = Devnet::start(32645, "base", "").await;
+    let (facilitator, _facilitator) = reference_facilitator(&dn);
+    // USDC (Circle's FiatToken) by ERC-3009's receiveWithAuthorization.
+    whole_life(&dn, facilitator, "usdc", "eip3009", 3).await;
+    // USDT (no ERC-3009) through Permit2, approved once as Permit2 requires.
+    let (payer, _) = dn.payer(5);
+    dn.approve("base", "usdt", &payer, PERMIT2, U256::MAX).await;
+    whole_life(&dn, facilitator, "usdt", "permit2", 5).await;
 }
 
 /// What a stranger tries against the contract and its collectors

@@ -1,4 +1,9 @@
-// Stop the anvils that up.mjs started in DIR.
+// Stop the processes that up.mjs (and the tests) started for the devnet in
+// DIR: each `<name>.pid`, if that process still names DIR on its command
+// line. A pid file can outlive its process (a test killed it), and Linux
+// hands pids out again (pid_max is often 32768): without the check, a
+// stale file stopped whatever process had its number now, such as another
+// test's server.
 import fs from "node:fs";
 import path from "node:path";
 
@@ -7,9 +12,22 @@ const dir = path.resolve(i > 0 ? process.argv[i + 1] : path.join(path.dirname(ne
 for (const f of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
   if (!f.endsWith(".pid")) continue;
   const pid = Number(fs.readFileSync(path.join(dir, f), "utf8"));
+  if (!ours(pid)) {
+    fs.rmSync(path.join(dir, f));
+    continue;
+  }
   try {
     process.kill(pid, "SIGTERM");
     console.log(`stopped ${f.replace(".pid", "")} (${pid})`);
   } catch {}
   fs.rmSync(path.join(dir, f));
+}
+
+function ours(pid) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(dir);
+  } catch (e) {
+    // No such process, or no /proc (not Linux): gone, or ask the OS.
+    return e.code !== "ENOENT" || !fs.existsSync("/proc/self/cmdline");
+  }
 }

@@ -16,7 +16,9 @@ const SECONDS = Number(process.env.DEVNET_START_SECONDS || 120);
 export async function startNode({ dir, name, script, args, what, ready }) {
   const log = path.join(dir, `${name}.log`);
   const out = fs.openSync(log, "a");
-  const child = spawn(process.execPath, [script, ...args], { detached: true, stdio: ["ignore", out, out] });
+  // `--devnet-dir` (read by no service) puts the folder in the process's
+  // command line: down.mjs stops only processes that name it.
+  const child = spawn(process.execPath, [script, ...args, "--devnet-dir", dir], { detached: true, stdio: ["ignore", out, out] });
   fs.closeSync(out);
   child.unref();
   fs.writeFileSync(path.join(dir, `${name}.pid`), String(child.pid));
