@@ -9,6 +9,7 @@
 #   scripts/bench.sh in-flight    resident memory with 20,000 payments in flight on 12-s blocks
 #   scripts/bench.sh events       settlement with and without a webhook receiver; delivery latency
 #   scripts/bench.sh traces       /settle with tracing off, on at 1 % and at 100 %
+#   scripts/bench.sh batch        batch-settlement: vouchers verified per second, gas per request beside exact
 #   scripts/bench.sh adapter      the adapter host's criterion benches
 # Each takes its settings from the environment (see the head of its script
 # in devnet/bench/). Everything a benchmark runs lives in devnet/bench/.
@@ -17,6 +18,6 @@ cd "$(dirname "$0")/.."
 name=${1:-}
 case "$name" in
   adapter) shift; exec cargo bench -p stablerail --bench adapter "$@" ;;
-  peers|settlement|create|swap|abuse|soak-memory|in-flight|events|traces) shift; exec devnet/bench/"$name".sh "$@" ;;
+  peers|settlement|create|swap|abuse|soak-memory|in-flight|events|traces|batch) shift; exec devnet/bench/"$name".sh "$@" ;;
   *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

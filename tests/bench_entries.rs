@@ -10,7 +10,7 @@ use crate::common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// `scripts/bench.sh NAME` with `env`, in a folder of its own (`OUT`).
 async fn bench(name: &str, port: u16, env: &[(&str, &str)], out: &Path) -> Output {
@@ -147,6 +147,20 @@ async fn bench_traces() {
     }
     // Traced at 100 %: the collector was sent spans.
     positive(&summary["collector"]["bytes"], "bytes the collector was sent");
+}
+
+/// batch-settlement through the reference facilitator: every voucher
+/// verified, and a charged request costs less gas than an `exact` one.
+#[tokio::test(flavor = "multi_thread")]
+async fn bench_batch() {
+    let out = tempfile::tempdir().unwrap();
+    bench("batch", 27645, &[("N", "10"), ("V", "20"), ("C", "4")], out.path()).await;
+    let row = &rows(&out.path().join("batch.jsonl"))[0]["report"];
+    assert_eq!((&row["vouchers"]["ok"], &row["vouchers"]["bad"]), (&json!(20), &json!(0)), "{row}");
+    positive(&row["vouchers"]["per_second"], "vouchers verified per second");
+    let gas = &row["gas_per_request"];
+    positive(&gas["batch_settlement"], "gas per batch-settlement request");
+    assert!(gas["batch_settlement"].as_u64() < gas["exact"].as_u64(), "{row}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

