@@ -37,8 +37,8 @@ scripts/build-adapters.sh
 
 # The dev profile: the adapters' release profile (LTO, one codegen unit)
 # is for the shipped .wasm files, not for a few native unit tests.
-echo "==> guest-side unit and doc tests (adapter kit, solana-spl, tron-permit2, natively) [${SECONDS}s]"
-(cd adapters && cargo test --target x86_64-unknown-linux-gnu -p stablerail-adapter-kit -p x402-wire -p solana-spl -p tron-wire -p tron-permit2 --lib)
+echo "==> guest-side unit and doc tests (adapter kit, batch-wire, solana-spl, tron-permit2, natively) [${SECONDS}s]"
+(cd adapters && cargo test --target x86_64-unknown-linux-gnu -p stablerail-adapter-kit -p x402-wire -p batch-wire -p solana-spl -p tron-wire -p tron-permit2 --lib)
 # The kit's documented examples are tests too, and its docs build clean.
 (cd adapters && cargo test --target x86_64-unknown-linux-gnu -p stablerail-adapter-kit --doc)
 (cd adapters && RUSTDOCFLAGS="-D warnings" cargo doc --target x86_64-unknown-linux-gnu -p stablerail-adapter-kit --no-deps --quiet)

@@ -178,10 +178,12 @@ async fn strangers_are_refused_by_the_contract_each_for_its_own_reason() {
         (false, "a voucher signed by a stranger", "voucher not signed by the payer"),
         (false, "a claim above the balance", "claim above the balance"),
         (false, "a claim above its voucher", "claim above the voucher"),
+        (false, "the payer's voucher with v as 0/1", "voucher not signed by the payer"),
         (true, "the authorizer's claim, relayed", "success"),
         (true, "the same claim again", "success"),
         (false, "a refund signed by a stranger", "refund not signed by the receiver authorizer"),
         (false, "a refund of another amount than signed", "refund not signed by the receiver authorizer"),
+        (false, "a refund of nothing", "zero refund"),
         (false, "a refund at a future nonce", "stale refund nonce"),
         (false, "a stranger starts the payer's withdrawal", "not the payer's side"),
         (false, "a withdrawal above the unclaimed balance", "withdrawal above the unclaimed balance"),
@@ -200,4 +202,19 @@ async fn strangers_are_refused_by_the_contract_each_for_its_own_reason() {
     assert_eq!(dn.balance_of("base", "usdc", RECEIVER).await, U256::from(20_000u64));
     assert_eq!(dn.balance_of("base", "usdc", &payer).await, payer0 - U256::from(20_000u64));
     assert_eq!(dn.balance_of("base", "usdc", SETTLEMENT).await, U256::ZERO);
+}
+
+/// `batch-wire` (the scheme's typed data, calls and payloads, for the
+/// adapter and the host) agrees with the reference package as installed: a
+/// fresh run of devnet/vectors/batch-vectors.mjs (new salts, nonces and
+/// signatures by `@x402/evm`'s client and signing helpers) checks out, each
+/// id and signature by the digests batch-wire computes.
+#[test]
+fn batch_wire_agrees_with_a_fresh_run_of_the_reference_package() {
+    use alloy_primitives::{Address, Signature, B256};
+    let v: Value = serde_json::from_str(&node("batch-vectors.mjs", &[], "")).unwrap();
+    let keccak = |data: &[u8]| alloy_primitives::keccak256(data).0;
+    let recover =
+        |digest: &B256, sig: &[u8]| -> Option<Address> { Signature::from_raw(sig).ok()?.recover_address_from_prehash(digest).ok() };
+    assert_eq!(batch_wire::vectors::check(&v, &keccak, &recover), Ok(4 + 3 + 4 + 6 * 3 + 2));
 }

@@ -2,7 +2,8 @@
 // its collectors, each step reported as {step, ok, reason}: a deposit
 // authorization replayed or moved to another channel, a collector called
 // directly, claims by strangers or above the balance, a forged voucher, a
-// forged refund, a withdrawal early or by someone else. Also the payer's own
+// forged refund, a voucher with a non-canonical signature, a refund of
+// nothing, a withdrawal early or by someone else. Also the payer's own
 // timed withdrawal (evm_increaseTime past the delay) and a permissionless
 // sweep. viem and the devnet's RPC only.
 //
@@ -111,6 +112,15 @@ await step("a claim batch signed by a stranger", stranger, SETTLEMENT, "claimWit
   const over = [await row(payer, 20_000n, 25_000n)];
   await step("a claim above its voucher", stranger, SETTLEMENT, "claimWithSignature", [over, await claimBatch(authorizer, over)]);
 }
+{
+  // The payer's own voucher with v as 0/1: common recovery reads it as the
+  // payer's; the contract (OpenZeppelin's rules) does not.
+  const twin = await row(payer, 20_000n, 20_000n);
+  const sig = Buffer.from(twin.signature.slice(2), "hex");
+  sig[64] -= 27;
+  twin.signature = `0x${sig.toString("hex")}`;
+  await step("the payer's voucher with v as 0/1", stranger, SETTLEMENT, "claimWithSignature", [[twin], await claimBatch(authorizer, [twin])]);
+}
 const good = [await row(payer, 20_000n, 20_000n)];
 const goodSig = await claimBatch(authorizer, good);
 await step("the authorizer's claim, relayed", stranger, SETTLEMENT, "claimWithSignature", [good, goodSig]);
@@ -118,6 +128,7 @@ await step("the same claim again", stranger, SETTLEMENT, "claimWithSignature", [
 const nonce = await pub.readContract({ address: SETTLEMENT, abi, functionName: "refundNonce", args: [id] });
 await step("a refund signed by a stranger", stranger, SETTLEMENT, "refundWithSignature", [C, 1_000n, nonce, await refundSig(stranger, id, nonce, 1_000n)]);
 await step("a refund of another amount than signed", stranger, SETTLEMENT, "refundWithSignature", [C, 2_000n, nonce, await refundSig(authorizer, id, nonce, 1_000n)]);
+await step("a refund of nothing", stranger, SETTLEMENT, "refundWithSignature", [C, 0n, nonce, await refundSig(authorizer, id, nonce, 0n)]);
 await step("a refund at a future nonce", stranger, SETTLEMENT, "refundWithSignature", [C, 1_000n, nonce + 1n, await refundSig(authorizer, id, nonce + 1n, 1_000n)]);
 await step("a stranger starts the payer's withdrawal", stranger, SETTLEMENT, "initiateWithdraw", [C, 10_000n]);
 await step("a withdrawal above the unclaimed balance", payer, SETTLEMENT, "initiateWithdraw", [C, 30_001n]);

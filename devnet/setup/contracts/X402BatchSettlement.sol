@@ -25,7 +25,7 @@ library Calls {
         require(ok && (ret.length == 0 || abi.decode(ret, (bool))), "token transfer failed");
     }
 
-    /// ECDSA only (65 bytes, low s): the signer of `digest`, or zero.
+    /// ECDSA only (65 bytes, v 27/28, low s): the signer of `digest`, or zero.
     function recover(bytes32 digest, bytes memory sig) internal pure returns (address) {
         if (sig.length != 65) return address(0);
         bytes32 r;
@@ -36,8 +36,9 @@ library Calls {
             s := mload(add(sig, 64))
             v := byte(0, mload(add(sig, 96)))
         }
+        // OpenZeppelin's rules, as the published contract has them: v 27 or
+        // 28 only, s in the lower half (no malleated twin of a signature).
         if (uint256(s) > 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0) return address(0);
-        if (v < 27) v += 27;
         if (v != 27 && v != 28) return address(0);
         return ecrecover(digest, v, r, s);
     }
@@ -261,6 +262,7 @@ contract X402BatchSettlement {
     /// The nonce moves first, so a refund with nothing left to return still
     /// spends it.
     function _refund(ChannelConfig calldata config, bytes32 id, uint128 amount) private {
+        require(amount > 0, "zero refund");
         uint256 nonce = refundNonce[id]++;
         Channel storage ch = channels[id];
         uint128 available = ch.balance - ch.totalClaimed;

@@ -51,7 +51,8 @@ contract ERC3009DepositCollector is IDepositCollector {
 /// Permit2 pays the settlement contract directly. `data` = abi.encode(nonce,
 /// deadline, signature, eip2612) where `eip2612`, when not empty, is
 /// abi.encode(value, deadline, v, r, s) of an EIP-2612 permit giving Permit2
-/// its allowance first (a permit someone already used is no reason to fail).
+/// its allowance first, for the deposit's amount (a permit someone already
+/// used is no reason to fail).
 /// Test fixture, written to the published scheme.
 contract Permit2DepositCollector is IDepositCollector {
     ISignatureTransfer internal constant PERMIT2 = ISignatureTransfer(0x000000000022D473030F116dDEE9F6B43aC78BA3);
@@ -65,7 +66,7 @@ contract Permit2DepositCollector is IDepositCollector {
         require(msg.sender == SETTLEMENT, "only the settlement contract");
         (uint256 nonce, uint256 deadline, bytes memory signature, bytes memory eip2612) =
             abi.decode(data, (uint256, uint256, bytes, bytes));
-        if (eip2612.length > 0) _permit(token, payer, eip2612);
+        if (eip2612.length > 0) _permit(token, payer, amount, eip2612);
         PERMIT2.permitWitnessTransferFrom(
             ISignatureTransfer.PermitTransferFrom(ISignatureTransfer.TokenPermissions(token, amount), nonce, deadline),
             ISignatureTransfer.SignatureTransferDetails(SETTLEMENT, amount),
@@ -76,9 +77,10 @@ contract Permit2DepositCollector is IDepositCollector {
         );
     }
 
-    function _permit(address token, address payer, bytes memory eip2612) private {
+    function _permit(address token, address payer, uint256 amount, bytes memory eip2612) private {
         (uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s) =
             abi.decode(eip2612, (uint256, uint256, uint8, bytes32, bytes32));
+        require(value == amount, "permit for another amount");
         try IERC2612(token).permit(payer, address(PERMIT2), value, deadline, v, r, s) {} catch {}
     }
 }

@@ -1,0 +1,394 @@
+//! The scheme's payloads as the reference client and server write them
+//! (`payload.type`: deposit, voucher, refund, claim, settle), read strictly:
+//! addresses as 20-byte hex, amounts as decimal strings that fit a
+//! `uint128`, a withdrawal delay within the spec's bounds. Each refusal
+//! names its [`Fault`], whose code is the spec's.
+
+use crate::{ChannelConfig, ClaimedVoucher, VoucherClaim, MAX_WITHDRAW_DELAY, MIN_WITHDRAW_DELAY};
+use alloy_primitives::{Address, Bytes, B256, U256};
+
+/// Why a payload is refused, by the spec's error codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    PayloadType,
+    DepositPayload,
+    VoucherPayload,
+    RefundPayload,
+    ClaimPayload,
+    SettlePayload,
+    ChannelIdMismatch,
+    WithdrawDelayOutOfRange,
+    Erc3009AuthorizationRequired,
+    Permit2AuthorizationRequired,
+    RefundAmountInvalid,
+}
+
+impl Fault {
+    pub fn code(self) -> &'static str {
+        match self {
+            Fault::PayloadType => "invalid_batch_settlement_evm_payload_type",
+            Fault::DepositPayload => "invalid_batch_settlement_evm_deposit_payload",
+            Fault::VoucherPayload => "invalid_batch_settlement_evm_voucher_payload",
+            Fault::RefundPayload => "invalid_batch_settlement_evm_refund_payload",
+            Fault::ClaimPayload => "invalid_batch_settlement_evm_claim_payload",
+            Fault::SettlePayload => "invalid_batch_settlement_evm_settle_payload",
+            Fault::ChannelIdMismatch => "invalid_batch_settlement_evm_channel_id_mismatch",
+            Fault::WithdrawDelayOutOfRange => "invalid_batch_settlement_evm_withdraw_delay_out_of_range",
+            Fault::Erc3009AuthorizationRequired => "invalid_batch_settlement_evm_erc3009_authorization_required",
+            Fault::Permit2AuthorizationRequired => "invalid_batch_settlement_evm_permit2_authorization_required",
+            Fault::RefundAmountInvalid => "invalid_batch_settlement_evm_refund_amount_invalid",
+        }
+    }
+}
+
+/// A payload, by its `type`.
+#[derive(Debug)]
+pub enum Payload {
+    Deposit {
+        config: ChannelConfig,
+        voucher: SignedVoucher,
+        deposit: Deposit,
+    },
+    Voucher {
+        config: ChannelConfig,
+        voucher: SignedVoucher,
+    },
+    /// `amount` None: the whole rest. The server's completion (nonce,
+    /// claims, signatures) when it made it.
+    Refund {
+        config: ChannelConfig,
+        voucher: SignedVoucher,
+        amount: Option<u128>,
+        completion: RefundCompletion,
+    },
+    Claim {
+        claims: Vec<VoucherClaim>,
+        authorizer_signature: Option<Bytes>,
+    },
+    Settle {
+        receiver: Address,
+        token: Address,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedVoucher {
+    pub channel_id: B256,
+    pub max_claimable: u128,
+    pub signature: Bytes,
+}
+
+#[derive(Debug)]
+pub struct Deposit {
+    pub amount: u128,
+    pub authorization: DepositAuthorization,
+}
+
+#[derive(Debug)]
+pub enum DepositAuthorization {
+    Erc3009 { valid_after: U256, valid_before: U256, salt: U256, signature: Bytes },
+    Permit2 { from: Address, token: Address, amount: U256, spender: Address, nonce: U256, deadline: U256, witness: B256, signature: Bytes },
+}
+
+#[derive(Debug, Default)]
+pub struct RefundCompletion {
+    pub refund_nonce: Option<U256>,
+    pub claims: Vec<VoucherClaim>,
+    pub refund_authorizer_signature: Option<Bytes>,
+    pub claim_authorizer_signature: Option<Bytes>,
+}
+
+/// Read a payload (the `payload` object of an x402 v2 payment payload).
+pub fn parse(payload: &serde_json::Value) -> Result<Payload, Fault> {
+    let kind = payload.get("type").and_then(|t| t.as_str()).ok_or(Fault::PayloadType)?;
+    let fault = match kind {
+        "deposit" => Fault::DepositPayload,
+        "voucher" => Fault::VoucherPayload,
+        "refund" => Fault::RefundPayload,
+        "claim" => Fault::ClaimPayload,
+        "settle" => Fault::SettlePayload,
+        _ => return Err(Fault::PayloadType),
+    };
+    let p = payload;
+    Ok(match kind {
+        "deposit" => {
+            let w: wire::Deposit = from(p, fault)?;
+            let config = w.channel_config.read(fault)?;
+            let amount = uint128(&w.deposit.amount, fault)?;
+            // The contract refuses an empty deposit.
+            if amount == 0 {
+                return Err(fault);
+            }
+            let authorization = match (w.deposit.authorization.erc3009_authorization, w.deposit.authorization.permit2_authorization) {
+                (Some(a), None) => DepositAuthorization::Erc3009 {
+                    valid_after: uint256(&a.valid_after, fault)?,
+                    valid_before: uint256(&a.valid_before, fault)?,
+                    salt: U256::from_be_bytes(b256(&a.salt, fault)?.0),
+                    signature: bytes(&a.signature, fault)?,
+                },
+                (None, Some(a)) => DepositAuthorization::Permit2 {
+                    from: address(&a.from, fault)?,
+                    token: address(&a.permitted.token, fault)?,
+                    amount: uint256(&a.permitted.amount, fault)?,
+                    spender: address(&a.spender, fault)?,
+                    nonce: uint256(&a.nonce, fault)?,
+                    deadline: uint256(&a.deadline, fault)?,
+                    witness: b256(&a.witness.channel_id, fault)?,
+                    signature: bytes(&a.signature, fault)?,
+                },
+                // Exactly one of the two.
+                _ => return Err(fault),
+            };
+            Payload::Deposit { config, voucher: w.voucher.read(fault)?, deposit: Deposit { amount, authorization } }
+        }
+        "voucher" => {
+            let w: wire::Voucher = from(p, fault)?;
+            Payload::Voucher { config: w.channel_config.read(fault)?, voucher: w.voucher.read(fault)? }
+        }
+        "refund" => {
+            let w: wire::Refund = from(p, fault)?;
+            let amount = match &w.amount {
+                None => None,
+                Some(a) => {
+                    Some(
+                        uint128(a, Fault::RefundAmountInvalid)
+                            .and_then(|a| if a == 0 { Err(Fault::RefundAmountInvalid) } else { Ok(a) })?,
+                    )
+                }
+            };
+            let completion = RefundCompletion {
+                refund_nonce: w.refund_nonce.as_deref().map(|n| uint256(n, fault)).transpose()?,
+                claims: w.claims.unwrap_or_default().iter().map(|c| c.read(fault)).collect::<Result<_, _>>()?,
+                refund_authorizer_signature: w.refund_authorizer_signature.as_deref().map(|s| bytes(s, fault)).transpose()?,
+                claim_authorizer_signature: w.claim_authorizer_signature.as_deref().map(|s| bytes(s, fault)).transpose()?,
+            };
+            Payload::Refund { config: w.channel_config.read(fault)?, voucher: w.voucher.read(fault)?, amount, completion }
+        }
+        "claim" => {
+            let w: wire::Claims = from(p, fault)?;
+            if w.claims.is_empty() {
+                return Err(fault);
+            }
+            Payload::Claim {
+                claims: w.claims.iter().map(|c| c.read(fault)).collect::<Result<_, _>>()?,
+                authorizer_signature: w.claim_authorizer_signature.as_deref().map(|s| bytes(s, fault)).transpose()?,
+            }
+        }
+        _ => {
+            let w: wire::Settle = from(p, fault)?;
+            Payload::Settle { receiver: address(&w.receiver, fault)?, token: address(&w.token, fault)? }
+        }
+    })
+}
+
+/// A channel config as the payloads write it (`channelConfig`).
+pub fn config(value: &serde_json::Value) -> Result<ChannelConfig, Fault> {
+    from::<wire::Config>(value, Fault::VoucherPayload)?.read(Fault::VoucherPayload)
+}
+
+fn from<T: serde::de::DeserializeOwned>(p: &serde_json::Value, fault: Fault) -> Result<T, Fault> {
+    T::deserialize(p).map_err(|_| fault)
+}
+
+fn address(s: &str, fault: Fault) -> Result<Address, Fault> {
+    let hex = s.strip_prefix("0x").ok_or(fault)?;
+    if hex.len() != 40 {
+        return Err(fault);
+    }
+    hex.parse().map_err(|_| fault)
+}
+
+fn b256(s: &str, fault: Fault) -> Result<B256, Fault> {
+    let hex = s.strip_prefix("0x").ok_or(fault)?;
+    if hex.len() != 64 {
+        return Err(fault);
+    }
+    hex.parse().map_err(|_| fault)
+}
+
+/// One `0x`, then an even, non-zero number of hex digits (a parser that
+/// strips a second prefix would take `0x0x…`).
+fn bytes(s: &str, fault: Fault) -> Result<Bytes, Fault> {
+    let hex = s.strip_prefix("0x").ok_or(fault)?;
+    if hex.is_empty() || hex.len() % 2 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(fault);
+    }
+    hex.parse().map_err(|_| fault)
+}
+
+/// A decimal string of digits only (no sign, no exponent, no hex).
+fn uint256(s: &str, fault: Fault) -> Result<U256, Fault> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(fault);
+    }
+    U256::from_str_radix(s, 10).map_err(|_| fault)
+}
+
+fn uint128(s: &str, fault: Fault) -> Result<u128, Fault> {
+    u128::try_from(uint256(s, fault)?).map_err(|_| fault)
+}
+
+/// The JSON as written, before it is read.
+mod wire {
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Config {
+        pub payer: String,
+        pub payer_authorizer: String,
+        pub receiver: String,
+        pub receiver_authorizer: String,
+        pub token: String,
+        pub withdraw_delay: u64,
+        pub salt: String,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Voucher {
+        pub channel_config: Config,
+        pub voucher: SignedVoucher,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct SignedVoucher {
+        pub channel_id: String,
+        pub max_claimable_amount: String,
+        pub signature: String,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Deposit {
+        pub channel_config: Config,
+        pub voucher: SignedVoucher,
+        pub deposit: DepositBody,
+    }
+
+    #[derive(Deserialize)]
+    pub struct DepositBody {
+        pub amount: String,
+        pub authorization: Authorization,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Authorization {
+        pub erc3009_authorization: Option<Erc3009>,
+        pub permit2_authorization: Option<Permit2>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Erc3009 {
+        pub valid_after: String,
+        pub valid_before: String,
+        pub salt: String,
+        pub signature: String,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Permitted {
+        pub token: String,
+        pub amount: String,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Witness {
+        pub channel_id: String,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Permit2 {
+        pub from: String,
+        pub permitted: Permitted,
+        pub spender: String,
+        pub nonce: String,
+        pub deadline: String,
+        pub witness: Witness,
+        pub signature: String,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Refund {
+        pub channel_config: Config,
+        pub voucher: SignedVoucher,
+        pub amount: Option<String>,
+        pub refund_nonce: Option<String>,
+        pub claims: Option<Vec<Claim>>,
+        pub refund_authorizer_signature: Option<String>,
+        pub claim_authorizer_signature: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ClaimedVoucher {
+        pub channel: Config,
+        pub max_claimable_amount: String,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Claim {
+        pub voucher: ClaimedVoucher,
+        pub signature: String,
+        pub total_claimed: String,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Claims {
+        pub claims: Vec<Claim>,
+        pub claim_authorizer_signature: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Settle {
+        pub receiver: String,
+        pub token: String,
+    }
+}
+
+impl wire::Config {
+    fn read(&self, fault: Fault) -> Result<ChannelConfig, Fault> {
+        if !(MIN_WITHDRAW_DELAY..=MAX_WITHDRAW_DELAY).contains(&self.withdraw_delay) {
+            return Err(Fault::WithdrawDelayOutOfRange);
+        }
+        Ok(ChannelConfig {
+            payer: address(&self.payer, fault)?,
+            payerAuthorizer: address(&self.payer_authorizer, fault)?,
+            receiver: address(&self.receiver, fault)?,
+            receiverAuthorizer: address(&self.receiver_authorizer, fault)?,
+            token: address(&self.token, fault)?,
+            withdrawDelay: alloy_primitives::aliases::U40::from(self.withdraw_delay),
+            salt: b256(&self.salt, fault)?,
+        })
+    }
+}
+
+impl wire::SignedVoucher {
+    fn read(&self, fault: Fault) -> Result<SignedVoucher, Fault> {
+        Ok(SignedVoucher {
+            channel_id: b256(&self.channel_id, fault)?,
+            max_claimable: uint128(&self.max_claimable_amount, fault)?,
+            signature: bytes(&self.signature, fault)?,
+        })
+    }
+}
+
+impl wire::Claim {
+    fn read(&self, fault: Fault) -> Result<VoucherClaim, Fault> {
+        Ok(VoucherClaim {
+            voucher: ClaimedVoucher {
+                channel: self.voucher.channel.read(fault)?,
+                maxClaimableAmount: uint128(&self.voucher.max_claimable_amount, fault)?,
+            },
+            signature: bytes(&self.signature, fault)?,
+            totalClaimed: uint128(&self.total_claimed, fault)?,
+        })
+    }
+}
