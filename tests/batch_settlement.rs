@@ -195,6 +195,51 @@ async fn strangers_are_refused_by_the_contract_each_for_its_own_reason() {
     ]
     .map(|(ok, step, reason)| (ok, step.to_string(), reason.to_string()));
     assert_eq!(steps, want);
+    // The contract speaks the published events (batch-wire's), and says
+    // what happened: one deposit, one claim (the replay and every refusal
+    // logged nothing), the withdrawal, the sweep.
+    let logs = rpc(&dn.rpc_url("base"), "eth_getLogs", json!([{ "address": SETTLEMENT, "fromBlock": "0x0", "toBlock": "latest" }])).await;
+    let logs: Vec<alloy_primitives::Log> = logs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            let topics = l["topics"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().parse().unwrap()).collect();
+            let data: alloy_primitives::Bytes = l["data"].as_str().unwrap().parse().unwrap();
+            alloy_primitives::Log::new(SETTLEMENT.parse().unwrap(), topics, data).unwrap()
+        })
+        .collect();
+    let named = |log: &alloy_primitives::Log| {
+        use alloy_sol_types::SolEvent;
+        let topic = log.topics()[0];
+        [
+            (batch_wire::ChannelCreated::SIGNATURE_HASH, "ChannelCreated"),
+            (batch_wire::ChannelClosed::SIGNATURE_HASH, "ChannelClosed"),
+            (batch_wire::Deposited::SIGNATURE_HASH, "Deposited"),
+            (batch_wire::Claimed::SIGNATURE_HASH, "Claimed"),
+            (batch_wire::Settled::SIGNATURE_HASH, "Settled"),
+            (batch_wire::Refunded::SIGNATURE_HASH, "Refunded"),
+            (batch_wire::WithdrawInitiated::SIGNATURE_HASH, "WithdrawInitiated"),
+            (batch_wire::WithdrawFinalized::SIGNATURE_HASH, "WithdrawFinalized"),
+        ]
+        .iter()
+        .find(|(hash, _)| *hash == topic)
+        .map(|(_, name)| *name)
+        .unwrap_or("unknown")
+    };
+    assert_eq!(
+        logs.iter().map(named).collect::<Vec<_>>(),
+        ["ChannelCreated", "Deposited", "Claimed", "WithdrawInitiated", "WithdrawFinalized", "Settled"]
+    );
+    {
+        use alloy_sol_types::SolEvent;
+        let deposited = batch_wire::Deposited::decode_log(&logs[1]).unwrap();
+        assert_eq!((deposited.amount, deposited.newBalance), (50_000, 50_000));
+        let claimed = batch_wire::Claimed::decode_log(&logs[2]).unwrap();
+        assert_eq!((claimed.claimAmount, claimed.newTotalClaimed), (20_000, 20_000));
+        assert_eq!(batch_wire::WithdrawFinalized::decode_log(&logs[4]).unwrap().amount, 30_000);
+        assert_eq!(batch_wire::Settled::decode_log(&logs[5]).unwrap().amount, 20_000);
+    }
     // 50,000 in; 20,000 claimed once (the replayed claim changed nothing)
     // and swept to the receiver; 30,000 withdrawn by the payer.
     assert_eq!(got["channel"], json!({ "balance": "20000", "totalClaimed": "20000" }), "{got}");

@@ -103,6 +103,16 @@ sol! {
         uint128 totalClaimed;
     }
 
+    // The contract's events (the published ones; `sender` is the caller).
+    event ChannelCreated(bytes32 indexed channelId, ChannelConfig config);
+    event ChannelClosed(bytes32 indexed channelId, ChannelConfig config);
+    event Deposited(bytes32 indexed channelId, address indexed sender, uint128 amount, uint128 newBalance);
+    event Claimed(bytes32 indexed channelId, address indexed sender, uint128 claimAmount, uint128 newTotalClaimed);
+    event Settled(address indexed receiver, address indexed token, address indexed sender, uint128 amount);
+    event Refunded(bytes32 indexed channelId, address indexed sender, uint128 amount);
+    event WithdrawInitiated(bytes32 indexed channelId, uint128 amount, uint40 finalizeAfter);
+    event WithdrawFinalized(bytes32 indexed channelId, address indexed sender, uint128 amount);
+
     function deposit(ChannelConfig config, uint128 amount, address collector, bytes collectorData);
     function claimWithSignature(VoucherClaim[] voucherClaims, bytes authorizerSignature);
     function settle(address receiver, address token);

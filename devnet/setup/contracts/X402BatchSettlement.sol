@@ -129,12 +129,14 @@ contract X402BatchSettlement {
 
     event ChannelCreated(bytes32 indexed channelId, ChannelConfig config);
     event ChannelClosed(bytes32 indexed channelId, ChannelConfig config);
-    event Deposited(bytes32 indexed channelId, address indexed payer, address indexed collector, uint128 amount);
-    event Claimed(bytes32 indexed channelId, address indexed receiver, uint128 totalClaimed, uint128 amount);
+    // The published contract's events, field for field (`sender` is the
+    // caller): books and indexers read these, on the devnet as on a chain.
+    event Deposited(bytes32 indexed channelId, address indexed sender, uint128 amount, uint128 newBalance);
+    event Claimed(bytes32 indexed channelId, address indexed sender, uint128 claimAmount, uint128 newTotalClaimed);
     event Settled(address indexed receiver, address indexed token, address indexed sender, uint128 amount);
-    event Refunded(bytes32 indexed channelId, address indexed payer, uint256 nonce, uint128 amount);
-    event WithdrawInitiated(bytes32 indexed channelId, uint128 amount, uint40 initiatedAt);
-    event WithdrawFinalized(bytes32 indexed channelId, address indexed payer, uint128 amount);
+    event Refunded(bytes32 indexed channelId, address indexed sender, uint128 amount);
+    event WithdrawInitiated(bytes32 indexed channelId, uint128 amount, uint40 finalizeAfter);
+    event WithdrawFinalized(bytes32 indexed channelId, address indexed sender, uint128 amount);
 
     modifier nonReentrant() {
         require(locked == 0, "reentrant call");
@@ -168,7 +170,7 @@ contract X402BatchSettlement {
         Channel storage ch = channels[id];
         if (ch.balance == 0 && ch.totalClaimed == 0) emit ChannelCreated(id, config);
         ch.balance += amount;
-        emit Deposited(id, config.payer, collector, amount);
+        emit Deposited(id, msg.sender, amount, ch.balance);
     }
 
     // ---- claims (accounting only) ----
@@ -211,7 +213,7 @@ contract X402BatchSettlement {
         uint128 amount = row.totalClaimed - ch.totalClaimed;
         ch.totalClaimed = row.totalClaimed;
         receivers[c.receiver][c.token].totalClaimed += amount;
-        emit Claimed(id, c.receiver, row.totalClaimed, amount);
+        emit Claimed(id, msg.sender, amount, row.totalClaimed);
     }
 
     /// A set payer authorizer signs by ECDSA only; otherwise the payer
@@ -263,7 +265,7 @@ contract X402BatchSettlement {
     /// spends it.
     function _refund(ChannelConfig calldata config, bytes32 id, uint128 amount) private {
         require(amount > 0, "zero refund");
-        uint256 nonce = refundNonce[id]++;
+        refundNonce[id]++;
         Channel storage ch = channels[id];
         uint128 available = ch.balance - ch.totalClaimed;
         uint128 paid = amount < available ? amount : available;
@@ -275,7 +277,7 @@ contract X402BatchSettlement {
             else w.amount -= paid;
         }
         Calls.transfer(config.token, config.payer, paid);
-        emit Refunded(id, config.payer, nonce, paid);
+        emit Refunded(id, msg.sender, paid);
         if (ch.balance == 0 && ch.totalClaimed == 0) emit ChannelClosed(id, config);
     }
 
@@ -288,7 +290,7 @@ contract X402BatchSettlement {
         require(amount > 0 && amount <= ch.balance - ch.totalClaimed, "withdrawal above the unclaimed balance");
         require(pendingWithdrawals[id].amount == 0, "a withdrawal is pending");
         pendingWithdrawals[id] = Withdrawal(amount, uint40(block.timestamp));
-        emit WithdrawInitiated(id, amount, uint40(block.timestamp));
+        emit WithdrawInitiated(id, amount, uint40(block.timestamp) + config.withdrawDelay);
     }
 
     function finalizeWithdraw(ChannelConfig calldata config) external nonReentrant {
@@ -303,7 +305,7 @@ contract X402BatchSettlement {
         uint128 paid = w.amount < available ? w.amount : available;
         ch.balance -= paid;
         if (paid > 0) Calls.transfer(config.token, config.payer, paid);
-        emit WithdrawFinalized(id, config.payer, paid);
+        emit WithdrawFinalized(id, msg.sender, paid);
         if (ch.balance == 0 && ch.totalClaimed == 0) emit ChannelClosed(id, config);
     }
 
