@@ -7,6 +7,7 @@
 //! `keccak`), the host and the tests with alloy's; both give the same bytes.
 
 pub mod payload;
+pub mod rules;
 pub mod vectors;
 
 use alloy_primitives::{address, Address, B256, U256};

@@ -21,6 +21,14 @@ pub enum Fault {
     Erc3009AuthorizationRequired,
     Permit2AuthorizationRequired,
     RefundAmountInvalid,
+    TokenMismatch,
+    ReceiverMismatch,
+    ReceiverAuthorizerMismatch,
+    WithdrawDelayMismatch,
+    VoucherSignature,
+    ChannelNotFound,
+    CumulativeExceedsBalance,
+    CumulativeBelowClaimed,
 }
 
 impl Fault {
@@ -37,6 +45,14 @@ impl Fault {
             Fault::Erc3009AuthorizationRequired => "invalid_batch_settlement_evm_erc3009_authorization_required",
             Fault::Permit2AuthorizationRequired => "invalid_batch_settlement_evm_permit2_authorization_required",
             Fault::RefundAmountInvalid => "invalid_batch_settlement_evm_refund_amount_invalid",
+            Fault::TokenMismatch => "invalid_batch_settlement_evm_token_mismatch",
+            Fault::ReceiverMismatch => "invalid_batch_settlement_evm_receiver_mismatch",
+            Fault::ReceiverAuthorizerMismatch => "invalid_batch_settlement_evm_receiver_authorizer_mismatch",
+            Fault::WithdrawDelayMismatch => "invalid_batch_settlement_evm_withdraw_delay_mismatch",
+            Fault::VoucherSignature => "invalid_batch_settlement_evm_voucher_signature",
+            Fault::ChannelNotFound => "invalid_batch_settlement_evm_channel_not_found",
+            Fault::CumulativeExceedsBalance => "invalid_batch_settlement_evm_cumulative_exceeds_balance",
+            Fault::CumulativeBelowClaimed => "invalid_batch_settlement_evm_cumulative_below_claimed",
         }
     }
 }

@@ -154,3 +154,72 @@ fn a_channel_state_that_breaks_the_contracts_invariant_is_refused() {
     dirty[0] = 1;
     assert!(crate::ChannelState::decode([&dirty, &words(0, 0), &nonce]).is_err());
 }
+
+#[test]
+fn the_verification_rules_refuse_each_mismatch_with_its_code() {
+    use crate::payload::SignedVoucher;
+    use crate::rules::{check, Kind, Signer, Terms};
+    use crate::ChannelState;
+    let v = vectors();
+    let config = crate::payload::config(&v["vouchers"][1]["config"]).unwrap();
+    let voucher = SignedVoucher {
+        channel_id: v["vouchers"][1]["channelId"].as_str().unwrap().parse().unwrap(),
+        max_claimable: 5000,
+        signature: v["vouchers"][1]["signature"].as_str().unwrap().parse().unwrap(),
+    };
+    let terms = Terms {
+        chain_id: 8453,
+        asset: v["requirements"]["asset"].as_str().unwrap().parse().unwrap(),
+        pay_to: v["requirements"]["payTo"].as_str().unwrap().parse().unwrap(),
+        receiver_authorizer: v["authorizer"].as_str().unwrap().parse().unwrap(),
+        withdraw_delay: 900,
+    };
+    let state = |balance: u128, total_claimed: u128| ChannelState {
+        balance,
+        total_claimed,
+        withdraw_requested_at: 0,
+        refund_nonce: Default::default(),
+    };
+    let run =
+        |terms: &Terms, voucher: &SignedVoucher, s: ChannelState, kind: Kind| check(&keccak, &recover, terms, &config, voucher, &s, kind);
+    let (id, signer) = run(&terms, &voucher, state(100_000, 0), Kind::Voucher).unwrap();
+    assert_eq!((id, signer), (voucher.channel_id, Signer::Checked));
+
+    let other: Address = "0x000000000000000000000000000000000000dEaD".parse().unwrap();
+    let with = |f: &dyn Fn(&mut Terms)| {
+        let mut t = terms.clone();
+        f(&mut t);
+        t
+    };
+    for (t, fault) in [
+        (with(&|t| t.chain_id = 1), Fault::ChannelIdMismatch),
+        (with(&|t| t.asset = other), Fault::TokenMismatch),
+        (with(&|t| t.pay_to = other), Fault::ReceiverMismatch),
+        (with(&|t| t.receiver_authorizer = other), Fault::ReceiverAuthorizerMismatch),
+        (with(&|t| t.receiver_authorizer = Address::ZERO), Fault::ReceiverAuthorizerMismatch),
+        (with(&|t| t.withdraw_delay = 901), Fault::WithdrawDelayMismatch),
+    ] {
+        assert_eq!(run(&t, &voucher, state(100_000, 0), Kind::Voucher).unwrap_err(), fault);
+    }
+    // Another ceiling under the same signature; the v 0/1 twin.
+    let raised = SignedVoucher { max_claimable: 5001, ..voucher.clone() };
+    assert_eq!(run(&terms, &raised, state(100_000, 0), Kind::Voucher).unwrap_err(), Fault::VoucherSignature);
+    let mut twin = voucher.signature.to_vec();
+    twin[64] -= 27;
+    let twin = SignedVoucher { signature: twin.into(), ..voucher.clone() };
+    assert_eq!(run(&terms, &twin, state(100_000, 0), Kind::Voucher).unwrap_err(), Fault::VoucherSignature);
+    // The channel's state on chain.
+    assert_eq!(run(&terms, &voucher, state(0, 0), Kind::Voucher).unwrap_err(), Fault::ChannelNotFound);
+    assert!(run(&terms, &voucher, state(0, 0), Kind::Deposit(5000)).is_ok());
+    assert_eq!(run(&terms, &voucher, state(0, 0), Kind::Deposit(4999)).unwrap_err(), Fault::CumulativeExceedsBalance);
+    assert_eq!(run(&terms, &voucher, state(4999, 0), Kind::Voucher).unwrap_err(), Fault::CumulativeExceedsBalance);
+    assert_eq!(run(&terms, &voucher, state(10_000, 5000), Kind::Voucher).unwrap_err(), Fault::CumulativeBelowClaimed);
+    assert!(run(&terms, &voucher, state(10_000, 5000), Kind::Refund).is_ok());
+    assert_eq!(run(&terms, &voucher, state(10_000, 5001), Kind::Refund).unwrap_err(), Fault::CumulativeBelowClaimed);
+    // No payer authorizer: the payer signs, by ECDSA or EIP-1271 (the caller asks the chain).
+    let payer_signs = crate::payload::config(&v["channels"][1]["config"]).unwrap();
+    let id = crate::channel_id(&keccak, &payer_signs, 8453);
+    let voucher = SignedVoucher { channel_id: id, ..voucher };
+    let got = check(&keccak, &recover, &terms, &payer_signs, &voucher, &state(100_000, 0), Kind::Voucher).unwrap();
+    assert_eq!(got, (id, Signer::Payer(payer_signs.payer)));
+}
