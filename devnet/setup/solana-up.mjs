@@ -40,7 +40,7 @@ export const MINTS = { usdc: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", usd
 export async function startSolana({ dir, port, gas = [], tokens = [], accounts: empty = [], payers = 4 }) {
   const rpc = `http://127.0.0.1:${port}`;
   const { child } = await startNode({
-    dir, name: "solana", what: `the Solana node at ${rpc}`,
+    dir, name: "solana", what: `the Solana node at ${rpc}`, port,
     script: path.join(here, "nodes", "solana.mjs"), args: ["--port", String(port)],
     ready: async () => ((await call(rpc, "getHealth")) === "ok" ? true : undefined),
   });

@@ -14,7 +14,7 @@ import { createPublicClient, createWalletClient, http, parseEther, toFunctionSel
 import { x402ExactPermit2ProxyABI, x402UptoPermit2ProxyABI } from "@x402/evm";
 import { privateKeyToAccount, mnemonicToAccount } from "viem/accounts";
 import { compile } from "./compile.mjs";
-import { startNode } from "./started.mjs";
+import { portFree, startNode, started } from "./started.mjs";
 import { deployFiatToken, fiatTokenAbi } from "./fiattoken.mjs";
 import { multicall3Creation, permit2Runtime, MULTICALL3_ADDRESS, PERMIT2_ADDRESS } from "./canonical.mjs";
 
@@ -198,21 +198,15 @@ for (const name of chains) {
   const rpc = `http://127.0.0.1:${port}`;
   const hardfork = [...(c.legacy ? ["--hardfork", "berlin"] : []), ...(c.extraArgs ?? [])];
   txType = c.legacy ? { type: "legacy" } : {};
+  await portFree(port);
   const child = spawn(ANVIL, ["--chain-id", String(c.id), "--port", String(port), "--host", "127.0.0.1", "--silent", "--mnemonic", MNEMONIC, "--state", path.join(dir, `${name}.state.json`), ...hardfork], {
     detached: true,
     stdio: "ignore",
   });
   child.unref();
+  started.push(child.pid);
   fs.writeFileSync(path.join(dir, `${name}.pid`), String(child.pid));
-  try {
-    await waitFor(rpc, child);
-  } catch (e) {
-    // Leave nothing running behind a failed start.
-    for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".pid"))) {
-      try { process.kill(Number(fs.readFileSync(path.join(dir, f), "utf8"))); } catch {}
-    }
-    throw e;
-  }
+  await waitFor(rpc, child);
   const chain = { id: c.id, name, nativeCurrency: { name: "ETH", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [rpc] } } };
   const pub = createPublicClient({ chain, transport: http(rpc), pollingInterval: 50 });
   const wallet = createWalletClient({ chain, account: deployer, transport: http(rpc) });
@@ -249,7 +243,7 @@ if (out.chains.tron) {
   const b58 = (a) => tronUtils.address.fromHex(`41${a.slice(2)}`);
   const api = `http://127.0.0.1:${port}`;
   const { child } = await startNode({
-    dir, name: "tron-api", what: `the TRON node at ${api}`,
+    dir, name: "tron-api", what: `the TRON node at ${api}`, port,
     script: path.join(here, "nodes", "tron.mjs"), args: ["--port", String(port), "--anvil", t.rpc],
     ready: async () => ((await fetch(`${api}/wallet/getnowblock`, { method: "POST" })).ok ? true : undefined),
   });
@@ -277,7 +271,7 @@ if (swaps && Object.values(out.chains).some((c) => c.uniswap)) {
   // The swap provider (LI.FI's API over the pools), reading devnet.json.
   const url = `http://127.0.0.1:${port}`;
   const { child } = await startNode({
-    dir, name: "swap", what: `the swap provider at ${url}`,
+    dir, name: "swap", what: `the swap provider at ${url}`, port,
     script: path.join(here, "nodes", "swap.mjs"), args: ["--port", String(port), "--devnet", path.join(dir, "devnet.json")],
     ready: async () => ((await fetch(`${url}/v1/chains`)).ok ? true : undefined),
   });
@@ -289,7 +283,7 @@ if (swaps && out.solana) {
   // Solana's swap provider (Jupiter's API over a pool of the devnet's own).
   const url = `http://127.0.0.1:${port}`;
   const { child, value: pool } = await startNode({
-    dir, name: "jupiter", what: `the Solana swap provider at ${url}`,
+    dir, name: "jupiter", what: `the Solana swap provider at ${url}`, port,
     script: path.join(here, "nodes", "jupiter.mjs"), args: ["--port", String(port), "--rpc", out.solana.rpc],
     ready: async () => {
       const r = await fetch(`${url}/devnet/pool`);
