@@ -18,8 +18,6 @@ pub enum Fault {
     SettlePayload,
     ChannelIdMismatch,
     WithdrawDelayOutOfRange,
-    Erc3009AuthorizationRequired,
-    Permit2AuthorizationRequired,
     RefundAmountInvalid,
     TokenMismatch,
     ReceiverMismatch,
@@ -42,8 +40,6 @@ impl Fault {
             Fault::SettlePayload => "invalid_batch_settlement_evm_settle_payload",
             Fault::ChannelIdMismatch => "invalid_batch_settlement_evm_channel_id_mismatch",
             Fault::WithdrawDelayOutOfRange => "invalid_batch_settlement_evm_withdraw_delay_out_of_range",
-            Fault::Erc3009AuthorizationRequired => "invalid_batch_settlement_evm_erc3009_authorization_required",
-            Fault::Permit2AuthorizationRequired => "invalid_batch_settlement_evm_permit2_authorization_required",
             Fault::RefundAmountInvalid => "invalid_batch_settlement_evm_refund_amount_invalid",
             Fault::TokenMismatch => "invalid_batch_settlement_evm_token_mismatch",
             Fault::ReceiverMismatch => "invalid_batch_settlement_evm_receiver_mismatch",
@@ -115,8 +111,8 @@ pub struct RefundCompletion {
 }
 
 /// Read a payload (the `payload` object of an x402 v2 payment payload).
-pub fn parse(payload: &serde_json::Value) -> Result<Payload, Fault> {
-    let kind = payload.get("type").and_then(|t| t.as_str()).ok_or(Fault::PayloadType)?;
+pub fn parse(p: &serde_json::Value) -> Result<Payload, Fault> {
+    let kind = p.get("type").and_then(|t| t.as_str()).ok_or(Fault::PayloadType)?;
     let fault = match kind {
         "deposit" => Fault::DepositPayload,
         "voucher" => Fault::VoucherPayload,
@@ -125,7 +121,6 @@ pub fn parse(payload: &serde_json::Value) -> Result<Payload, Fault> {
         "settle" => Fault::SettlePayload,
         _ => return Err(Fault::PayloadType),
     };
-    let p = payload;
     Ok(match kind {
         "deposit" => {
             let w: wire::Deposit = from(p, fault)?;
