@@ -88,7 +88,7 @@ fn the_shipped_adapters_pass_every_check_of_their_vectors() {
 fn every_check_passed(report: &Value, skipped: &[&str]) {
     checks_passed(report, skipped, "tamper window (late) x402-v2");
     // Built on the kit: the newest interface.
-    assert_eq!(report["interface"], "stablerail:adapter@0.6.0");
+    assert_eq!(report["interface"], "stablerail:adapter@0.7.0");
 }
 
 /// The same, for a proof whose window is tampered as `window`.
@@ -266,7 +266,7 @@ fn each_static_mutant_fails_its_own_check_and_no_other() {
     v["scheme"] = json!("eip3009");
 
     // It exports the scheme at a version no host links.
-    let wasm = patched(dir.path(), "interface.wasm", b"stablerail:adapter/scheme@0.6.0", b"stablerail:adapter/scheme@0.9.0");
+    let wasm = patched(dir.path(), "interface.wasm", b"stablerail:adapter/scheme@0.7.0", b"stablerail:adapter/scheme@0.9.0");
     let (ok, report) = check(&wasm, Some(&v));
     assert!(!ok);
     assert_eq!(failed(&report), vec!["interface".to_string()], "{report:#}");
@@ -317,7 +317,7 @@ fn a_new_solana_adapter_builds_for_wasm_and_passes_every_check() {
     let report = new_adapter("solana", "my-sol-scheme", &sources);
     checks_passed(&report, &["replay x402-v2"], "tamper window (expired on chain) x402-v2");
     // Moved onto the kit: the newest interface, unlike the shipped 0.3.0 adapter.
-    assert_eq!(report["interface"], "stablerail:adapter@0.6.0");
+    assert_eq!(report["interface"], "stablerail:adapter@0.7.0");
 }
 
 /// `adapter new NAME --family FAMILY` writes a crate that builds for

@@ -10,7 +10,10 @@
 
 use crate::common;
 
-use alloy_primitives::U256;
+use alloy_primitives::{Address, B256, U256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use batch_wire::ChannelConfig;
 use common::devnet::{devnet_script, node, rpc, Devnet};
 use common::process::{free_port, Reaped};
 use serde_json::{json, Value};
@@ -52,23 +55,39 @@ async fn post(url: &str) -> Value {
     body
 }
 
+/// Who the resource server settles through: the reference facilitator on
+/// its port (it signs as the receiver authorizer), or stablerail on its
+/// port with a facilitator key (the server signs as the authorizer itself).
+#[derive(Clone, Copy)]
+enum Through<'a> {
+    Reference(u16),
+    Stablerail(u16, &'a str),
+}
+
 /// One channel's whole life on `asset`, deposited by `method` (`eip3009` or
-/// `permit2`), through the reference facilitator at `facilitator`: 96
-/// metered requests by vouchers (top-up deposits as the client decides), a
-/// claim and a sweep, a second sweep that finds nothing, a cooperative
-/// refund; balances read on chain.
-async fn whole_life(dn: &Devnet, facilitator: u16, asset: &str, method: &str, payer: usize) {
+/// `permit2`), through `through`: 96 metered requests by vouchers (top-up
+/// deposits as the client decides), a claim and a sweep, a second sweep
+/// that finds nothing, a cooperative refund; balances read on chain.
+async fn whole_life(dn: &Devnet, through: Through<'_>, asset: &str, method: &str, payer: usize) {
     let token = dn.token("base", asset);
     let (payer, payer_key) = dn.payer(payer);
     let storage = tempfile::tempdir().unwrap();
     // Each request may cost up to 0.01; it charges 0.001 per unit used.
-    let sale = json!({
+    let mut sale = json!({
         "network": "eip155:8453", "asset": token, "amount": "10000", "payTo": RECEIVER,
         "name": "USD Coin", "version": "2", "scheme": "batch-settlement", "unitPrice": "1000",
-        "facilitator": format!("http://127.0.0.1:{facilitator}"), "storage": storage.path(),
-        "extra": { "assetTransferMethod": method },
+        "storage": storage.path(), "extra": { "assetTransferMethod": method },
     });
-    let (shop, _shop) = start_shop_with(0, "", sale);
+    let (shop, _shop) = match through {
+        Through::Reference(port) => {
+            sale["facilitator"] = json!(format!("http://127.0.0.1:{port}"));
+            start_shop_with(0, "", sale)
+        }
+        Through::Stablerail(port, key) => {
+            sale["authorizerKey"] = json!(AUTHORIZER);
+            start_shop_with(port, key, sale)
+        }
+    };
     let (payer0, held0) = (dn.balance_of("base", asset, &payer).await, dn.balance_of("base", asset, SETTLEMENT).await);
     let uses = [3u64, 1, 4, 1, 5, 9, 2, 6];
     let n = 96;
@@ -129,11 +148,207 @@ async fn the_reference_stack_runs_a_channels_whole_life_on_our_contract() {
     let dn = Devnet::start(32645, "base", "").await;
     let (facilitator, _facilitator) = reference_facilitator(&dn);
     // USDC (Circle's FiatToken) by ERC-3009's receiveWithAuthorization.
-    whole_life(&dn, facilitator, "usdc", "eip3009", 3).await;
+    whole_life(&dn, Through::Reference(facilitator), "usdc", "eip3009", 3).await;
     // USDT (no ERC-3009) through Permit2, approved once as Permit2 requires.
     let (payer, _) = dn.payer(5);
     dn.approve("base", "usdt", &payer, PERMIT2, U256::MAX).await;
-    whole_life(&dn, facilitator, "usdt", "permit2", 5).await;
+    whole_life(&dn, Through::Reference(facilitator), "usdt", "permit2", 5).await;
+}
+
+/// What an operator adds to serve batch-settlement for base's USDC and
+/// USDT: the adapter, and each token a second time under the x402 scheme.
+const ENABLE_BATCH: &str = r#"
+[adapters]
+batch-settlement = "batch_settlement.wasm"
+
+[chains.base.assets.usdc-batch]
+alias_of = "usdc"
+scheme = "batch-settlement"
+x402_scheme = "batch-settlement"
+
+[chains.base.assets.usdt-batch]
+alias_of = "usdt"
+scheme = "batch-settlement"
+x402_scheme = "batch-settlement"
+"#;
+
+/// The same whole life with stablerail as the facilitator (its adapter
+/// written with the kit, enabled by config), the resource server signing
+/// its own claims and refunds: each deposit, claim, sweep and refund a
+/// settlement of stablerail's, credited in its books once.
+#[tokio::test(flavor = "multi_thread")]
+async fn stablerail_serves_a_channels_whole_life_to_the_reference_server_and_client() {
+    let dn = Devnet::start(32845, "base", ENABLE_BATCH).await;
+    let key = crate::facilitator::facilitator_key(&dn, "channels");
+    let port = free_port();
+    let log = std::env::var("BATCH_LOG").ok().map(std::path::PathBuf::from);
+    let _service = common::process::serve_logged(&dn, port, log.as_deref(), "info");
+
+    // /supported names the scheme on base, with no receiverAuthorizer of
+    // its own: the server signs its claims and refunds.
+    let (s, supported) = common::process::http(port, "GET", "/x402/supported", None);
+    assert_eq!(s, 200, "{supported}");
+    let kind = json!({ "x402Version": 2, "scheme": "batch-settlement", "network": "eip155:8453" });
+    assert!(supported["kinds"].as_array().unwrap().contains(&kind), "{supported}");
+
+    whole_life(&dn, Through::Stablerail(port, &key), "usdc", "eip3009", 3).await;
+    let (payer, _) = dn.payer(5);
+    dn.approve("base", "usdt", &payer, PERMIT2, U256::MAX).await;
+    whole_life(&dn, Through::Stablerail(port, &key), "usdt", "permit2", 5).await;
+
+    // Every step is a settlement of stablerail's, settled, each with its
+    // own movement in the books: deposits (payer → escrow), one claim and
+    // one sweep per channel, one refund per channel.
+    let rows: Vec<(String, String, String)> = sqlx::query_as("SELECT replay_key, status, scheme FROM x402_settlements ORDER BY created_at")
+        .fetch_all(&dn.state.db.pool)
+        .await
+        .unwrap();
+    assert!(rows.iter().all(|(_, status, scheme)| status == "settled" && scheme == "batch-settlement"), "{rows:?}");
+    let count = |step: &str| rows.iter().filter(|(k, _, _)| k.contains(&format!("batch-settlement:{step}:"))).count();
+    assert_eq!((count("claim"), count("settle"), count("refund")), (2, 2, 2), "{rows:?}");
+    assert!(rows.len() >= 2 + 6, "a deposit or more per channel: {rows:?}");
+    let movements: i64 = sqlx::Row::get(
+        &sqlx::query("SELECT COUNT(*) AS n FROM book_movements WHERE purpose = 'x402'").fetch_one(&dn.state.db.pool).await.unwrap(),
+        "n",
+    );
+    assert_eq!(movements, rows.len() as i64, "one movement per settlement: {rows:?}");
+
+    // A channel of the test's own, through the API directly: a deposit
+    // settled once whatever is asked again, then bad vouchers and claims,
+    // each refused with the spec's code.
+    straight_to_the_api(&dn, port, &key).await;
+}
+
+async fn settlements(dn: &Devnet) -> i64 {
+    sqlx::Row::get(&sqlx::query("SELECT COUNT(*) AS n FROM x402_settlements").fetch_one(&dn.state.db.pool).await.unwrap(), "n")
+}
+
+/// Signs as `key` over `digest`: 65 bytes, v 27/28.
+fn sign(key: &PrivateKeySigner, digest: B256) -> String {
+    let sig = key.sign_hash_sync(&digest).unwrap();
+    let mut out = sig.as_bytes();
+    if out[64] < 27 {
+        out[64] += 27;
+    }
+    alloy_primitives::hex::encode_prefixed(out)
+}
+
+fn keccak(data: &[u8]) -> [u8; 32] {
+    alloy_primitives::keccak256(data).0
+}
+
+async fn straight_to_the_api(dn: &Devnet, port: u16, key: &str) {
+    let bearer = format!("Bearer {key}");
+    let token: Address = dn.token("base", "usdc").parse().unwrap();
+    let (payer_address, payer_key) = dn.payer(6);
+    let payer: PrivateKeySigner = payer_key.parse().unwrap();
+    let authorizer: PrivateKeySigner = AUTHORIZER.parse().unwrap();
+    let stranger = PrivateKeySigner::random();
+    let config = ChannelConfig {
+        payer: payer.address(),
+        payerAuthorizer: Address::ZERO,
+        receiver: RECEIVER.parse().unwrap(),
+        receiverAuthorizer: authorizer.address(),
+        token,
+        withdrawDelay: alloy_primitives::aliases::U40::from(900u64),
+        salt: B256::repeat_byte(0x5a),
+    };
+    let id = batch_wire::channel_id(&keccak, &config, 8453);
+    let config_json = json!({
+        "payer": payer.address(), "payerAuthorizer": Address::ZERO, "receiver": RECEIVER,
+        "receiverAuthorizer": authorizer.address(), "token": token, "withdrawDelay": 900, "salt": config.salt,
+    });
+    let req = json!({
+        "scheme": "batch-settlement", "network": "eip155:8453", "amount": "1000", "asset": token, "payTo": RECEIVER,
+        "maxTimeoutSeconds": 300,
+        "extra": { "receiverAuthorizer": authorizer.address(), "withdrawDelay": 900, "name": "USD Coin", "version": "2" },
+    });
+    let voucher = |by: &PrivateKeySigner, channel: B256, max: u128| {
+        json!({ "channelId": channel, "maxClaimableAmount": max.to_string(),
+                "signature": sign(by, batch_wire::voucher_digest(&keccak, channel, max, 8453)) })
+    };
+    let ask = |path: &str, payload: Value| {
+        let body = json!({ "x402Version": 2, "paymentPayload": { "x402Version": 2, "accepted": req, "payload": payload }, "paymentRequirements": req });
+        common::http(port, "POST", path, Some(&bearer), Some(body))
+    };
+
+    // The deposit: 5,000 by ERC-3009 to the collector, nonce bound to the channel.
+    let salt = U256::from(77u64);
+    let valid_before = U256::from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 3600);
+    let auth = batch_wire::ReceiveWithAuthorization {
+        from: payer.address(),
+        to: batch_wire::ERC3009_COLLECTOR,
+        value: U256::from(5000u64),
+        validAfter: U256::ZERO,
+        validBefore: valid_before,
+        nonce: batch_wire::erc3009_nonce(&keccak, id, salt),
+    };
+    let digest = batch_wire::erc3009_digest(&keccak, ("USD Coin", "2", token), 8453, &auth);
+    let deposit = json!({
+        "type": "deposit", "channelConfig": config_json, "voucher": voucher(&payer, id, 1000),
+        "deposit": { "amount": "5000", "authorization": { "erc3009Authorization": {
+            "validAfter": "0", "validBefore": valid_before.to_string(), "salt": B256::from(salt), "signature": sign(&payer, digest),
+        } } },
+    });
+    let (s, verified) = ask("/x402/verify", deposit.clone());
+    assert_eq!((s, &verified["isValid"]), (200, &json!(true)), "{verified}");
+    assert_eq!(
+        (verified["extra"]["channelId"].as_str(), &verified["extra"]["balance"]),
+        (Some(&*id.to_string()), &json!("0")),
+        "{verified}"
+    );
+    let (held0, payer0) = (dn.balance_of("base", "usdc", SETTLEMENT).await, dn.balance_of("base", "usdc", &payer_address).await);
+    let (s, settled) = ask("/x402/settle", deposit.clone());
+    assert_eq!((s, &settled["success"], &settled["amount"]), (200, &json!(true), &json!("5000")), "{settled}");
+    assert_eq!(settled["extra"]["channelState"]["balance"], "5000", "{settled}");
+    // Asked again: the same settlement's answer, nothing moved twice.
+    let (_, again) = ask("/x402/settle", deposit);
+    assert_eq!((&again["success"], &again["transaction"]), (&json!(true), &settled["transaction"]), "{again}");
+    assert_eq!(dn.balance_of("base", "usdc", SETTLEMENT).await, held0 + U256::from(5000u64), "deposited once");
+    assert_eq!(dn.balance_of("base", "usdc", &payer_address).await, payer0 - U256::from(5000u64));
+
+    // A claim of 2,000 signed by the server's authorizer.
+    let claim_row = |max: u128, total: u128| {
+        let v = voucher(&payer, id, max);
+        json!({ "voucher": { "channel": config_json, "maxClaimableAmount": max.to_string() }, "signature": v["signature"], "totalClaimed": total.to_string() })
+    };
+    let rows = vec![batch_wire::VoucherClaim {
+        voucher: batch_wire::ClaimedVoucher { channel: config.clone(), maxClaimableAmount: 2000 },
+        signature: Default::default(),
+        totalClaimed: 2000,
+    }];
+    let batch = batch_wire::claim_batch_digest(&keccak, &rows, 8453);
+    let refused = |answer: &Value, code: &str| {
+        let reason = answer.get("invalidReason").or(answer.get("errorReason")).and_then(Value::as_str);
+        assert_eq!(reason, Some(code), "{answer}");
+    };
+    let (_, unsigned) = ask("/x402/settle", json!({ "type": "claim", "claims": [claim_row(2000, 2000)] }));
+    refused(&unsigned, "invalid_batch_settlement_evm_authorizer_not_configured");
+    let (_, forged) = ask(
+        "/x402/settle",
+        json!({ "type": "claim", "claims": [claim_row(2000, 2000)], "claimAuthorizerSignature": sign(&stranger, batch) }),
+    );
+    refused(&forged, "invalid_batch_settlement_evm_authorizer_address_mismatch");
+    let (_, claimed) = ask(
+        "/x402/settle",
+        json!({ "type": "claim", "claims": [claim_row(2000, 2000)], "claimAuthorizerSignature": sign(&authorizer, batch) }),
+    );
+    assert_eq!((&claimed["success"], &claimed["amount"]), (&json!(true), &json!("2000")), "{claimed}");
+
+    // Vouchers: the good one, then each bad one with its code.
+    let ask_voucher = |v: Value| ask("/x402/verify", json!({ "type": "voucher", "channelConfig": config_json, "voucher": v })).1;
+    let good = ask_voucher(voucher(&payer, id, 3000));
+    assert_eq!((&good["isValid"], &good["extra"]["totalClaimed"]), (&json!(true), &json!("2000")), "{good}");
+    refused(&ask_voucher(voucher(&payer, B256::repeat_byte(7), 3000)), "invalid_batch_settlement_evm_channel_id_mismatch");
+    refused(&ask_voucher(voucher(&stranger, id, 3000)), "invalid_batch_settlement_evm_voucher_signature");
+    refused(&ask_voucher(voucher(&payer, id, 2000)), "invalid_batch_settlement_evm_cumulative_below_claimed");
+    refused(&ask_voucher(voucher(&payer, id, 5001)), "invalid_batch_settlement_evm_cumulative_exceeds_balance");
+    // A voucher is claimed, never settled on its own.
+    let rows_before = settlements(dn).await;
+    let (_, alone) = ask("/x402/settle", json!({ "type": "voucher", "channelConfig": config_json, "voucher": voucher(&payer, id, 3000) }));
+    refused(&alone, "invalid_batch_settlement_evm_payload_type");
+    assert_eq!(settlements(dn).await, rows_before, "refused before anything is recorded");
+    assert_eq!(dn.balance_of("base", "usdc", SETTLEMENT).await, held0 + U256::from(5000u64), "claims and vouchers move no token");
 }
 
 /// What a stranger tries against the contract and its collectors

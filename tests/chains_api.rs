@@ -225,7 +225,7 @@ fn inspect_prints_the_description() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let d: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(d["name"], "eip3009");
-    assert_eq!(d["interface"], "stablerail:adapter@0.6.0");
+    assert_eq!(d["interface"], "stablerail:adapter@0.7.0");
     assert_eq!(d["serves"], json!([{ "family": "evm", "scheme": "eip3009" }]));
 
     let dir = tempfile::tempdir().unwrap();

@@ -23,7 +23,7 @@ async fn a_tron_payer_pays_a_base_merchant_through_permit2() {
     let token = t["assets"]["usdt"]["address"].as_str().unwrap().to_string();
     let (_, chains) = dn.call("GET", "/api/chains", None, &[]).await;
     assert!(chains["chains"].as_array().unwrap().iter().any(|c| c == "tron"), "{chains}");
-    assert_eq!(dn.state.registry.asset("tron", "usdt").unwrap().adapter.interface, "0.6.0", "served beside 0.1.0 (base)");
+    assert_eq!(dn.state.registry.asset("tron", "usdt").unwrap().adapter.interface, "0.7.0", "served beside 0.1.0 (base)");
     let collection = dn.state.keys.address(&Role::Collection.key_name(Family::Tron)).await.unwrap();
     let relayer = dn.state.keys.address(&Role::Relayer.key_name(Family::Tron)).await.unwrap();
     assert!(collection.starts_with('T') && relayer.starts_with('T'));

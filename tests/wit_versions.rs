@@ -1,6 +1,6 @@
-//! Five versions of the adapter interface in one server: the EIP-3009
-//! adapter (built on the kit, `stablerail:adapter@0.6.0`), the `lab-v5`
-//! fixture (`0.5.0`), the `lab-v4` fixture (`0.4.0`), the `lab-v2` fixture
+//! Six versions of the adapter interface in one server: the EIP-3009
+//! adapter (built on the kit, `stablerail:adapter@0.7.0`), the `lab-v6`
+//! fixture (`0.6.0`), the `lab-v5` fixture (`0.5.0`), the `lab-v4` fixture (`0.4.0`), the `lab-v2` fixture
 //! (`0.2.0`) and the `lab-v1` fixture (`0.1.0`) are loaded, described and
 //! called side by side, directly and through the HTTP API.
 
@@ -69,6 +69,20 @@ state = "live"
 scheme = "lab-v5"
 token = "0x0000000000000000000000000000000000000005"
 decimals = 6
+
+[chains.lab6]
+family = "evm"
+chain_id = 31341
+roles = ["payer"]
+collection_address = "0x00000000000000000000000000000000000000c6"
+
+[chains.lab6.assets.usdc]
+state = "live"
+scheme = "lab-v6"
+token = "0x0000000000000000000000000000000000000006"
+decimals = 6
+eip712_name = "Lab Six"
+eip712_version = "1"
 "#;
 
 async fn call(app: &axum::Router, method: &str, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
@@ -80,7 +94,7 @@ async fn call(app: &axum::Router, method: &str, uri: &str, body: Option<Value>) 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn adapters_of_five_interface_versions_serve_side_by_side() {
+async fn adapters_of_six_interface_versions_serve_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
     let path = common::write_config(dir.path(), &format!("{}{LAB}", common::BASE_USDC));
     let db = format!("sqlite://{}", dir.path().join("sr.db").display());
@@ -89,7 +103,9 @@ async fn adapters_of_five_interface_versions_serve_side_by_side() {
     let (v4, v2) = (state.registry.asset("base", "usdc").unwrap(), state.registry.asset("lab", "usdc").unwrap());
     let v1 = state.registry.asset("lab1", "usdc").unwrap();
     let (lab4, lab5) = (state.registry.asset("lab4", "usdc").unwrap(), state.registry.asset("lab5", "usdc").unwrap());
-    assert_eq!((v4.adapter.interface, v2.adapter.interface, v1.adapter.interface), ("0.6.0", "0.2.0", "0.1.0"));
+    assert_eq!((v4.adapter.interface, v2.adapter.interface, v1.adapter.interface), ("0.7.0", "0.2.0", "0.1.0"));
+    let lab6 = state.registry.asset("lab6", "usdc").unwrap();
+    assert_eq!((lab6.adapter.interface, &*lab6.adapter.name), ("0.6.0", "lab-v6"));
     assert_eq!((lab5.adapter.interface, &*lab5.adapter.name), ("0.5.0", "lab-v5"));
     assert_eq!((&*v4.adapter.name, &*v2.adapter.name, &*v1.adapter.name), ("eip3009", "lab-v2", "lab-v1"));
     assert_eq!((lab4.adapter.interface, &*lab4.adapter.name), ("0.4.0", "lab-v4"));
@@ -105,6 +121,15 @@ async fn adapters_of_five_interface_versions_serve_side_by_side() {
     let r = lab5.requirements(&terms).await.unwrap().unwrap();
     let refused = lab5.verify(&r, "{\"x\":1}").await.unwrap().unwrap_err();
     assert_eq!(refused, stablerail::payment::ProofError::UndeployedSmartWallet("lab-v5 accepts no proofs (7 bytes)".into()));
+
+    // 0.6.0 is handed the proof as its record (the JSON and what the host
+    // decoded: here nothing), and the domain separator; it has no
+    // `answer-extra`, and the host asks nothing of it.
+    let r = lab6.requirements(&terms).await.unwrap().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&r.extra).unwrap(), json!({ "domainSeparator": true }));
+    let refused = lab6.verify(&r, "{\"x\":1}").await.unwrap().unwrap_err();
+    assert_eq!(refused, stablerail::payment::ProofError::Malformed("lab-v6 accepts no proofs (7 bytes, not decoded)".into()));
+    assert_eq!(lab6.answer_extra(&r, "{}", None).await.unwrap().unwrap(), None);
 
     // 0.2.0 receives the token's EIP-712 domain as one record.
     let terms = Terms { amount: "1500000".into(), pay_to: MERCHANT.into(), max_timeout_seconds: 60 };
@@ -132,7 +157,7 @@ async fn adapters_of_five_interface_versions_serve_side_by_side() {
     // One server, both versions: each chain listed, an intent on each.
     let app = stablerail::api::router(state.clone());
     let (_, chains) = call(&app, "GET", "/api/chains", None).await;
-    assert_eq!(chains["chains"], json!(["base", "lab", "lab1", "lab4", "lab5"]));
+    assert_eq!(chains["chains"], json!(["base", "lab", "lab1", "lab4", "lab5", "lab6"]));
     for (chain, name) in [("base", "USD Coin"), ("lab", "Lab Dollar"), ("lab1", "Lab One")] {
         let body = json!({ "recipient": MERCHANT, "amount": "1.5", "payer_chain": chain });
         let (status, intent) = call(&app, "POST", "/api/intents", Some(body)).await;

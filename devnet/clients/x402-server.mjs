@@ -6,7 +6,7 @@
 //   node x402-server.mjs '<json config>'
 //   config: { port, facilitator, key?, network, asset, amount, payTo, name?, version?, extra?,
 //             extensions?: ["eip2612GasSponsoring" | "erc20ApprovalGasSponsoring"],
-//             scheme?: "exact" | "upto" | "batch-settlement", unitPrice?, storage? }
+//             scheme?: "exact" | "upto" | "batch-settlement", unitPrice?, storage?, authorizerKey? }
 //
 // Serves GET /paid behind the payment and prints "ready <port>" once
 // listening. With scheme "upto", `amount` is the most a request may cost and
@@ -24,6 +24,7 @@ import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/server";
 import { FileChannelStorage } from "@x402/evm/batch-settlement/server/file-storage";
 import { ExactSvmScheme } from "@x402/svm/exact/server";
 import { HTTPFacilitatorClient } from "@x402/core/server";
+import { privateKeyToAccount } from "viem/accounts";
 import { declareEip2612GasSponsoringExtension, declareErc20ApprovalGasSponsoringExtension } from "@x402/extensions";
 
 const cfg = JSON.parse(process.argv[2]);
@@ -41,7 +42,13 @@ const serverScheme =
   scheme === "upto"
     ? new UptoEvmScheme()
     : scheme === "batch-settlement"
-      ? new BatchSettlementEvmScheme(cfg.payTo, { storage: new FileChannelStorage({ directory: cfg.storage }), withdrawDelay: cfg.withdrawDelay ?? 900 })
+      ? new BatchSettlementEvmScheme(cfg.payTo, {
+          storage: new FileChannelStorage({ directory: cfg.storage }),
+          withdrawDelay: cfg.withdrawDelay ?? 900,
+          // The server's own receiver authorizer, for a facilitator that
+          // advertises none (it then signs its claims and refunds itself).
+          ...(cfg.authorizerKey ? { receiverAuthorizerSigner: privateKeyToAccount(cfg.authorizerKey) } : {}),
+        })
       : cfg.network.startsWith("solana:")
         ? new ExactSvmScheme()
         : new ExactEvmScheme();

@@ -30,6 +30,7 @@ lab-v1 = "lab_v1.wasm"
 lab-v2 = "lab_v2.wasm"
 lab-v4 = "lab_v4.wasm"
 lab-v5 = "lab_v5.wasm"
+lab-v6 = "lab_v6.wasm"
 "#;
         TestConfig(Table::new())
             .with(header)

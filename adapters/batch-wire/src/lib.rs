@@ -122,6 +122,7 @@ sol! {
     function channels(bytes32 channelId) returns (uint128 balance, uint128 totalClaimed);
     function pendingWithdrawals(bytes32 channelId) returns (uint128 amount, uint40 initiatedAt);
     function refundNonce(bytes32 channelId) returns (uint256);
+    function receivers(address receiver, address token) returns (uint128 totalClaimed, uint128 totalSettled);
 }
 
 /// Whether a payer's or authorizer's ECDSA signature is one the contract

@@ -27,9 +27,61 @@ pub enum Fault {
     ChannelNotFound,
     CumulativeExceedsBalance,
     CumulativeBelowClaimed,
+    InsufficientBalance,
+    ReceiveAuthorizationSignature,
+    ValidAfter,
+    ValidBefore,
+    Permit2InvalidSignature,
+    Permit2InvalidSpender,
+    Permit2AmountMismatch,
+    Permit2DeadlineExpired,
+    Permit2AllowanceRequired,
+    AuthorizerNotConfigured,
+    AuthorizerAddressMismatch,
+    NothingToSettle,
+    NothingToClaim,
+    RefundNoBalance,
+    RefundNonce,
 }
 
 impl Fault {
+    /// Every fault, for reading a code back.
+    pub const ALL: [Fault; 32] = [
+        Fault::PayloadType,
+        Fault::DepositPayload,
+        Fault::VoucherPayload,
+        Fault::RefundPayload,
+        Fault::ClaimPayload,
+        Fault::SettlePayload,
+        Fault::ChannelIdMismatch,
+        Fault::WithdrawDelayOutOfRange,
+        Fault::RefundAmountInvalid,
+        Fault::TokenMismatch,
+        Fault::ReceiverMismatch,
+        Fault::ReceiverAuthorizerMismatch,
+        Fault::WithdrawDelayMismatch,
+        Fault::VoucherSignature,
+        Fault::ChannelNotFound,
+        Fault::CumulativeExceedsBalance,
+        Fault::CumulativeBelowClaimed,
+        Fault::InsufficientBalance,
+        Fault::ReceiveAuthorizationSignature,
+        Fault::ValidAfter,
+        Fault::ValidBefore,
+        Fault::Permit2InvalidSignature,
+        Fault::Permit2InvalidSpender,
+        Fault::Permit2AmountMismatch,
+        Fault::Permit2DeadlineExpired,
+        Fault::Permit2AllowanceRequired,
+        Fault::AuthorizerNotConfigured,
+        Fault::AuthorizerAddressMismatch,
+        Fault::NothingToSettle,
+        Fault::NothingToClaim,
+        Fault::RefundNoBalance,
+        Fault::RefundNonce,
+    ];
+
+    /// The spec's code (several faults may share one).
     pub fn code(self) -> &'static str {
         match self {
             Fault::PayloadType => "invalid_batch_settlement_evm_payload_type",
@@ -49,7 +101,65 @@ impl Fault {
             Fault::ChannelNotFound => "invalid_batch_settlement_evm_channel_not_found",
             Fault::CumulativeExceedsBalance => "invalid_batch_settlement_evm_cumulative_exceeds_balance",
             Fault::CumulativeBelowClaimed => "invalid_batch_settlement_evm_cumulative_below_claimed",
+            Fault::InsufficientBalance => "invalid_batch_settlement_evm_insufficient_balance",
+            Fault::ReceiveAuthorizationSignature => "invalid_batch_settlement_evm_receive_authorization_signature",
+            Fault::ValidAfter => "invalid_batch_settlement_evm_payload_authorization_valid_after",
+            Fault::ValidBefore => "invalid_batch_settlement_evm_payload_authorization_valid_before",
+            Fault::Permit2InvalidSignature => "invalid_batch_settlement_evm_permit2_invalid_signature",
+            Fault::Permit2InvalidSpender => "invalid_batch_settlement_evm_permit2_invalid_spender",
+            Fault::Permit2AmountMismatch => "invalid_batch_settlement_evm_permit2_amount_mismatch",
+            Fault::Permit2DeadlineExpired => "invalid_batch_settlement_evm_permit2_deadline_expired",
+            Fault::Permit2AllowanceRequired => "invalid_batch_settlement_evm_permit2_allowance_required",
+            Fault::AuthorizerNotConfigured => "invalid_batch_settlement_evm_authorizer_not_configured",
+            Fault::AuthorizerAddressMismatch => "invalid_batch_settlement_evm_authorizer_address_mismatch",
+            Fault::NothingToSettle => "invalid_batch_settlement_evm_nothing_to_settle",
+            Fault::NothingToClaim => "invalid_batch_settlement_evm_claim_payload",
+            Fault::RefundNoBalance => "invalid_batch_settlement_evm_refund_no_balance",
+            Fault::RefundNonce => "invalid_batch_settlement_evm_refund_payload",
         }
+    }
+
+    /// The fixed sentence a caller is told (never a detail).
+    pub fn sentence(self) -> &'static str {
+        match self {
+            Fault::PayloadType => "the payload's type is not one of deposit, voucher, refund, claim or settle",
+            Fault::DepositPayload => "the deposit payload is malformed",
+            Fault::VoucherPayload => "the voucher payload is malformed",
+            Fault::RefundPayload => "the refund payload is malformed",
+            Fault::ClaimPayload => "the claim payload is malformed",
+            Fault::SettlePayload => "the settle payload is malformed",
+            Fault::ChannelIdMismatch => "the channel config does not hash to the voucher's channel id",
+            Fault::WithdrawDelayOutOfRange => "the channel's withdrawal delay is outside 15 minutes to 30 days",
+            Fault::RefundAmountInvalid => "the refund amount is not a positive amount",
+            Fault::TokenMismatch => "the channel's token is not the required asset",
+            Fault::ReceiverMismatch => "the channel's receiver is not payTo",
+            Fault::ReceiverAuthorizerMismatch => "the channel's receiver authorizer is not the required one",
+            Fault::WithdrawDelayMismatch => "the channel's withdrawal delay is not the required one",
+            Fault::VoucherSignature => "the voucher is not signed by the channel's payer or payer authorizer",
+            Fault::ChannelNotFound => "the channel holds nothing",
+            Fault::CumulativeExceedsBalance => "the voucher's cumulative amount is above the channel's balance",
+            Fault::CumulativeBelowClaimed => "the voucher's cumulative amount is not above what is claimed",
+            Fault::InsufficientBalance => "the payer's balance does not cover the deposit",
+            Fault::ReceiveAuthorizationSignature => "the deposit's ERC-3009 authorization is not signed by the payer",
+            Fault::ValidAfter => "the deposit's authorization is not valid yet",
+            Fault::ValidBefore => "the deposit's authorization has expired",
+            Fault::Permit2InvalidSignature => "the deposit's Permit2 authorization is not signed by the payer",
+            Fault::Permit2InvalidSpender => "the deposit's Permit2 spender is not the Permit2 deposit collector",
+            Fault::Permit2AmountMismatch => "the deposit's Permit2 amount is not the deposit amount",
+            Fault::Permit2DeadlineExpired => "the deposit's Permit2 deadline has passed",
+            Fault::Permit2AllowanceRequired => "the payer has not approved Permit2 for the deposit",
+            Fault::AuthorizerNotConfigured => "the receiver authorizer's signature is missing and this facilitator signs none",
+            Fault::AuthorizerAddressMismatch => "the receiver authorizer's signature is not the channel's receiver authorizer's",
+            Fault::NothingToSettle => "nothing is claimed and unsettled for this receiver and token",
+            Fault::NothingToClaim => "the claim claims nothing that is not claimed already",
+            Fault::RefundNoBalance => "the channel has nothing left to refund",
+            Fault::RefundNonce => "the refund's nonce is not the channel's next one",
+        }
+    }
+
+    /// A code back to its fault (the first of those that share it).
+    pub fn parse(code: &str) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|f| f.code() == code)
     }
 }
 

@@ -17,7 +17,8 @@ pub struct Terms {
     pub asset: Address,
     pub pay_to: Address,
     pub receiver_authorizer: Address,
-    pub withdraw_delay: u64,
+    /// `extra.withdrawDelay`, where the requirements name one.
+    pub withdraw_delay: Option<u64>,
 }
 
 /// What the voucher comes with.
@@ -67,7 +68,7 @@ pub fn check(
     if terms.receiver_authorizer == Address::ZERO || config.receiverAuthorizer != terms.receiver_authorizer {
         return Err(Fault::ReceiverAuthorizerMismatch);
     }
-    if config.withdrawDelay.to::<u64>() != terms.withdraw_delay {
+    if terms.withdraw_delay.is_some_and(|d| config.withdrawDelay.to::<u64>() != d) {
         return Err(Fault::WithdrawDelayMismatch);
     }
     // 6. The signature: a set payer authorizer by ECDSA only.

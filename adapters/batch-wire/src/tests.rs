@@ -172,7 +172,7 @@ fn the_verification_rules_refuse_each_mismatch_with_its_code() {
         asset: v["requirements"]["asset"].as_str().unwrap().parse().unwrap(),
         pay_to: v["requirements"]["payTo"].as_str().unwrap().parse().unwrap(),
         receiver_authorizer: v["authorizer"].as_str().unwrap().parse().unwrap(),
-        withdraw_delay: 900,
+        withdraw_delay: Some(900),
     };
     let state = |balance: u128, total_claimed: u128| ChannelState {
         balance,
@@ -197,7 +197,7 @@ fn the_verification_rules_refuse_each_mismatch_with_its_code() {
         (with(&|t| t.pay_to = other), Fault::ReceiverMismatch),
         (with(&|t| t.receiver_authorizer = other), Fault::ReceiverAuthorizerMismatch),
         (with(&|t| t.receiver_authorizer = Address::ZERO), Fault::ReceiverAuthorizerMismatch),
-        (with(&|t| t.withdraw_delay = 901), Fault::WithdrawDelayMismatch),
+        (with(&|t| t.withdraw_delay = Some(901)), Fault::WithdrawDelayMismatch),
     ] {
         assert_eq!(run(&t, &voucher, state(100_000, 0), Kind::Voucher).unwrap_err(), fault);
     }

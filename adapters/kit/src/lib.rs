@@ -1,5 +1,5 @@
 //! `stablerail-adapter-kit`: the guest SDK for stablerail chain adapters,
-//! on the newest interface this host links (`stablerail:adapter@0.6.0`).
+//! on the newest interface this host links (`stablerail:adapter@0.7.0`).
 //!
 //! An adapter is a crate of `crate-type = ["cdylib"]` built for
 //! `wasm32-wasip2`. It implements [`Guest`] and exports it:
@@ -40,31 +40,32 @@
 //! `stablerail adapter check FILE.wasm --vectors vectors.json` checks what
 //! it builds. The interface's compatibility promise is in `wit/README.md`.
 
-/// The generated bindings of `stablerail:adapter@0.6.0` (exports and host
+/// The generated bindings of `stablerail:adapter@0.7.0` (exports and host
 /// imports). Most adapters need only [`types`], [`Guest`] and [`export!`].
 #[cfg(feature = "bindings")]
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "stablerail:adapter/adapter@0.6.0",
-        path: "../../wit/0.6.0",
+        world: "stablerail:adapter/adapter@0.7.0",
+        path: "../../wit/0.7.0",
         generate_all,
         pub_export_macro: true,
         default_bindings_module: "stablerail_adapter_kit::bindings",
     });
 }
 
-/// Every type of the interface under one name. 0.6.0 keeps 0.1.0's records
+/// Every type of the interface under one name. 0.7.0 keeps 0.1.0's records
 /// and replaces three: the asset context (0.6.0's: the EIP-712 domain as one
 /// record, the host's relayer and the domain separator), the signing
-/// request (0.4.0's) and the proof error (0.5.0's, with the smart-wallet
-/// refusals); `verify` and `settle` take 0.6.0's `PaymentProof`.
+/// request (0.4.0's) and the proof error (0.7.0's: 0.5.0's smart-wallet
+/// refusals and a scheme's own codes); `verify` and `settle` take 0.6.0's
+/// `PaymentProof`.
 #[cfg(feature = "bindings")]
 pub mod types {
     pub use crate::bindings::stablerail::adapter0_1_0::types::*;
     pub use crate::bindings::stablerail::adapter0_2_0::types::{DomainShape, Eip712Domain};
     pub use crate::bindings::stablerail::adapter0_4_0::types::SigningRequest;
-    pub use crate::bindings::stablerail::adapter0_5_0::types::ProofError;
     pub use crate::bindings::stablerail::adapter0_6_0::types::{AssetContext, DecodedProof, Eip3009Payload, PaymentProof, ProofPayload};
+    pub use crate::bindings::stablerail::adapter0_7_0::types::{ProofError, SchemeRefusal};
 }
 
 pub mod amount;
@@ -82,7 +83,7 @@ pub mod x402;
 #[cfg(feature = "bindings")]
 pub use bindings::export;
 #[cfg(feature = "bindings")]
-pub use bindings::exports::stablerail::adapter0_6_0::scheme::Guest;
+pub use bindings::exports::stablerail::adapter0_7_0::scheme::Guest;
 
 /// A setting of this (chain, asset) from `chains.toml` `params`.
 #[cfg(feature = "bindings")]

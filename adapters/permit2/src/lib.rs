@@ -86,6 +86,11 @@ impl Guest for Permit2Scheme {
         }
     }
 
+    /// Answers of this scheme carry no `extra` (0.7.0).
+    fn answer_extra(_: AssetContext, _: PaymentRequirements, _: PaymentProof, _: Option<String>) -> Result<Option<String>, AdapterError> {
+        Ok(None)
+    }
+
     fn normalize_address(family: Family, address: String) -> Result<String, AdapterError> {
         evm::normalize(family, &address)
     }

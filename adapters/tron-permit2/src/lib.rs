@@ -26,15 +26,15 @@ mod transfer;
 
 use alloy_primitives::{hex, Address, Bytes, U256};
 use alloy_sol_types::SolCall;
-use exports::stablerail::adapter0_6_0::scheme::Guest;
+use exports::stablerail::adapter0_7_0::scheme::Guest;
 use permit2_wire::payload::Permit2Payload;
 use permit2_wire::{settleCall, PermitTransferFrom};
 use serde_json::{json, Value};
 use stablerail::adapter0_1_0::clock;
 use stablerail::adapter0_1_0::types::*;
 use stablerail::adapter0_4_0::types::SigningRequest;
-use stablerail::adapter0_5_0::types::ProofError;
 use stablerail::adapter0_6_0::types::{AssetContext, PaymentProof};
+use stablerail::adapter0_7_0::types::ProofError;
 use tron_wire::{address, raw};
 
 const SCHEME: &str = "exact";
@@ -143,6 +143,11 @@ impl Guest for TronPermit2 {
             serves: vec![SchemeRef { family: Family::Tron, scheme: "tron-permit2".into() }],
             config_keys: vec!["permit2-address".into(), "proxy-address".into(), "fee-limit".into()],
         }
+    }
+
+    /// Answers of this scheme carry no `extra` (0.7.0).
+    fn answer_extra(_: AssetContext, _: PaymentRequirements, _: PaymentProof, _: Option<String>) -> Result<Option<String>, AdapterError> {
+        Ok(None)
     }
 
     fn normalize_address(family: Family, text: String) -> Result<String, AdapterError> {

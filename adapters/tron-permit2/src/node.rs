@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::stablerail::adapter0_1_0::chain::{self, QueryError};
 use crate::stablerail::adapter0_1_0::types::{AdapterError, ReceiptStatus, SettledTransfer};
-use crate::stablerail::adapter0_5_0::types::ProofError;
+use crate::stablerail::adapter0_7_0::types::ProofError;
 use tron_wire::address;
 use tron_wire::raw::Reference;
 

@@ -9,8 +9,8 @@ use tron_wire::address;
 
 use crate::stablerail::adapter0_1_0::types::*;
 use crate::stablerail::adapter0_1_0::{clock, crypto};
-use crate::stablerail::adapter0_5_0::types::ProofError;
 use crate::stablerail::adapter0_6_0::types::AssetContext;
+use crate::stablerail::adapter0_7_0::types::ProofError;
 use crate::{units, Setup, VALIDITY_MARGIN_SECS};
 
 /// Replay keys of Permit2 payments start with this.

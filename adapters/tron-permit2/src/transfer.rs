@@ -11,8 +11,8 @@ use tron_wire::{address, raw};
 
 use crate::stablerail::adapter0_1_0::types::*;
 use crate::stablerail::adapter0_1_0::{clock, crypto};
-use crate::stablerail::adapter0_5_0::types::ProofError;
 use crate::stablerail::adapter0_6_0::types::AssetContext;
+use crate::stablerail::adapter0_7_0::types::ProofError;
 use crate::{units, Setup, MAX_FEE_LIMIT, VALIDITY_MARGIN_SECS};
 
 sol! {

@@ -98,6 +98,11 @@ impl Guest for Upto {
         }
     }
 
+    /// Answers of this scheme carry no `extra` (0.7.0).
+    fn answer_extra(_: AssetContext, _: PaymentRequirements, _: PaymentProof, _: Option<String>) -> Result<Option<String>, AdapterError> {
+        Ok(None)
+    }
+
     fn normalize_address(family: Family, address: String) -> Result<String, AdapterError> {
         evm::normalize(family, &address)
     }

@@ -36,11 +36,13 @@ fn word(v: &Value) -> Option<B256> {
     v.as_str()?.parse().ok()
 }
 
-/// A receipt log's parts: emitter, topics, data as a number, index.
+/// A receipt log's parts: emitter, topics, data as a number and as
+/// 32-byte words, index.
 struct Log {
     emitter: Option<Address>,
     topics: Vec<B256>,
     value: Option<U256>,
+    words: Vec<U256>,
     index: Option<u64>,
 }
 
@@ -55,9 +57,19 @@ fn logs(receipt: &Value) -> Vec<Log> {
             emitter: l.get("address").and_then(Value::as_str).and_then(|a| a.parse().ok()),
             topics: l.get("topics").and_then(Value::as_array).map(|t| t.iter().filter_map(word).collect()).unwrap_or_default(),
             value: data(l),
+            words: words(l),
             index: l.get("logIndex").and_then(hex_u64),
         })
         .collect()
+}
+
+/// A log's data as 32-byte words; none if it is not whole words of hex.
+fn words(l: &Value) -> Vec<U256> {
+    let Some(data) = l.get("data").and_then(Value::as_str).and_then(|d| alloy_primitives::hex::decode(d).ok()) else { return vec![] };
+    if data.len() % 32 != 0 {
+        return vec![];
+    }
+    data.chunks(32).map(U256::from_be_slice).collect()
 }
 
 fn is_transfer(l: &Log, token: Address, from: Address, to: Address) -> bool {
@@ -164,7 +176,9 @@ pub async fn transfers(
             }
             Ok(out)
         }
-        Authorization::Own => Ok(vec![]),
+        // Only the service's own transaction of a batch-settlement step is
+        // credited (decisions.md: a step landed by another sender).
+        Authorization::Own | Authorization::BatchSettlement(_) => Ok(vec![]),
     }
 }
 
@@ -195,6 +209,7 @@ pub fn movements(receipt: &Value, p: &Parties, auth: &Authorization) -> Vec<Move
     };
     let paid = |l: &Log| is_transfer(l, p.token, p.from, p.to) && l.value == Some(p.amount);
     match auth {
+        Authorization::BatchSettlement(step) => batch_movements(&all, step, p, &movement),
         Authorization::Eip3009 { nonce, .. } => {
             let used = all.iter().position(|l| {
                 l.emitter == Some(p.token)
@@ -207,6 +222,47 @@ pub fn movements(receipt: &Value, p: &Parties, auth: &Authorization) -> Vec<Move
         }
         _ => all.iter().filter(|l| paid(l)).map(movement).collect(),
     }
+}
+
+/// A batch-settlement step's movements: the settlement contract's own
+/// events in this receipt. A deposit moves the payer's tokens into the
+/// escrow (`Deposited` of this channel and exactly this amount); a claim
+/// moves value inside the escrow, to the receiver's claimed total
+/// (`Claimed` of one of the claim's rows: its channel, to its total); a
+/// sweep pays the receiver (`Settled` to it, of this token) and a refund the payer (`Refunded` of
+/// this channel), each of the amount the event says.
+fn batch_movements(all: &[Log], step: &crate::payment::BatchStep, p: &Parties, movement: &dyn Fn(&Log) -> Movement) -> Vec<Movement> {
+    use crate::payment::BatchStep;
+    use alloy_sol_types::SolEvent;
+    use batch_wire::{Claimed, Deposited, Refunded, Settled, SETTLEMENT};
+    let of = |l: &Log, sig: B256, topics: usize| l.emitter == Some(SETTLEMENT) && l.topics.len() == topics && l.topics[0] == sig;
+    let at = |l: &Log, from: Address, to: Address| Movement {
+        from: from.to_checksum(None),
+        to: to.to_checksum(None),
+        amount: l.words.first().copied().unwrap_or_default().to_string(),
+        ..movement(l)
+    };
+    all.iter()
+        .filter_map(|l| match step {
+            BatchStep::Deposit { channel } => {
+                (of(l, Deposited::SIGNATURE_HASH, 3) && l.topics[1] == B256::from(*channel) && l.words.len() == 2 && l.words[0] == p.amount)
+                    .then(|| at(l, p.from, SETTLEMENT))
+            }
+            BatchStep::Claim { rows } => (of(l, Claimed::SIGNATURE_HASH, 3)
+                && l.words.len() == 2
+                && rows.iter().any(|(c, total)| l.topics[1] == B256::from(*c) && l.words[1] == U256::from(*total)))
+            .then(|| at(l, SETTLEMENT, p.to)),
+            BatchStep::Settle => (of(l, Settled::SIGNATURE_HASH, 4)
+                && l.topics[1] == p.to.into_word()
+                && l.topics[2] == p.token.into_word()
+                && l.words.len() == 1)
+                .then(|| at(l, SETTLEMENT, p.to)),
+            BatchStep::Refund { channel } => {
+                (of(l, Refunded::SIGNATURE_HASH, 3) && l.topics[1] == B256::from(*channel) && l.words.len() == 1)
+                    .then(|| at(l, SETTLEMENT, p.to))
+            }
+        })
+        .collect()
 }
 
 /// How routers name the native coin: it moves in no Transfer log.

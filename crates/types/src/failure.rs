@@ -176,6 +176,8 @@ pub fn proof_message(e: &ProofError) -> String {
         ProofError::UndeployedSmartWallet(m) => format!("the paying smart wallet is not deployed: {m}"),
         ProofError::FactoryNotAllowed(m) => format!("the paying smart wallet's factory is not allowed here: {m}"),
         ProofError::GasCapExceeded => "the paying contract needs more gas to check than this chain allows".into(),
+        // The detail is the adapter's, for the log; the code says what it is.
+        ProofError::Scheme { code, .. } => format!("refused by the scheme ({code})"),
     };
     format!("proof validation failed: {detail}")
 }

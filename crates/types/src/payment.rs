@@ -170,6 +170,12 @@ pub enum ProofError {
     /// deployment, 7702 code) needs more gas than the chain's
     /// `contract_payer_gas_cap`. Raised by the host, never by an adapter.
     GasCapExceeded,
+    /// A refusal the scheme's spec names by its code (0.7.0 on): answered
+    /// with the code where the host knows it; `detail` is for the log.
+    Scheme {
+        code: String,
+        detail: String,
+    },
 }
 
 /// Why an adapter refused any other request.
@@ -218,6 +224,25 @@ pub enum Authorization {
     /// scheme the host cannot read: only the service's own transaction
     /// can be credited, never someone else's.
     Own,
+    /// An x402 batch-settlement step, in the service's own transaction:
+    /// the settlement contract's own event proves it (a claim moves value
+    /// inside the escrow and no token at all).
+    BatchSettlement(BatchStep),
+}
+
+/// Which event of the batch-settlement contract a step's transaction must
+/// hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchStep {
+    /// `Deposited` into this channel, of the payment's amount.
+    Deposit { channel: [u8; 32] },
+    /// `Claimed` of one of the claim's rows: that channel, brought to that
+    /// row's total.
+    Claim { rows: Vec<([u8; 32], u128)> },
+    /// `Settled` to the payment's payTo (the receiver), of the token.
+    Settle,
+    /// `Refunded` from this channel (to the payment's payTo, the payer).
+    Refund { channel: [u8; 32] },
 }
 
 /// A Permit2 authorization's fields, addresses in the family's form.

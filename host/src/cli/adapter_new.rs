@@ -81,9 +81,9 @@ hex = "0.4"
 
 /// The shipped Solana adapter keeps its own 0.3.0 bindings (it is the
 /// suite's component of that version); its skeleton is moved onto the kit's
-/// 0.6.0 bindings, whose only changes for it are the signing request's type
-/// (0.4.0), the proof error's (0.5.0), and the context and the proof record
-/// (0.6.0: it reads the proof's JSON).
+/// 0.7.0 bindings, whose only changes for it are the signing request's type
+/// (0.4.0), the proof error's (0.5.0), the context and the proof record
+/// (0.6.0: it reads the proof's JSON) and `answer-extra` (0.7.0: none).
 pub const SOLANA: Skeleton = Skeleton {
     family: "solana",
     shipped: "solana-spl",
@@ -114,11 +114,11 @@ spl-associated-token-account-interface = "2"
     rewrites: &[
         (
             "wit_bindgen::generate!({\n    world: \"stablerail:adapter/adapter@0.3.0\",\n    path: \"../../wit/0.3.0\",\n    generate_all,\n});\n",
-            "// The kit's bindings of 0.6.0, under the names the modules use.\nuse stablerail_adapter_kit::bindings::{exports, stablerail};\n",
+            "// The kit's bindings of 0.7.0, under the names the modules use.\nuse stablerail_adapter_kit::bindings::{exports, stablerail};\n",
         ),
         (
             "use exports::stablerail::adapter0_3_0::scheme::Guest;\n",
-            "use exports::stablerail::adapter0_6_0::scheme::Guest;\nuse stablerail::adapter0_4_0::types::SigningRequest;\nuse stablerail::adapter0_5_0::types::ProofError;\n",
+            "use exports::stablerail::adapter0_7_0::scheme::Guest;\nuse stablerail::adapter0_4_0::types::SigningRequest;\nuse stablerail::adapter0_7_0::types::ProofError;\n",
         ),
         // 0.6.0's context, and the proof handed over with what the host decoded of it.
         ("use stablerail::adapter0_3_0::types::AssetContext;\n", "use stablerail::adapter0_6_0::types::{AssetContext, PaymentProof};\n"),
@@ -133,11 +133,15 @@ spl-associated-token-account-interface = "2"
         ),
         (
             "use crate::stablerail::adapter0_1_0::types::{AdapterError, ProofError};\n",
-            "use crate::stablerail::adapter0_1_0::types::AdapterError;\nuse crate::stablerail::adapter0_5_0::types::ProofError;\n",
+            "use crate::stablerail::adapter0_1_0::types::AdapterError;\nuse crate::stablerail::adapter0_7_0::types::ProofError;\n",
         ),
         (
             "use crate::stablerail::adapter0_1_0::types::{PaymentRequirements, ProofError};\n",
-            "use crate::stablerail::adapter0_1_0::types::PaymentRequirements;\nuse crate::stablerail::adapter0_5_0::types::ProofError;\n",
+            "use crate::stablerail::adapter0_1_0::types::PaymentRequirements;\nuse crate::stablerail::adapter0_7_0::types::ProofError;\n",
+        ),
+        (
+            "    fn normalize_address(family: Family, address: String) -> Result<String, AdapterError> {\n",
+            "    /// Answers of this scheme carry no `extra` (0.7.0).\n    fn answer_extra(_: AssetContext, _: PaymentRequirements, _: PaymentProof, _: Option<String>) -> Result<Option<String>, AdapterError> {\n        Ok(None)\n    }\n\n    fn normalize_address(family: Family, address: String) -> Result<String, AdapterError> {\n",
         ),
         ("\nexport!(SolanaSpl);\n", "\nstablerail_adapter_kit::export!(SolanaSpl with_types_in stablerail_adapter_kit::bindings);\n"),
     ],

@@ -131,9 +131,10 @@ impl From<wit::ReceiptStatus> for p::ReceiptStatus {
 }
 
 /// `proof-error` of a version into the host's: the thirteen cases 0.1.0
-/// named, and what a later version added (`$more`).
+/// named, what a later version added (`$more`), and cases of another shape
+/// (after `;`).
 macro_rules! proof_error_from {
-    ($wit:ty $(, $more:ident)*) => {
+    ($wit:ty $(, $more:ident)* $(; $($pat:pat => $to:expr),*)?) => {
         impl From<$wit> for p::ProofError {
             fn from(e: $wit) -> Self {
                 type W = $wit;
@@ -152,6 +153,7 @@ macro_rules! proof_error_from {
                     W::NotApproved(m) => p::ProofError::NotApproved(m),
                     W::ChainUnavailable(m) => p::ProofError::ChainUnavailable(m),
                     $( W::$more(m) => p::ProofError::$more(m), )*
+                    $($( $pat => $to, )*)?
                 }
             }
         }
@@ -161,6 +163,9 @@ macro_rules! proof_error_from {
 proof_error_from!(wit::ProofError);
 // 0.5.0: smart-wallet payers.
 proof_error_from!(super::wit::v0_5::ProofError, UndeployedSmartWallet, FactoryNotAllowed);
+// 0.7.0: a refusal the scheme's spec names by code.
+proof_error_from!(super::wit::v0_7::ProofError, UndeployedSmartWallet, FactoryNotAllowed;
+    W::Scheme(r) => p::ProofError::Scheme { code: r.code, detail: r.detail });
 
 impl From<wit::AdapterError> for p::AdapterError {
     fn from(e: wit::AdapterError) -> Self {

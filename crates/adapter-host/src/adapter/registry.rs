@@ -432,6 +432,29 @@ impl AssetAdapter {
         Ok(convert::answer(r))
     }
 
+    /// The `extra` object of a facilitator answer about `proof` (0.7.0
+    /// adapters; `None` from earlier ones): a JSON object, or `None`.
+    pub async fn answer_extra(
+        self: &Arc<Self>,
+        req: &p::PaymentRequirements,
+        proof: &str,
+        transaction: Option<&str>,
+    ) -> Result<Result<Option<serde_json::Map<String, serde_json::Value>>, p::AdapterError>, CallError> {
+        let (req, proof, transaction) = (convert::requirements(req), proof.to_string(), transaction.map(str::to_string));
+        let r = self.call("answer-extra", move |g, s, ctx| g.answer_extra(s, ctx, &req, &proof, transaction.as_deref())).await?;
+        Ok(match r {
+            Ok(None) => Ok(None),
+            // An object, or the adapter's fault: never text the answer would carry as is.
+            // Small: it is a scheme's state, not a channel for bulk.
+            Ok(Some(text)) if text.len() > 16 * 1024 => Err(p::AdapterError::Malformed("answer-extra is over 16 KiB".into())),
+            Ok(Some(text)) => match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(serde_json::Value::Object(m)) => Ok(Some(m)),
+                _ => Err(p::AdapterError::Malformed("answer-extra is not a JSON object".into())),
+            },
+            Err(e) => Err(e.into()),
+        })
+    }
+
     pub async fn authorize(self: &Arc<Self>, transfer: &p::Transfer) -> Result<Result<p::SigningRequest, p::AdapterError>, CallError> {
         let transfer = convert::transfer(transfer);
         let r = self.call("authorize", move |g, s, ctx| g.authorize(s, ctx, &transfer)).await?;

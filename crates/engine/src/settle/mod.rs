@@ -154,7 +154,7 @@ pub(crate) fn expected(payer: &str, req: &PaymentRequirements) -> VerifiedPaymen
     transfer_of(payer, &req.pay_to, &req.amount)
 }
 
-fn transfer_of(payer: &str, pay_to: &str, amount: &str) -> VerifiedPayment {
+pub(crate) fn transfer_of(payer: &str, pay_to: &str, amount: &str) -> VerifiedPayment {
     VerifiedPayment {
         payer: payer.to_string(),
         pay_to: pay_to.to_string(),
@@ -407,9 +407,12 @@ impl Engine {
 /// other scheme is `Own`: only the service's own transaction can be
 /// credited for it. The adapter verified the payload; this only says what
 /// its use proves.
-pub fn authorization(proof: &str, scheme: &str) -> crate::payment::Authorization {
+pub fn authorization(proof: &str, scheme: &str, chain_id: Option<u64>) -> crate::payment::Authorization {
     use crate::payment::{Authorization, Permit2Authorization};
     let Ok(v) = serde_json::from_str::<serde_json::Value>(proof) else { return Authorization::Own };
+    if scheme == "batch-settlement" {
+        return batch_step(&v, chain_id).map_or(Authorization::Own, Authorization::BatchSettlement);
+    }
     let text = |p: &str| v.pointer(p).and_then(|s| s.as_str()).map(str::to_string);
     let number = |p: &str| match v.pointer(p) {
         Some(serde_json::Value::String(s)) => Some(s.clone()),
@@ -453,4 +456,23 @@ pub fn authorization(proof: &str, scheme: &str) -> crate::payment::Authorization
 pub(crate) fn checked_on_send(steps: &[crate::payment::SettleStep]) -> bool {
     use crate::payment::{SettleStep, Submission};
     matches!(steps, [SettleStep { submission: Submission::EvmCall(_) | Submission::SolanaCosign(_), .. }])
+}
+
+/// The contract event a batch-settlement step's transaction must hold, from
+/// the payload the adapter verified (the channels of a claim by their
+/// configs' ids on this chain, never an id the payload states).
+fn batch_step(v: &serde_json::Value, chain_id: Option<u64>) -> Option<crate::payment::BatchStep> {
+    use crate::payment::BatchStep;
+    use batch_wire::payload::{parse, Payload};
+    let keccak = |d: &[u8]| alloy_primitives::keccak256(d).0;
+    let id = |config: &batch_wire::ChannelConfig| chain_id.map(|c| batch_wire::channel_id(&keccak, config, c).0);
+    Some(match parse(v.get("payload")?).ok()? {
+        Payload::Deposit { config, .. } => BatchStep::Deposit { channel: id(&config)? },
+        Payload::Claim { claims, .. } => BatchStep::Claim {
+            rows: claims.iter().map(|c| id(&c.voucher.channel).map(|i| (i, c.totalClaimed))).collect::<Option<Vec<_>>>()?,
+        },
+        Payload::Settle { .. } => BatchStep::Settle,
+        Payload::Refund { config, .. } => BatchStep::Refund { channel: id(&config)? },
+        Payload::Voucher { .. } => return None,
+    })
 }

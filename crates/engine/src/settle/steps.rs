@@ -61,6 +61,10 @@ impl Steps {
             .ok_or_else(|| anyhow::anyhow!("{chain}/{} is not configured", adapter.ctx.asset))
     }
 
+    fn chain_id(&self, chain: &str) -> Option<u64> {
+        self.deps.config.chains.get(chain).and_then(|c| c.chain_id)
+    }
+
     pub(crate) fn driver(&self, chain: &str) -> anyhow::Result<Arc<dyn Driver>> {
         self.deps.drivers.for_chain(chain).ok_or_else(|| anyhow::anyhow!("no driver for {chain}'s family in this build"))
     }
@@ -106,7 +110,7 @@ impl Steps {
     ) -> anyhow::Result<Option<(String, Vec<Movement>)>> {
         let driver = self.driver(chain)?;
         let asset = self.asset(chain, adapter)?;
-        let auth = super::authorization(proof, &asset.scheme);
+        let auth = super::authorization(proof, asset.proof_kind(), self.chain_id(chain));
         if auth == Authorization::Own {
             return Ok(None);
         }
@@ -154,7 +158,7 @@ impl Steps {
     ) -> anyhow::Result<Credit> {
         let driver = self.driver(chain)?;
         let family = driver.family();
-        let auth = super::authorization(proof, &self.asset(chain, adapter)?.scheme);
+        let auth = super::authorization(proof, self.asset(chain, adapter)?.proof_kind(), self.chain_id(chain));
         let candidates = driver
             .movements(tx, receipt, &adapter.ctx.token, payment, &auth)
             .into_iter()

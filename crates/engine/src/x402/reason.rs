@@ -73,6 +73,8 @@ pub enum Reason {
     FactoryNotAllowed,
     /// The payer's contract needs more gas to check than the chain allows.
     GasCapExceeded,
+    /// A refusal by the batch-settlement spec's own code.
+    Batch(batch_wire::payload::Fault),
 }
 
 impl Reason {
@@ -100,6 +102,7 @@ impl Reason {
         for family in crate::family::ALL {
             all.extend(Fault::ALL.into_iter().map(|f| Payload(family, f)));
         }
+        all.extend(batch_wire::payload::Fault::ALL.into_iter().map(Batch));
         all
     }
 
@@ -122,6 +125,7 @@ impl Reason {
             Reason::UndeployedSmartWallet => "invalid_exact_evm_payload_undeployed_smart_wallet",
             Reason::FactoryNotAllowed => "eip6492_factory_not_allowed",
             Reason::GasCapExceeded => "payer_gas_cap_exceeded",
+            Reason::Batch(f) => f.code(),
         }
     }
 
@@ -155,6 +159,7 @@ impl Reason {
             Reason::UndeployedSmartWallet => "the payer is a smart wallet that is not deployed yet; this scheme cannot deploy it",
             Reason::FactoryNotAllowed => "the payer's smart wallet would be deployed by a factory this facilitator does not allow",
             Reason::GasCapExceeded => "the paying contract needs more gas to check than this facilitator allows on this chain",
+            Reason::Batch(f) => f.sentence(),
         }
     }
 
@@ -180,6 +185,9 @@ impl Reason {
             ProofError::UndeployedSmartWallet(_) => Reason::UndeployedSmartWallet,
             ProofError::FactoryNotAllowed(_) => Reason::FactoryNotAllowed,
             ProofError::GasCapExceeded => Reason::GasCapExceeded,
+            // Codes the host knows, each with its sentence; any other an
+            // adapter names is not passed on as a code of ours.
+            ProofError::Scheme { code, .. } => batch_wire::payload::Fault::parse(code).map_or(Reason::InvalidPayload, Reason::Batch),
         }
     }
 }

@@ -6,9 +6,12 @@ use super::reason::Reason;
 use crate::config::X402Scheme;
 
 pub struct Rules {
-    /// May the requirements' amount be zero? (An `upto` charge of nothing is
-    /// verified and answered without a transaction.)
+    /// May the requirements' amount be zero?
     pub zero_amount: bool,
+    /// Does an amount of zero move nothing? (An `upto` charge of nothing is
+    /// verified and answered without a transaction; a batch-settlement
+    /// claim, sweep or refund names no price and still moves money.)
+    pub zero_moves_nothing: bool,
     /// May its settlement share a batch with other calls? If not, the
     /// relayer sends it alone (the `upto` proxy checks its caller).
     pub batchable: bool,
@@ -21,24 +24,58 @@ pub struct Rules {
     pub in_v1: bool,
     /// The refusal when no served asset takes the requirements in it.
     pub unmatched: Reason,
+    /// Do its answers carry the adapter's `extra` (`answer-extra`)?
+    pub answers_extra: bool,
+    /// May keyless callers use it (`[facilitator] public`)?
+    pub keyless: bool,
+    /// The refusal of a `/settle` whose verified amount is zero, where zero
+    /// means there is nothing to send (a batch-settlement voucher): refused
+    /// before anything is recorded.
+    pub zero_settles: Option<Reason>,
 }
 
 static EXACT: Rules = Rules {
     zero_amount: false,
+    zero_moves_nothing: false,
     batchable: true,
     reports_amount: false,
     names_facilitator: false,
     in_v1: true,
     unmatched: Reason::InvalidPaymentRequirements,
+    answers_extra: false,
+    keyless: true,
+    zero_settles: None,
 };
 
 static UPTO: Rules = Rules {
     zero_amount: true,
+    zero_moves_nothing: true,
     batchable: false,
     reports_amount: true,
     names_facilitator: true,
     in_v1: false,
     unmatched: Reason::UnsupportedScheme,
+    answers_extra: false,
+    keyless: true,
+    zero_settles: None,
+};
+
+/// The channel manager's requirements name no price (`amount` 0). Each
+/// step is sent alone: in a shared batch a call may fail while another's
+/// event of the same channel lands, and the books must see only its own.
+/// Served to facilitator keys only: its claims, sweeps and refunds are a
+/// resource server's operations, and their gas is not keyless budget's.
+static BATCH_SETTLEMENT: Rules = Rules {
+    zero_amount: true,
+    zero_moves_nothing: false,
+    batchable: false,
+    reports_amount: true,
+    names_facilitator: false,
+    in_v1: false,
+    unmatched: Reason::UnsupportedScheme,
+    answers_extra: true,
+    keyless: false,
+    zero_settles: Some(Reason::Batch(batch_wire::payload::Fault::PayloadType)),
 };
 
 /// The rules of the scheme called `name` on the wire, if it is one.
@@ -51,5 +88,6 @@ pub fn rules(scheme: X402Scheme) -> &'static Rules {
     match scheme {
         X402Scheme::Exact => &EXACT,
         X402Scheme::Upto => &UPTO,
+        X402Scheme::BatchSettlement => &BATCH_SETTLEMENT,
     }
 }

@@ -33,6 +33,11 @@ pub struct VerifyResponse {
     pub invalid_message: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payer: Option<String>,
+    /// The scheme's state a resource server keeps (batch-settlement's
+    /// channel), where the scheme has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub extra: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -55,6 +60,11 @@ pub struct SettleResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(example = "2500")]
     pub amount: Option<String>,
+    /// The scheme's state after the settlement (batch-settlement's
+    /// `channelState`), where the scheme has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub extra: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]

@@ -18,7 +18,7 @@ use crate::adapter::AssetAdapter;
 use crate::clock::now_ms;
 use crate::family::keys::Role;
 use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus};
-use crate::settle::{checked_on_send, elapsed_since, expected, Deps, StepError, Steps};
+use crate::settle::{checked_on_send, elapsed_since, Deps, StepError, Steps};
 use crate::store::books::{Credit, Purpose};
 use crate::store::facilitator::{self as ledger, Settlement, SettlementStatus};
 use crate::store::settlement as repo;
@@ -369,17 +369,9 @@ impl Worker {
         let shareable = scheme::named(&rec.scheme).is_some_and(|r| r.batchable);
         match self.steps.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored, shareable, true).await {
             Ok((hash, receipt)) => {
-                let claim = self.steps.claim(
-                    &rec.chain,
-                    &adapter,
-                    &hash,
-                    &receipt,
-                    &expected(&rec.payer, &req),
-                    &rec.payload,
-                    Purpose::X402,
-                    id,
-                )?;
-                match self.steps.read_receipt(&adapter, expected(&rec.payer, &req), receipt).await? {
+                let claim =
+                    self.steps.claim(&rec.chain, &adapter, &hash, &receipt, &recorded(rec, &req), &rec.payload, Purpose::X402, id)?;
+                match self.steps.read_receipt(&adapter, recorded(rec, &req), receipt).await? {
                     ReceiptStatus::Settled(_) => {
                         crate::telemetry::settlement_leg(&rec.chain, "x402", "settled", Some(elapsed_since(rec.created_at)));
                         self.settled(rec, &hash, claim).await
@@ -453,6 +445,17 @@ impl Worker {
         req: &PaymentRequirements,
     ) -> anyhow::Result<Option<(String, Vec<crate::payment::Movement>)>> {
         const FRONT_RUN_SLACK_MS: i64 = 60_000;
-        self.steps.moved_anyway(&rec.chain, adapter, expected(&rec.payer, req), &rec.payload, rec.created_at - FRONT_RUN_SLACK_MS).await
+        self.steps.moved_anyway(&rec.chain, adapter, recorded(rec, req), &rec.payload, rec.created_at - FRONT_RUN_SLACK_MS).await
+    }
+}
+
+/// The payment a settlement moves: the requirements' payTo and amount
+/// (`exact`, `upto`), or, for a scheme whose steps are its own (a
+/// batch-settlement deposit's amount, a sweep's receiver), the payment its
+/// adapter verified and the row recorded.
+fn recorded(rec: &Settlement, req: &PaymentRequirements) -> crate::payment::VerifiedPayment {
+    match scheme::named(&rec.scheme) {
+        Some(r) if r.answers_extra => crate::settle::transfer_of(&rec.payer, &rec.pay_to, &rec.amount),
+        _ => crate::settle::expected(&rec.payer, req),
     }
 }

@@ -318,6 +318,10 @@ pub enum X402Scheme {
     /// charges, up to that, through a proxy only the named facilitator may
     /// call (so the call is sent by the relayer itself, never batched).
     Upto,
+    /// Payment channels: one deposit, then vouchers per request, claimed
+    /// and swept to the receiver in batches (`batch-settlement`).
+    #[serde(rename = "batch-settlement")]
+    BatchSettlement,
 }
 
 impl X402Scheme {
@@ -325,11 +329,12 @@ impl X402Scheme {
         match self {
             X402Scheme::Exact => "exact",
             X402Scheme::Upto => "upto",
+            X402Scheme::BatchSettlement => "batch-settlement",
         }
     }
 
     pub fn parse(name: &str) -> Option<X402Scheme> {
-        [X402Scheme::Exact, X402Scheme::Upto].into_iter().find(|s| s.as_str() == name)
+        [X402Scheme::Exact, X402Scheme::Upto, X402Scheme::BatchSettlement].into_iter().find(|s| s.as_str() == name)
     }
 }
 
@@ -364,6 +369,18 @@ pub struct Asset {
     /// Scheme-specific settings passed to the adapter.
     #[serde(default)]
     pub params: BTreeMap<String, String>,
+}
+
+impl Asset {
+    /// What a settlement's proof is read as, for the books: the x402 scheme
+    /// where it decides (batch-settlement's steps), else the adapter's name
+    /// (`eip3009`, `permit2`, ...).
+    pub fn proof_kind(&self) -> &str {
+        match self.x402_scheme {
+            X402Scheme::BatchSettlement => X402Scheme::BatchSettlement.as_str(),
+            _ => &self.scheme,
+        }
+    }
 }
 
 /// Whether a (chain, asset) request can be served, and if not, why.

@@ -30,6 +30,26 @@ macro_rules! indexed_scheme {
     // `context`; `proof_arg` what `verify` and `settle` take, built from the
     // text by the module's `payment_proof`.
     (version = $version:literal, proof = $proof:ty, context = $ctx:ty, proof_arg = $proof_arg:ty) => {
+        indexed_scheme!(@scheme version = $version, proof = $proof, context = $ctx, proof_arg = $proof_arg, [] []);
+    };
+    // 0.7.0 on: `answer-extra` too.
+    (version = $version:literal, proof = $proof:ty, context = $ctx:ty, proof_arg = $proof_arg:ty, answer_extra) => {
+        indexed_scheme!(@scheme version = $version, proof = $proof, context = $ctx, proof_arg = $proof_arg, [
+            fn answer_extra(
+                &self,
+                s: S,
+                ctx: Context,
+                req: &types::PaymentRequirements,
+                proof: &str,
+                transaction: Option<&str>,
+            ) -> Call<Result<Option<String>, types::AdapterError>> {
+                self.call_answer_extra(s, &context(ctx), req, &payment_proof(proof), transaction)
+            }
+        ] [
+            call_answer_extra = "answer-extra"(ctx: &'x $ctx, req: &'x types::PaymentRequirements, proof: &'x $proof_arg, transaction: Option<&'x str>) -> Result<Option<String>, types::AdapterError>;
+        ]);
+    };
+    (@scheme version = $version:literal, proof = $proof:ty, context = $ctx:ty, proof_arg = $proof_arg:ty, [$($calls:tt)*] [$($exports:tt)*]) => {
         /// The `scheme` interface this module speaks.
         const INTERFACE: &str = concat!("stablerail:adapter/scheme@", $version);
 
@@ -83,6 +103,8 @@ macro_rules! indexed_scheme {
                 };
                 self.call_assemble(s, &context(ctx), req, transfer, &request, signature)
             }
+
+            $($calls)*
         }
 
 
@@ -99,6 +121,7 @@ macro_rules! indexed_scheme {
         call_authorize = "authorize"(ctx: &'x $ctx, transfer: &'x types::Transfer) -> Result<wit4::SigningRequest, types::AdapterError>;
         call_prepare_sender = "prepare-sender"(ctx: &'x $ctx, sender: &'x str, amount: &'x str) -> Result<Vec<types::SettleStep>, types::AdapterError>;
         call_assemble = "assemble"(ctx: &'x $ctx, req: &'x types::PaymentRequirements, transfer: &'x types::Transfer, request: &'x wit4::SigningRequest, signature: &'x [u8]) -> Result<String, types::AdapterError>;
+        $($exports)*
         }
     };
 }

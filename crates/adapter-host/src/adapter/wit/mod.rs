@@ -17,6 +17,7 @@ pub mod v0_3;
 pub mod v0_4;
 pub mod v0_5;
 pub mod v0_6;
+pub mod v0_7;
 
 /// The host's records: 0.1.0's, which every later version uses.
 pub use v0_1::stablerail::adapter::types;
@@ -24,13 +25,14 @@ pub use v0_1::stablerail::adapter::types;
 type Link = fn(InstancePre<HostState>) -> wasmtime::Result<Box<dyn Linked>>;
 
 /// Every version this host links, oldest first, with how to link it.
-const LINKS: [(&str, Link); 6] = [
+const LINKS: [(&str, Link); 7] = [
     ("0.1.0", v0_1::link),
     ("0.2.0", v0_2::link),
     ("0.3.0", v0_3::link),
     ("0.4.0", v0_4::link),
     ("0.5.0", v0_5::link),
     ("0.6.0", v0_6::link),
+    ("0.7.0", v0_7::link),
 ];
 
 /// The interface versions this host links, oldest first.
@@ -111,6 +113,20 @@ pub trait Scheme {
 
     /// A wallet's one-time setup as settle steps.
     fn prepare_sender(&self, s: S, ctx: Context, sender: &str, amount: &str) -> Call<Result<Vec<types::SettleStep>, types::AdapterError>>;
+
+    /// The `extra` object of a facilitator answer about `proof` (0.7.0):
+    /// after a valid verify (`transaction` none) or a settlement that ended
+    /// settled. Earlier versions have none.
+    fn answer_extra(
+        &self,
+        _s: S,
+        _ctx: Context,
+        _req: &types::PaymentRequirements,
+        _proof: &str,
+        _transaction: Option<&str>,
+    ) -> Call<Result<Option<String>, types::AdapterError>> {
+        Ok(Ok(None))
+    }
 
     /// The proof from a signature over what `authorize` asked for.
     fn assemble(

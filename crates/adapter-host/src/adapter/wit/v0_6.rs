@@ -1,4 +1,4 @@
-//! `stablerail:adapter@0.6.0`, the newest: the host decodes once, natively,
+//! `stablerail:adapter@0.6.0`: the host decodes once, natively,
 //! what adapters decoded in the sandbox on every call. `verify` and
 //! `settle` are handed a `payment-proof` (the JSON and its envelope, with
 //! EIP-3009's payload typed) and the context carries the token's EIP-712
@@ -37,7 +37,7 @@ wasmtime::component::bindgen!({
     },
 });
 
-use self::stablerail::adapter0_6_0::types as wit6;
+pub(super) use self::stablerail::adapter0_6_0::types as wit6;
 use super::v0_3::stablerail::adapter0_3_0::types as wit3;
 use super::v0_4::stablerail::adapter0_4_0::types as wit4;
 use super::v0_5::ProofError;
@@ -45,7 +45,7 @@ use super::v0_5::ProofError;
 indexed_scheme!(version = "0.6.0", proof = ProofError, context = wit6::AssetContext, proof_arg = wit6::PaymentProof);
 
 /// 0.6.0's context: 0.3.0's and the domain separator the host computed.
-fn context(c: Context) -> wit6::AssetContext {
+pub(super) fn context(c: Context) -> wit6::AssetContext {
     let wit3::AssetContext { chain, network, family, chain_id, asset, token, decimals, eip712, relayer, params } = super::v0_3::context(c);
     let domain_separator = c.domain_separator.map(|s| s.to_vec());
     wit6::AssetContext { chain, network, family, chain_id, asset, token, decimals, eip712, relayer, params, domain_separator }
@@ -67,7 +67,7 @@ pub fn domain_separator(a: &types::AssetContext) -> Option<[u8; 32]> {
 }
 
 /// The proof as 0.6.0 hands it over.
-fn payment_proof(json: &str) -> wit6::PaymentProof {
+pub(super) fn payment_proof(json: &str) -> wit6::PaymentProof {
     wit6::PaymentProof { json: json.to_string(), decoded: decode(json) }
 }
 

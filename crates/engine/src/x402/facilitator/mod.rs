@@ -89,6 +89,7 @@ fn invalid(reason: Reason, payer: Option<String>) -> (Status, VerifyResponse) {
             invalid_reason: Some(reason.code().into()),
             invalid_message: Some(reason.message().into()),
             payer,
+            extra: None,
         },
     )
 }
@@ -102,6 +103,7 @@ fn failed(reason: Reason, payer: Option<String>, transaction: String, network: &
         transaction,
         network: network.into(),
         amount: None,
+        extra: None,
     }
 }
 
@@ -132,7 +134,7 @@ async fn check(s: &Facilitator, t: &Target, caller: &Caller, preflight: bool) ->
         crate::telemetry::sanctions_hit("facilitator");
         return Err((Reason::NotAllowed, payer));
     }
-    if *caller == Caller::Public && !publicly_allowed(s, t, &paid) {
+    if *caller == Caller::Public && (!crate::x402::scheme::rules(t.scheme).keyless || !publicly_allowed(s, t, &paid)) {
         return Err((Reason::NotAllowed, payer));
     }
     // The service's own wallets are paid only through intents: a settlement
@@ -178,6 +180,26 @@ async fn check(s: &Facilitator, t: &Target, caller: &Caller, preflight: bool) ->
     Ok(paid)
 }
 
+/// The scheme's `extra` for a yes (after a valid verify, `transaction`
+/// None; after a settlement, its transaction), where the scheme has one.
+/// The adapter's failure leaves it out: the answer itself stands.
+async fn answer_extra(t: &Target, transaction: Option<&str>) -> Option<serde_json::Map<String, serde_json::Value>> {
+    if !crate::x402::scheme::rules(t.scheme).answers_extra {
+        return None;
+    }
+    match t.adapter.answer_extra(&t.req, &t.payload, transaction).await {
+        Ok(Ok(extra)) => extra,
+        Ok(Err(e)) => {
+            tracing::warn!(chain = %t.adapter.ctx.chain, error = ?e, "the adapter gave no answer extra");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(chain = %t.adapter.ctx.chain, error = %e, "adapter answer-extra call failed");
+            None
+        }
+    }
+}
+
 /// Keyless callers spend the operator's gas: a minimum amount and,
 /// optionally, an allowlist of payTo addresses.
 fn publicly_allowed(s: &Facilitator, t: &Target, paid: &VerifiedPayment) -> bool {
@@ -208,7 +230,8 @@ pub async fn verify(s: &Facilitator, body: &FacilitatorRequest, caller: &Caller)
     let answer = match target {
         Ok(t) => match check(s, &t, caller, true).await {
             Ok(paid) => {
-                (Status::Ok, VerifyResponse { is_valid: true, invalid_reason: None, invalid_message: None, payer: Some(paid.payer) })
+                let extra = answer_extra(&t, None).await;
+                (Status::Ok, VerifyResponse { is_valid: true, invalid_reason: None, invalid_message: None, payer: Some(paid.payer), extra })
             }
             Err((r, payer)) => invalid(r, payer),
         },

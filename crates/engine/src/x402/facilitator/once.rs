@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::resolve::{Request, Target};
 use super::Facilitator;
-use super::{check, failed, Caller, Status};
+use super::{answer_extra, check, failed, Caller, Status};
 use crate::clock::now_ms;
 use crate::db::Db;
 use crate::payment::VerifiedPayment;
@@ -58,6 +58,13 @@ pub async fn settle(s: &Facilitator, r: &Request, t: &Target, caller: &Caller) -
             return (status, failed(r, payer, String::new(), network));
         }
     };
+    // Nothing to send for it (a voucher is claimed later): refused before
+    // anything is recorded.
+    if let Some(reason) = scheme::rules(t.scheme).zero_settles {
+        if paid.amount.trim_start_matches('0').is_empty() {
+            return (Status::Ok, failed(reason, Some(paid.payer), String::new(), network));
+        }
+    }
     // A keyless caller spends the relayer's gas: a budget per payer and per
     // payTo on each chain, whatever addresses the requests come from.
     let mut budgeted: Option<(String, String, u64)> = None;
@@ -246,7 +253,8 @@ async fn answer(s: &Facilitator, t: &Target, id: &str, ended: Ended, payer: &str
                     }
                 }
             }
-            (Status::Ok, settled(t, tx, payer, network, amount))
+            let extra = answer_extra(t, Some(&tx)).await;
+            (Status::Ok, SettleResponse { extra, ..settled(t, tx, payer, network, amount) })
         }
         _ => (Status::Ok, failed(ended.reason.unwrap_or(Reason::TransactionState), Some(payer.into()), tx, network)),
     }
@@ -262,6 +270,7 @@ fn settled(t: &Target, transaction: String, payer: &str, network: &str, amount: 
         transaction,
         network: network.into(),
         amount: scheme::rules(t.scheme).reports_amount.then(|| amount.to_string()),
+        extra: None,
     }
 }
 

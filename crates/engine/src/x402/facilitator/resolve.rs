@@ -57,7 +57,7 @@ impl Target {
 
     /// An `upto` charge of nothing: verified, and answered without a transaction.
     pub fn charges_nothing(&self) -> bool {
-        scheme::rules(self.scheme).zero_amount && self.req.amount.trim_start_matches('0').is_empty()
+        scheme::rules(self.scheme).zero_moves_nothing && self.req.amount.trim_start_matches('0').is_empty()
     }
 
     /// Two addresses of this family are the same (EVM hex ignores case).
