@@ -180,9 +180,11 @@ x402_scheme = "batch-settlement"
 async fn stablerail_serves_a_channels_whole_life_to_the_reference_server_and_client() {
     let dn = Devnet::start(32845, "base", ENABLE_BATCH).await;
     let key = crate::facilitator::facilitator_key(&dn, "channels");
+    // A killed process's leases lapse quickly, so a restart takes over.
+    dn.service_setting("claim_lease_seconds", 2);
     let port = free_port();
     let log = std::env::var("BATCH_LOG").ok().map(std::path::PathBuf::from);
-    let _service = common::process::serve_logged(&dn, port, log.as_deref(), "info");
+    let service = common::process::serve_logged(&dn, port, log.as_deref(), "info");
 
     // /supported names the scheme on base, with no receiverAuthorizer of
     // its own: the server signs its claims and refunds.
@@ -217,6 +219,80 @@ async fn stablerail_serves_a_channels_whole_life_to_the_reference_server_and_cli
     // settled once whatever is asked again, then bad vouchers and claims,
     // each refused with the spec's code.
     straight_to_the_api(&dn, port, &key).await;
+
+    // `kill -9` with four deposits and a claim broadcast and not mined;
+    // after a restart each settles once.
+    kill_9_during_deposits_and_a_claim(&dn, (service, port), &key, log.as_deref()).await;
+}
+
+/// A channel's (balance, totalClaimed) on chain.
+async fn channel_on_chain(dn: &Devnet, id: B256) -> (u128, u128) {
+    let [call, _, _] = batch_wire::state_calls(id);
+    let out =
+        rpc(&dn.rpc_url("base"), "eth_call", json!([{ "to": SETTLEMENT, "data": alloy_primitives::hex::encode_prefixed(call) }, "latest"]))
+            .await;
+    let bytes = alloy_primitives::hex::decode(out.as_str().unwrap()).unwrap();
+    let r = <batch_wire::channelsCall as alloy_sol_types::SolCall>::abi_decode_returns(&bytes).unwrap();
+    (r.balance, r.totalClaimed)
+}
+
+/// `first`: the running service and its port.
+async fn kill_9_during_deposits_and_a_claim(dn: &Devnet, first: (Reaped, u16), key: &str, log: Option<&std::path::Path>) {
+    let (mut first, first_port) = first;
+    let base = dn.rpc_url("base");
+    let bearer = format!("Bearer {key}");
+    let authorizer: PrivateKeySigner = AUTHORIZER.parse().unwrap();
+    let channels: Vec<Channel> = [0usize, 1, 2, 7].iter().map(|&p| Channel::open(dn, p, 0x60 + p as u8)).collect();
+    // The channel straight_to_the_api funded (5,000, 2,000 claimed), claimed to 3,000.
+    let claimed = Channel::open(dn, 6, 0x5a);
+    let mut bodies: Vec<Value> = channels.iter().map(|c| c.body(c.deposit(4000, 9))).collect();
+    bodies.push(claimed.body(claimed.claim(3000, Some(&authorizer))));
+    let held0 = dn.balance_of("base", "usdc", SETTLEMENT).await;
+    rpc(&base, "evm_setAutomine", json!([false])).await;
+    let calls: Vec<_> = bodies
+        .iter()
+        .map(|b| {
+            let (b, auth) = (b.clone(), bearer.clone());
+            std::thread::spawn(move || common::try_http(first_port, "POST", "/x402/settle", Some(&auth), Some(b)))
+        })
+        .collect();
+    // Every step broadcast (the node holds them): now the process dies.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let status = rpc(&base, "txpool_status", json!([])).await;
+        if status["pending"].as_str() == Some("0x5") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not everything was broadcast: {status}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    common::process::kill(first.0.id(), "-KILL");
+    let _ = first.0.wait();
+    for c in calls {
+        let _ = c.join().unwrap();
+    }
+    rpc(&base, "evm_setAutomine", json!([true])).await;
+    rpc(&base, "evm_mine", json!([])).await;
+
+    let port = free_port();
+    let _second = common::process::serve_logged(dn, port, log, "info");
+    for (n, b) in bodies.iter().enumerate() {
+        let (s, v) = common::http(port, "POST", "/x402/settle", Some(&bearer), Some(b.clone()));
+        assert_eq!((s, &v["success"]), (200, &json!(true)), "step {n}: {v}");
+    }
+    assert_eq!(dn.balance_of("base", "usdc", SETTLEMENT).await, held0 + U256::from(4u64 * 4000), "each deposit landed once");
+    for c in &channels {
+        assert_eq!(channel_on_chain(dn, c.id).await, (4000, 0), "one deposit in each channel");
+    }
+    assert_eq!(channel_on_chain(dn, claimed.id).await, (5000, 3000), "claimed once, to 3,000");
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT replay_key, status FROM x402_settlements").fetch_all(&dn.state.db.pool).await.unwrap();
+    assert!(rows.iter().all(|(_, status)| status == "settled"), "{rows:?}");
+    let movements: i64 = sqlx::Row::get(
+        &sqlx::query("SELECT COUNT(*) AS n FROM book_movements WHERE purpose = 'x402'").fetch_one(&dn.state.db.pool).await.unwrap(),
+        "n",
+    );
+    assert_eq!(movements, rows.len() as i64, "one movement per settlement after the restart: {rows:?}");
 }
 
 async fn settlements(dn: &Devnet) -> i64 {
@@ -237,59 +313,103 @@ fn keccak(data: &[u8]) -> [u8; 32] {
     alloy_primitives::keccak256(data).0
 }
 
-async fn straight_to_the_api(dn: &Devnet, port: u16, key: &str) {
-    let bearer = format!("Bearer {key}");
-    let token: Address = dn.token("base", "usdc").parse().unwrap();
-    let (payer_address, payer_key) = dn.payer(6);
-    let payer: PrivateKeySigner = payer_key.parse().unwrap();
-    let authorizer: PrivateKeySigner = AUTHORIZER.parse().unwrap();
-    let stranger = PrivateKeySigner::random();
-    let config = ChannelConfig {
-        payer: payer.address(),
-        payerAuthorizer: Address::ZERO,
-        receiver: RECEIVER.parse().unwrap(),
-        receiverAuthorizer: authorizer.address(),
-        token,
-        withdrawDelay: alloy_primitives::aliases::U40::from(900u64),
-        salt: B256::repeat_byte(0x5a),
-    };
-    let id = batch_wire::channel_id(&keccak, &config, 8453);
-    let config_json = json!({
-        "payer": payer.address(), "payerAuthorizer": Address::ZERO, "receiver": RECEIVER,
-        "receiverAuthorizer": authorizer.address(), "token": token, "withdrawDelay": 900, "salt": config.salt,
-    });
-    let req = json!({
-        "scheme": "batch-settlement", "network": "eip155:8453", "amount": "1000", "asset": token, "payTo": RECEIVER,
-        "maxTimeoutSeconds": 300,
-        "extra": { "receiverAuthorizer": authorizer.address(), "withdrawDelay": 900, "name": "USD Coin", "version": "2" },
-    });
-    let voucher = |by: &PrivateKeySigner, channel: B256, max: u128| {
+/// A channel of the test's own on base, as a payer's client writes one.
+struct Channel {
+    payer: PrivateKeySigner,
+    config: ChannelConfig,
+    id: B256,
+    json: Value,
+    req: Value,
+}
+
+impl Channel {
+    fn open(dn: &Devnet, payer: usize, salt: u8) -> Channel {
+        let token: Address = dn.token("base", "usdc").parse().unwrap();
+        let payer: PrivateKeySigner = dn.payer(payer).1.parse().unwrap();
+        let authorizer: PrivateKeySigner = AUTHORIZER.parse().unwrap();
+        let config = ChannelConfig {
+            payer: payer.address(),
+            payerAuthorizer: Address::ZERO,
+            receiver: RECEIVER.parse().unwrap(),
+            receiverAuthorizer: authorizer.address(),
+            token,
+            withdrawDelay: alloy_primitives::aliases::U40::from(900u64),
+            salt: B256::repeat_byte(salt),
+        };
+        let json = json!({
+            "payer": payer.address(), "payerAuthorizer": Address::ZERO, "receiver": RECEIVER,
+            "receiverAuthorizer": authorizer.address(), "token": token, "withdrawDelay": 900, "salt": config.salt,
+        });
+        let req = json!({
+            "scheme": "batch-settlement", "network": "eip155:8453", "amount": "1000", "asset": token, "payTo": RECEIVER,
+            "maxTimeoutSeconds": 300,
+            "extra": { "receiverAuthorizer": authorizer.address(), "withdrawDelay": 900, "name": "USD Coin", "version": "2" },
+        });
+        Channel { id: batch_wire::channel_id(&keccak, &config, 8453), payer, config, json, req }
+    }
+
+    fn voucher(&self, by: &PrivateKeySigner, channel: B256, max: u128) -> Value {
         json!({ "channelId": channel, "maxClaimableAmount": max.to_string(),
                 "signature": sign(by, batch_wire::voucher_digest(&keccak, channel, max, 8453)) })
-    };
-    let ask = |path: &str, payload: Value| {
-        let body = json!({ "x402Version": 2, "paymentPayload": { "x402Version": 2, "accepted": req, "payload": payload }, "paymentRequirements": req });
-        common::http(port, "POST", path, Some(&bearer), Some(body))
-    };
+    }
+
+    /// A deposit of `amount` by ERC-3009 to the collector, its nonce bound
+    /// to the channel by `salt`.
+    fn deposit(&self, amount: u64, salt: u64) -> Value {
+        let valid_before = U256::from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 3600);
+        let auth = batch_wire::ReceiveWithAuthorization {
+            from: self.payer.address(),
+            to: batch_wire::ERC3009_COLLECTOR,
+            value: U256::from(amount),
+            validAfter: U256::ZERO,
+            validBefore: valid_before,
+            nonce: batch_wire::erc3009_nonce(&keccak, self.id, U256::from(salt)),
+        };
+        let digest = batch_wire::erc3009_digest(&keccak, ("USD Coin", "2", self.config.token), 8453, &auth);
+        json!({
+            "type": "deposit", "channelConfig": self.json, "voucher": self.voucher(&self.payer, self.id, 1000),
+            "deposit": { "amount": amount.to_string(), "authorization": { "erc3009Authorization": {
+                "validAfter": "0", "validBefore": valid_before.to_string(), "salt": B256::from(U256::from(salt)),
+                "signature": sign(&self.payer, digest),
+            } } },
+        })
+    }
+
+    /// A claim of this channel up to `total` (the payer's voucher for it),
+    /// signed as the receiver authorizer by `by`, or unsigned.
+    fn claim(&self, total: u128, by: Option<&PrivateKeySigner>) -> Value {
+        let v = self.voucher(&self.payer, self.id, total);
+        let row = json!({ "voucher": { "channel": self.json, "maxClaimableAmount": total.to_string() }, "signature": v["signature"], "totalClaimed": total.to_string() });
+        let rows = vec![batch_wire::VoucherClaim {
+            voucher: batch_wire::ClaimedVoucher { channel: self.config.clone(), maxClaimableAmount: total },
+            signature: Default::default(),
+            totalClaimed: total,
+        }];
+        let batch = batch_wire::claim_batch_digest(&keccak, &rows, 8453);
+        match by {
+            Some(by) => json!({ "type": "claim", "claims": [row], "claimAuthorizerSignature": sign(by, batch) }),
+            None => json!({ "type": "claim", "claims": [row] }),
+        }
+    }
+
+    /// The `/x402/{verify,settle}` body of `payload` under the route's requirements.
+    fn body(&self, payload: Value) -> Value {
+        json!({ "x402Version": 2, "paymentPayload": { "x402Version": 2, "accepted": self.req, "payload": payload }, "paymentRequirements": self.req })
+    }
+}
+
+async fn straight_to_the_api(dn: &Devnet, port: u16, key: &str) {
+    let bearer = format!("Bearer {key}");
+    let ch = Channel::open(dn, 6, 0x5a);
+    let (payer, id, config_json) = (&ch.payer, ch.id, &ch.json);
+    let payer_address = payer.address().to_string();
+    let authorizer: PrivateKeySigner = AUTHORIZER.parse().unwrap();
+    let stranger = PrivateKeySigner::random();
+    let voucher = |by: &PrivateKeySigner, channel: B256, max: u128| ch.voucher(by, channel, max);
+    let ask = |path: &str, payload: Value| common::http(port, "POST", path, Some(&bearer), Some(ch.body(payload)));
 
     // The deposit: 5,000 by ERC-3009 to the collector, nonce bound to the channel.
-    let salt = U256::from(77u64);
-    let valid_before = U256::from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 3600);
-    let auth = batch_wire::ReceiveWithAuthorization {
-        from: payer.address(),
-        to: batch_wire::ERC3009_COLLECTOR,
-        value: U256::from(5000u64),
-        validAfter: U256::ZERO,
-        validBefore: valid_before,
-        nonce: batch_wire::erc3009_nonce(&keccak, id, salt),
-    };
-    let digest = batch_wire::erc3009_digest(&keccak, ("USD Coin", "2", token), 8453, &auth);
-    let deposit = json!({
-        "type": "deposit", "channelConfig": config_json, "voucher": voucher(&payer, id, 1000),
-        "deposit": { "amount": "5000", "authorization": { "erc3009Authorization": {
-            "validAfter": "0", "validBefore": valid_before.to_string(), "salt": B256::from(salt), "signature": sign(&payer, digest),
-        } } },
-    });
+    let deposit = ch.deposit(5000, 77);
     let (s, verified) = ask("/x402/verify", deposit.clone());
     assert_eq!((s, &verified["isValid"]), (200, &json!(true)), "{verified}");
     assert_eq!(
@@ -308,44 +428,28 @@ async fn straight_to_the_api(dn: &Devnet, port: u16, key: &str) {
     assert_eq!(dn.balance_of("base", "usdc", &payer_address).await, payer0 - U256::from(5000u64));
 
     // A claim of 2,000 signed by the server's authorizer.
-    let claim_row = |max: u128, total: u128| {
-        let v = voucher(&payer, id, max);
-        json!({ "voucher": { "channel": config_json, "maxClaimableAmount": max.to_string() }, "signature": v["signature"], "totalClaimed": total.to_string() })
-    };
-    let rows = vec![batch_wire::VoucherClaim {
-        voucher: batch_wire::ClaimedVoucher { channel: config.clone(), maxClaimableAmount: 2000 },
-        signature: Default::default(),
-        totalClaimed: 2000,
-    }];
-    let batch = batch_wire::claim_batch_digest(&keccak, &rows, 8453);
     let refused = |answer: &Value, code: &str| {
         let reason = answer.get("invalidReason").or(answer.get("errorReason")).and_then(Value::as_str);
         assert_eq!(reason, Some(code), "{answer}");
     };
-    let (_, unsigned) = ask("/x402/settle", json!({ "type": "claim", "claims": [claim_row(2000, 2000)] }));
+    let (_, unsigned) = ask("/x402/settle", ch.claim(2000, None));
     refused(&unsigned, "invalid_batch_settlement_evm_authorizer_not_configured");
-    let (_, forged) = ask(
-        "/x402/settle",
-        json!({ "type": "claim", "claims": [claim_row(2000, 2000)], "claimAuthorizerSignature": sign(&stranger, batch) }),
-    );
+    let (_, forged) = ask("/x402/settle", ch.claim(2000, Some(&stranger)));
     refused(&forged, "invalid_batch_settlement_evm_authorizer_address_mismatch");
-    let (_, claimed) = ask(
-        "/x402/settle",
-        json!({ "type": "claim", "claims": [claim_row(2000, 2000)], "claimAuthorizerSignature": sign(&authorizer, batch) }),
-    );
+    let (_, claimed) = ask("/x402/settle", ch.claim(2000, Some(&authorizer)));
     assert_eq!((&claimed["success"], &claimed["amount"]), (&json!(true), &json!("2000")), "{claimed}");
 
     // Vouchers: the good one, then each bad one with its code.
     let ask_voucher = |v: Value| ask("/x402/verify", json!({ "type": "voucher", "channelConfig": config_json, "voucher": v })).1;
-    let good = ask_voucher(voucher(&payer, id, 3000));
+    let good = ask_voucher(voucher(payer, id, 3000));
     assert_eq!((&good["isValid"], &good["extra"]["totalClaimed"]), (&json!(true), &json!("2000")), "{good}");
-    refused(&ask_voucher(voucher(&payer, B256::repeat_byte(7), 3000)), "invalid_batch_settlement_evm_channel_id_mismatch");
+    refused(&ask_voucher(voucher(payer, B256::repeat_byte(7), 3000)), "invalid_batch_settlement_evm_channel_id_mismatch");
     refused(&ask_voucher(voucher(&stranger, id, 3000)), "invalid_batch_settlement_evm_voucher_signature");
-    refused(&ask_voucher(voucher(&payer, id, 2000)), "invalid_batch_settlement_evm_cumulative_below_claimed");
-    refused(&ask_voucher(voucher(&payer, id, 5001)), "invalid_batch_settlement_evm_cumulative_exceeds_balance");
+    refused(&ask_voucher(voucher(payer, id, 2000)), "invalid_batch_settlement_evm_cumulative_below_claimed");
+    refused(&ask_voucher(voucher(payer, id, 5001)), "invalid_batch_settlement_evm_cumulative_exceeds_balance");
     // A voucher is claimed, never settled on its own.
     let rows_before = settlements(dn).await;
-    let (_, alone) = ask("/x402/settle", json!({ "type": "voucher", "channelConfig": config_json, "voucher": voucher(&payer, id, 3000) }));
+    let (_, alone) = ask("/x402/settle", json!({ "type": "voucher", "channelConfig": config_json, "voucher": voucher(payer, id, 3000) }));
     refused(&alone, "invalid_batch_settlement_evm_payload_type");
     assert_eq!(settlements(dn).await, rows_before, "refused before anything is recorded");
     assert_eq!(dn.balance_of("base", "usdc", SETTLEMENT).await, held0 + U256::from(5000u64), "claims and vouchers move no token");

@@ -155,12 +155,16 @@ async fn bench_traces() {
 async fn bench_batch() {
     let out = tempfile::tempdir().unwrap();
     bench("batch", 27645, &[("N", "10"), ("V", "20"), ("C", "4")], out.path()).await;
-    let row = &rows(&out.path().join("batch.jsonl"))[0]["report"];
-    assert_eq!((&row["vouchers"]["ok"], &row["vouchers"]["bad"]), (&json!(20), &json!(0)), "{row}");
-    positive(&row["vouchers"]["per_second"], "vouchers verified per second");
-    let gas = &row["gas_per_request"];
-    positive(&gas["batch_settlement"], "gas per batch-settlement request");
-    assert!(gas["batch_settlement"].as_u64() < gas["exact"].as_u64(), "{row}");
+    let rows = rows(&out.path().join("batch.jsonl"));
+    let names: Vec<&str> = rows.iter().map(|r| r["facilitator"].as_str().unwrap()).collect();
+    assert_eq!(names, ["reference", "stablerail"]);
+    for row in rows.iter().map(|r| &r["report"]) {
+        assert_eq!((&row["vouchers"]["ok"], &row["vouchers"]["bad"]), (&json!(20), &json!(0)), "{row}");
+        positive(&row["vouchers"]["per_second"], "vouchers verified per second");
+        let gas = &row["gas_per_request"];
+        positive(&gas["batch_settlement"], "gas per batch-settlement request");
+        assert!(gas["batch_settlement"].as_u64() < gas["exact"].as_u64(), "{row}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

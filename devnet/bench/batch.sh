@@ -4,8 +4,9 @@
 # charged request after one claim and sweep, beside `exact`'s gas per
 # request, through the reference facilitator (@x402/core + @x402/evm,
 # devnet/nodes/x402-facilitator.mjs) on one devnet, with the reference
-# client and an @x402/express route. stablerail does not serve the scheme
-# yet: its row joins this one when it does. Rows go to $OUT/batch.jsonl.
+# client and an @x402/express route, then the same through stablerail (its
+# batch-settlement adapter enabled by config; the route signs its own claims
+# with a key of its own). Rows go to $OUT/batch.jsonl, one per facilitator.
 #   N=60 V=400 C=16 scripts/bench.sh batch
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,16 +28,36 @@ taskset -c 0 node devnet/nodes/x402-facilitator.mjs --port "$fac" --rpc "http://
     >"$out/facilitator.log" 2>&1 &
 pids+=($!)
 wait_up "http://127.0.0.1:$fac/supported" || exit 1
-sale() { # $1: port, $2: scheme
-    printf '{"port":%s,"facilitator":"http://127.0.0.1:%s","network":"eip155:8453","asset":"%s","amount":"10000","payTo":"0x000000000000000000000000000000000000c0fe","name":"USD Coin","version":"2","scheme":"%s","unitPrice":"1000","storage":"%s"}' \
-        "$1" "$fac" "$usdc" "$2" "$dir/channels"
+sale() { # $1: port, $2: scheme, $3: facilitator URL, $4: its key (stablerail) or nothing
+    printf '{"port":%s,"facilitator":"%s","key":"%s","network":"eip155:8453","asset":"%s","amount":"10000","payTo":"0x000000000000000000000000000000000000c0fe","name":"USD Coin","version":"2","scheme":"%s","unitPrice":"1000","storage":"%s/%s","authorizerKey":"%s"}' \
+        "$1" "$3" "${4:-}" "$usdc" "$2" "$dir/channels" "$1" "${4:+0x$(openssl rand -hex 32)}" | sed 's/,"key":""//; s/,"authorizerKey":""//'
 }
-taskset -c 1 node devnet/clients/x402-server.mjs "$(sale "$shop" batch-settlement)" >"$out/shop.log" 2>&1 &
+taskset -c 1 node devnet/clients/x402-server.mjs "$(sale "$shop" batch-settlement "http://127.0.0.1:$fac")" >"$out/shop.log" 2>&1 &
 pids+=($!)
-taskset -c 1 node devnet/clients/x402-server.mjs "$(sale "$exact" exact)" >"$out/exact.log" 2>&1 &
+taskset -c 1 node devnet/clients/x402-server.mjs "$(sale "$exact" exact "http://127.0.0.1:$fac")" >"$out/exact.log" 2>&1 &
 pids+=($!)
 wait_up "http://127.0.0.1:$shop/served" || exit 1
 wait_up "http://127.0.0.1:$exact/served" || exit 1
 report=$(DIR=$dir/dn FAC=http://127.0.0.1:$fac SHOP=http://127.0.0.1:$shop/paid EXACT=http://127.0.0.1:$exact/paid \
-    N=${N:-60} V=${V:-400} C=${C:-16} taskset -c 1 node devnet/bench/bench-batch.mjs) || exit 1
+    PAYER=6 N=${N:-60} V=${V:-400} C=${C:-16} taskset -c 1 node devnet/bench/bench-batch.mjs) || exit 1
 echo "{\"facilitator\":\"reference\",\"report\":$report}" | tee "$out/batch.jsonl"
+
+# stablerail: the adapter enabled for base's USDC, a facilitator key.
+sed -i 's/^\[adapters\]$/[adapters]\nbatch-settlement = "batch_settlement.wasm"/' "$dir/dn/chains.toml"
+printf '\n[chains.base.assets.usdc-batch]\nalias_of = "usdc"\nscheme = "batch-settlement"\nx402_scheme = "batch-settlement"\n' >>"$dir/dn/chains.toml"
+cli() { "$bin" --output json "$@" --config "$dir/dn/chains.toml" --database "sqlite://$dir/dn/stablerail.db"; }
+key=$(cli facilitator create-key bench | node -pe 'JSON.parse(require("fs").readFileSync(0)).key') || exit 1
+sr=$((port + 63)) sr_shop=$((port + 64)) sr_exact=$((port + 65))
+RUST_LOG=warn taskset -c 0 "$bin" serve --config "$dir/dn/chains.toml" --database "sqlite://$dir/dn/stablerail.db" \
+    --listen "127.0.0.1:$sr" >"$out/serve.log" 2>&1 &
+pids+=($!)
+wait_up "http://127.0.0.1:$sr/api/health" || exit 1
+taskset -c 1 node devnet/clients/x402-server.mjs "$(sale "$sr_shop" batch-settlement "http://127.0.0.1:$sr/x402" "$key")" >"$out/sr-shop.log" 2>&1 &
+pids+=($!)
+taskset -c 1 node devnet/clients/x402-server.mjs "$(sale "$sr_exact" exact "http://127.0.0.1:$sr/x402" "$key")" >"$out/sr-exact.log" 2>&1 &
+pids+=($!)
+wait_up "http://127.0.0.1:$sr_shop/served" || exit 1
+wait_up "http://127.0.0.1:$sr_exact/served" || exit 1
+report=$(DIR=$dir/dn FAC=http://127.0.0.1:$sr/x402 KEY=$key SHOP=http://127.0.0.1:$sr_shop/paid EXACT=http://127.0.0.1:$sr_exact/paid \
+    PAYER=7 N=${N:-60} V=${V:-400} C=${C:-16} taskset -c 1 node devnet/bench/bench-batch.mjs) || exit 1
+echo "{\"facilitator\":\"stablerail\",\"report\":$report}" | tee -a "$out/batch.jsonl"

@@ -8,7 +8,7 @@
 //  3. V vouchers (EOA payer authorizer) POSTed to FAC's /verify at
 //     concurrency C: vouchers verified per second and p50/p99. Signed
 //     before the clock starts.
-//   DIR=devnet-dir FAC=http://…/ SHOP=http://…/paid EXACT=http://…/paid N=60 V=400 C=16 node devnet/bench/bench-batch.mjs
+//   DIR=devnet-dir FAC=http://…/ [KEY=facilitator-key] SHOP=http://…/paid EXACT=http://…/paid PAYER=6 N=60 V=400 C=16 node devnet/bench/bench-batch.mjs
 // Prints one JSON line.
 import fs from "node:fs";
 import http from "node:http";
@@ -31,7 +31,7 @@ const gasOf = async (hashes) => {
 };
 
 // 1. Requests by vouchers, then one claim and one sweep.
-const account = privateKeyToAccount(d.payers[6].private_key);
+const account = privateKeyToAccount(d.payers[+(process.env.PAYER || 6)].private_key);
 const signer = toClientEvmSigner(account, pub);
 const batch = new BatchSettlementEvmScheme(signer, { rpcUrl: base.rpc });
 const client = new x402Client().register("eip155:*", batch).register("eip155:*", new ExactEvmScheme(signer));
@@ -73,7 +73,7 @@ const fac = new URL(process.env.FAC);
 const agent = new http.Agent({ keepAlive: true, maxSockets: C });
 const post = (body) =>
   new Promise((resolve, reject) => {
-    const req = http.request({ host: fac.hostname, port: fac.port, path: `${fac.pathname.replace(/\/$/, "")}/verify`, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+    const req = http.request({ host: fac.hostname, port: fac.port, path: `${fac.pathname.replace(/\/$/, "")}/verify`, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...(process.env.KEY ? { authorization: `Bearer ${process.env.KEY}` } : {}) } }, (res) => {
       let text = "";
       res.on("data", (c) => (text += c));
       res.on("end", () => resolve(JSON.parse(text)));
