@@ -178,7 +178,8 @@ x402_scheme = "batch-settlement"
 /// settlement of stablerail's, credited in its books once.
 #[tokio::test(flavor = "multi_thread")]
 async fn stablerail_serves_a_channels_whole_life_to_the_reference_server_and_client() {
-    let dn = Devnet::start(32845, "base", ENABLE_BATCH).await;
+    // Keyless access on too: the scheme is refused to it.
+    let dn = Devnet::start(32845, "base", &format!("{ENABLE_BATCH}\n[facilitator]\npublic = true\n")).await;
     let key = crate::facilitator::facilitator_key(&dn, "channels");
     // A killed process's leases lapse quickly, so a restart takes over.
     dn.service_setting("claim_lease_seconds", 2);
@@ -447,6 +448,14 @@ async fn straight_to_the_api(dn: &Devnet, port: u16, key: &str) {
     refused(&ask_voucher(voucher(&stranger, id, 3000)), "invalid_batch_settlement_evm_voucher_signature");
     refused(&ask_voucher(voucher(payer, id, 2000)), "invalid_batch_settlement_evm_cumulative_below_claimed");
     refused(&ask_voucher(voucher(payer, id, 5001)), "invalid_batch_settlement_evm_cumulative_exceeds_balance");
+    // Keyless: a good top-up deposit (above the public minimum, to another
+    // party) is refused; the scheme is served to facilitator keys only.
+    let fresh = Channel::open(dn, 4, 0x44);
+    let (s, keyed) = common::http(port, "POST", "/x402/verify", Some(&bearer), Some(fresh.body(fresh.deposit(4000, 1))));
+    assert_eq!((s, &keyed["isValid"]), (200, &json!(true)), "{keyed}");
+    let (s, keyless) = common::http(port, "POST", "/x402/verify", None, Some(fresh.body(fresh.deposit(4000, 1))));
+    assert_eq!(s, 200, "{keyless}");
+    refused(&keyless, "payment_not_allowed");
     // A voucher is claimed, never settled on its own.
     let rows_before = settlements(dn).await;
     let (_, alone) = ask("/x402/settle", json!({ "type": "voucher", "channelConfig": config_json, "voucher": voucher(payer, id, 3000) }));
