@@ -57,18 +57,21 @@ async fn post(url: &str) -> Value {
 
 /// Who the resource server settles through: the reference facilitator on
 /// its port (it signs as the receiver authorizer), or stablerail on its
-/// port with a facilitator key (the server signs as the authorizer itself).
+/// port with a facilitator key, the server signing as the authorizer
+/// itself or delegating that to stablerail's own authorizer (the one
+/// `/supported` advertises).
 #[derive(Clone, Copy)]
 enum Through<'a> {
     Reference(u16),
     Stablerail(u16, &'a str),
+    Delegating(u16, &'a str),
 }
 
 /// One channel's whole life on `asset`, deposited by `method` (`eip3009` or
-/// `permit2`), through `through`: 96 metered requests by vouchers (top-up
+/// `permit2`), through `through`: `n` metered requests by vouchers (top-up
 /// deposits as the client decides), a claim and a sweep, a second sweep
 /// that finds nothing, a cooperative refund; balances read on chain.
-async fn whole_life(dn: &Devnet, through: Through<'_>, asset: &str, method: &str, payer: usize) {
+async fn whole_life(dn: &Devnet, through: Through<'_>, asset: &str, method: &str, payer: usize, n: usize) {
     let token = dn.token("base", asset);
     let (payer, payer_key) = dn.payer(payer);
     let storage = tempfile::tempdir().unwrap();
@@ -87,10 +90,10 @@ async fn whole_life(dn: &Devnet, through: Through<'_>, asset: &str, method: &str
             sale["authorizerKey"] = json!(AUTHORIZER);
             start_shop_with(port, key, sale)
         }
+        Through::Delegating(port, key) => start_shop_with(port, key, sale),
     };
     let (payer0, held0) = (dn.balance_of("base", asset, &payer).await, dn.balance_of("base", asset, SETTLEMENT).await);
     let uses = [3u64, 1, 4, 1, 5, 9, 2, 6];
-    let n = 96;
     let out = node(
         "batch-pay.mjs",
         &[
@@ -148,56 +151,49 @@ async fn the_reference_stack_runs_a_channels_whole_life_on_our_contract() {
     let dn = Devnet::start(32645, "base", "").await;
     let (facilitator, _facilitator) = reference_facilitator(&dn);
     // USDC (Circle's FiatToken) by ERC-3009's receiveWithAuthorization.
-    whole_life(&dn, Through::Reference(facilitator), "usdc", "eip3009", 3).await;
+    whole_life(&dn, Through::Reference(facilitator), "usdc", "eip3009", 3, 96).await;
     // USDT (no ERC-3009) through Permit2, approved once as Permit2 requires.
     let (payer, _) = dn.payer(5);
     dn.approve("base", "usdt", &payer, PERMIT2, U256::MAX).await;
-    whole_life(&dn, Through::Reference(facilitator), "usdt", "permit2", 5).await;
+    whole_life(&dn, Through::Reference(facilitator), "usdt", "permit2", 5, 96).await;
 }
 
-/// What an operator adds to serve batch-settlement for base's USDC and
-/// USDT: the adapter, and each token a second time under the x402 scheme.
-const ENABLE_BATCH: &str = r#"
-[adapters]
-batch-settlement = "batch_settlement.wasm"
-
-[chains.base.assets.usdc-batch]
-alias_of = "usdc"
-scheme = "batch-settlement"
-x402_scheme = "batch-settlement"
-
-[chains.base.assets.usdt-batch]
-alias_of = "usdt"
-scheme = "batch-settlement"
-x402_scheme = "batch-settlement"
-"#;
-
 /// The same whole life with stablerail as the facilitator (its adapter
-/// written with the kit, enabled by config), the resource server signing
-/// its own claims and refunds: each deposit, claim, sweep and refund a
-/// settlement of stablerail's, credited in its books once.
+/// written with the kit, enabled by config): the USDC channel's server
+/// signs its own claims and refunds, the USDT channel's delegates them to
+/// stablerail's receiver authorizer; 1,000 paid requests between them.
+/// Each deposit, claim, sweep and refund a settlement of stablerail's,
+/// credited in its books once.
 #[tokio::test(flavor = "multi_thread")]
 async fn stablerail_serves_a_channels_whole_life_to_the_reference_server_and_client() {
-    // Keyless access on too: the scheme is refused to it.
-    let dn = Devnet::start(32845, "base", &format!("{ENABLE_BATCH}\n[facilitator]\npublic = true\n")).await;
-    let key = crate::facilitator::facilitator_key(&dn, "channels");
+    // The config `stablerail devnet up` writes (batch-settlement on base's
+    // USDC and USDT, stablerail's own receiver authorizer), with keyless
+    // access on too: the scheme is refused to it.
+    let dn = Devnet::start_serving_batch(32845, "base", "[facilitator]\npublic = true\n").await;
+    // The server's key speaks for its receiver: stablerail signs claims
+    // and refunds of that receiver's channels when this key asks.
+    let key = dn.cli(&["facilitator", "create-key", "channels", "--receiver", RECEIVER])["key"].as_str().unwrap().to_string();
     // A killed process's leases lapse quickly, so a restart takes over.
     dn.service_setting("claim_lease_seconds", 2);
     let port = free_port();
     let log = std::env::var("BATCH_LOG").ok().map(std::path::PathBuf::from);
     let service = common::process::serve_logged(&dn, port, log.as_deref(), "info");
 
-    // /supported names the scheme on base, with no receiverAuthorizer of
-    // its own: the server signs its claims and refunds.
+    // /supported names the scheme on base with stablerail's receiver
+    // authorizer: a key of its own, none of its wallets.
     let (s, supported) = common::process::http(port, "GET", "/x402/supported", None);
     assert_eq!(s, 200, "{supported}");
-    let kind = json!({ "x402Version": 2, "scheme": "batch-settlement", "network": "eip155:8453" });
-    assert!(supported["kinds"].as_array().unwrap().contains(&kind), "{supported}");
+    let kind = supported["kinds"].as_array().unwrap().iter().find(|k| k["scheme"] == "batch-settlement").cloned().unwrap_or_default();
+    assert_eq!((&kind["network"], kind["x402Version"].as_u64()), (&json!("eip155:8453"), Some(2)), "{supported}");
+    let ours: Address = kind["extra"]["receiverAuthorizer"].as_str().unwrap_or_default().parse().expect("a receiverAuthorizer");
+    let wallets = serde_json::to_string(&dn.info).unwrap().to_lowercase();
+    assert!(!wallets.contains(&format!("{ours:x}")), "the authorizer is no wallet of the devnet's: {ours}");
+    assert!(!supported["signers"].to_string().to_lowercase().contains(&format!("{ours:x}")), "{supported}");
 
-    whole_life(&dn, Through::Stablerail(port, &key), "usdc", "eip3009", 3).await;
+    whole_life(&dn, Through::Stablerail(port, &key), "usdc", "eip3009", 3, 504).await;
     let (payer, _) = dn.payer(5);
     dn.approve("base", "usdt", &payer, PERMIT2, U256::MAX).await;
-    whole_life(&dn, Through::Stablerail(port, &key), "usdt", "permit2", 5).await;
+    whole_life(&dn, Through::Delegating(port, &key), "usdt", "permit2", 5, 496).await;
 
     // Every step is a settlement of stablerail's, settled, each with its
     // own movement in the books: deposits (payer → escrow), one claim and
@@ -220,6 +216,9 @@ async fn stablerail_serves_a_channels_whole_life_to_the_reference_server_and_cli
     // settled once whatever is asked again, then bad vouchers and claims,
     // each refused with the spec's code.
     straight_to_the_api(&dn, port, &key).await;
+    // Claims and refunds delegated to stablerail's authorizer: signed for
+    // the key that speaks for the receiver, refused to any other.
+    delegated(&dn, port, &key, ours).await;
 
     // `kill -9` with four deposits and a claim broadcast and not mined;
     // after a restart each settles once.
@@ -324,27 +323,31 @@ struct Channel {
 }
 
 impl Channel {
+    /// A channel whose receiver authorizer is the server's own (`AUTHORIZER`).
     fn open(dn: &Devnet, payer: usize, salt: u8) -> Channel {
+        Channel::open_for(dn, payer, salt, AUTHORIZER.parse::<PrivateKeySigner>().unwrap().address())
+    }
+
+    fn open_for(dn: &Devnet, payer: usize, salt: u8, authorizer: Address) -> Channel {
         let token: Address = dn.token("base", "usdc").parse().unwrap();
         let payer: PrivateKeySigner = dn.payer(payer).1.parse().unwrap();
-        let authorizer: PrivateKeySigner = AUTHORIZER.parse().unwrap();
         let config = ChannelConfig {
             payer: payer.address(),
             payerAuthorizer: Address::ZERO,
             receiver: RECEIVER.parse().unwrap(),
-            receiverAuthorizer: authorizer.address(),
+            receiverAuthorizer: authorizer,
             token,
             withdrawDelay: alloy_primitives::aliases::U40::from(900u64),
             salt: B256::repeat_byte(salt),
         };
         let json = json!({
             "payer": payer.address(), "payerAuthorizer": Address::ZERO, "receiver": RECEIVER,
-            "receiverAuthorizer": authorizer.address(), "token": token, "withdrawDelay": 900, "salt": config.salt,
+            "receiverAuthorizer": authorizer, "token": token, "withdrawDelay": 900, "salt": config.salt,
         });
         let req = json!({
             "scheme": "batch-settlement", "network": "eip155:8453", "amount": "1000", "asset": token, "payTo": RECEIVER,
             "maxTimeoutSeconds": 300,
-            "extra": { "receiverAuthorizer": authorizer.address(), "withdrawDelay": 900, "name": "USD Coin", "version": "2" },
+            "extra": { "receiverAuthorizer": authorizer, "withdrawDelay": 900, "name": "USD Coin", "version": "2" },
         });
         Channel { id: batch_wire::channel_id(&keccak, &config, 8453), payer, config, json, req }
     }
@@ -393,10 +396,70 @@ impl Channel {
         }
     }
 
+    /// A refund of `amount` completed as a server does (the channel's
+    /// `nonce`, the payer's zero-charge voucher at `charged`, no claims),
+    /// left unsigned for the facilitator's authorizer.
+    fn refund(&self, charged: u128, amount: u128, nonce: u64) -> Value {
+        json!({ "type": "refund", "channelConfig": self.json, "voucher": self.voucher(&self.payer, self.id, charged),
+                "amount": amount.to_string(), "refundNonce": nonce.to_string(), "claims": [] })
+    }
+
     /// The `/x402/{verify,settle}` body of `payload` under the route's requirements.
     fn body(&self, payload: Value) -> Value {
         json!({ "x402Version": 2, "paymentPayload": { "x402Version": 2, "accepted": self.req, "payload": payload }, "paymentRequirements": self.req })
     }
+}
+
+fn refused(answer: &Value, code: &str) {
+    let reason = answer.get("invalidReason").or(answer.get("errorReason")).and_then(Value::as_str);
+    assert_eq!(reason, Some(code), "{answer}");
+}
+
+/// Claims and refunds left for stablerail's receiver authorizer (`ours`) to
+/// sign: signed only for a key that speaks for the channel's receiver.
+async fn delegated(dn: &Devnet, port: u16, key: &str, ours: Address) {
+    let other = dn.cli(&["facilitator", "create-key", "another-shop", "--receiver", "0x0000000000000000000000000000000000000b0b"]);
+    let other = other["key"].as_str().unwrap();
+    let ch = Channel::open_for(dn, 4, 0x4d, ours);
+    let payer = ch.payer.address().to_string();
+    let ask = |by: Option<&str>, payload: Value| {
+        let bearer = by.map(|k| format!("Bearer {k}"));
+        common::http(port, "POST", "/x402/settle", bearer.as_deref(), Some(ch.body(payload))).1
+    };
+    let deposited = ask(Some(key), ch.deposit(6000, 5));
+    assert_eq!((&deposited["success"], &deposited["amount"]), (&json!(true), &json!("6000")), "{deposited}");
+    let (rows0, payer0) = (settlements(dn).await, dn.balance_of("base", "usdc", &payer).await);
+
+    // An unsigned claim asked by a key that speaks for another receiver,
+    // or by nobody: refused, nothing recorded, nothing claimed.
+    refused(&ask(Some(other), ch.claim(2500, None)), "payment_not_allowed");
+    refused(&ask(None, ch.claim(2500, None)), "payment_not_allowed");
+    assert_eq!((settlements(dn).await, channel_on_chain(dn, ch.id).await), (rows0, (6000, 0)));
+    // The receiver's key: stablerail signs the batch, the contract takes it.
+    let claimed = ask(Some(key), ch.claim(2500, None));
+    assert_eq!((&claimed["success"], &claimed["amount"]), (&json!(true), &json!("2500")), "{claimed}");
+    assert_eq!(channel_on_chain(dn, ch.id).await, (6000, 2500));
+
+    // A refund of the rest, completed by the payer itself (the nonce, no
+    // signature) and sent by the other key or with none: refused, nothing
+    // moved. The payer would take back what it owes before the server
+    // claims it; the refund is the receiver's to ask for.
+    let refund = ch.refund(2500, 3500, 0);
+    refused(&ask(Some(other), refund.clone()), "payment_not_allowed");
+    refused(&ask(None, refund.clone()), "payment_not_allowed");
+    assert_eq!(settlements(dn).await, rows0 + 1);
+    assert_eq!(dn.balance_of("base", "usdc", &payer).await, payer0, "no refund without the receiver's key");
+    let refunded = ask(Some(key), refund);
+    assert_eq!((&refunded["success"], &refunded["amount"]), (&json!(true), &json!("3500")), "{refunded}");
+    assert_eq!(dn.balance_of("base", "usdc", &payer).await, payer0 + U256::from(3500u64), "exactly the rest, once");
+    assert_eq!(channel_on_chain(dn, ch.id).await, (2500, 2500));
+
+    // A channel naming the server's own authorizer, unsigned: not
+    // stablerail's to sign, even for the receiver's key.
+    let theirs = Channel::open(dn, 6, 0x5a);
+    let (_, answer) =
+        common::http(port, "POST", "/x402/settle", Some(&format!("Bearer {key}")), Some(theirs.body(theirs.claim(4000, None))));
+    refused(&answer, "invalid_batch_settlement_evm_authorizer_address_mismatch");
 }
 
 async fn straight_to_the_api(dn: &Devnet, port: u16, key: &str) {
@@ -428,13 +491,10 @@ async fn straight_to_the_api(dn: &Devnet, port: u16, key: &str) {
     assert_eq!(dn.balance_of("base", "usdc", SETTLEMENT).await, held0 + U256::from(5000u64), "deposited once");
     assert_eq!(dn.balance_of("base", "usdc", &payer_address).await, payer0 - U256::from(5000u64));
 
-    // A claim of 2,000 signed by the server's authorizer.
-    let refused = |answer: &Value, code: &str| {
-        let reason = answer.get("invalidReason").or(answer.get("errorReason")).and_then(Value::as_str);
-        assert_eq!(reason, Some(code), "{answer}");
-    };
+    // A claim of 2,000 signed by the server's authorizer (unsigned, it is
+    // not stablerail's to sign: the channel names the server's authorizer).
     let (_, unsigned) = ask("/x402/settle", ch.claim(2000, None));
-    refused(&unsigned, "invalid_batch_settlement_evm_authorizer_not_configured");
+    refused(&unsigned, "invalid_batch_settlement_evm_authorizer_address_mismatch");
     let (_, forged) = ask("/x402/settle", ch.claim(2000, Some(&stranger)));
     refused(&forged, "invalid_batch_settlement_evm_authorizer_address_mismatch");
     let (_, claimed) = ask("/x402/settle", ch.claim(2000, Some(&authorizer)));

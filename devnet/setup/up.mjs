@@ -91,6 +91,10 @@ const chains = requested.filter((n) => n !== "solana");
 const gas = list(arg("gas", ""));
 const tokens = list(arg("tokens", ""));
 const swaps = !process.argv.includes("--no-swaps");
+// Serve x402 batch-settlement (`stablerail devnet up` asks for it): each EVM
+// chain's USDC and USDT a second time under the scheme, and the
+// facilitator's own receiver authorizer for servers that delegate.
+const batchSettlement = process.argv.includes("--batch-settlement");
 // tronweb, the Solana tools and the Uniswap fixtures load only for a devnet
 // that has their chains or pools: most devnets are EVM alone, and the
 // suite starts dozens (each import costs Node a few hundred milliseconds).
@@ -365,6 +369,23 @@ decimals = ${a.decimals}
     toml += `domain = "${a.kind === "tether" ? "none" : a.salted ? "salted" : "standard"}"\n`;
     if (a.reset) toml += `params = { reset-allowance-first = "true" }\n`;
   }
+  if (batchSettlement) {
+    for (const key of ["usdc", "usdt"].filter((k) => c.assets[k])) {
+      toml += `
+[chains.${name}.assets.${key}-batch]
+alias_of = "${key}"
+scheme = "batch-settlement"
+x402_scheme = "batch-settlement"
+`;
+    }
+  }
+}
+if (batchSettlement) {
+  toml = toml.replace(`permit2 = "permit2.wasm"\n`, `permit2 = "permit2.wasm"\nbatch-settlement = "batch_settlement.wasm"\n`);
+  toml += `
+[facilitator]
+receiver_authorizer = true
+`;
 }
 if (out.tron) {
   // TRON pays and is paid: payers sign Permit2 witness transfers, host-held

@@ -77,27 +77,37 @@ impl Devnet {
 
     /// `replicas` service instances, each with its own engine, on one database.
     pub async fn start_with(port: u16, chains: &str, extra_config: &str, replicas: usize, db_url: Option<String>) -> Devnet {
-        Devnet::start_full(port, chains, extra_config, replicas, db_url, None, None).await
+        Devnet::start_full(port, chains, extra_config, replicas, db_url, None, None, &[]).await
+    }
+
+    /// With the config `stablerail devnet up` writes: x402 batch-settlement
+    /// served on every EVM chain's USDC and USDT, and the facilitator's own
+    /// receiver authorizer.
+    pub async fn start_serving_batch(port: u16, chains: &str, extra_config: &str) -> Devnet {
+        Devnet::start_full(port, chains, extra_config, 1, None, None, None, &["--batch-settlement"]).await
     }
 
     /// The service wallets of `held`'s roles made in its module (no
     /// in-process replica; `extra_config` names the same module).
     pub async fn start_held(port: u16, chains: &str, extra_config: &str, held: stablerail::family::module::Held) -> Devnet {
-        Devnet::start_full(port, chains, extra_config, 0, None, None, Some(held)).await
+        Devnet::start_full(port, chains, extra_config, 0, None, None, Some(held), &[]).await
     }
 
     /// With Uniswap pools on every EVM chain and the devnet's swap
     /// provider; `swap_settings` are TOML lines for the `[swap]` table.
     pub async fn start_swaps(port: u16, chains: &str, swap_settings: &str) -> Devnet {
-        Devnet::start_full(port, chains, "", 1, None, Some(swap_settings), None).await
+        Devnet::start_full(port, chains, "", 1, None, Some(swap_settings), None, &[]).await
     }
 
     /// The same with `replicas` in-process service instances (0: none; the
     /// test serves the binary itself).
     pub async fn start_swaps_with(port: u16, chains: &str, swap_settings: &str, replicas: usize) -> Devnet {
-        Devnet::start_full(port, chains, "", replicas, None, Some(swap_settings), None).await
+        Devnet::start_full(port, chains, "", replicas, None, Some(swap_settings), None, &[]).await
     }
 
+    // Each way a test starts a devnet sets one of these; a builder for
+    // seven callers would be more code than the list.
+    #[allow(clippy::too_many_arguments)]
     async fn start_full(
         port: u16,
         chains: &str,
@@ -106,6 +116,7 @@ impl Devnet {
         db_url: Option<String>,
         swaps: Option<&str>,
         held: Option<stablerail::family::module::Held>,
+        up_flags: &[&str],
     ) -> Devnet {
         super::adapters_dir();
         let dir = tempfile::tempdir().unwrap();
@@ -121,6 +132,7 @@ impl Devnet {
             .args(["--dir", &dir.path().display().to_string(), "--port", &port.to_string(), "--chains", chains])
             .args(made.devnet_funding_args())
             .args(swaps.is_none().then_some("--no-swaps"))
+            .args(up_flags)
             .args(["--adapters-dir", &super::adapters_dir().display().to_string()])
             .output()
             .unwrap();

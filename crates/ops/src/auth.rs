@@ -82,12 +82,19 @@ pub async fn authenticate(db: &Db, pepper: &Pepper, header: Option<&str>) -> Res
     }
 }
 
-/// A new facilitator key named `name`: the secret is returned once; only
-/// its MAC is stored.
-pub async fn issue_facilitator_key(db: &Db, pepper: &Pepper, name: &str, now_ms: i64) -> Result<String, crate::store::StoreError> {
+/// A new facilitator key named `name`, speaking for `receivers` (lowercase
+/// hex; see `store::facilitator::key_receivers`): the secret is returned
+/// once; only its MAC is stored.
+pub async fn issue_facilitator_key(
+    db: &Db,
+    pepper: &Pepper,
+    name: &str,
+    receivers: &[String],
+    now_ms: i64,
+) -> Result<String, crate::store::StoreError> {
     let secret = format!("srfk_{}", random(40));
     let id = format!("fk_{}", ulid::Ulid::new());
-    crate::store::facilitator::add_key(db, &id, name, &pepper.hash(&secret), now_ms).await?;
+    crate::store::facilitator::add_key(db, &id, name, &pepper.hash(&secret), receivers, now_ms).await?;
     Ok(secret)
 }
 

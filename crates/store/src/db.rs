@@ -98,6 +98,7 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("0022_webhook_lanes.sql", include_str!("../../../migrations/0022_webhook_lanes.sql")),
     ("0023_book_checks.sql", include_str!("../../../migrations/0023_book_checks.sql")),
     ("0024_traces.sql", include_str!("../../../migrations/0024_traces.sql")),
+    ("0025_facilitator_key_receivers.sql", include_str!("../../../migrations/0025_facilitator_key_receivers.sql")),
 ];
 
 /// The embedded migrations as sqlx reads a folder: `VERSION_DESCRIPTION.sql`.

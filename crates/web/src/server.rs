@@ -67,6 +67,10 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
     }
     let swaps = Arc::new(crate::swap::Swaps::new(config.clone(), chains.clone()));
     let watch: Arc<crate::watch::Watch> = Default::default();
+    let authorizer = match config.facilitator.receiver_authorizer {
+        true => Some(crate::x402::facilitator::Authorizer::load(&keys).await.context("the receiver authorizer")?),
+        false => None,
+    };
     let x402 = Arc::new(crate::x402::facilitator::Facilitator {
         config: config.clone(),
         registry: registry.clone(),
@@ -80,6 +84,7 @@ pub async fn build_state(config_path: &Path, database: &str, clock: Clock) -> an
         work: Default::default(),
         done: Default::default(),
         worker: Default::default(),
+        authorizer,
     });
     let work: Arc<tokio::sync::Notify> = Default::default();
     let steps = crate::settle::Steps::new(crate::settle::Deps {

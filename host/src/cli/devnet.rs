@@ -81,6 +81,8 @@ pub async fn devnet(output: Output, cmd: DevnetCommand) -> anyhow::Result<()> {
                 chains,
                 "--adapters-dir".into(),
                 adapters.display().to_string(),
+                // x402 batch-settlement served on the devnet's USDC and USDT.
+                "--batch-settlement".into(),
             ];
             args.extend(made.devnet_funding_args());
             if mail_port != 0 {

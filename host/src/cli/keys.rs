@@ -10,7 +10,9 @@ use crate::output::{emit, Output};
 pub enum KeysCommand {
     /// Create what is missing (master key file unless STABLERAIL_MASTER_KEY
     /// is set, pepper file unless STABLERAIL_PEPPER is set, the relayer,
-    /// collection and proxy wallets) and keep what exists. Safe to re-run.
+    /// collection and proxy wallets, and `authorizer:evm` when
+    /// `[facilitator] receiver_authorizer` is on) and keep what exists.
+    /// Safe to re-run.
     Init,
     /// Store an existing private key (hex, read from standard input) as a
     /// wallet, e.g. `relayer:evm`. Refuses a name that exists.
@@ -31,8 +33,15 @@ pub async fn keys(out: Output, cmd: KeysCommand, store: StoreArgs) -> anyhow::Re
         KeysCommand::Init => {
             let files = (cfg.resolve(&cfg.service.master_key_file), cfg.resolve(&cfg.service.pepper_file));
             let held = crate::family::module::Held::from_config(&cfg)?;
-            let done = crate::family::keys::init(&files.0, &files.1, db, &cfg.families(), held).await?;
-            emit(out, &serde_json::to_value(&done)?);
+            let done = crate::family::keys::init(&files.0, &files.1, db.clone(), &cfg.families(), held).await?;
+            let mut answer = serde_json::to_value(&done)?;
+            if cfg.facilitator.receiver_authorizer {
+                // Its own key, never a wallet: it signs claims and refunds only.
+                let keys = crate::family::keys::Keystore::open(db, &files.0)?;
+                let authorizer = crate::x402::facilitator::Authorizer::load(&keys).await?;
+                answer["receiver_authorizer"] = json!({ "name": crate::x402::facilitator::AUTHORIZER_KEY, "address": authorizer.address });
+            }
+            emit(out, &answer);
         }
         KeysCommand::Import { name } => {
             let mut key = String::new();

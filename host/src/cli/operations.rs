@@ -41,7 +41,15 @@ pub enum IntentCommand {
 pub enum FacilitatorCommand {
     /// Create a key for a resource server (`Authorization: Bearer srfk_…`);
     /// the secret is printed once.
-    CreateKey { name: String },
+    CreateKey {
+        name: String,
+        /// A receiver (EVM address) this key speaks for: with
+        /// `[facilitator] receiver_authorizer`, the facilitator signs the
+        /// `batch-settlement` claims and refunds of that receiver's
+        /// channels when this key asks. Repeat for several.
+        #[arg(long = "receiver")]
+        receivers: Vec<String>,
+    },
     /// Revoke a key by name.
     RevokeKey { name: String },
     /// A key's webhook endpoints: its settlements' events
@@ -215,15 +223,24 @@ pub async fn facilitator(out: Output, cmd: FacilitatorCommand, store: StoreArgs)
     use crate::store::facilitator::Lookup;
     let (cfg, db) = open(&store).await?;
     let answer = match cmd {
-        FacilitatorCommand::CreateKey { name } => {
+        FacilitatorCommand::CreateKey { name, receivers } => {
             anyhow::ensure!(name != crate::x402::facilitator::PUBLIC_CLIENT, "`{name}` names keyless settlements; choose another name");
+            let mut lower = vec![];
+            for r in &receivers {
+                let address: alloy_primitives::Address =
+                    r.parse().map_err(|_| anyhow::anyhow!("--receiver `{r}` is not an EVM address (0x and 40 hex digits)"))?;
+                anyhow::ensure!(!address.is_zero(), "--receiver cannot be the zero address");
+                lower.push(format!("{address:#x}"));
+            }
+            lower.sort();
+            lower.dedup();
             let pepper = crate::auth::Pepper::load(&cfg.resolve(&cfg.service.pepper_file))?;
-            let secret = match crate::auth::issue_facilitator_key(&db, &pepper, &name, now_ms()).await {
+            let secret = match crate::auth::issue_facilitator_key(&db, &pepper, &name, &lower, now_ms()).await {
                 Err(e) if e.is_duplicate() => anyhow::bail!("a facilitator key named `{name}` exists already"),
                 other => other?,
             };
             // Printed once, here, and never again.
-            json!({ "name": name, "key": secret, "header": format!("Authorization: Bearer {secret}") })
+            json!({ "name": name, "key": secret, "header": format!("Authorization: Bearer {secret}"), "receivers": lower })
         }
         FacilitatorCommand::RevokeKey { name } => {
             anyhow::ensure!(crate::store::facilitator::revoke_key(&db, &name, now_ms()).await?, "no live facilitator key `{name}`");

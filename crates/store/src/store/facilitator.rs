@@ -214,16 +214,40 @@ pub async fn claim_answer(db: &Db, id: &str) -> Result<bool, StoreError> {
     Ok(done.rows_affected() == 1)
 }
 
-/// Store a facilitator key's MAC under a name; `Duplicate` if the name is taken.
-pub async fn add_key(db: &Db, id: &str, name: &str, secret_hash: &str, now_ms: i64) -> Result<(), StoreError> {
+/// Store a facilitator key's MAC under a name, with the receivers it
+/// speaks for (lowercase hex), in one transaction; `Duplicate` if the name
+/// is taken.
+pub async fn add_key(db: &Db, id: &str, name: &str, secret_hash: &str, receivers: &[String], now_ms: i64) -> Result<(), StoreError> {
+    let mut tx = db.begin().await?;
     sqlx::query("INSERT INTO facilitator_keys (id, name, secret_hash, created_at) VALUES ($1, $2, $3, $4)")
         .bind(id)
         .bind(name)
         .bind(secret_hash)
         .bind(now_ms)
-        .execute(&db.pool)
+        .execute(&mut *tx)
         .await?;
+    for address in receivers {
+        sqlx::query("INSERT INTO facilitator_key_receivers (key_name, address, created_at) VALUES ($1, $2, $3)")
+            .bind(name)
+            .bind(address)
+            .bind(now_ms)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
     Ok(())
+}
+
+/// The receivers (lowercase hex) a live key speaks for.
+pub async fn key_receivers(db: &Db, name: &str) -> Result<Vec<String>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT r.address FROM facilitator_key_receivers r JOIN facilitator_keys k ON k.name = r.key_name \
+         WHERE r.key_name = $1 AND k.revoked_at IS NULL",
+    )
+    .bind(name)
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter().map(|r| r.try_get("address").map_err(Into::into)).collect()
 }
 
 /// The live key with this MAC: its name.

@@ -36,6 +36,13 @@ pub struct Facilitator {
     /// bounds work, not settlements in flight; past this many at work, a
     /// `/settle` queues for a free worker.
     pub workers: usize,
+    /// Sign claims and refunds for resource servers that delegate the
+    /// `batch-settlement` receiver authorizer to this facilitator, with a
+    /// key of its own (`authorizer:evm`, made by `keys init`, never a
+    /// wallet that holds or sends money), advertised in `/supported`. Only
+    /// for channels whose receiver the calling facilitator key was created
+    /// for (`facilitator create-key --receiver`).
+    pub receiver_authorizer: bool,
 }
 
 impl Default for Facilitator {
@@ -52,6 +59,7 @@ impl Default for Facilitator {
             settle_wait_seconds: 20,
             settle_retry_wait_seconds: 60,
             workers: 256,
+            receiver_authorizer: false,
         }
     }
 }

@@ -7,9 +7,12 @@
 //! request asks; the engine's x402 worker sends it (stored before
 //! broadcast, batched with every other relayer call on that chain).
 
+mod delegate;
 mod once;
 mod resolve;
 mod supported;
+
+pub use delegate::{Authorizer, KEY_NAME as AUTHORIZER_KEY};
 
 pub use supported::supported;
 
@@ -44,6 +47,9 @@ pub struct Facilitator {
     /// This replica's running x402 worker, once started: a settle runs its
     /// first pass on it at once when a worker is free.
     pub worker: std::sync::OnceLock<std::sync::Arc<crate::x402::worker::Worker>>,
+    /// The receiver authorizer servers may delegate `batch-settlement`
+    /// claims and refunds to (`[facilitator] receiver_authorizer`).
+    pub authorizer: Option<Authorizer>,
 }
 
 /// The client name of keyless settlements (no key may take it).
@@ -223,9 +229,18 @@ fn labels(t: &Result<Target, Reason>) -> (&'static str, String) {
     }
 }
 
+/// The target with what the server delegated to this facilitator signed.
+async fn completed(s: &Facilitator, mut t: Target, caller: &Caller) -> Result<Target, Reason> {
+    delegate::complete(s, &mut t, caller).await?;
+    Ok(t)
+}
+
 /// `POST /x402/verify`.
 pub async fn verify(s: &Facilitator, body: &FacilitatorRequest, caller: &Caller) -> (Status, VerifyResponse) {
-    let target = Request::of(body).map_err(|(r, _)| r).and_then(|r| resolve(s, &r));
+    let target = match Request::of(body).map_err(|(r, _)| r).and_then(|r| resolve(s, &r)) {
+        Ok(t) => completed(s, t, caller).await,
+        Err(r) => Err(r),
+    };
     let (scheme, network) = labels(&target);
     let answer = match target {
         Ok(t) => match check(s, &t, caller, true).await {
@@ -247,7 +262,10 @@ pub async fn verify(s: &Facilitator, body: &FacilitatorRequest, caller: &Caller)
 /// network as the request did (a v1 name for v1).
 pub async fn settle(s: &Facilitator, body: &FacilitatorRequest, caller: &Caller) -> (Status, SettleResponse) {
     let request = Request::of(body);
-    let target = request.as_ref().map_err(|(r, _)| *r).and_then(|r| resolve(s, r));
+    let target = match request.as_ref().map_err(|(r, _)| *r).and_then(|r| resolve(s, r)) {
+        Ok(t) => completed(s, t, caller).await,
+        Err(r) => Err(r),
+    };
     let (scheme, label) = labels(&target);
     let (status, answer) = match (request, target) {
         (Ok(r), Ok(t)) => once::settle(s, &r, &t, caller).await,

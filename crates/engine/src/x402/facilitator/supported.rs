@@ -13,7 +13,9 @@ const PAYMENT_IDENTIFIER: &str = "payment-identifier";
 
 /// Every exposed network with a served exact asset, in v2 and, where x402
 /// v1 names the network, in v1; every one with an `upto` asset, in v2 (the
-/// relayer that must send its settlements as `facilitatorAddress`); the
+/// relayer that must send its settlements as `facilitatorAddress`); every
+/// one with a `batch-settlement` asset (with this facilitator's
+/// `receiverAuthorizer` when it has one); the
 /// extensions that apply; the relayer that signs on each family (Solana's
 /// is also each kind's `feePayer`).
 pub async fn supported(s: &Facilitator) -> SupportedResponse {
@@ -43,6 +45,10 @@ pub async fn supported(s: &Facilitator) -> SupportedResponse {
             Some(json!({ "feePayer": relayers[family] }))
         } else if scheme::rules(asset.x402_scheme).names_facilitator {
             Some(json!({ "facilitatorAddress": relayers[family] }))
+        } else if asset.x402_scheme == crate::config::X402Scheme::BatchSettlement {
+            // The key servers may delegate claims and refunds to; none
+            // configured: servers sign their own.
+            s.authorizer.as_ref().map(|a| json!({ "receiverAuthorizer": a.address }))
         } else {
             None
         };
