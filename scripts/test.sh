@@ -55,7 +55,7 @@ rm -f "$host_log"
 # against its vectors (the suite asserts each row; this shows them),
 # with the binary the tests' build made.
 echo "==> adapter check on every shipped adapter [${SECONDS}s]"
-for crate in eip3009 permit2 upto solana-spl tron-permit2; do
+for crate in eip3009 permit2 upto solana-spl tron-permit2 batch-settlement; do
     target/release/stablerail --output table adapter check "adapters/target/wasm32-wasip2/release/${crate//-/_}.wasm" \
         --vectors "adapters/$crate/vectors.json" --config /nonexistent.toml
 done

@@ -445,6 +445,11 @@ async fn delegated(dn: &Devnet, port: u16, key: &str, ours: Address) {
     // moved. The payer would take back what it owes before the server
     // claims it; the refund is the receiver's to ask for.
     let refund = ch.refund(2500, 3500, 0);
+    // Nor more than is left, even for the receiver's key (the reference
+    // server passes a payer's requested amount on): a signature for more
+    // would take back the claimed part were it sent without its claims.
+    refused(&ask(Some(key), ch.refund(2500, 3501, 0)), "invalid_batch_settlement_evm_refund_amount_invalid");
+    refused(&ask(Some(key), ch.refund(2500, u128::MAX, 0)), "invalid_batch_settlement_evm_refund_amount_invalid");
     refused(&ask(Some(other), refund.clone()), "payment_not_allowed");
     refused(&ask(None, refund.clone()), "payment_not_allowed");
     assert_eq!(settlements(dn).await, rows0 + 1);

@@ -199,3 +199,31 @@ async fn rotate_master_killed_half_way_and_run_again_leaves_every_key_usable() {
     std::fs::write(old_dir.path().join("master.key"), &old).unwrap();
     assert_eq!(open_under(&db, &old_dir.path().join("master.key")).await, 0, "the old master key opens nothing");
 }
+
+/// The receiver authorizer signs claims and refunds only: the same secret as
+/// a wallet's (the EVM relayer's, or the TRON relayer's, whose address is
+/// another form of the same 20 bytes) is refused, a key of its own taken.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_receiver_authorizer_is_never_a_wallets_key() {
+    use stablerail::x402::facilitator::{Authorizer, AUTHORIZER_KEY};
+    const SECRET: &str = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318";
+    for wallet in ["relayer:evm", "relayer:tron"] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = stablerail::db::Db::connect(&format!("sqlite://{}", dir.path().join("sr.db").display())).await.unwrap();
+        let master = dir.path().join("master.key");
+        keys::init(&master, &dir.path().join("pepper"), db.clone(), &[], None).await.unwrap();
+        let keys = Keystore::open(db.clone(), &master).unwrap();
+        keys.import(wallet, SECRET).await.unwrap();
+        keys.import(AUTHORIZER_KEY, SECRET).await.unwrap();
+        let refused = Authorizer::load(&keys).await.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(refused.contains(&format!("same key as `{wallet}`")), "{wallet}: {refused:?}");
+    }
+    // Its own key (made on first use): taken, and no wallet's.
+    let dir = tempfile::tempdir().unwrap();
+    let db = stablerail::db::Db::connect(&format!("sqlite://{}", dir.path().join("sr.db").display())).await.unwrap();
+    let master = dir.path().join("master.key");
+    keys::init(&master, &dir.path().join("pepper"), db.clone(), &[Family::Evm, Family::Tron], None).await.unwrap();
+    let keys = Keystore::open(db, &master).unwrap();
+    let ours = Authorizer::load(&keys).await.unwrap();
+    assert_ne!(ours.address.to_string(), keys.address(keys::RELAYER).await.unwrap());
+}

@@ -33,7 +33,7 @@ use batch_wire::payload::{self, DepositAuthorization, Fault, Payload, SignedVouc
 use batch_wire::rules::{self, Kind, Signer, Terms};
 use batch_wire::{
     ChannelConfig, ChannelState, DepositWitness, PermitWitnessTransferFrom, ReceiveWithAuthorization, TokenPermissions, VoucherClaim,
-    ERC3009_COLLECTOR, PERMIT2, PERMIT2_COLLECTOR, SETTLEMENT,
+    ERC3009_COLLECTOR, MAX_CLAIM_ROWS, PERMIT2, PERMIT2_COLLECTOR, SETTLEMENT,
 };
 use serde_json::{json, Value};
 use stablerail_adapter_kit::amount::base_units;
@@ -69,10 +69,6 @@ fn or_refused(f: Fault) -> impl Fn(ProofError) -> ProofError {
         other => refused(f, format!("{other:?}")),
     }
 }
-
-/// At most this many rows in one claim: the reference manager sends 100,
-/// and each row costs the verifier reads.
-const MAX_CLAIM_ROWS: usize = 100;
 
 fn checksum(a: &Address) -> String {
     evm::checksum(a)
@@ -229,13 +225,24 @@ fn check(ctx: &AssetContext, req: &PaymentRequirements, proof: &PaymentProof) ->
                 .filter(|c| batch_wire::channel_id(&keccak, &c.voucher.channel, p.chain_id) == id)
                 .map(|c| c.totalClaimed)
                 .fold(state.total_claimed, u128::max);
-            let paid = amount.min(state.balance.saturating_sub(claimed));
-            if paid == 0 {
+            let left = state.balance.saturating_sub(claimed);
+            if left == 0 {
                 return Err(refused(Fault::RefundNoBalance, "nothing left to refund"));
             }
+            // Never more than is left once this payload's claims are made:
+            // the refund's signature alone (seen in the mempool, or kept
+            // from a batch that reverted) then cannot take back what the
+            // claims are for. The contract would only cap it at what is
+            // unclaimed at the moment it runs.
+            if amount > left {
+                return Err(refused(Fault::RefundAmountInvalid, format!("{amount} asked, {left} left to refund")));
+            }
+            let paid = amount;
             let refund = batch_wire::refund_call(config.clone(), amount, nonce, signature.to_vec());
             let call = if completion.claims.is_empty() {
                 refund
+            } else if completion.claims.len() > MAX_CLAIM_ROWS {
+                return Err(refused(Fault::RefundPayload, format!("{} claim rows; at most {MAX_CLAIM_ROWS}", completion.claims.len())));
             } else {
                 let claim = claim_call(&p, &completion.claims, completion.claim_authorizer_signature.as_ref().map(|s| &s[..]))?;
                 batch_wire::multicall(vec![claim, refund])

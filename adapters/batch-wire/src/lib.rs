@@ -24,6 +24,10 @@ pub const PERMIT2: Address = address!("000000000022D473030F116dDEE9F6B43aC78BA3"
 /// The withdrawal delay's bounds, in seconds (15 minutes to 30 days).
 pub const MIN_WITHDRAW_DELAY: u64 = 900;
 pub const MAX_WITHDRAW_DELAY: u64 = 2_592_000;
+/// At most this many claim rows in one payload (a claim, or a refund's
+/// claims): the reference manager sends 100, and each row costs the
+/// verifier reads (and the facilitator, when it is the authorizer, a hash).
+pub const MAX_CLAIM_ROWS: usize = 100;
 
 sol! {
     /// A channel's immutable config; its EIP-712 hash is the channel's id.

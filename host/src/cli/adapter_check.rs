@@ -42,6 +42,13 @@ pub struct Vectors {
     pub other_pay_to: String,
     /// What the requirements must say beyond the terms.
     pub requirements: Expected,
+    /// For a scheme that refuses by its spec's own codes
+    /// (`proof-error::scheme`): per tampering (`amount`, `recipient`,
+    /// `window`, `signer`, `malformed`), the codes that are the right
+    /// refusal besides the interface's own case. An empty list: that
+    /// tampering does not apply to the scheme (the row says so, skipped).
+    #[serde(default)]
+    pub scheme_refusals: BTreeMap<String, Vec<String>>,
     pub proofs: Vec<Proof>,
     /// Proofs from payers that are contracts (ERC-1271, EIP-7702, ERC-6492),
     /// each checked for `verify`'s answer alone under the chain's answers.
@@ -81,6 +88,11 @@ pub struct Expected {
     /// Members `extra` must carry; a non-null value must match exactly.
     #[serde(default)]
     pub extra: BTreeMap<String, Value>,
+    /// The requirements whole, for a scheme whose requirements the resource
+    /// server writes (the adapter's `requirements` answers `unsupported`,
+    /// as batch-settlement's): the proofs are checked under these.
+    #[serde(default)]
+    pub given: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -91,6 +103,10 @@ pub struct Proof {
     pub proof: Value,
     /// Who signed it, as the adapter should report.
     pub payer: String,
+    /// The amount `verify` must report when it is not the requirements'
+    /// (a channel's deposit reports what it deposits, a voucher 0).
+    #[serde(default)]
+    pub amount: Option<String>,
     /// JSON pointer to the signature inside `proof`.
     #[serde(default = "signature_at")]
     pub signature: String,
@@ -328,16 +344,25 @@ async fn dynamic(c: &mut Checks, adapter: &Arc<crate::adapter::Adapter>, v: &Vec
 
     // Requirements: the terms carried over, `extra` as the spec names it.
     let Some(req) = c.call("requirements", a.requirements(&v.terms)).await else { return };
-    let req = match req {
-        Ok(r) => r,
-        Err(e) => return c.fail("requirements", format!("refused the vectors' terms: {e:?}")),
+    let req = match (req, &v.requirements.given) {
+        (Ok(r), _) => r,
+        // The resource server's to write: checked as the vectors give them.
+        (Err(crate::payment::AdapterError::Unsupported(m)), Some(given)) => match given_requirements(given) {
+            Ok(r) => {
+                c.skip("requirements", format!("the resource server writes them ({m}); the vectors give them"));
+                r
+            }
+            Err(e) => return c.fail("requirements", format!("the vectors' requirements do not read: {e}")),
+        },
+        (Err(e), _) => return c.fail("requirements", format!("refused the vectors' terms: {e:?}")),
     };
     match requirements_misfit(&req, v) {
+        None if v.requirements.given.is_some() => {}
         None => c.pass("requirements", format!("{} {} to {}, extra {}", req.scheme, req.amount, req.pay_to, req.extra)),
         Some(m) => c.fail("requirements", m),
     }
-    if let Some(again) = c.call("determinism", a.requirements(&v.terms)).await {
-        if again.as_ref().ok() != Some(&req) {
+    if let Some(Ok(again)) = c.call("determinism", a.requirements(&v.terms)).await {
+        if again != req {
             c.fail("determinism", "requirements answered differently for the same terms".into());
         }
     }
@@ -378,8 +403,14 @@ async fn dynamic(c: &mut Checks, adapter: &Arc<crate::adapter::Adapter>, v: &Vec
         if p.replay.is_empty() {
             c.skip(&check, "the vectors give no replay answers".into());
         } else {
+            // Refused by preflight, or by verify where that reads the
+            // chain itself (a channel's deposit).
             let used = asset(p.replay.iter().chain(&v.chain).cloned().collect());
-            match c.call(&check, used.preflight(&paid)).await {
+            let answer = match c.call(&check, used.preflight(&paid)).await {
+                Some(Ok(())) => c.call(&check, used.verify(&req, &text)).await.map(|r| r.map(|_| ())),
+                other => other,
+            };
+            match answer {
                 Some(Err(ProofError::AlreadyUsed)) => c.pass(&check, "already-used".into()),
                 Some(other) => c.fail(&check, format!("expected already-used, got {other:?}")),
                 None => {}
@@ -543,12 +574,16 @@ async fn tamperings(
     now: &AtomicU64,
 ) {
     let text = p.proof.to_string();
+    let codes = |tampering: &str| v.scheme_refusals.get(tampering);
     // Other terms, echoed by the payload as a payer would (x402 v2's
     // `accepted`), so what is refused is the signed transfer itself.
     let more = PaymentRequirements { amount: plus_one(&req.amount), ..req.clone() };
-    expect(c, "tamper amount", &p.name, a.verify(&more, &echoing(&p.proof, &more)), |e| matches!(e, ProofError::WrongAmount(_))).await;
+    expect_or_scheme(c, "tamper amount", &p.name, codes("amount"), a.verify(&more, &echoing(&p.proof, &more)), |e| {
+        matches!(e, ProofError::WrongAmount(_))
+    })
+    .await;
     let elsewhere = PaymentRequirements { pay_to: v.other_pay_to.clone(), ..req.clone() };
-    expect(c, "tamper recipient", &p.name, a.verify(&elsewhere, &echoing(&p.proof, &elsewhere)), |e| {
+    expect_or_scheme(c, "tamper recipient", &p.name, codes("recipient"), a.verify(&elsewhere, &echoing(&p.proof, &elsewhere)), |e| {
         matches!(e, ProofError::WrongRecipient(_))
     })
     .await;
@@ -562,26 +597,34 @@ async fn tamperings(
             Some(Ok(steps)) => c.fail(&check, format!("settled a proof whose lifetime has passed ({} steps)", steps.len())),
             None => {}
         }
-        return malformed_and_signer(c, a, req, p, &text).await;
+        return malformed_and_signer(c, a, req, p, &text, v).await;
+    }
+    if paid.valid_before == 0 {
+        // Lives as long as its channel (a voucher): no clock to move.
+        c.skip(&format!("tamper window {}", p.name), "no window: verify reports none".into());
+        return malformed_and_signer(c, a, req, p, &text, v).await;
     }
     now.store(paid.valid_before.saturating_add(1), Ordering::SeqCst);
-    expect(c, "tamper window (late)", &p.name, a.verify(req, &text), |e| matches!(e, ProofError::Expired)).await;
+    expect_or_scheme(c, "tamper window (late)", &p.name, codes("window"), a.verify(req, &text), |e| matches!(e, ProofError::Expired)).await;
     if paid.valid_after > 0 {
         now.store(paid.valid_after - 1, Ordering::SeqCst);
-        expect(c, "tamper window (early)", &p.name, a.verify(req, &text), |e| matches!(e, ProofError::NotYetValid)).await;
+        expect_or_scheme(c, "tamper window (early)", &p.name, codes("window"), a.verify(req, &text), |e| {
+            matches!(e, ProofError::NotYetValid)
+        })
+        .await;
     } else {
         c.skip(&format!("tamper window (early) {}", p.name), "valid from the epoch".into());
     }
     now.store(v.now, Ordering::SeqCst);
-    malformed_and_signer(c, a, req, p, &text).await;
+    malformed_and_signer(c, a, req, p, &text, v).await;
 }
 
 /// Tamperings of the payload itself: a signature character, and three
 /// malformed texts.
-async fn malformed_and_signer(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirements, p: &Proof, text: &str) {
+async fn malformed_and_signer(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequirements, p: &Proof, text: &str, v: &Vectors) {
     match flip_signature(&p.proof, &p.signature, p.signature_bytes) {
         Some(forged) => {
-            expect(c, "tamper signer", &p.name, a.verify(req, &forged.to_string()), |e| {
+            expect_or_scheme(c, "tamper signer", &p.name, v.scheme_refusals.get("signer"), a.verify(req, &forged.to_string()), |e| {
                 matches!(e, ProofError::InvalidSignature(_) | ProofError::SignerMismatch(_))
             })
             .await
@@ -592,7 +635,30 @@ async fn malformed_and_signer(c: &mut Checks, a: &Arc<AssetAdapter>, req: &Payme
         [("not JSON", "not a payment".to_string()), ("an empty object", "{}".into()), ("a truncated payload", truncated(text))]
     {
         let check = format!("tamper malformed ({what})");
-        expect(c, &check, &p.name, a.verify(req, &bad), |e| matches!(e, ProofError::Malformed(_))).await;
+        expect_or_scheme(c, &check, &p.name, v.scheme_refusals.get("malformed"), a.verify(req, &bad), |e| {
+            matches!(e, ProofError::Malformed(_))
+        })
+        .await;
+    }
+}
+
+/// `expect`, where a scheme's own codes (the vectors' `scheme_refusals`)
+/// also count; with an empty list the tampering does not apply and the row
+/// is skipped, saying so.
+async fn expect_or_scheme(
+    c: &mut Checks,
+    check: &str,
+    proof: &str,
+    codes: Option<&Vec<String>>,
+    call: impl std::future::Future<Output = Result<Result<VerifiedPayment, ProofError>, CallError>>,
+    wanted: impl Fn(&ProofError) -> bool,
+) {
+    match codes {
+        Some(codes) if codes.is_empty() => c.skip(&format!("{check} {proof}"), "does not apply to this scheme (the vectors say so)".into()),
+        Some(codes) => {
+            expect(c, check, proof, call, |e| wanted(e) || matches!(e, ProofError::Scheme { code, .. } if codes.contains(code))).await
+        }
+        None => expect(c, check, proof, call, wanted).await,
     }
 }
 
@@ -625,7 +691,8 @@ async fn contract_payer(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequ
         (Err(e), None) => c.fail(&check, format!("refused: {}", refusal(&e))),
         (Err(e), Some(want)) => {
             let got = refusal(&e);
-            if got.split(':').next() == Some(want.as_str()) {
+            // By its WIT name; a scheme's refusal by `scheme: <code>`.
+            if got.split(':').next() == Some(want.as_str()) || got.starts_with(&format!("{want} ")) {
                 c.pass(&check, got)
             } else {
                 c.fail(&check, format!("expected {want}, got {got}"))
@@ -635,6 +702,9 @@ async fn contract_payer(c: &mut Checks, a: &Arc<AssetAdapter>, req: &PaymentRequ
 }
 
 pub fn refusal(e: &ProofError) -> String {
+    if let ProofError::Scheme { code, detail } = e {
+        return format!("scheme: {code} ({detail})");
+    }
     let text = format!("{e:?}");
     let (name, rest) = text.split_once('(').unwrap_or((&text, ""));
     let mut kebab = String::new();
@@ -648,6 +718,11 @@ pub fn refusal(e: &ProofError) -> String {
         "" => kebab,
         detail => format!("{kebab}: {}", detail.trim_matches('"')),
     }
+}
+
+/// The vectors' requirements as x402 writes them (`payTo`, `extra` an object).
+fn given_requirements(v: &Value) -> Result<PaymentRequirements, String> {
+    serde_json::from_value(v.clone()).map_err(|e| e.to_string())
 }
 
 fn requirements_misfit(req: &PaymentRequirements, v: &Vectors) -> Option<String> {
@@ -692,8 +767,9 @@ fn paid_misfit(paid: &VerifiedPayment, req: &PaymentRequirements, p: &Proof) -> 
     if !paid.payer.eq_ignore_ascii_case(&p.payer) {
         wrong.push(format!("payer {} (expected {})", paid.payer, p.payer));
     }
-    if paid.amount != req.amount {
-        wrong.push(format!("amount {} (expected {})", paid.amount, req.amount));
+    let amount = p.amount.as_ref().unwrap_or(&req.amount);
+    if &paid.amount != amount {
+        wrong.push(format!("amount {} (expected {amount})", paid.amount));
     }
     if !paid.pay_to.eq_ignore_ascii_case(&req.pay_to) {
         wrong.push(format!("payTo {} (expected {})", paid.pay_to, req.pay_to));

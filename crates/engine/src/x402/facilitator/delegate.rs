@@ -38,7 +38,7 @@ impl Authorizer {
         let key = keys.signer(KEY_NAME).await?;
         let address = key.address();
         for (name, wallet) in keys.list().await? {
-            if name != KEY_NAME && wallet.eq_ignore_ascii_case(&address.to_string()) {
+            if name != KEY_NAME && same_secp256k1_key(&name, &wallet, &address) {
                 anyhow::bail!("the receiver authorizer `{KEY_NAME}` is the same key as `{name}`: it must be a key of its own");
             }
         }
@@ -56,6 +56,19 @@ impl Authorizer {
             bytes[64] += 27;
         }
         Ok(alloy_primitives::hex::encode_prefixed(bytes))
+    }
+}
+
+/// Whether the stored key `name` (its address in its family's form) is the
+/// secp256k1 key whose EVM address is `address`: an EVM address is those 20
+/// bytes, a TRON one base58check of 0x41 and the same 20 bytes.
+fn same_secp256k1_key(name: &str, stored: &str, address: &Address) -> bool {
+    match crate::family::keys::family_of(name) {
+        crate::config::Family::Evm => stored.parse::<Address>().is_ok_and(|a| a == *address),
+        crate::config::Family::Tron => {
+            bs58::decode(stored).with_check(None).into_vec().is_ok_and(|b| b.len() == 21 && b[1..] == address.as_slice()[..])
+        }
+        _ => false,
     }
 }
 
@@ -97,6 +110,10 @@ pub async fn complete(s: &Facilitator, t: &mut Target, caller: &Caller) -> Resul
     let Some(inner) = outer.get("payload") else { return Ok(()) };
     // A malformed payload is the adapter's to refuse, with its code.
     let Some(todo) = parse(inner).ok().and_then(unsigned) else { return Ok(()) };
+    // Too many rows is the adapter's to refuse (by its code), unsigned.
+    if todo.claims.as_ref().is_some_and(|c| c.len() > batch_wire::MAX_CLAIM_ROWS) {
+        return Ok(());
+    }
     let channels: Vec<&ChannelConfig> =
         todo.claims.iter().flatten().map(|c| &c.voucher.channel).chain(todo.refund.as_ref().map(|(c, _, _)| c)).collect();
     if channels.iter().any(|c| c.receiverAuthorizer != authorizer.address) {
