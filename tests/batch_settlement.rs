@@ -436,9 +436,17 @@ async fn delegated(dn: &Devnet, port: u16, key: &str, ours: Address) {
     refused(&ask(None, ch.claim(2500, None)), "payment_not_allowed");
     assert_eq!((settlements(dn).await, channel_on_chain(dn, ch.id).await), (rows0, (6000, 0)));
     // The receiver's key: stablerail signs the batch, the contract takes it.
+    // A claim moves no token: its answer's amount is empty, as the spec's.
     let claimed = ask(Some(key), ch.claim(2500, None));
-    assert_eq!((&claimed["success"], &claimed["amount"]), (&json!(true), &json!("2500")), "{claimed}");
+    assert_eq!((&claimed["success"], &claimed["amount"]), (&json!(true), &json!("")), "{claimed}");
     assert_eq!(channel_on_chain(dn, ch.id).await, (6000, 2500));
+    // The sweep says what the contract moved to the receiver (this claim
+    // and the API channel's 2,000 before it), read from its own event.
+    let receiver0 = dn.balance_of("base", "usdc", RECEIVER).await;
+    let swept = ask(Some(key), json!({ "type": "settle", "receiver": RECEIVER, "token": ch.config.token }));
+    let moved = dn.balance_of("base", "usdc", RECEIVER).await - receiver0;
+    assert_eq!((&swept["success"], &swept["amount"]), (&json!(true), &json!(moved.to_string())), "{swept}");
+    assert_eq!(moved, U256::from(4500u64), "{swept}");
 
     // A refund of the rest, completed by the payer itself (the nonce, no
     // signature) and sent by the other key or with none: refused, nothing
@@ -452,7 +460,7 @@ async fn delegated(dn: &Devnet, port: u16, key: &str, ours: Address) {
     refused(&ask(Some(key), ch.refund(2500, u128::MAX, 0)), "invalid_batch_settlement_evm_refund_amount_invalid");
     refused(&ask(Some(other), refund.clone()), "payment_not_allowed");
     refused(&ask(None, refund.clone()), "payment_not_allowed");
-    assert_eq!(settlements(dn).await, rows0 + 1);
+    assert_eq!(settlements(dn).await, rows0 + 2);
     assert_eq!(dn.balance_of("base", "usdc", &payer).await, payer0, "no refund without the receiver's key");
     let refunded = ask(Some(key), refund);
     assert_eq!((&refunded["success"], &refunded["amount"]), (&json!(true), &json!("3500")), "{refunded}");
@@ -503,7 +511,7 @@ async fn straight_to_the_api(dn: &Devnet, port: u16, key: &str) {
     let (_, forged) = ask("/x402/settle", ch.claim(2000, Some(&stranger)));
     refused(&forged, "invalid_batch_settlement_evm_authorizer_address_mismatch");
     let (_, claimed) = ask("/x402/settle", ch.claim(2000, Some(&authorizer)));
-    assert_eq!((&claimed["success"], &claimed["amount"]), (&json!(true), &json!("2000")), "{claimed}");
+    assert_eq!((&claimed["success"], &claimed["amount"]), (&json!(true), &json!("")), "{claimed}");
 
     // Vouchers: the good one, then each bad one with its code.
     let ask_voucher = |v: Value| ask("/x402/verify", json!({ "type": "voucher", "channelConfig": config_json, "voucher": v })).1;

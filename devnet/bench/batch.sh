@@ -42,9 +42,7 @@ report=$(DIR=$dir/dn FAC=http://127.0.0.1:$fac SHOP=http://127.0.0.1:$shop/paid 
     PAYER=6 N=${N:-60} V=${V:-400} C=${C:-16} taskset -c 1 node devnet/bench/bench-batch.mjs) || exit 1
 echo "{\"facilitator\":\"reference\",\"report\":$report}" | tee "$out/batch.jsonl"
 
-# stablerail: the adapter enabled for base's USDC, a facilitator key.
-sed -i 's/^\[adapters\]$/[adapters]\nbatch-settlement = "batch_settlement.wasm"/' "$dir/dn/chains.toml"
-printf '\n[chains.base.assets.usdc-batch]\nalias_of = "usdc"\nscheme = "batch-settlement"\nx402_scheme = "batch-settlement"\n' >>"$dir/dn/chains.toml"
+# stablerail: `devnet up` serves the scheme on base's USDC (usdc-batch); a facilitator key.
 cli() { "$bin" --output json "$@" --config "$dir/dn/chains.toml" --database "sqlite://$dir/dn/stablerail.db"; }
 key=$(cli facilitator create-key bench | node -pe 'JSON.parse(require("fs").readFileSync(0)).key') || exit 1
 sr=$((port + 63)) sr_shop=$((port + 64)) sr_exact=$((port + 65))

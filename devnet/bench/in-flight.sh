@@ -23,7 +23,7 @@ dir=$(mktemp -d)
 port=${PORT:-$((21000 + RANDOM % 8000))}
 DEVNET_BLOCK_TIME=${BLOCKS:-12} taskset -c 1 "$bin" devnet up --dir "$dir/dn" --port "$port" --chains base >/dev/null || exit 1
 ln -s "$PWD/devnet/node_modules" "$dir/node_modules"
-printf '\n[facilitator]\npublic = true\nsettle_wait_seconds = 1\nsettle_retry_wait_seconds = 1\npublic_requests_per_minute = 100000000\npublic_settlements_per_minute = 100000000\npublic_gas_per_hour = 1000000000000000\npublic_chain_gas_per_hour = 1000000000000000\n' >>"$dir/dn/chains.toml"
+sed -i 's/^\[facilitator\]$/[facilitator]\npublic = true\nsettle_wait_seconds = 1\nsettle_retry_wait_seconds = 1\npublic_requests_per_minute = 100000000\npublic_settlements_per_minute = 100000000\npublic_gas_per_hour = 1000000000000000\npublic_chain_gas_per_hour = 1000000000000000/' "$dir/dn/chains.toml"
 url=http://127.0.0.1:$((port + 50))
 RUST_LOG=warn taskset -c 0 "$bin" serve --config "$dir/dn/chains.toml" --database "sqlite://$dir/dn/stablerail.db" \
     --listen "127.0.0.1:$((port + 50))" >"$out/serve.log" 2>&1 &

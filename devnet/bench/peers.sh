@@ -58,8 +58,8 @@ undevnet() {
 }
 # stablerail on the devnet, keyless facilitator on with its limits lifted.
 serve() {
-    printf '\n[facilitator]\npublic = true\npublic_requests_per_minute = 100000000\npublic_settlements_per_minute = 100000000\npublic_gas_per_hour = 1000000000000000\npublic_chain_gas_per_hour = 1000000000000000\n' >>"$dir/dn/chains.toml"
-    if [ -n "${FAC_WORKERS:-}" ]; then printf 'workers = %s\n' "$FAC_WORKERS" >>"$dir/dn/chains.toml"; fi
+    sed -i 's/^\[facilitator\]$/[facilitator]\npublic = true\npublic_requests_per_minute = 100000000\npublic_settlements_per_minute = 100000000\npublic_gas_per_hour = 1000000000000000\npublic_chain_gas_per_hour = 1000000000000000/' "$dir/dn/chains.toml"
+    if [ -n "${FAC_WORKERS:-}" ]; then sed -i "s/^\[facilitator\]$/[facilitator]\nworkers = $FAC_WORKERS/" "$dir/dn/chains.toml"; fi
     if [ -n "${WORKERS:-}" ]; then sed -i "s/^\[service\]$/[service]\nsettlement_workers = $WORKERS/" "$dir/dn/chains.toml"; fi
     if [ -n "${BATCH_WINDOW_MS:-}" ]; then sed -i "s/^\[service\]$/[service]\nsettlement_batch_window_ms = $BATCH_WINDOW_MS/" "$dir/dn/chains.toml"; fi
     if [ -n "${ADAPTERS_DIR:-}" ]; then sed -i "s|^adapters_dir = .*|adapters_dir = \"$ADAPTERS_DIR\"|" "$dir/dn/chains.toml"; fi

@@ -22,7 +22,7 @@ url=http://127.0.0.1:$((port + 50))
 sink=$((port + 60))
 taskset -c 1 "$bin" devnet up --dir "$dir/dn" --port "$port" --chains base >/dev/null || exit 1
 ln -s "$PWD/devnet/node_modules" "$dir/node_modules"
-printf '\n[facilitator]\npublic = true\npublic_requests_per_minute = 100000000\npublic_settlements_per_minute = 100000000\npublic_gas_per_hour = 1000000000000000\npublic_chain_gas_per_hour = 1000000000000000\n' >>"$dir/dn/chains.toml"
+sed -i 's/^\[facilitator\]$/[facilitator]\npublic = true\npublic_requests_per_minute = 100000000\npublic_settlements_per_minute = 100000000\npublic_gas_per_hour = 1000000000000000\npublic_chain_gas_per_hour = 1000000000000000/' "$dir/dn/chains.toml"
 cp "$dir/dn/chains.toml" "$dir/base.toml"
 server=
 taskset -c 1 node devnet/bench/otlp-sink.mjs "$sink" "$out/sink.json" &

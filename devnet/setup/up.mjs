@@ -382,10 +382,6 @@ x402_scheme = "batch-settlement"
 }
 if (batchSettlement) {
   toml = toml.replace(`permit2 = "permit2.wasm"\n`, `permit2 = "permit2.wasm"\nbatch-settlement = "batch_settlement.wasm"\n`);
-  toml += `
-[facilitator]
-receiver_authorizer = true
-`;
 }
 if (out.tron) {
   // TRON pays and is paid: payers sign Permit2 witness transfers, host-held
@@ -440,5 +436,10 @@ decimals = ${a.decimals}
 `;
   }
 }
+// Always present (scripts add their settings under the header, never a
+// second one), the facilitator's own receiver authorizer with batch-settlement.
+toml += `
+[facilitator]
+${batchSettlement ? "receiver_authorizer = true\n" : ""}`;
 fs.writeFileSync(path.join(dir, "chains.toml"), toml);
 console.log(JSON.stringify(out));

@@ -32,6 +32,11 @@ pub struct Rules {
     /// means there is nothing to send (a batch-settlement voucher): refused
     /// before anything is recorded.
     pub zero_settles: Option<Reason>,
+    /// Does a settle answer report what its credited movement says (the
+    /// chain's amount, from the step's own event) rather than what verify
+    /// foresaw? A batch-settlement sweep or refund may move other than
+    /// verify read (a claim or a withdrawal landing between).
+    pub amount_from_books: bool,
 }
 
 static EXACT: Rules = Rules {
@@ -45,6 +50,7 @@ static EXACT: Rules = Rules {
     answers_extra: false,
     keyless: true,
     zero_settles: None,
+    amount_from_books: false,
 };
 
 static UPTO: Rules = Rules {
@@ -58,6 +64,7 @@ static UPTO: Rules = Rules {
     answers_extra: false,
     keyless: true,
     zero_settles: None,
+    amount_from_books: false,
 };
 
 /// The channel manager's requirements name no price (`amount` 0). Each
@@ -76,6 +83,7 @@ static BATCH_SETTLEMENT: Rules = Rules {
     answers_extra: true,
     keyless: false,
     zero_settles: Some(Reason::Batch(batch_wire::payload::Fault::PayloadType)),
+    amount_from_books: true,
 };
 
 /// The rules of the scheme called `name` on the wire, if it is one.

@@ -254,9 +254,34 @@ async fn answer(s: &Facilitator, t: &Target, id: &str, ended: Ended, payer: &str
                 }
             }
             let extra = answer_extra(t, Some(&tx)).await;
-            (Status::Ok, SettleResponse { extra, ..settled(t, tx, payer, network, amount) })
+            let amount = moved(s, t, id, amount).await;
+            (Status::Ok, SettleResponse { extra, ..settled(t, tx, payer, network, &amount) })
         }
         _ => (Status::Ok, failed(ended.reason.unwrap_or(Reason::TransactionState), Some(payer.into()), tx, network)),
+    }
+}
+
+/// What a settled payment says moved: the recorded amount, or where the
+/// scheme's steps are credited by their own events, the credited
+/// movement's (the chain's). A batch-settlement claim moves no token: its
+/// answer's amount is empty, as the scheme's spec answers it.
+async fn moved(s: &Facilitator, t: &Target, id: &str, recorded: &str) -> String {
+    if !scheme::rules(t.scheme).amount_from_books {
+        return recorded.to_string();
+    }
+    let payload: Value = serde_json::from_str(&t.payload).unwrap_or_default();
+    let inner = payload.get("payload").cloned().unwrap_or_default();
+    if matches!(batch_wire::payload::parse(&inner), Ok(batch_wire::payload::Payload::Claim { .. })) {
+        return String::new();
+    }
+    match crate::store::books::of(&s.db, crate::store::books::Purpose::X402, id).await {
+        Ok(Some(entry)) => entry.amount,
+        // Settled means credited; a ledger that cannot be read now keeps
+        // the recorded amount rather than failing the answer.
+        Ok(None) | Err(_) => {
+            tracing::warn!(settlement = id, "no credited movement read for a settled step; answering the recorded amount");
+            recorded.to_string()
+        }
     }
 }
 
