@@ -27,8 +27,9 @@ sed -i 's/^\[facilitator\]$/[facilitator]\npublic = true\nsettle_wait_seconds = 
 url=http://127.0.0.1:$((port + 50))
 RUST_LOG=warn taskset -c 0 "$bin" serve --config "$dir/dn/chains.toml" --database "sqlite://$dir/dn/stablerail.db" \
     --listen "127.0.0.1:$((port + 50))" >"$out/serve.log" 2>&1 &
-server=$!
-trap 'kill $server $sampler 2>/dev/null; "$bin" devnet down --dir "$dir/dn" >/dev/null 2>&1; rm -rf "$dir"' EXIT
+server=$! sampler=
+# Under `set -u` an unset name would stop the trap before the devnet is down.
+trap 'kill $server ${sampler:-} 2>/dev/null; "$bin" devnet down --dir "$dir/dn" >/dev/null 2>&1; rm -rf "$dir"' EXIT
 wait_up "$url/api/health" || exit 1
 t0=$(date +%s)
 count() { sqlite3 -cmd ".timeout 2000" "$dir/dn/stablerail.db" "SELECT COUNT(*) FROM x402_settlements WHERE status = '$1'" 2>/dev/null || echo null; }

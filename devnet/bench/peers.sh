@@ -56,6 +56,8 @@ undevnet() {
     "$bin" devnet down --dir "$dir/dn" >/dev/null 2>&1
     rm -rf "$dir"
 }
+# A row that fails (exit 1) leaves nothing running either.
+trap '[ -n "${server:-}" ] && kill "$server" 2>/dev/null; [ -n "${dir:-}" ] && [ -d "$dir" ] && undevnet' EXIT
 # stablerail on the devnet, keyless facilitator on with its limits lifted.
 serve() {
     sed -i 's/^\[facilitator\]$/[facilitator]\npublic = true\npublic_requests_per_minute = 100000000\npublic_settlements_per_minute = 100000000\npublic_gas_per_hour = 1000000000000000\npublic_chain_gas_per_hour = 1000000000000000/' "$dir/dn/chains.toml"
