@@ -418,6 +418,12 @@ fn refused(answer: &Value, code: &str) {
 /// Claims and refunds left for stablerail's receiver authorizer (`ours`) to
 /// sign: signed only for a key that speaks for the channel's receiver.
 async fn delegated(dn: &Devnet, port: u16, key: &str, ours: Address) {
+    // A receiver that is not an address, or the zero address: refused,
+    // and no key of that name is left half-made.
+    for bad in ["0x0b0b", "not-an-address", "0x0000000000000000000000000000000000000000"] {
+        let (ok, _, stderr) = dn.cli_answer(&["facilitator", "create-key", "another-shop", "--receiver", bad]);
+        assert!(!ok && stderr.contains("--receiver"), "{bad}: {stderr}");
+    }
     let other = dn.cli(&["facilitator", "create-key", "another-shop", "--receiver", "0x0000000000000000000000000000000000000b0b"]);
     let other = other["key"].as_str().unwrap();
     let ch = Channel::open_for(dn, 4, 0x4d, ours);
