@@ -175,6 +175,10 @@ async fn stablerail_serves_a_channels_whole_life_to_the_reference_server_and_cli
     let key = dn.cli(&["facilitator", "create-key", "channels", "--receiver", RECEIVER])["key"].as_str().unwrap().to_string();
     // A killed process's leases lapse quickly, so a restart takes over.
     dn.service_setting("claim_lease_seconds", 2);
+    // Calls that arrive within a quarter second share a relayer batch
+    // (anvil mines each transaction at once, so without a window only
+    // what queues during a send would).
+    dn.service_setting("settlement_batch_window_ms", 250);
     let port = free_port();
     let log = std::env::var("BATCH_LOG").ok().map(std::path::PathBuf::from);
     let service = common::process::serve_logged(&dn, port, log.as_deref(), "info");
@@ -219,6 +223,9 @@ async fn stablerail_serves_a_channels_whole_life_to_the_reference_server_and_cli
     // Claims and refunds delegated to stablerail's authorizer: signed for
     // the key that speaks for the receiver, refused to any other.
     delegated(&dn, port, &key, ours).await;
+    // Several callers' deposits and claims in one relayer transaction
+    // where they touch different channels; never two of one channel.
+    several_callers_share_a_transaction(&dn, port, &key).await;
 
     // `kill -9` with four deposits and a claim broadcast and not mined;
     // after a restart each settles once.
@@ -256,11 +263,18 @@ async fn kill_9_during_deposits_and_a_claim(dn: &Devnet, first: (Reaped, u16), k
             std::thread::spawn(move || common::try_http(first_port, "POST", "/x402/settle", Some(&auth), Some(b)))
         })
         .collect();
-    // Every step broadcast (the node holds them): now the process dies.
+    // Every step stored and broadcast (the node holds each transaction,
+    // shared batches among them): now the process dies.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
+        let (rows, sent): (i64, i64) =
+            sqlx::query_as("SELECT COUNT(*), COUNT(DISTINCT tx_hash) FROM chain_transactions WHERE leg = 'x402' AND status <> 'confirmed'")
+                .fetch_one(&dn.state.db.pool)
+                .await
+                .unwrap();
         let status = rpc(&base, "txpool_status", json!([])).await;
-        if status["pending"].as_str() == Some("0x5") {
+        let pending = status["pending"].as_str().and_then(|p| i64::from_str_radix(p.trim_start_matches("0x"), 16).ok());
+        if rows == 5 && pending == Some(sent) {
             break;
         }
         assert!(std::time::Instant::now() < deadline, "not everything was broadcast: {status}");
@@ -285,14 +299,121 @@ async fn kill_9_during_deposits_and_a_claim(dn: &Devnet, first: (Reaped, u16), k
         assert_eq!(channel_on_chain(dn, c.id).await, (4000, 0), "one deposit in each channel");
     }
     assert_eq!(channel_on_chain(dn, claimed.id).await, (5000, 3000), "claimed once, to 3,000");
+    // Every settlement settled, but for the lower claim of one channel
+    // `several_callers_share_a_transaction` made, where the higher landed
+    // first (a no-op on chain: failed, holding nothing).
     let rows: Vec<(String, String)> =
         sqlx::query_as("SELECT replay_key, status FROM x402_settlements").fetch_all(&dn.state.db.pool).await.unwrap();
-    assert!(rows.iter().all(|(_, status)| status == "settled"), "{rows:?}");
-    let movements: i64 = sqlx::Row::get(
-        &sqlx::query("SELECT COUNT(*) AS n FROM book_movements WHERE purpose = 'x402'").fetch_one(&dn.state.db.pool).await.unwrap(),
-        "n",
-    );
-    assert_eq!(movements, rows.len() as i64, "one movement per settlement after the restart: {rows:?}");
+    let settled = rows.iter().filter(|(_, status)| status == "settled").count();
+    assert!(settled + 1 >= rows.len(), "{rows:?}");
+    let movements = |status: &'static str| async move {
+        let n: i64 = sqlx::query_scalar(&format!(
+            "SELECT COUNT(*) FROM book_movements m JOIN x402_settlements s ON s.id = m.owner_id \
+             WHERE m.purpose = 'x402' AND (s.status = 'settled') = {status}"
+        ))
+        .fetch_one(&dn.state.db.pool)
+        .await
+        .unwrap();
+        n
+    };
+    assert_eq!(movements("true").await, settled as i64, "one movement per settlement after the restart: {rows:?}");
+    assert_eq!(movements("false").await, 0, "a failed settlement holds no movement: {rows:?}");
+}
+
+/// Deposits and claims of several channels asked at once: those of
+/// different channels share one relayer transaction (a Multicall3 batch),
+/// two of one channel never do; each is answered and credited in the books
+/// with its own event, balances on chain.
+async fn several_callers_share_a_transaction(dn: &Devnet, port: u16, key: &str) {
+    let bearer = format!("Bearer {key}");
+    let authorizer: PrivateKeySigner = AUTHORIZER.parse().unwrap();
+    let channels: Vec<Channel> = (0..4u8).map(|n| Channel::open(dn, 6, 0x70 + n)).collect();
+    // A payer that will be a contract when its channel is claimed.
+    let wallet = Channel::open(dn, 3, 0x78);
+    let at_once = |bodies: Vec<Value>| -> Vec<Value> {
+        let calls: Vec<_> = bodies
+            .into_iter()
+            .map(|b| {
+                let auth = bearer.clone();
+                std::thread::spawn(move || common::http(port, "POST", "/x402/settle", Some(&auth), Some(b)).1)
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().unwrap()).collect()
+    };
+    let tx = |v: &Value| v["transaction"].as_str().unwrap_or_default().to_string();
+    let shared = |answers: &[Value]| {
+        let mut seen = std::collections::HashMap::<String, usize>::new();
+        for a in answers {
+            *seen.entry(tx(a)).or_default() += 1;
+        }
+        seen.into_values().max().unwrap_or(0)
+    };
+    let held0 = dn.balance_of("base", "usdc", SETTLEMENT).await;
+
+    // Four channels' deposits, and a second deposit into the first.
+    let mut bodies: Vec<Value> = channels.iter().map(|c| c.body(c.deposit(3000, 21))).collect();
+    bodies.push(channels[0].body(channels[0].deposit(3000, 22)));
+    bodies.push(wallet.body(wallet.deposit(3000, 23)));
+    let deposits = at_once(bodies);
+    for d in &deposits {
+        assert_eq!((&d["success"], &d["amount"]), (&json!(true), &json!("3000")), "{d}");
+    }
+    assert!(shared(&deposits[..4]) >= 2, "deposits of different channels share a transaction: {deposits:?}");
+    assert_ne!(tx(&deposits[0]), tx(&deposits[4]), "two deposits of one channel never share one");
+    assert_eq!(dn.balance_of("base", "usdc", SETTLEMENT).await, held0 + U256::from(6u64 * 3000), "each deposit landed once");
+    assert_eq!(channel_on_chain(dn, channels[0].id).await, (6000, 0));
+    for c in &channels[1..] {
+        assert_eq!(channel_on_chain(dn, c.id).await, (3000, 0));
+    }
+
+    // Claims of the four channels, each signed for its own batch, and a
+    // second claim of the first channel to a higher total.
+    // The wallet's payer now has code (a wallet that answers ERC-1271's
+    // magic value): its voucher is checked by running that code, which
+    // could burn the gas of the calls after it, so its claim goes alone.
+    let base = dn.rpc_url("base");
+    let magic = "0x631626ba7e60e01b60005260206000f3";
+    rpc(&base, "anvil_setCode", json!([wallet.payer.address(), magic])).await;
+    let mut bodies: Vec<Value> =
+        channels.iter().enumerate().map(|(n, c)| c.body(c.claim(1000 + n as u128 * 100, Some(&authorizer)))).collect();
+    bodies.push(channels[0].body(channels[0].claim(2500, Some(&authorizer))));
+    bodies.push(wallet.body(wallet.claim(1500, Some(&authorizer))));
+    let claims = at_once(bodies);
+    rpc(&base, "anvil_setCode", json!([wallet.payer.address(), "0x"])).await;
+    for (n, c) in claims.iter().enumerate().skip(1) {
+        assert_eq!((&c["success"], &c["amount"]), (&json!(true), &json!("")), "claim {n}: {c}");
+    }
+    assert!(shared(&claims[1..4]) >= 2, "claims of different channels share a transaction: {claims:?}");
+    assert!(claims[..5].iter().all(|c| tx(c) != tx(&claims[5])), "a contract payer's claim goes alone: {claims:?}");
+    assert_eq!(channel_on_chain(dn, wallet.id).await, (3000, 1500));
+    // The first channel's two claims went in two transactions: the lower
+    // one is claimed where it landed first, and is a no-op (no event,
+    // answered failed) where the higher one did.
+    assert_ne!(tx(&claims[0]), tx(&claims[4]), "two claims of one channel never share a transaction");
+    assert_eq!(channel_on_chain(dn, channels[0].id).await, (6000, 2500));
+    for (n, c) in channels.iter().enumerate().skip(1) {
+        assert_eq!(channel_on_chain(dn, c.id).await, (3000, 1000 + n as u128 * 100));
+    }
+
+    // The books: each settled step holds one movement of its own
+    // transaction, at its own log; nothing credited twice.
+    let answers: Vec<&Value> = deposits.iter().chain(claims.iter()).filter(|a| a["success"] == json!(true)).collect();
+    let mut logs = std::collections::HashSet::new();
+    for a in &answers {
+        let held: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT m.tx_id, m.log_index FROM book_movements m JOIN x402_settlements s ON s.id = m.owner_id \
+             WHERE m.purpose = 'x402' AND s.tx_hash = $1",
+        )
+        .bind(tx(a))
+        .fetch_all(&dn.state.db.pool)
+        .await
+        .unwrap();
+        for h in held {
+            assert_eq!(h.0, tx(a), "{a}");
+            logs.insert(h);
+        }
+    }
+    assert_eq!(logs.len(), answers.len(), "one movement per settled step: {answers:?}");
 }
 
 async fn settlements(dn: &Devnet) -> i64 {

@@ -117,6 +117,126 @@ mod tx {
     }
 }
 
+/// `crates/evm/src/landed.rs`
+mod landed {
+    use alloy_primitives::{address, Address, B256, U256};
+    use alloy_sol_types::SolEvent;
+    use serde_json::{json, Value};
+    use stablerail::family::evm::landed::{movements, Parties};
+    use stablerail::payment::{Authorization, BatchStep};
+
+    const TOKEN: Address = address!("833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+    const PAYER: Address = address!("00000000000000000000000000000000000000a1");
+
+    fn log(index: u64, emitter: Address, topics: Vec<B256>, words: &[U256]) -> Value {
+        let data: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes::<32>()).collect();
+        json!({ "address": emitter, "topics": topics, "data": alloy_primitives::hex::encode_prefixed(data), "logIndex": format!("{index:#x}") })
+    }
+
+    fn used(index: u64, nonce: B256) -> Value {
+        let sig = alloy_primitives::keccak256("AuthorizationUsed(address,bytes32)");
+        log(index, TOKEN, vec![sig, PAYER.into_word(), nonce], &[])
+    }
+
+    fn deposited(index: u64, channel: B256, amount: u64) -> Value {
+        let topics = vec![batch_wire::Deposited::SIGNATURE_HASH, channel, stablerail::family::evm::batch::MULTICALL3.into_word()];
+        log(index, batch_wire::SETTLEMENT, topics, &[U256::from(amount), U256::from(amount)])
+    }
+
+    fn credited(logs: Vec<Value>, channel: B256, nonce: Option<B256>) -> Vec<i64> {
+        let receipt = json!({ "transactionHash": format!("{:#x}", B256::repeat_byte(9)), "blockNumber": "0x10", "logs": logs });
+        let p = Parties { token: TOKEN, from: PAYER, to: batch_wire::SETTLEMENT, amount: U256::from(5000u64) };
+        let auth = Authorization::BatchSettlement(BatchStep::Deposit { channel: channel.0, nonce: nonce.map(|n| n.0) });
+        movements(&receipt, &p, &auth).into_iter().map(|m| m.index).collect()
+    }
+
+    /// An ERC-3009 deposit in a shared transaction is credited only the
+    /// `Deposited` its own authorization's use made: never one of the same
+    /// channel and amount made by another call (a failed deposit beside
+    /// another's, a stranger's direct deposit in the same transaction).
+    #[test]
+    fn an_erc3009_deposit_is_credited_only_the_deposit_its_own_authorization_made() {
+        let (x, y) = (B256::repeat_byte(0x11), B256::repeat_byte(0x22));
+        let (ours, theirs) = (B256::repeat_byte(0xa0), B256::repeat_byte(0xb0));
+        // Someone's deposit into X, then ours into X.
+        let logs = vec![deposited(0, x, 5000), used(1, ours), deposited(4, x, 5000)];
+        assert_eq!(credited(logs.clone(), x, Some(ours)), vec![4]);
+        // Our authorization was not used here (our call failed in the
+        // batch; another's of the same channel and amount landed).
+        let logs = vec![used(1, theirs), deposited(4, x, 5000)];
+        assert_eq!(credited(logs.clone(), x, Some(ours)), Vec::<i64>::new());
+        // Read by the channel alone, as a deposit left alone is (Permit2),
+        // that same transaction would be taken for ours.
+        assert_eq!(credited(logs, x, None), vec![4]);
+        // The first deposit after our authorization's use is another
+        // channel's: nothing, not a later one of ours.
+        let logs = vec![used(1, ours), deposited(2, y, 5000), deposited(3, x, 5000)];
+        assert_eq!(credited(logs, x, Some(ours)), Vec::<i64>::new());
+        // Of another amount: nothing.
+        assert_eq!(credited(vec![used(1, ours), deposited(2, x, 4999)], x, Some(ours)), Vec::<i64>::new());
+    }
+}
+
+/// `crates/evm/src/batch.rs`
+mod batch {
+    use stablerail::family::evm::batch::{together, Call};
+    use stablerail::store::settlement::TxRow;
+
+    fn call(n: i32, group: &'static str, keys: &[u8]) -> Call {
+        let row = TxRow { intent_id: format!("s{n}"), leg: "x402".into(), step: 0, label: "settle".into() };
+        let (reply, _) = tokio::sync::oneshot::channel();
+        let keys = keys.iter().map(|k| [*k; 32]).collect();
+        Call { row, to: Default::default(), data: vec![], limit: None, group, keys, reply, span: tracing::Span::none() }
+    }
+
+    fn ids(calls: &[Call]) -> Vec<String> {
+        calls.iter().map(|c| c.row.intent_id.clone()).collect()
+    }
+
+    /// One batch per group each round, none holding a key twice (a
+    /// channel): the rest wait for the next round, in order. A flood of one
+    /// channel's calls holds up no other channel's, nor transfers.
+    #[test]
+    fn each_group_has_its_batch_and_no_batch_holds_a_key_twice() {
+        let calls = vec![
+            call(1, "batch-settlement", &[1, 2]),
+            call(2, "batch-settlement", &[1]),
+            call(3, "batch-settlement", &[1]),
+            call(4, "transfers", &[]),
+            call(5, "batch-settlement", &[4, 2]),
+            call(6, "batch-settlement", &[5]),
+            call(7, "transfers", &[]),
+        ];
+        let (batches, later) = together(calls, 64);
+        let batches: Vec<Vec<String>> = batches.iter().map(|b| ids(b)).collect();
+        assert_eq!(batches, vec![vec!["s1".to_string(), "s6".into()], vec!["s4".into(), "s7".into()]]);
+        assert_eq!(ids(&later), vec!["s2".to_string(), "s3".into(), "s5".into()]);
+        let (batches, later) = together(later, 64);
+        assert_eq!(
+            (batches.iter().map(|b| ids(b)).collect::<Vec<_>>(), ids(&later)),
+            (vec![vec!["s2".to_string(), "s5".into()]], vec!["s3".to_string()])
+        );
+        let (batches, later) = together(later, 64);
+        assert_eq!((batches.len(), batches[0].len(), later.len()), (1, 1, 0));
+        // Transfers hold no keys: any number up to the most a batch takes.
+        let (batches, later) = together((0..5).map(|n| call(n, "transfers", &[])).collect(), 64);
+        assert_eq!((batches.len(), batches[0].len(), later.len()), (1, 5, 0));
+        // A hundred calls of one channel ahead of a transfer and another
+        // channel's call: each round sends one of the hundred, the transfer
+        // and the other channel at once.
+        let mut calls: Vec<Call> = (0..100).map(|n| call(n, "batch-settlement", &[7])).collect();
+        calls.push(call(100, "transfers", &[]));
+        calls.push(call(101, "batch-settlement", &[8]));
+        let (batches, later) = together(calls, 3);
+        let batches: Vec<Vec<String>> = batches.iter().map(|b| ids(b)).collect();
+        assert_eq!(batches, vec![vec!["s0".to_string(), "s101".into()], vec!["s100".into()]]);
+        assert_eq!((later.len(), later[0].row.intent_id.as_str()), (99, "s1"));
+        // No batch is larger than the most it may take.
+        let (batches, later) = together((0..5).map(|n| call(n, "transfers", &[])).collect(), 3);
+        assert_eq!((batches[0].len(), ids(&later)), (3, vec!["s3".to_string(), "s4".into()]));
+    }
+}
+
 /// `crates/evm/src/rhythm.rs`
 mod rhythm {
     use std::time::{Duration, Instant};

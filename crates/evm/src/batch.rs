@@ -25,7 +25,11 @@
 //! holding the same signed bytes, written in one database transaction before
 //! the broadcast: recovery is per intent, exactly as for a lone transaction.
 //! Where no Multicall3 is deployed (no code at its address, or a simulation
-//! that does not decode), calls go out one by one.
+//! that does not decode), calls go out one by one. A batch holds calls of
+//! one group with no key in common (`Share::Apart`: payments' transfers;
+//! batch-settlement steps of different channels): each group present
+//! goes out in a batch of its own, and a call whose key its batch holds
+//! waits for the next round.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -70,6 +74,10 @@ pub struct Call {
     /// The most gas this call may take, measured from the relayer, when a
     /// payer's contract can make it costly (`Submit::payer_caused`).
     pub limit: Option<u64>,
+    /// It shares a batch only with calls of this group holding none of
+    /// its keys (`Share::Apart`).
+    pub group: &'static str,
+    pub keys: Vec<[u8; 32]>,
     pub reply: oneshot::Sender<Result<String, SendError>>,
     /// The span of the pass that queued it.
     pub span: tracing::Span,
@@ -172,12 +180,52 @@ impl Relay {
 const NEXT_HEAD: std::time::Duration = std::time::Duration::from_secs(1);
 const HEAD_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// Sort `calls` into batches that may each go out as one transaction: one
+/// per group, in the order the groups first come, each of at most `max`
+/// calls and holding no key twice. The others (a call whose key its
+/// group's batch holds already, or past `max`) wait for the next round,
+/// returned second in their order. Every group present has its batch each
+/// round and each batch is chosen from all the calls waiting, so one
+/// channel's calls, however many, hold up no other channel's, nor
+/// transfers.
+pub fn together(calls: Vec<Call>, max: usize) -> (Vec<Vec<Call>>, Vec<Call>) {
+    let mut batches: Vec<(std::collections::HashSet<[u8; 32]>, Vec<Call>)> = Vec::new();
+    let mut later = Vec::new();
+    for c in calls {
+        let at = match batches.iter().position(|(_, b)| b[0].group == c.group) {
+            Some(at) => at,
+            None => {
+                batches.push((Default::default(), Vec::new()));
+                batches.len() - 1
+            }
+        };
+        let (held, batch) = &mut batches[at];
+        if batch.len() >= max.max(1) || c.keys.iter().any(|k| held.contains(k)) {
+            later.push(c);
+        } else {
+            held.extend(c.keys.iter().copied());
+            batch.push(c);
+        }
+    }
+    (batches.into_iter().map(|(_, b)| b).collect(), later)
+}
+
 async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
     let mut resync = false;
     // The head read before the last natural send, and when it went.
     let mut sent_under: Option<(u64, tokio::time::Instant)> = None;
-    while let Some(first) = rx.recv().await {
+    // Calls that could not share the last batch: first in the next.
+    let mut waiting: Vec<Call> = Vec::new();
+    loop {
+        let first = match waiting.is_empty() {
+            true => match rx.recv().await {
+                Some(c) => c,
+                None => break,
+            },
+            false => waiting.remove(0),
+        };
         let mut calls = vec![first];
+        calls.append(&mut waiting);
         // Blocks at a steady pace: everything that queues until the
         // block's middle goes out then, in batches of `max`, and lands in
         // the next block together (an operator's window overrides).
@@ -189,11 +237,15 @@ async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
             while let Ok(c) = rx.try_recv() {
                 calls.push(c);
             }
+            // Calls that cannot share a batch go in the next one, sent
+            // in this block too: only a transaction's own events are read.
             while !calls.is_empty() {
-                let rest = calls.split_off(calls.len().min(lane.max.max(1)));
-                let span = span_of(&calls);
-                resync = tracing::Instrument::instrument(dispatch(&lane, &relay, calls, resync, false), span).await;
-                calls = rest;
+                let (batches, later) = together(calls, lane.max);
+                for batch in batches {
+                    let span = span_of(&batch);
+                    resync = tracing::Instrument::instrument(dispatch(&lane, &relay, batch, resync, false), span).await;
+                }
+                calls = later;
             }
             continue;
         }
@@ -218,8 +270,17 @@ async fn run(lane: Lane, relay: Relay, mut rx: mpsc::UnboundedReceiver<Call>) {
             let head = tokio::time::timeout(NEXT_HEAD, lane.chain.head(HEAD_POLL)).await;
             sent_under = head.ok().and_then(Result::ok).map(|h| (h, tokio::time::Instant::now()));
         }
-        let span = span_of(&calls);
-        resync = tracing::Instrument::instrument(dispatch(&lane, &relay, calls, resync, false), span).await;
+        // Whatever else queued meanwhile is chosen from too: calls waiting
+        // on a key never keep new ones out.
+        while let Ok(c) = rx.try_recv() {
+            calls.push(c);
+        }
+        let (batches, later) = together(calls, lane.max);
+        waiting = later;
+        for batch in batches {
+            let span = span_of(&batch);
+            resync = tracing::Instrument::instrument(dispatch(&lane, &relay, batch, resync, false), span).await;
+        }
     }
 }
 

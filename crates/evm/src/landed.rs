@@ -176,8 +176,15 @@ pub async fn transfers(
             }
             Ok(out)
         }
-        // Only the service's own transaction of a batch-settlement step is
-        // credited (decisions.md: a step landed by another sender).
+        // An ERC-3009 deposit's authorization leaves its own event,
+        // whoever sent it: the transaction that used it made the deposit
+        // (`batch_movements` pairs it with its `Deposited`).
+        Authorization::BatchSettlement(crate::payment::BatchStep::Deposit { nonce: Some(nonce), .. }) => {
+            let topics = json!([AUTHORIZATION_USED, p.from.into_word(), B256::from(*nonce)]);
+            hashes(tx::rpc(chain, "eth_getLogs", range(topics)).await?).await
+        }
+        // Only the service's own transaction of any other batch-settlement
+        // step is credited (decisions.md: a step landed by another sender).
         Authorization::Own | Authorization::BatchSettlement(_) => Ok(vec![]),
     }
 }
@@ -211,17 +218,22 @@ pub fn movements(receipt: &Value, p: &Parties, auth: &Authorization) -> Vec<Move
     match auth {
         Authorization::BatchSettlement(step) => batch_movements(&all, step, p, &movement),
         Authorization::Eip3009 { nonce, .. } => {
-            let used = all.iter().position(|l| {
-                l.emitter == Some(p.token)
-                    && l.topics.len() == 3
-                    && l.topics[0] == AUTHORIZATION_USED
-                    && l.topics[1] == p.from.into_word()
-                    && l.topics[2] == B256::from(*nonce)
-            });
-            used.and_then(|k| all.get(k + 1)).filter(|l| paid(l)).map(movement).into_iter().collect()
+            authorization_used(&all, p, nonce).and_then(|k| all.get(k + 1)).filter(|l| paid(l)).map(movement).into_iter().collect()
         }
         _ => all.iter().filter(|l| paid(l)).map(movement).collect(),
     }
+}
+
+/// Where the token logs `AuthorizationUsed(payer, nonce)`: the use of this
+/// EIP-3009 authorization, by whatever call.
+fn authorization_used(all: &[Log], p: &Parties, nonce: &[u8; 32]) -> Option<usize> {
+    all.iter().position(|l| {
+        l.emitter == Some(p.token)
+            && l.topics.len() == 3
+            && l.topics[0] == AUTHORIZATION_USED
+            && l.topics[1] == p.from.into_word()
+            && l.topics[2] == B256::from(*nonce)
+    })
 }
 
 /// A batch-settlement step's movements: the settlement contract's own
@@ -242,12 +254,20 @@ fn batch_movements(all: &[Log], step: &crate::payment::BatchStep, p: &Parties, m
         amount: l.words.first().copied().unwrap_or_default().to_string(),
         ..movement(l)
     };
+    let deposited = |l: &Log, channel: &[u8; 32]| {
+        of(l, Deposited::SIGNATURE_HASH, 3) && l.topics[1] == B256::from(*channel) && l.words.len() == 2 && l.words[0] == p.amount
+    };
+    if let BatchStep::Deposit { channel, nonce: Some(nonce) } = step {
+        // The first `Deposited` after the token's `AuthorizationUsed` of
+        // this deposit's own authorization (the collector's call), and
+        // only if it is this channel's of this amount.
+        let used = authorization_used(all, p, nonce);
+        let next = used.and_then(|k| all[k + 1..].iter().find(|l| of(l, Deposited::SIGNATURE_HASH, 3)));
+        return next.filter(|l| deposited(l, channel)).map(|l| at(l, p.from, SETTLEMENT)).into_iter().collect();
+    }
     all.iter()
         .filter_map(|l| match step {
-            BatchStep::Deposit { channel } => {
-                (of(l, Deposited::SIGNATURE_HASH, 3) && l.topics[1] == B256::from(*channel) && l.words.len() == 2 && l.words[0] == p.amount)
-                    .then(|| at(l, p.from, SETTLEMENT))
-            }
+            BatchStep::Deposit { channel, .. } => deposited(l, channel).then(|| at(l, p.from, SETTLEMENT)),
             BatchStep::Claim { rows } => (of(l, Claimed::SIGNATURE_HASH, 3)
                 && l.words.len() == 2
                 && rows.iter().any(|(c, total)| l.topics[1] == B256::from(*c) && l.words[1] == U256::from(*total)))

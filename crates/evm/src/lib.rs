@@ -28,7 +28,7 @@ use crate::config::{Config, Family};
 use crate::db::Db;
 use crate::family::chain::{ChainClient, ChainError, Chains, HEAD_MEMO};
 use crate::family::keys::{Keystore, Role};
-use crate::family::{Balance, Driver, Finality, Receipt, Resent, SendError, Submit, Upkeep};
+use crate::family::{Balance, Driver, Finality, Receipt, Resent, SendError, Share, Submit, Upkeep};
 use crate::payment::{Authorization, EvmCall, Movement, SettleStep, SigningRequest, Submission, VerifiedPayment};
 use crate::store::settlement::{StoredTx, TxRow};
 use tx::{Broadcast, GasLimit, Net, Nonces, TxCall};
@@ -119,6 +119,32 @@ impl EvmDriver {
     }
 }
 
+/// Whether any of `signers` has code (a contract, an EIP-7702 delegation),
+/// or the chain cannot say: then it is taken to. Read at the head (memoized
+/// per block), a long list in one batched request.
+async fn runs_code(client: &ChainClient, signers: &[String]) -> bool {
+    let has = |code: &Value| code.as_str().is_none_or(|c| c.len() > 2);
+    match signers {
+        [] => false,
+        few if few.len() <= 4 => {
+            for s in few {
+                match client.rpc("eth_getCode", json!([s, "latest"])).await {
+                    Ok(code) if !has(&code) => {}
+                    _ => return true,
+                }
+            }
+            false
+        }
+        many => {
+            let calls: Vec<Value> = many.iter().map(|s| json!([s, "latest"])).collect();
+            match client.rpc_batch("eth_getCode", &calls).await {
+                Ok(codes) => codes.iter().any(|c| c.as_ref().map_or(true, has)),
+                Err(_) => true,
+            }
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl Driver for EvmDriver {
     fn family(&self) -> Family {
@@ -154,8 +180,15 @@ impl Driver for EvmDriver {
                     .then(|| self.config.chains.get(chain).and_then(|c| c.contract_payer_gas_cap()))
                     .flatten()
                     .map(|cap| cap + SETTLEMENT_GAS);
-                // Calls that carry no value may share a transaction.
-                if !(how.shareable && value.is_zero() && batch_max > 1) {
+                // Calls that carry no value may share a transaction, unless
+                // a signature they check runs a contract's code.
+                let apart = match how.share {
+                    Share::Apart { group, keys, signers } if value.is_zero() && batch_max > 1 && !runs_code(&client, &signers).await => {
+                        Some((group, keys))
+                    }
+                    _ => None,
+                };
+                let Some((group, keys)) = apart else {
                     let gas = match limit {
                         Some(limit) => {
                             let gas = tx::gas_for(&client, signer.address(), to, &call.data, GasLimit::Estimate).await?;
@@ -169,9 +202,9 @@ impl Driver for EvmDriver {
                     let call = TxCall { to, data: call.data.clone(), value, gas };
                     let sent = self.relay.send(&client, self.net(chain), &signer, how.resync, call, std::slice::from_ref(&row)).await?;
                     return Ok(sent.hash);
-                }
+                };
                 let (reply, answer) = tokio::sync::oneshot::channel();
-                let c = batch::Call { row, to, data: call.data.clone(), limit, reply, span: tracing::Span::current() };
+                let c = batch::Call { row, to, data: call.data.clone(), limit, group, keys, reply, span: tracing::Span::current() };
                 let lane = || batch::Lane {
                     chain: client.clone(),
                     net: self.net(chain),

@@ -234,8 +234,13 @@ pub enum Authorization {
 /// hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BatchStep {
-    /// `Deposited` into this channel, of the payment's amount.
-    Deposit { channel: [u8; 32] },
+    /// `Deposited` into this channel, of the payment's amount. `nonce`: an
+    /// ERC-3009 deposit's authorization nonce, whose `AuthorizationUsed`
+    /// the token logs just before: the `Deposited` credited is the first
+    /// after it, so a deposit in a shared transaction never takes another
+    /// call's. A Permit2 deposit leaves no such event (`None`): it is sent
+    /// alone.
+    Deposit { channel: [u8; 32], nonce: Option<[u8; 32]> },
     /// `Claimed` of one of the claim's rows: that channel, brought to that
     /// row's total.
     Claim { rows: Vec<([u8; 32], u128)> },

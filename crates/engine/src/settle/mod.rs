@@ -463,11 +463,18 @@ pub(crate) fn checked_on_send(steps: &[crate::payment::SettleStep]) -> bool {
 /// configs' ids on this chain, never an id the payload states).
 fn batch_step(v: &serde_json::Value, chain_id: Option<u64>) -> Option<crate::payment::BatchStep> {
     use crate::payment::BatchStep;
-    use batch_wire::payload::{parse, Payload};
+    use batch_wire::payload::{parse, DepositAuthorization, Payload};
     let keccak = |d: &[u8]| alloy_primitives::keccak256(d).0;
     let id = |config: &batch_wire::ChannelConfig| chain_id.map(|c| batch_wire::channel_id(&keccak, config, c).0);
     Some(match parse(v.get("payload")?).ok()? {
-        Payload::Deposit { config, .. } => BatchStep::Deposit { channel: id(&config)? },
+        Payload::Deposit { config, deposit, .. } => {
+            let channel = id(&config)?;
+            let nonce = match deposit.authorization {
+                DepositAuthorization::Erc3009 { salt, .. } => Some(batch_wire::erc3009_nonce(&keccak, channel.into(), salt).0),
+                DepositAuthorization::Permit2 { .. } => None,
+            };
+            BatchStep::Deposit { channel, nonce }
+        }
         Payload::Claim { claims, .. } => BatchStep::Claim {
             rows: claims.iter().map(|c| id(&c.voucher.channel).map(|i| (i, c.totalClaimed))).collect::<Option<Vec<_>>>()?,
         },
@@ -475,4 +482,53 @@ fn batch_step(v: &serde_json::Value, chain_id: Option<u64>) -> Option<crate::pay
         Payload::Refund { config, .. } => BatchStep::Refund { channel: id(&config)? },
         Payload::Voucher { .. } => return None,
     })
+}
+
+/// With which other calls a batch-settlement step may share a relayer
+/// transaction: other steps of the scheme (their events are read by the
+/// contract's own, never another scheme's transfers) touching none of its
+/// channels, nor its sweep's receiver and token. Two claims of one channel
+/// in one transaction could take each other's `Claimed` (a row at or below
+/// the total is a no-op without an event), two refunds each other's
+/// `Refunded`, two sweeps each other's `Settled`; a refund's claim rows
+/// are its channels too. An ERC-3009 deposit is told apart by its own
+/// authorization's event as well (`BatchStep::Deposit`); a Permit2
+/// deposit, which leaves none, and anything unread go alone. The signers
+/// the contract checks (a deposit's payer, a claim row's payer where no
+/// payer authorizer signs, the receiver authorizer of a claim or refund)
+/// go with it: the driver sends it alone when one of them has code.
+pub(crate) fn batch_share(proof: &str, chain_id: Option<u64>) -> crate::family::Share {
+    use crate::family::Share;
+    use batch_wire::payload::{parse, DepositAuthorization, Payload};
+    let keccak = |d: &[u8]| alloy_primitives::keccak256(d).0;
+    let Some(chain_id) = chain_id else { return Share::Alone };
+    let id = |config: &batch_wire::ChannelConfig| batch_wire::channel_id(&keccak, config, chain_id).0;
+    let Some(payload) = serde_json::from_str::<serde_json::Value>(proof).ok().and_then(|v| parse(v.get("payload")?).ok()) else {
+        return Share::Alone;
+    };
+    // A claim row runs the payer's code for its voucher unless a payer
+    // authorizer signs it (ECDSA only), and the receiver authorizer's.
+    let rows = |claims: &[batch_wire::VoucherClaim]| {
+        let payer = |c: &batch_wire::ChannelConfig| c.payerAuthorizer.is_zero().then_some(c.payer);
+        claims.iter().flat_map(|c| payer(&c.voucher.channel).into_iter().chain([c.voucher.channel.receiverAuthorizer])).collect::<Vec<_>>()
+    };
+    let (keys, signers) = match payload {
+        Payload::Deposit { config, deposit, .. } => match deposit.authorization {
+            DepositAuthorization::Erc3009 { .. } => (vec![id(&config)], vec![config.payer]),
+            DepositAuthorization::Permit2 { .. } => return Share::Alone,
+        },
+        Payload::Claim { claims, .. } => (claims.iter().map(|c| id(&c.voucher.channel)).collect(), rows(&claims)),
+        Payload::Refund { config, completion, .. } => (
+            std::iter::once(id(&config)).chain(completion.claims.iter().map(|c| id(&c.voucher.channel))).collect(),
+            std::iter::once(config.receiverAuthorizer).chain(rows(&completion.claims)).collect(),
+        ),
+        Payload::Settle { receiver, token } => {
+            (vec![keccak(&[b"sweep".as_slice(), receiver.as_slice(), token.as_slice()].concat())], vec![])
+        }
+        Payload::Voucher { .. } => return Share::Alone,
+    };
+    let mut signers: Vec<String> = signers.iter().map(|a| a.to_checksum(None)).collect();
+    signers.sort();
+    signers.dedup();
+    Share::Apart { group: "batch-settlement", keys, signers }
 }

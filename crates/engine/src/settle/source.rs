@@ -13,6 +13,7 @@ use crate::adapter::{Answer, AssetAdapter};
 use crate::clock::now_ms;
 use crate::failure::{Failure, Reason};
 use crate::family::keys::Role;
+use crate::family::Share;
 use crate::intent::{Intent, Status};
 use crate::payment::{Movement, PaymentRequirements, ProofError, ReceiptStatus, Transfer, VerifiedPayment};
 use crate::store::books::{Credit, Purpose};
@@ -169,7 +170,7 @@ impl Engine {
                 return Ok(next);
             }
         }
-        match self.steps.run_steps(&i.id, "source", &i.payer_chain, &Role::Relayer, &steps, stored, true, true).await {
+        match self.steps.run_steps(&i.id, "source", &i.payer_chain, &Role::Relayer, &steps, stored, &Share::TRANSFERS, true).await {
             Ok((hash, receipt)) => {
                 let payer = i.payer.clone().unwrap_or_default();
                 let claim =

@@ -10,7 +10,7 @@ use crate::adapter::{AdapterFailure, Answer, AssetAdapter};
 use crate::clock::now_ms;
 use crate::failure::Failure;
 use crate::family::keys::Role;
-use crate::family::{Driver, Finality, Receipt, Resent, Submit};
+use crate::family::{Driver, Finality, Receipt, Resent, Share, Submit};
 use crate::payment::{AdapterError, Authorization, Movement, PaymentRequirements, ReceiptStatus, SettleStep, Transfer, VerifiedPayment};
 use crate::store::books::{Credit, Purpose};
 use crate::store::settlement::{self as repo, TxRow};
@@ -172,8 +172,8 @@ impl Steps {
     /// retry whose adapter no longer needs an earlier step (an approval that
     /// landed) still finds the steps it stored. With no steps given, the
     /// stored ones are followed. `wallet` signs what the host signs. Returns
-    /// the last step's transaction id and receipt. `shareable`: the calls
-    /// may share a transaction with other relayer calls (a Multicall3
+    /// the last step's transaction id and receipt. `share`: whether the
+    /// calls may share a transaction with other relayer calls (a Multicall3
     /// batch), which a call that checks its sender cannot. `park`: a step
     /// out and not final yet ends the pass with `StepError::Parked` (its
     /// owner parks on the follower) instead of holding it until final.
@@ -186,7 +186,7 @@ impl Steps {
         wallet: &Role,
         steps: &[SettleStep],
         stored: Vec<repo::StoredTx>,
-        shareable: bool,
+        share: &Share,
         park: bool,
     ) -> Result<(String, Arc<Receipt>), StepError> {
         let db = &self.deps.db;
@@ -215,9 +215,9 @@ impl Steps {
                 async move {
                     let step = step?;
                     let row = TxRow { intent_id: owner.to_string(), leg: leg.into(), step: n, label: step.label.clone() };
-                    let how = Submit { resync, shareable, payer_caused: leg == "source" || leg == "x402" };
+                    let how = Submit { resync, share: share.clone(), payer_caused: leg == "source" || leg == "x402" };
                     let send = driver.submit(chain, wallet, &step.submission, row, how);
-                    if !(shareable && park) {
+                    if !(share.shared() && park) {
                         return Ok::<_, StepError>(send.await?);
                     }
                     // A shared call held for its batch (a block's batch on a
@@ -381,7 +381,7 @@ impl Steps {
         // label makes this one a new step.
         let step = SettleStep { label: format!("fund-{}", stored.len()), submission: top_up };
         tracing::info!(owner, chain, "the relayer funds a hosted wallet's setup gas");
-        self.run_steps(owner, &leg, chain, &Role::Relayer, &[step], stored, false, false).await.map(|_| ())
+        self.run_steps(owner, &leg, chain, &Role::Relayer, &[step], stored, &Share::Alone, false).await.map(|_| ())
     }
 
     /// One-time calls a host-held wallet must make before its transfers can
@@ -419,6 +419,6 @@ impl Steps {
             .await
             .map_err(|e| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}")))?;
         // Wallet preparation goes out on its own, from that wallet.
-        self.run_steps(owner, &leg, &adapter.ctx.chain, wallet, &steps, stored, false, false).await.map(|_| ())
+        self.run_steps(owner, &leg, &adapter.ctx.chain, wallet, &steps, stored, &Share::Alone, false).await.map(|_| ())
     }
 }

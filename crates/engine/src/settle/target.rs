@@ -14,6 +14,7 @@ use crate::adapter::Answer;
 use crate::clock::now_ms;
 use crate::failure::{Failure, Reason};
 use crate::family::keys::Role;
+use crate::family::Share;
 use crate::intent::{Intent, Status};
 use crate::payment::{ProofError, ReceiptStatus, Terms, Transfer};
 use crate::store::books::{Credit, Purpose};
@@ -109,7 +110,7 @@ impl Engine {
             }
             Err(_) => vec![],
         };
-        match self.steps.run_steps(&i.id, "target", &i.target_chain, &Role::Relayer, &steps, stored, true, true).await {
+        match self.steps.run_steps(&i.id, "target", &i.target_chain, &Role::Relayer, &steps, stored, &Share::TRANSFERS, true).await {
             Ok((hash, receipt)) => {
                 let claim = self.steps.claim(
                     &i.target_chain,

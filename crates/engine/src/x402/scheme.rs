@@ -12,9 +12,8 @@ pub struct Rules {
     /// verified and answered without a transaction; a batch-settlement
     /// claim, sweep or refund names no price and still moves money.)
     pub zero_moves_nothing: bool,
-    /// May its settlement share a batch with other calls? If not, the
-    /// relayer sends it alone (the `upto` proxy checks its caller).
-    pub batchable: bool,
+    /// May its settlement share a batch with other calls, and with which?
+    pub batching: Batching,
     /// Does a settle answer report the amount charged?
     pub reports_amount: bool,
     /// Does `/supported` name the facilitator's address in `extra` (the
@@ -39,10 +38,23 @@ pub struct Rules {
     pub amount_from_books: bool,
 }
 
+/// Whether a scheme's settlement calls share relayer batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Batching {
+    /// Sent alone (the `upto` proxy checks its caller).
+    Alone,
+    /// With other payments' transfers, each proved by its own
+    /// authorization's use.
+    Transfers,
+    /// With the scheme's other steps that touch none of its channels
+    /// (`settle::batch_share`, from the payload).
+    Channels,
+}
+
 static EXACT: Rules = Rules {
     zero_amount: false,
     zero_moves_nothing: false,
-    batchable: true,
+    batching: Batching::Transfers,
     reports_amount: false,
     names_facilitator: false,
     in_v1: true,
@@ -56,7 +68,7 @@ static EXACT: Rules = Rules {
 static UPTO: Rules = Rules {
     zero_amount: true,
     zero_moves_nothing: true,
-    batchable: false,
+    batching: Batching::Alone,
     reports_amount: true,
     names_facilitator: true,
     in_v1: false,
@@ -67,15 +79,15 @@ static UPTO: Rules = Rules {
     amount_from_books: false,
 };
 
-/// The channel manager's requirements name no price (`amount` 0). Each
-/// step is sent alone: in a shared batch a call may fail while another's
-/// event of the same channel lands, and the books must see only its own.
-/// Served to facilitator keys only: its claims, sweeps and refunds are a
+/// The channel manager's requirements name no price (`amount` 0). Steps
+/// of several callers share a batch only when they touch different
+/// channels: in a shared batch a call may fail while another's event of
+/// the same channel lands, and the books must see only its own. Served to facilitator keys only: its claims, sweeps and refunds are a
 /// resource server's operations, and their gas is not keyless budget's.
 static BATCH_SETTLEMENT: Rules = Rules {
     zero_amount: true,
     zero_moves_nothing: false,
-    batchable: false,
+    batching: Batching::Channels,
     reports_amount: true,
     names_facilitator: false,
     in_v1: false,

@@ -17,13 +17,14 @@ use super::finished::Finished;
 use crate::adapter::AssetAdapter;
 use crate::clock::now_ms;
 use crate::family::keys::Role;
+use crate::family::Share;
 use crate::payment::{PaymentRequirements, ProofError, ReceiptStatus};
 use crate::settle::{checked_on_send, elapsed_since, Deps, StepError, Steps};
 use crate::store::books::{Credit, Purpose};
 use crate::store::facilitator::{self as ledger, Settlement, SettlementStatus};
 use crate::store::settlement as repo;
 use crate::x402::reason::Reason;
-use crate::x402::scheme;
+use crate::x402::scheme::{self, Batching};
 
 /// What to do with a settlement after one pass.
 enum Pass {
@@ -364,14 +365,29 @@ impl Worker {
                 Err(e) => return self.refuse(rec, refusal(&e)).await,
             }
         }
-        // A batchable scheme's call may share a batch; any other's is sent
-        // by the relayer itself (the upto proxy checks its caller).
-        let shareable = scheme::named(&rec.scheme).is_some_and(|r| r.batchable);
-        match self.steps.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored, shareable, true).await {
+        // Which other calls this one may share a relayer transaction with,
+        // by its scheme (the upto proxy checks its caller: alone).
+        let share = match scheme::named(&rec.scheme).map(|r| r.batching) {
+            Some(Batching::Transfers) => Share::TRANSFERS,
+            Some(Batching::Channels) => {
+                crate::settle::batch_share(&rec.payload, self.deps.config.chains.get(&rec.chain).and_then(|c| c.chain_id))
+            }
+            Some(Batching::Alone) | None => Share::Alone,
+        };
+        match self.steps.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored, &share, true).await {
             Ok((hash, receipt)) => {
                 let claim =
                     self.steps.claim(&rec.chain, &adapter, &hash, &receipt, &recorded(rec, &req), &rec.payload, Purpose::X402, id)?;
-                match self.steps.read_receipt(&adapter, recorded(rec, &req), receipt).await? {
+                // A receipt without this payment's own movement did not
+                // settle it, whatever else the transaction did (a shared
+                // batch's other calls, the contract's other events).
+                let status = match self.steps.read_receipt(&adapter, recorded(rec, &req), receipt).await? {
+                    ReceiptStatus::Settled(_) if claim.candidates.is_empty() => {
+                        ReceiptStatus::Failed(format!("{hash} holds no movement of this payment"))
+                    }
+                    status => status,
+                };
+                match status {
                     ReceiptStatus::Settled(_) => {
                         crate::telemetry::settlement_leg(&rec.chain, "x402", "settled", Some(elapsed_since(rec.created_at)));
                         self.settled(rec, &hash, claim).await

@@ -87,17 +87,47 @@ pub enum Finality {
 }
 
 /// How a submission is sent.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Submit {
     /// Re-read the sender's chain state (nonce) before signing: the last
     /// attempt found its slot taken.
     pub resync: bool,
-    /// It may share a transaction with other intents' calls.
-    pub shareable: bool,
+    /// Whether it may share a transaction with other callers' calls.
+    pub share: Share,
     /// It carries a payer's authorization, whose checks the payer's
     /// contract may make costly: its gas, measured from the relayer, must
     /// stay under the chain's cap or nothing is sent.
     pub payer_caused: bool,
+}
+
+/// Whether a relayer call may go out in one transaction (a Multicall3
+/// batch) with other callers' calls, and with which.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Share {
+    /// Sent alone: a call that checks its sender, or whose proof on chain
+    /// could be taken for another call's.
+    #[default]
+    Alone,
+    /// With calls of the same `group` only, none of which holds one of
+    /// its `keys`: a receipt's events are read per group, and two calls
+    /// with a key in common (one channel) could each take the other's.
+    /// `signers`: addresses whose signatures the call has checked on chain;
+    /// one with code would run it inside the shared transaction (gas it
+    /// can make cheap in a simulation and dear in the block, starving the
+    /// calls after it), so the call goes alone then.
+    Apart { group: &'static str, keys: Vec<[u8; 32]>, signers: Vec<String> },
+}
+
+impl Share {
+    /// A payment's transfer, which its own proof (its authorization's
+    /// nonce, its Transfer) tells from every other call's. A contract
+    /// payer's is measured against the chain's cap instead
+    /// (`Submit::payer_caused`).
+    pub const TRANSFERS: Share = Share::Apart { group: "transfers", keys: Vec::new(), signers: Vec::new() };
+
+    pub fn shared(&self) -> bool {
+        *self != Share::Alone
+    }
 }
 
 /// One balance: the chain's native coin (under its `native_asset` key) or

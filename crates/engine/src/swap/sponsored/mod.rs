@@ -40,7 +40,7 @@ use crate::adapter::{Answer, AssetAdapter};
 use crate::config::{Config, DomainKind, Family, Sponsored};
 use crate::db::Db;
 use crate::family::keys::Role;
-use crate::family::{Driver, Drivers, Finality, Submit};
+use crate::family::{Driver, Drivers, Finality, Share, Submit};
 use crate::payment::{EvmCall, PaymentRequirements, ProofError, ReceiptStatus, Submission, Terms, Transfer};
 use crate::settle::{StepError, Steps};
 use crate::store::settlement::{self as repo, TxRow};
@@ -325,7 +325,7 @@ impl Sponsor<'_> {
             Err(e) if stored.is_empty() => return self.pull_not_landed(run, holder, &adapter, &req, format!("{e:?}")).await,
             Err(_) => vec![],
         };
-        match self.steps.run_steps(&run.run, PULL_LEG, &run.chain, &Role::Relayer, &steps, stored, false, false).await {
+        match self.steps.run_steps(&run.run, PULL_LEG, &run.chain, &Role::Relayer, &steps, stored, &Share::Alone, false).await {
             Ok((hash, receipt)) => {
                 match self.steps.read_receipt(&adapter, crate::settle::expected(&payer, &req), receipt).await.map_err(internal)? {
                     ReceiptStatus::Settled(_) => {
