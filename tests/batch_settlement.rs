@@ -541,7 +541,15 @@ fn refused(answer: &Value, code: &str) {
 async fn delegated(dn: &Devnet, port: u16, key: &str, ours: Address) {
     // A receiver that is not an address, or the zero address: refused,
     // and no key of that name is left half-made.
-    for bad in ["0x0b0b", "not-an-address", "0x0000000000000000000000000000000000000000"] {
+    for bad in [
+        "0x0b0b",
+        "not-an-address",
+        "0x0000000000000000000000000000000000000000",
+        "eip155::0x0000000000000000000000000000000000000b0b",
+        "eip155:0:0x0000000000000000000000000000000000000b0b",
+        "eip155:+8453:0x0000000000000000000000000000000000000b0b",
+        "solana:8453:0x0000000000000000000000000000000000000b0b",
+    ] {
         let (ok, _, stderr) = dn.cli_answer(&["facilitator", "create-key", "another-shop", "--receiver", bad]);
         assert!(!ok && stderr.contains("--receiver"), "{bad}: {stderr}");
     }
@@ -562,9 +570,16 @@ async fn delegated(dn: &Devnet, port: u16, key: &str, ours: Address) {
     refused(&ask(Some(other), ch.claim(2500, None)), "payment_not_allowed");
     refused(&ask(None, ch.claim(2500, None)), "payment_not_allowed");
     assert_eq!((settlements(dn).await, channel_on_chain(dn, ch.id).await), (rows0, (6000, 0)));
+    // A key bound to the receiver on another network (CAIP-10, Ethereum's
+    // mainnet) does not speak for it on base; one bound on base does.
+    let elsewhere = dn.cli(&["facilitator", "create-key", "mainnet-shop", "--receiver", &format!("eip155:1:{RECEIVER}")]);
+    refused(&ask(elsewhere["key"].as_str(), ch.claim(2500, None)), "payment_not_allowed");
+    let on_base = dn.cli(&["facilitator", "create-key", "base-shop", "--receiver", &format!("eip155:8453:{RECEIVER}")]);
+    assert_eq!(on_base["receivers"], json!([format!("eip155:8453:{}", RECEIVER.to_lowercase())]), "{on_base}");
+    assert_eq!(settlements(dn).await, rows0);
     // The receiver's key: stablerail signs the batch, the contract takes it.
     // A claim moves no token: its answer's amount is empty, as the spec's.
-    let claimed = ask(Some(key), ch.claim(2500, None));
+    let claimed = ask(on_base["key"].as_str(), ch.claim(2500, None));
     assert_eq!((&claimed["success"], &claimed["amount"]), (&json!(true), &json!("")), "{claimed}");
     assert_eq!(channel_on_chain(dn, ch.id).await, (6000, 2500));
     // The sweep says what the contract moved to the receiver (this claim

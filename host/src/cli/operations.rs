@@ -43,9 +43,10 @@ pub enum FacilitatorCommand {
     /// the secret is printed once.
     CreateKey {
         name: String,
-        /// A receiver (EVM address) this key speaks for: with
-        /// `[facilitator] receiver_authorizer`, the facilitator signs the
-        /// `batch-settlement` claims and refunds of that receiver's
+        /// A receiver this key speaks for: an EVM address (on every EVM
+        /// network) or `eip155:CHAIN_ID:ADDRESS` (on that network only).
+        /// With `[facilitator] receiver_authorizer`, the facilitator signs
+        /// the `batch-settlement` claims and refunds of that receiver's
         /// channels when this key asks. Repeat for several.
         #[arg(long = "receiver")]
         receivers: Vec<String>,
@@ -227,10 +228,8 @@ pub async fn facilitator(out: Output, cmd: FacilitatorCommand, store: StoreArgs)
             anyhow::ensure!(name != crate::x402::facilitator::PUBLIC_CLIENT, "`{name}` names keyless settlements; choose another name");
             let mut lower = vec![];
             for r in &receivers {
-                let address: alloy_primitives::Address =
-                    r.parse().map_err(|_| anyhow::anyhow!("--receiver `{r}` is not an EVM address (0x and 40 hex digits)"))?;
-                anyhow::ensure!(!address.is_zero(), "--receiver cannot be the zero address");
-                lower.push(format!("{address:#x}"));
+                let binding = crate::x402::facilitator::delegate::receiver_binding(r).map_err(|e| anyhow::anyhow!("--receiver {e}"))?;
+                lower.push(binding);
             }
             lower.sort();
             lower.dedup();

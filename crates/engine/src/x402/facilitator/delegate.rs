@@ -124,12 +124,12 @@ pub async fn complete(s: &Facilitator, t: &mut Target, caller: &Caller) -> Resul
         tracing::warn!(error = %e, "facilitator keys unavailable");
         Reason::ChainUnavailable
     })?;
-    let speaks_for = |a: &Address| receivers.iter().any(|r| r.parse::<Address>().ok().as_ref() == Some(a));
+    let chain_id = s.config.chains.get(&t.adapter.ctx.chain).and_then(|c| c.chain_id).ok_or(Reason::InvalidNetwork)?;
+    let speaks_for = |a: &Address| receivers.iter().any(|r| binds(r, chain_id, a));
     if let Some(c) = channels.iter().find(|c| !speaks_for(&c.receiver)) {
         tracing::info!(key = %name, receiver = %c.receiver, "a claim or refund for a receiver the key does not speak for");
         return Err(Reason::NotAllowed);
     }
-    let chain_id = s.config.chains.get(&t.adapter.ctx.chain).and_then(|c| c.chain_id).ok_or(Reason::InvalidNetwork)?;
     let keccak = |d: &[u8]| alloy_primitives::keccak256(d).0;
     let inner = outer.get_mut("payload").and_then(Value::as_object_mut).ok_or(Reason::InvalidPayload)?;
     if let Some(claims) = &todo.claims {
@@ -143,4 +143,35 @@ pub async fn complete(s: &Facilitator, t: &mut Target, caller: &Caller) -> Resul
     }
     t.payload = outer.to_string();
     Ok(())
+}
+
+/// A receiver a facilitator key speaks for, as the operator names it: an
+/// EVM address (on every EVM network), or a CAIP-10 account id
+/// (`eip155:8453:0x…`: on that network only, for a receiver that is not
+/// the same party everywhere, such as a counterfactual wallet). In the
+/// form it is stored in (lowercase hex, the chain id as a number).
+pub fn receiver_binding(text: &str) -> Result<String, String> {
+    let (network, address) = match text.rsplit_once(':') {
+        None => (None, text),
+        Some((network, address)) => (Some(network), address),
+    };
+    let wrong = || format!("`{text}` is neither an EVM address (0x and 40 hex digits) nor eip155:CHAIN_ID:ADDRESS");
+    let address: Address = address.parse().map_err(|_| wrong())?;
+    if address.is_zero() {
+        return Err("cannot be the zero address".into());
+    }
+    match network {
+        None => Ok(format!("{address:#x}")),
+        Some(network) => {
+            let digits = network.strip_prefix("eip155:").filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+            let id = digits.and_then(|d| d.parse::<u64>().ok()).filter(|id| *id > 0).ok_or_else(wrong)?;
+            Ok(format!("eip155:{id}:{address:#x}"))
+        }
+    }
+}
+
+/// Whether the stored binding `r` covers `address` on the chain `chain_id`.
+fn binds(r: &str, chain_id: u64, address: &Address) -> bool {
+    let at = format!("{address:#x}");
+    r == at || r == format!("eip155:{chain_id}:{at}")
 }

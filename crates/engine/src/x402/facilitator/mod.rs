@@ -7,7 +7,7 @@
 //! request asks; the engine's x402 worker sends it (stored before
 //! broadcast, batched with every other relayer call on that chain).
 
-mod delegate;
+pub mod delegate;
 mod once;
 mod resolve;
 mod supported;
