@@ -226,6 +226,10 @@ async fn stablerail_serves_a_channels_whole_life_to_the_reference_server_and_cli
     // Several callers' deposits and claims in one relayer transaction
     // where they touch different channels; never two of one channel.
     several_callers_share_a_transaction(&dn, port, &key).await;
+    // A neighbour that sinks a shared transaction (its payer took on
+    // gas-burning code after its check) costs the victim one try: the
+    // victim is sent again alone and settles.
+    a_sunk_call_is_sent_again_alone(&dn, port, &key).await;
 
     // `kill -9` with four deposits and a claim broadcast and not mined;
     // after a restart each settles once.
@@ -299,13 +303,14 @@ async fn kill_9_during_deposits_and_a_claim(dn: &Devnet, first: (Reaped, u16), k
         assert_eq!(channel_on_chain(dn, c.id).await, (4000, 0), "one deposit in each channel");
     }
     assert_eq!(channel_on_chain(dn, claimed.id).await, (5000, 3000), "claimed once, to 3,000");
-    // Every settlement settled, but for the lower claim of one channel
-    // `several_callers_share_a_transaction` made, where the higher landed
-    // first (a no-op on chain: failed, holding nothing).
+    // Each settlement settled holds one movement; one that failed holds
+    // none (the lower claim of one channel in
+    // `several_callers_share_a_transaction` where the higher landed first,
+    // the neighbour of `a_sunk_call_is_sent_again_alone`).
     let rows: Vec<(String, String)> =
         sqlx::query_as("SELECT replay_key, status FROM x402_settlements").fetch_all(&dn.state.db.pool).await.unwrap();
     let settled = rows.iter().filter(|(_, status)| status == "settled").count();
-    assert!(settled + 1 >= rows.len(), "{rows:?}");
+    assert!(settled + 2 >= rows.len(), "{rows:?}");
     let movements = |status: &'static str| async move {
         let n: i64 = sqlx::query_scalar(&format!(
             "SELECT COUNT(*) FROM book_movements m JOIN x402_settlements s ON s.id = m.owner_id \
@@ -414,6 +419,83 @@ async fn several_callers_share_a_transaction(dn: &Devnet, port: u16, key: &str) 
         }
     }
     assert_eq!(logs.len(), answers.len(), "one movement per settled step: {answers:?}");
+}
+
+/// The attack a signer with code makes on a shared transaction: the
+/// neighbour's payer has no code when its claim is queued beside the
+/// victim's, then takes on code that burns every gas it is given (as an
+/// EIP-7702 delegation sent just before the block would). The shared
+/// transaction's victim call runs out of gas; its authorization is still
+/// good, so it is sent again, alone, and settles once.
+async fn a_sunk_call_is_sent_again_alone(dn: &Devnet, port: u16, key: &str) {
+    let bearer = format!("Bearer {key}");
+    let authorizer: PrivateKeySigner = AUTHORIZER.parse().unwrap();
+    let base = dn.rpc_url("base");
+    let (neighbour, victim) = (Channel::open(dn, 3, 0x79), Channel::open(dn, 6, 0x7a));
+    for c in [&neighbour, &victim] {
+        let (_, d) = common::http(port, "POST", "/x402/settle", Some(&bearer), Some(c.body(c.deposit(3000, 31))));
+        assert_eq!(d["success"], json!(true), "{d}");
+    }
+    let rows0 = settlements(dn).await;
+    rpc(&base, "evm_setAutomine", json!([false])).await;
+    let ask = |c: &Channel| {
+        let (body, auth) = (c.body(c.claim(1200, Some(&authorizer))), bearer.clone());
+        std::thread::spawn(move || common::http(port, "POST", "/x402/settle", Some(&auth), Some(body)).1)
+    };
+    // The neighbour first in the batch, the victim after it.
+    let theirs = ask(&neighbour);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let ours = ask(&victim);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let batch = loop {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT DISTINCT c.tx_hash FROM chain_transactions c JOIN x402_settlements s ON s.id = c.intent_id \
+             WHERE c.leg = 'x402' AND c.status <> 'confirmed'",
+        )
+        .fetch_all(&dn.state.db.pool)
+        .await
+        .unwrap();
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM chain_transactions WHERE leg = 'x402' AND status <> 'confirmed'")
+            .fetch_one(&dn.state.db.pool)
+            .await
+            .unwrap();
+        let pending = rpc(&base, "txpool_status", json!([])).await["pending"].as_str() == Some("0x1");
+        if count == 2 && rows.len() == 1 && pending {
+            break rows[0].0.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "the two claims were not sent in one transaction: {rows:?} of {count}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    rpc(&base, "anvil_setCode", json!([neighbour.payer.address(), "0x5b600056"])).await;
+    rpc(&base, "evm_mine", json!([])).await;
+    // The code goes as soon as the block is out (the attacker's second
+    // delegation): the neighbour's authorization is usable again too, so
+    // both are sent again at about the same moment, each alone.
+    rpc(&base, "anvil_setCode", json!([neighbour.payer.address(), "0x"])).await;
+    rpc(&base, "evm_setAutomine", json!([true])).await;
+    let answer = ours.join().unwrap();
+    let _ = theirs.join().unwrap();
+    assert_eq!(answer["success"], json!(true), "the victim settles: {answer}");
+    let settled_in = answer["transaction"].as_str().unwrap_or_default().to_string();
+    assert_ne!(settled_in, batch, "not in the transaction that was sunk: {answer}");
+    let sharing: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM chain_transactions WHERE tx_hash = $1")
+        .bind(&settled_in)
+        .fetch_one(&dn.state.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(sharing, 1, "sent again alone");
+    assert_eq!(channel_on_chain(dn, victim.id).await, (3000, 1200), "claimed once");
+    let dropped: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM dropped_transactions d JOIN x402_settlements s ON s.id = d.intent_id \
+         WHERE d.tx_hash = $1 AND s.tx_hash = $2",
+    )
+    .bind(&batch)
+    .bind(&settled_in)
+    .fetch_one(&dn.state.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(dropped, 1, "the victim's call in the sunk transaction was dropped, then sent again");
+    assert_eq!(settlements(dn).await, rows0 + 2);
 }
 
 async fn settlements(dn: &Devnet) -> i64 {
@@ -549,6 +631,9 @@ async fn delegated(dn: &Devnet, port: u16, key: &str, ours: Address) {
         "eip155:0:0x0000000000000000000000000000000000000b0b",
         "eip155:+8453:0x0000000000000000000000000000000000000b0b",
         "solana:8453:0x0000000000000000000000000000000000000b0b",
+        // A checksum (mixed case) with a typo; no 0x.
+        "0x00000000000000000000000000000000000Ba7C4",
+        "00000000000000000000000000000000000ba7c4",
     ] {
         let (ok, _, stderr) = dn.cli_answer(&["facilitator", "create-key", "another-shop", "--receiver", bad]);
         assert!(!ok && stderr.contains("--receiver"), "{bad}: {stderr}");
@@ -574,7 +659,9 @@ async fn delegated(dn: &Devnet, port: u16, key: &str, ours: Address) {
     // mainnet) does not speak for it on base; one bound on base does.
     let elsewhere = dn.cli(&["facilitator", "create-key", "mainnet-shop", "--receiver", &format!("eip155:1:{RECEIVER}")]);
     refused(&ask(elsewhere["key"].as_str(), ch.claim(2500, None)), "payment_not_allowed");
-    let on_base = dn.cli(&["facilitator", "create-key", "base-shop", "--receiver", &format!("eip155:8453:{RECEIVER}")]);
+    // (Given with its EIP-55 checksum, stored in lowercase.)
+    let on_base =
+        dn.cli(&["facilitator", "create-key", "base-shop", "--receiver", "eip155:8453:0x00000000000000000000000000000000000Ba7c4"]);
     assert_eq!(on_base["receivers"], json!([format!("eip155:8453:{}", RECEIVER.to_lowercase())]), "{on_base}");
     assert_eq!(settlements(dn).await, rows0);
     // The receiver's key: stablerail signs the batch, the contract takes it.

@@ -82,8 +82,8 @@ pub async fn authenticate(db: &Db, pepper: &Pepper, header: Option<&str>) -> Res
     }
 }
 
-/// A new facilitator key named `name`, speaking for `receivers` (lowercase
-/// hex; see `store::facilitator::key_receivers`): the secret is returned
+/// A new facilitator key named `name`, speaking for `receivers` (in the
+/// form `store::facilitator::key_receivers` reads): the secret is returned
 /// once; only its MAC is stored.
 pub async fn issue_facilitator_key(
     db: &Db,

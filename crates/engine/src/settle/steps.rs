@@ -192,6 +192,14 @@ impl Steps {
         let db = &self.deps.db;
         let driver = self.driver(chain).map_err(|e| StepError::NotSent(Failure::PayoutNotDispatched, format!("{e:#}")))?;
         let unavailable = |e: crate::store::StoreError| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}"));
+        // A leg whose call already failed inside a shared transaction goes
+        // alone from then on: a neighbour may have sunk it (a signer that
+        // took on code after its check burns the batch's gas), and a
+        // transaction of its own cannot be sunk by anyone else's call.
+        let share = match share.shared() && stored.is_empty() && repo::dropped_count(db, owner, leg).await.map_err(unavailable)? > 0 {
+            true => &Share::Alone,
+            false => share,
+        };
         let mut free = stored.iter().map(|t| t.step + 1).max().unwrap_or(0);
         let plan: Vec<(i32, Option<&SettleStep>, Option<&repo::StoredTx>)> = if steps.is_empty() {
             stored.iter().map(|t| (t.step, None, Some(t))).collect()
@@ -270,7 +278,8 @@ impl Steps {
     /// A step's call failed inside a transaction that carried other calls
     /// too (a batch whose calls fail alone) while the authorization it
     /// carries is still good: its row is dropped, so the next pass sends it
-    /// again. The authorization is the same, so money moves at most once.
+    /// again, alone (`run_steps`). The authorization is the same, so money
+    /// moves at most once.
     /// Once only (`MOST_BATCH_RETRIES`): a payer contract that passes every
     /// simulation and fails on chain would otherwise cost the relayer a
     /// share of a batch every block, for ever.

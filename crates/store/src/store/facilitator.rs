@@ -238,7 +238,8 @@ pub async fn add_key(db: &Db, id: &str, name: &str, secret_hash: &str, receivers
     Ok(())
 }
 
-/// The receivers (lowercase hex) a live key speaks for.
+/// The receivers a live key speaks for: lowercase hex addresses (on
+/// every EVM network) or CAIP-10 ids `eip155:CHAIN_ID:0x…` (on that one).
 pub async fn key_receivers(db: &Db, name: &str) -> Result<Vec<String>, StoreError> {
     let rows = sqlx::query(
         "SELECT r.address FROM facilitator_key_receivers r JOIN facilitator_keys k ON k.name = r.key_name \

@@ -156,7 +156,15 @@ pub fn receiver_binding(text: &str) -> Result<String, String> {
         Some((network, address)) => (Some(network), address),
     };
     let wrong = || format!("`{text}` is neither an EVM address (0x and 40 hex digits) nor eip155:CHAIN_ID:ADDRESS");
-    let address: Address = address.parse().map_err(|_| wrong())?;
+    let hex = address.strip_prefix("0x").ok_or_else(wrong)?;
+    // Mixed case is an EIP-55 checksum: a typo in it is refused.
+    let mixed = hex.bytes().any(|b| b.is_ascii_uppercase()) && hex.bytes().any(|b| b.is_ascii_lowercase());
+    let address = match mixed {
+        true => {
+            Address::parse_checksummed(address, None).map_err(|_| format!("`{text}`: the address's checksum (its mixed case) is wrong"))?
+        }
+        false => address.parse().map_err(|_| wrong())?,
+    };
     if address.is_zero() {
         return Err("cannot be the zero address".into());
     }
