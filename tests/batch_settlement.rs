@@ -391,6 +391,20 @@ async fn several_callers_share_a_transaction(dn: &Devnet, port: u16, key: &str) 
     assert!(shared(&claims[1..4]) >= 2, "claims of different channels share a transaction: {claims:?}");
     assert!(claims[..5].iter().all(|c| tx(c) != tx(&claims[5])), "a contract payer's claim goes alone: {claims:?}");
     assert_eq!(channel_on_chain(dn, wallet.id).await, (3000, 1500));
+    // What sharing saves: the gas of the transaction holding the most of
+    // the four channels' claims, per claim, against the claim sent alone.
+    let gas = |hash: String| {
+        let base = base.clone();
+        async move {
+            let r = rpc(&base, "eth_getTransactionReceipt", json!([hash])).await;
+            u64::from_str_radix(r["gasUsed"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+        }
+    };
+    let most = claims[1..4].iter().map(tx).max_by_key(|t| claims[1..4].iter().filter(|c| tx(c) == *t).count()).unwrap();
+    let together = claims.iter().filter(|c| tx(c) == most).count() as u64;
+    let (per_claim, alone) = (gas(most).await / together, gas(tx(&claims[5])).await);
+    eprintln!("batch-settlement claims: {together} in one transaction, {per_claim} gas each; one alone, {alone} gas");
+    assert!(per_claim < alone, "{together} claims sharing a transaction cost {per_claim} gas each, one alone {alone}");
     // The first channel's two claims went in two transactions: the lower
     // one is claimed where it landed first, and is a no-op (no event,
     // answered failed) where the higher one did.
