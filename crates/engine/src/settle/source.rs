@@ -170,7 +170,11 @@ impl Engine {
                 return Ok(next);
             }
         }
-        match self.steps.run_steps(&i.id, "source", &i.payer_chain, &Role::Relayer, &steps, stored, &Share::TRANSFERS, true).await {
+        let share = match self.steps.share_now(&i.id, "source", Share::TRANSFERS, !stored.is_empty()).await {
+            Ok(share) => share,
+            Err(e) => return Ok(self.later_unavailable(&i, &format!("{e:?}"))),
+        };
+        match self.steps.run_steps(&i.id, "source", &i.payer_chain, &Role::Relayer, &steps, stored, &share, true).await {
             Ok((hash, receipt)) => {
                 let payer = i.payer.clone().unwrap_or_default();
                 let claim =

@@ -192,14 +192,6 @@ impl Steps {
         let db = &self.deps.db;
         let driver = self.driver(chain).map_err(|e| StepError::NotSent(Failure::PayoutNotDispatched, format!("{e:#}")))?;
         let unavailable = |e: crate::store::StoreError| StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}"));
-        // A leg whose call already failed inside a shared transaction goes
-        // alone from then on: a neighbour may have sunk it (a signer that
-        // took on code after its check burns the batch's gas), and a
-        // transaction of its own cannot be sunk by anyone else's call.
-        let share = match share.shared() && stored.is_empty() && repo::dropped_count(db, owner, leg).await.map_err(unavailable)? > 0 {
-            true => &Share::Alone,
-            false => share,
-        };
         let mut free = stored.iter().map(|t| t.step + 1).max().unwrap_or(0);
         let plan: Vec<(i32, Option<&SettleStep>, Option<&repo::StoredTx>)> = if steps.is_empty() {
             stored.iter().map(|t| (t.step, None, Some(t))).collect()
@@ -275,10 +267,28 @@ impl Steps {
         last.ok_or_else(|| StepError::NotSent(Failure::PayoutNotDispatched, "nothing was sent".into()))
     }
 
+    /// How a leg's calls may share transactions now: as `share` says, but
+    /// alone once a call of the leg failed inside a shared transaction (its
+    /// row dropped): a neighbour may have sunk it (a signer that took on
+    /// code after its check burns the batch's gas), and a transaction of
+    /// its own cannot be sunk by anyone else's call. `unread`: nothing
+    /// of the leg can have been dropped (a row just recorded), or a stored
+    /// step is sent again as it is: no read.
+    pub(crate) async fn share_now(&self, owner: &str, leg: &str, share: Share, unread: bool) -> Result<Share, StepError> {
+        if unread || !share.shared() {
+            return Ok(share);
+        }
+        match repo::dropped_count(&self.deps.db, owner, leg).await {
+            Ok(0) => Ok(share),
+            Ok(_) => Ok(Share::Alone),
+            Err(e) => Err(StepError::NotSent(Failure::ChainUnavailable, format!("database: {e}"))),
+        }
+    }
+
     /// A step's call failed inside a transaction that carried other calls
     /// too (a batch whose calls fail alone) while the authorization it
     /// carries is still good: its row is dropped, so the next pass sends it
-    /// again, alone (`run_steps`). The authorization is the same, so money
+    /// again, alone (`share_now`). The authorization is the same, so money
     /// moves at most once.
     /// Once only (`MOST_BATCH_RETRIES`): a payer contract that passes every
     /// simulation and fails on chain would otherwise cost the relayer a

@@ -110,7 +110,11 @@ impl Engine {
             }
             Err(_) => vec![],
         };
-        match self.steps.run_steps(&i.id, "target", &i.target_chain, &Role::Relayer, &steps, stored, &Share::TRANSFERS, true).await {
+        let share = match self.steps.share_now(&i.id, "target", Share::TRANSFERS, !stored.is_empty()).await {
+            Ok(share) => share,
+            Err(e) => return Ok(self.later_unavailable(&i, &format!("{e:?}"))),
+        };
+        match self.steps.run_steps(&i.id, "target", &i.target_chain, &Role::Relayer, &steps, stored, &share, true).await {
             Ok((hash, receipt)) => {
                 let claim = self.steps.claim(
                     &i.target_chain,

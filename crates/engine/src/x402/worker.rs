@@ -331,6 +331,8 @@ impl Worker {
             self.deps.config.chains.get(&rec.chain).map(|c| c.family).ok_or_else(|| anyhow::anyhow!("{} is not configured", rec.chain))?;
         let refusal = |e: &ProofError| Reason::refusal(family, e);
         let req: PaymentRequirements = serde_json::from_str(&rec.requirements)?;
+        // Given: the first pass of a row just recorded.
+        let fresh = stored.is_some();
         let stored = match stored {
             Some(s) => s,
             None => repo::list_txs(db, id, "x402").await?,
@@ -373,6 +375,10 @@ impl Worker {
                 crate::settle::batch_share(&rec.payload, self.deps.config.chains.get(&rec.chain).and_then(|c| c.chain_id))
             }
             Some(Batching::Alone) | None => Share::Alone,
+        };
+        let share = match self.steps.share_now(id, "x402", share, fresh).await {
+            Ok(share) => share,
+            Err(e) => return unavailable(&format!("{e:?}")),
         };
         match self.steps.run_steps(id, "x402", &rec.chain, &Role::Relayer, &steps, stored, &share, true).await {
             Ok((hash, receipt)) => {
